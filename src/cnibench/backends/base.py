@@ -1,0 +1,349 @@
+"""The Protocols scenarios speak to. Every backend (lab, kube) implements them.
+
+A scenario never knows whether its "pods" are network namespaces on this host or Kubernetes
+pods on kind or AKS. It asks a :class:`Backend` for a :class:`Cluster` matching a
+:class:`ClusterSpec`, places workloads (:class:`WorkloadSpec`) on nodes by role, runs client
+commands in an :class:`Endpoint`, switches features on (egress gateway) and asks the cluster to
+prove what it claims (:meth:`Cluster.encryption_status`, :meth:`Cluster.capture_underlay`).
+
+Workloads are described by *intent* (an iperf3 server, an HTTP echo that answers with its own
+name), not by command lines: the lab starts a process in a namespace, the Kubernetes backend
+renders a pod from a pinned image. Client tools run through :meth:`Endpoint.run` with argv
+built by :mod:`cnibench.tools`, which both backends can execute as is.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from cnibench.records import Environment
+
+__all__ = [
+    "Backend",
+    "Capability",
+    "Cluster",
+    "ClusterSpec",
+    "CommandResult",
+    "EgressServerResult",
+    "EncryptionStatus",
+    "Endpoint",
+    "ExternalHost",
+    "Node",
+    "NodeRole",
+    "WorkloadKind",
+    "WorkloadSpec",
+]
+
+
+class NodeRole(str, enum.Enum):
+    """What a node is for in a scenario; kube nodes carry it as a label."""
+
+    CLIENT = "client"
+    SERVER = "server"
+    EGRESS_GW = "egress-gw"
+
+
+class Capability(str, enum.Enum):
+    """Features a cluster can offer; a scenario needing a missing one is skipped with a reason."""
+
+    EGRESS_GATEWAY = "egress-gateway"
+    WIREGUARD = "wireguard"
+    NETWORK_POLICY = "network-policy"
+    L7_POLICY = "l7-policy"
+    TRAFFIC_SPLIT = "traffic-split"
+    POLICY_TIERS = "policy-tiers"
+    LATENCY_EMULATION = "latency-emulation"
+    UNDERLAY_CAPTURE = "underlay-capture"
+
+
+class WorkloadKind(str, enum.Enum):
+    """Servers a pod can run. Every pod can also run client tools through :meth:`Endpoint.run`."""
+
+    IPERF3_SERVER = "iperf3-server"
+    SOCKPERF_SERVER = "sockperf-server"
+    HTTP_ECHO = "http-echo"
+    """An HTTP server answering every path with 200 and a body naming the pod."""
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A server to run in a pod.
+
+    Attributes
+    ----------
+    kind:
+        What to run.
+    port:
+        TCP port it listens on (sockperf also uses it for UDP).
+    """
+
+    kind: WorkloadKind
+    port: int
+
+
+DEFAULT_PORTS: Mapping[WorkloadKind, int] = {
+    WorkloadKind.IPERF3_SERVER: 5201,
+    WorkloadKind.SOCKPERF_SERVER: 11111,
+    WorkloadKind.HTTP_ECHO: 80,
+}
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What cluster a scenario needs. Equal specs may share one cluster.
+
+    Attributes
+    ----------
+    cni:
+        CNI name (kube) or datapath profile (lab: ``routed`` or ``vxlan``).
+    encryption:
+        ``""`` for none or ``"wireguard"``.
+    roles:
+        One node per entry, in order; a role may repeat.
+    options:
+        Backend/CNI specific options (e.g. cilium ``mode=kpr``), part of the cluster's identity.
+    """
+
+    cni: str
+    encryption: str = ""
+    roles: tuple[NodeRole, ...] = (NodeRole.CLIENT, NodeRole.SERVER, NodeRole.EGRESS_GW)
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """Readable identity used to cache clusters and in test ids, e.g. ``vxlan+wireguard``."""
+        parts = [self.cni]
+        if self.encryption:
+            parts.append(self.encryption)
+        parts.extend(f"{k}={v}" for k, v in sorted(self.options.items()))
+        return "+".join(parts)
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node of a cluster.
+
+    Attributes
+    ----------
+    name:
+        Backend name of the node (namespace or Kubernetes node name).
+    role:
+        The node's role.
+    ip:
+        The node's address on the underlay (what an external host sees without a gateway).
+    """
+
+    name: str
+    role: NodeRole
+    ip: str
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """Outcome of a command run in an endpoint.
+
+    Attributes
+    ----------
+    argv:
+        The command as run (without any backend wrapper such as ``ip netns exec``).
+    returncode:
+        Exit status.
+    stdout, stderr:
+        Decoded output.
+    duration:
+        Wall time in seconds.
+    """
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    duration: float
+
+
+@dataclass(frozen=True)
+class EncryptionStatus:
+    """What the datapath reports about its encryption.
+
+    Attributes
+    ----------
+    enabled:
+        Whether node-to-node traffic is encrypted.
+    kind:
+        ``"wireguard"`` or ``""``.
+    interfaces:
+        Node name to tunnel interface name.
+    peers:
+        Node name to the number of peers with a completed handshake or configured endpoint.
+    detail:
+        The raw status text the check was based on (``wg show``, ``cilium-dbg status``).
+    """
+
+    enabled: bool
+    kind: str
+    interfaces: Mapping[str, str]
+    peers: Mapping[str, int]
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class EgressServerResult:
+    """What the external iperf3 server saw of one client test.
+
+    Attributes
+    ----------
+    remote_host:
+        Source address of the client as seen by the server (NAT applied).
+    received_bits_per_second:
+        Receiver-side throughput in bits/s.
+    raw:
+        The server's JSON report.
+    """
+
+    remote_host: str
+    received_bits_per_second: float
+    raw: str
+
+
+@runtime_checkable
+class Endpoint(Protocol):
+    """A pod: a place where client commands run and servers listen."""
+
+    @property
+    def name(self) -> str:
+        """Unique name within the cluster."""
+
+    @property
+    def node(self) -> Node:
+        """The node this endpoint actually runs on (verified, not assumed)."""
+
+    @property
+    def ip(self) -> str:
+        """The pod's address."""
+
+    def run(self, argv: Sequence[str], *, timeout: float) -> CommandResult:
+        """Run ``argv`` in the pod and wait at most ``timeout`` seconds.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            When the command does not finish in time (it is then killed).
+        """
+
+
+class ExternalHost(Protocol):
+    """A host outside the cluster: the egress target and the split load origin."""
+
+    @property
+    def ip(self) -> str:
+        """Address of the external host as clients see it."""
+
+    def run(self, argv: Sequence[str], *, timeout: float) -> CommandResult:
+        """Run a command on the external host (see :meth:`Endpoint.run`)."""
+
+    def iperf3_server_once(self, *, port: int, timeout: float) -> EgressServerFuture:
+        """Start an iperf3 server for one test; the future resolves when the test ends."""
+
+
+class EgressServerFuture(Protocol):
+    """The pending result of :meth:`ExternalHost.iperf3_server_once`."""
+
+    def result(self) -> EgressServerResult:
+        """Wait for the test to finish and return what the server saw."""
+
+
+class Cluster(Protocol):
+    """A provisioned cluster (lab or Kubernetes) with its nodes and features."""
+
+    @property
+    def backend(self) -> str:
+        """``"lab"`` or ``"kube"``."""
+
+    @property
+    def provider(self) -> str:
+        """``"lab"``, ``"kind"``, ``"aks"`` or ``"existing"``."""
+
+    @property
+    def spec(self) -> ClusterSpec:
+        """The spec this cluster was provisioned for."""
+
+    @property
+    def cni_version(self) -> str:
+        """Version of the CNI (the kernel release for the lab)."""
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """Features this cluster offers."""
+
+    @property
+    def nodes(self) -> Sequence[Node]:
+        """All nodes, in the order of ``spec.roles``."""
+
+    def node(self, role: NodeRole) -> Node:
+        """The first node with ``role``."""
+
+    def place(
+        self, name: str, *, role: NodeRole, workloads: Sequence[WorkloadSpec] = ()
+    ) -> Endpoint:
+        """Create a pod named ``name`` on the node with ``role`` running ``workloads``.
+
+        Returns once every workload accepts connections.
+        """
+
+    def remove(self, endpoint: Endpoint) -> None:
+        """Delete a pod created by :meth:`place`."""
+
+    @property
+    def external(self) -> ExternalHost:
+        """The external host."""
+
+    def enable_egress_gateway(self, clients: Sequence[Endpoint], *, destination: str) -> str:
+        """Send ``clients``' traffic to ``destination`` (a CIDR) out through the egress-gw node.
+
+        Returns the address external hosts will see as source.
+        """
+
+    def disable_egress_gateway(self) -> None:
+        """Undo :meth:`enable_egress_gateway` (each node masquerades its own pods again)."""
+
+    def encryption_status(self) -> EncryptionStatus:
+        """The datapath's own account of its encryption."""
+
+    def capture_underlay(self, marker: bytes, send: Sequence[str], *, source: Endpoint) -> bool:
+        """Run ``send`` in ``source`` while capturing node-to-node traffic.
+
+        Returns whether ``marker`` appeared in any captured packet (needs
+        :attr:`Capability.UNDERLAY_CAPTURE`).
+        """
+
+    def prometheus_url(self) -> str:
+        """Base URL of the cluster's Prometheus, reachable from this process."""
+
+    def environment(self) -> Environment:
+        """Fingerprint of the cluster and host (no secrets)."""
+
+    def teardown(self) -> None:
+        """Remove everything this cluster created. Safe to call twice."""
+
+
+class Backend(Protocol):
+    """A way of getting clusters: ``lab`` or ``kube`` (kind, aks, existing)."""
+
+    @property
+    def name(self) -> str:
+        """Backend name."""
+
+    def available(self) -> tuple[bool, str]:
+        """Whether clusters can be provisioned here, and why not."""
+
+    def provision(self, spec: ClusterSpec) -> Cluster:
+        """Create (or reuse) a cluster for ``spec``.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            With the failing step; anything half-created is removed first.
+        """

@@ -1,0 +1,186 @@
+"""Value types shared by every layer: measurements, run records, the environment fingerprint.
+
+A *run* is one repetition of one scenario condition (e.g. "egress, vxlan, gateway on, run 3").
+It yields several :class:`Measurement` values; the results store writes one :class:`RunRecord`
+per (run, metric), the tidy shape that ``load_results`` turns into a DataFrame row each.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Union
+
+__all__ = [
+    "Environment",
+    "Measurement",
+    "ParamValue",
+    "RunRecord",
+    "RunStatus",
+]
+
+ParamValue = Union[str, int, float, bool]
+"""A scenario parameter or option value as stored in results (JSON scalars only)."""
+
+
+class RunStatus(str, enum.Enum):
+    """Outcome of one run: ``ok`` values may be averaged; ``failed`` ones never are."""
+
+    OK = "ok"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One number measured in a run.
+
+    Attributes
+    ----------
+    metric:
+        Name in the domain, e.g. ``"throughput"``, ``"latency_p99"``, ``"cpu"``.
+    value:
+        The value in ``unit``; ``nan`` for a failed run.
+    unit:
+        Unit of ``value``, e.g. ``"bits/s"``, ``"us"``, ``"%"``, ``"MB"``, ``"requests/s"``.
+    """
+
+    metric: str
+    value: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One tidy results row: one metric of one run, with everything needed to group it.
+
+    Attributes
+    ----------
+    session_id:
+        Identifier of the benchmark session (one ``cnibench run`` or pytest session).
+    run_id:
+        Identifier of the run, unique within the session.
+    time:
+        Start of the run, ISO 8601 in UTC.
+    backend:
+        ``"lab"`` or ``"kube"``.
+    provider:
+        ``"lab"``, ``"kind"``, ``"aks"`` or ``"existing"``.
+    cni:
+        CNI (kube) or datapath profile (lab), e.g. ``"cilium"``, ``"vxlan"``.
+    cni_version:
+        Version of the CNI, or of the kernel for the lab.
+    scenario:
+        Scenario name, e.g. ``"egress"``.
+    condition:
+        Readable id of the parameter set, e.g. ``"gateway-on"``; the grouping key in reports.
+    parameters:
+        The scenario parameters of this condition.
+    repetition:
+        0-based repetition index within the condition.
+    metric, value, unit:
+        The measurement (see :class:`Measurement`).
+    verified:
+        Whether the scenario's verification passed before this run was measured.
+    status:
+        ``ok`` or ``failed``; failed runs carry ``reason`` and are never averaged in.
+    reason:
+        Why the run failed; empty when ``status`` is ``ok``.
+    environment_id:
+        Key of the session's :class:`Environment` fingerprint.
+    options:
+        Backend options that shaped the set-up (encryption, mode, ...).
+    """
+
+    session_id: str
+    run_id: str
+    time: str
+    backend: str
+    provider: str
+    cni: str
+    cni_version: str
+    scenario: str
+    condition: str
+    parameters: Mapping[str, ParamValue]
+    repetition: int
+    metric: str
+    value: float
+    unit: str
+    verified: bool
+    status: RunStatus = RunStatus.OK
+    reason: str = ""
+    environment_id: str = ""
+    options: Mapping[str, ParamValue] = field(default_factory=dict)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (what the results store writes)."""
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["parameters"] = dict(self.parameters)
+        data["options"] = dict(self.options)
+        return data
+
+    @classmethod
+    def from_json_dict(cls, data: Mapping[str, Any]) -> RunRecord:
+        """Inverse of :meth:`to_json_dict`."""
+        values = dict(data)
+        values["status"] = RunStatus(values.get("status", "ok"))
+        values["value"] = float("nan") if values["value"] is None else float(values["value"])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Fingerprint of where a session ran, stored once per session.
+
+    Attributes
+    ----------
+    kernel:
+        ``uname -r`` of the host.
+    cpu_model:
+        Model name of the host CPU.
+    cpu_count:
+        Logical CPUs of the host.
+    memory_bytes:
+        Total memory of the host in bytes.
+    python:
+        Python version.
+    cnibench_version:
+        Version of cnibench.
+    backend, provider, cni, cni_version:
+        What was benchmarked.
+    nodes:
+        Node name to a description (role, CPUs, memory) of each node.
+    cni_values:
+        Helm values or lab options of the CNI; never contains secrets.
+    tool_versions:
+        Tool name to version string, e.g. ``{"iperf3": "3.12"}``.
+    """
+
+    kernel: str
+    cpu_model: str
+    cpu_count: int
+    memory_bytes: int
+    python: str
+    cnibench_version: str
+    backend: str = ""
+    provider: str = ""
+    cni: str = ""
+    cni_version: str = ""
+    nodes: Mapping[str, Mapping[str, ParamValue]] = field(default_factory=dict)
+    cni_values: Mapping[str, Any] = field(default_factory=dict)
+    tool_versions: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Plain-JSON form, including the derived ``environment_id``."""
+        data = json.loads(json.dumps(asdict(self), default=str))
+        data["environment_id"] = self.environment_id
+        return data
+
+    @property
+    def environment_id(self) -> str:
+        """Stable 12-hex-digit key: equal fingerprints give equal ids."""
+        payload = json.dumps(asdict(self), sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()[:12]

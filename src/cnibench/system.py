@@ -1,0 +1,103 @@
+"""System tools cnibench drives, the Debian packages that provide them, and their installation.
+
+``python -m cnibench.system --install`` installs what is missing with apt when running as root
+(what ``nox -s tests`` and ``nox -s demo`` do first) and names what it could not install. The
+same table feeds ``cnibench doctor``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+__all__ = ["SYSTEM_TOOLS", "SystemTool", "install_missing", "missing_tools"]
+
+
+@dataclass(frozen=True)
+class SystemTool:
+    """An executable cnibench runs, and where it comes from.
+
+    Attributes
+    ----------
+    binary:
+        Executable name looked up on ``PATH`` (or an absolute path).
+    package:
+        Debian package that provides it.
+    purpose:
+        What cnibench uses it for (shown by ``cnibench doctor``).
+    """
+
+    binary: str
+    package: str
+    purpose: str
+
+
+SYSTEM_TOOLS: tuple[SystemTool, ...] = (
+    SystemTool("ip", "iproute2", "lab: namespaces, veth, bridge, vxlan, routes"),
+    SystemTool("nft", "nftables", "lab: masquerade, egress SNAT, policy engines nftables/-set"),
+    SystemTool("iptables", "iptables", "lab: policy engine iptables"),
+    SystemTool("conntrack", "conntrack", "lab: flush connection tracking between runs"),
+    SystemTool("tcpdump", "tcpdump", "lab: capture on the underlay (WireGuard verification)"),
+    SystemTool("wg", "wireguard-tools", "lab: WireGuard configuration"),
+    SystemTool("wireguard-go", "wireguard-go", "lab: WireGuard without the kernel module"),
+    SystemTool("iperf3", "iperf3", "throughput"),
+    SystemTool("sockperf", "sockperf", "ping-pong latency"),
+    SystemTool("ab", "apache2-utils", "HTTP requests/s (ApacheBench)"),
+    SystemTool("wrk", "wrk", "HTTP requests/s and latency"),
+    SystemTool("hey", "hey", "HTTP load, reference for the locust runner benchmark"),
+    SystemTool("curl", "curl", "sequential request-response timing"),
+    SystemTool("nginx", "nginx-light", "HTTP servers, echo backends, weighted split proxy"),
+    SystemTool("haproxy", "haproxy", "L7 policy proxy"),
+    SystemTool("prometheus", "prometheus", "metrics store"),
+    SystemTool("prometheus-node-exporter", "prometheus-node-exporter", "per-node metrics"),
+)
+
+
+def _present(tool: SystemTool) -> bool:
+    return shutil.which(tool.binary) is not None
+
+
+def missing_tools() -> list[SystemTool]:
+    """Tools from :data:`SYSTEM_TOOLS` that are not on ``PATH``."""
+    return [tool for tool in SYSTEM_TOOLS if not _present(tool)]
+
+
+def install_missing(*, quiet: bool = False) -> list[SystemTool]:
+    """Install missing tools with apt when root; return what is still missing afterwards."""
+    missing = missing_tools()
+    if not missing:
+        return []
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return missing
+    packages = sorted({tool.package for tool in missing} | {"libiperf0"})
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    out = subprocess.DEVNULL if quiet else None
+    subprocess.run(["apt-get", "update", "-q"], check=False, env=env, stdout=out)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages],
+        check=False,
+        env=env,
+        stdout=out,
+    )
+    return missing_tools()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: report (and with ``--install`` install) missing system tools."""
+    parser = argparse.ArgumentParser(prog="python -m cnibench.system")
+    parser.add_argument("--install", action="store_true", help="apt-get install what is missing")
+    args = parser.parse_args(argv)
+    still_missing = install_missing() if args.install else missing_tools()
+    for tool in still_missing:
+        print(f"missing: {tool.binary} (Debian package {tool.package}) needed for {tool.purpose}")
+    if not still_missing:
+        print("system tools: all present")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
