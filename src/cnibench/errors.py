@@ -19,6 +19,7 @@ __all__ = [
     "ProvisioningError",
     "ResultsError",
     "ToolError",
+    "UnsupportedError",
     "VerificationError",
 ]
 
@@ -74,3 +75,7 @@ class MetricsError(CnibenchError):
 
 class ResultsError(CnibenchError):
     """A results directory or file is missing, unreadable or corrupted."""
+
+
+class UnsupportedError(CnibenchError):
+    """The cluster cannot run a scenario condition (a missing capability); the test is skipped."""

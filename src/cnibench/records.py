@@ -26,7 +26,7 @@ ParamValue = Union[str, int, float, bool]
 """A scenario parameter or option value as stored in results (JSON scalars only)."""
 
 
-class RunStatus(str, enum.Enum):
+class RunStatus(enum.StrEnum):
     """Outcome of one run: ``ok`` values may be averaged; ``failed`` ones never are."""
 
     OK = "ok"

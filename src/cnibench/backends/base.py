@@ -22,6 +22,8 @@ from typing import Protocol, runtime_checkable
 from cnibench.records import Environment
 
 __all__ = [
+    "DEFAULT_PORTS",
+    "NODE_EXPORTER_PORT",
     "Backend",
     "Capability",
     "Cluster",
@@ -38,7 +40,7 @@ __all__ = [
 ]
 
 
-class NodeRole(str, enum.Enum):
+class NodeRole(enum.StrEnum):
     """What a node is for in a scenario; kube nodes carry it as a label."""
 
     CLIENT = "client"
@@ -46,7 +48,7 @@ class NodeRole(str, enum.Enum):
     EGRESS_GW = "egress-gw"
 
 
-class Capability(str, enum.Enum):
+class Capability(enum.StrEnum):
     """Features a cluster can offer; a scenario needing a missing one is skipped with a reason."""
 
     EGRESS_GATEWAY = "egress-gateway"
@@ -59,7 +61,7 @@ class Capability(str, enum.Enum):
     UNDERLAY_CAPTURE = "underlay-capture"
 
 
-class WorkloadKind(str, enum.Enum):
+class WorkloadKind(enum.StrEnum):
     """Servers a pod can run. Every pod can also run client tools through :meth:`Endpoint.run`."""
 
     IPERF3_SERVER = "iperf3-server"
@@ -83,6 +85,9 @@ class WorkloadSpec:
     kind: WorkloadKind
     port: int
 
+
+NODE_EXPORTER_PORT = 9100
+"""Port of node-exporter on every node; Prometheus ``instance`` labels are ``<node ip>:9100``."""
 
 DEFAULT_PORTS: Mapping[WorkloadKind, int] = {
     WorkloadKind.IPERF3_SERVER: 5201,
@@ -321,6 +326,10 @@ class Cluster(Protocol):
 
     def prometheus_url(self) -> str:
         """Base URL of the cluster's Prometheus, reachable from this process."""
+
+    @property
+    def metrics_device_regex(self) -> str:
+        """RE2 regex of the node interfaces whose received bytes count as node traffic."""
 
     def environment(self) -> Environment:
         """Fingerprint of the cluster and host (no secrets)."""

@@ -1,0 +1,37 @@
+"""Suite-wide policy: a required tier never skips silently.
+
+``CNIBENCH_REQUIRE=lab`` (set by ``.ci/run``) turns every skip in the tiers that need this
+machine's real tools and kernel (tests/integration, tests/lab, tests/bench) into a failure;
+``kube`` does the same for tests/kube. A skipped tier then shows up red, never as a green run
+that tested nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+TIER_DIRS = {
+    "lab": ("integration", "lab", "bench"),
+    "kube": ("kube",),
+}
+
+
+def _required_dirs() -> set[str]:
+    tiers = {t.strip() for t in os.environ.get("CNIBENCH_REQUIRE", "").split(",") if t.strip()}
+    return {d for tier in tiers for d in TIER_DIRS.get(tier, ())}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    parts = Path(str(item.path)).relative_to(Path(__file__).parent).parts
+    if parts and parts[0] in _required_dirs():
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"required tier skipped (CNIBENCH_REQUIRE): {reason}"
