@@ -31,7 +31,13 @@ def tests(session: nox.Session) -> None:
     _install(session)
     _system(session)
     env = {"CNIBENCH_REQUIRE": os.environ.get("CNIBENCH_REQUIRE", "lab")}
-    args = session.posargs or ["tests", "--cluster=lab", "--profile=quick", "-p", "no:cacheprovider"]
+    args = session.posargs or [
+        "tests",
+        "--cluster=lab",
+        "--profile=quick",
+        "-p",
+        "no:cacheprovider",
+    ]
     session.run("python", "-m", "pytest", *args, env=env)
 
 
@@ -58,8 +64,15 @@ def demo(session: nox.Session) -> None:
     _install(session)
     _system(session)
     session.run(
-        "cnibench", "run", "--cluster", "auto", "--profile", "quick",
-        "--scenario", "baseline,egress,wireguard", *session.posargs,
+        "cnibench",
+        "run",
+        "--cluster",
+        "auto",
+        "--profile",
+        "quick",
+        "--scenario",
+        "baseline,egress,wireguard",
+        *session.posargs,
     )
 
 

@@ -175,7 +175,7 @@ class Environment:
 
     def to_json_dict(self) -> dict[str, Any]:
         """Plain-JSON form, including the derived ``environment_id``."""
-        data = json.loads(json.dumps(asdict(self), default=str))
+        data: dict[str, Any] = json.loads(json.dumps(asdict(self), default=str))
         data["environment_id"] = self.environment_id
         return data
 

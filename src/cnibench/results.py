@@ -421,6 +421,13 @@ class ResultsStore:
         self.results_dir = Path(results_dir)
         self.session_id = _check_name(session_id or new_session_id(), "session id")
         self.session_dir = self.results_dir / self.session_id
+
+    def create(self) -> Path:
+        """Create the session directory (idempotent) and return it.
+
+        Every write calls this, so the directory appears with the first record: a session
+        that records nothing (bad input, interrupted set-up) leaves nothing behind.
+        """
         try:
             self.results_dir.mkdir(parents=True, exist_ok=True)
             if not self.session_dir.is_dir():
@@ -430,9 +437,10 @@ class ResultsStore:
             raise ResultsError(
                 f"cannot create results directory {self.session_dir}: {exc.strerror or exc}"
             ) from exc
+        return self.session_dir
 
     def _subdir(self, *parts: str) -> Path:
-        directory = self.session_dir.joinpath(*parts)
+        directory = self.create().joinpath(*parts)
         if not directory.is_dir():
             try:
                 directory.mkdir(parents=True, exist_ok=True)
@@ -478,7 +486,8 @@ class ResultsStore:
             **data,
         }
         return atomic_write_bytes(
-            self.session_dir / _ENVIRONMENT_FILE, _dump_json(document, "environment.json")
+            self.create() / _ENVIRONMENT_FILE,
+            _dump_json(document, "environment.json"),
         )
 
     def write_run(
@@ -561,7 +570,7 @@ class ResultsStore:
         file_name = name if Path(name).suffix else f"{name}.json"
         if file_name == _ENVIRONMENT_FILE:
             raise ConfigError("environment.json is reserved: use write_environment()")
-        return atomic_write_bytes(self.session_dir / file_name, _dump_json(obj, file_name))
+        return atomic_write_bytes(self.create() / file_name, _dump_json(obj, file_name))
 
     def sweep_temp(self) -> list[Path]:
         """Remove this session's leftover temporary files; see :func:`sweep_temp_files`."""

@@ -89,7 +89,9 @@ def _record(
 
 @pytest.fixture
 def store(tmp_path: Path) -> ResultsStore:
-    return ResultsStore(tmp_path / "results", session_id="20261122T103500Z-abcdef")
+    store = ResultsStore(tmp_path / "results", session_id="20261122T103500Z-abcdef")
+    store.create()
+    return store
 
 
 def _dead_pid() -> int:
@@ -104,6 +106,8 @@ def _dead_pid() -> int:
 def test_default_session_id_is_utc_time_and_six_hex(tmp_path: Path) -> None:
     store = ResultsStore(tmp_path)
     assert re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{6}", store.session_id)
+    assert not (tmp_path / store.session_id).exists()  # nothing until the first write
+    store.write_json("summary", {})
     assert (tmp_path / store.session_id).is_dir()
 
 
@@ -167,12 +171,13 @@ def test_write_json_refuses_environment_name(store: ResultsStore) -> None:
 def test_results_dir_that_is_a_file_raises_results_error(tmp_path: Path) -> None:
     (tmp_path / "results").write_text("not a directory")
     with pytest.raises(ResultsError, match="cannot create results directory"):
-        ResultsStore(tmp_path / "results")
+        ResultsStore(tmp_path / "results").write_json("summary", {})
 
 
-def test_write_into_removed_session_dir_raises_results_error(store: ResultsStore) -> None:
+def test_write_into_unwritable_session_dir_raises_results_error(store: ResultsStore) -> None:
     store.session_dir.rmdir()
-    with pytest.raises(ResultsError, match="cannot write results file"):
+    store.session_dir.write_text("not a directory")
+    with pytest.raises(ResultsError, match="cannot"):
         store.write_json("summary", {})
 
 

@@ -87,7 +87,8 @@ class WorkloadSpec:
 
 
 NODE_EXPORTER_PORT = 9100
-"""Port of node-exporter on every node; Prometheus ``instance`` labels are ``<node ip>:9100``."""
+"""Port of node-exporter on every node. Backends relabel each target so that its Prometheus
+``instance`` label is the node's name (:attr:`Node.name`)."""
 
 DEFAULT_PORTS: Mapping[WorkloadKind, int] = {
     WorkloadKind.IPERF3_SERVER: 5201,

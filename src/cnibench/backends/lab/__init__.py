@@ -1,0 +1,55 @@
+"""The embedded lab backend: a cluster made of Linux network namespaces on this host.
+
+Nodes are namespaces on an underlay bridge, pods are namespaces attached to their node by veth,
+an external host and a monitoring host (Prometheus) sit on the underlay. Datapath profiles
+``routed`` (like kindnet) and ``vxlan`` (like flannel), each optionally encrypted with WireGuard
+(kernel or wireguard-go). Every object carries a lab id ``cb<6 hex>`` so labs run side by side
+and :func:`clean_leftovers` finds what crashed runs left.
+
+Layout: :mod:`~cnibench.backends.lab.plan` (pure planning), :mod:`~cnibench.backends.lab.runner`
+(commands and processes), :mod:`~cnibench.backends.lab.cluster` (the Cluster),
+:mod:`~cnibench.backends.lab.features` (doctor, tool versions), :mod:`~cnibench.backends.lab.clean`.
+"""
+
+from __future__ import annotations
+
+from cnibench.backends.lab.backend import DEFAULT_STATE_ROOT, LabBackend
+from cnibench.backends.lab.clean import CleanReport, clean_leftovers
+from cnibench.backends.lab.cluster import (
+    LabCluster,
+    LabEgressServerFuture,
+    LabExternalHost,
+    LabPod,
+    parse_wg_dump,
+    redact_wg_dump,
+)
+from cnibench.backends.lab.features import (
+    FeatureCheck,
+    LabFeatures,
+    doctor_rows,
+    parse_tool_version,
+    tool_versions,
+)
+from cnibench.backends.lab.plan import UNDERLAY_DEVICE_REGEX, LabPlan, LabProfile, plan_lab
+
+__all__ = [
+    "DEFAULT_STATE_ROOT",
+    "UNDERLAY_DEVICE_REGEX",
+    "CleanReport",
+    "FeatureCheck",
+    "LabBackend",
+    "LabCluster",
+    "LabEgressServerFuture",
+    "LabExternalHost",
+    "LabFeatures",
+    "LabPlan",
+    "LabPod",
+    "LabProfile",
+    "clean_leftovers",
+    "doctor_rows",
+    "parse_tool_version",
+    "parse_wg_dump",
+    "plan_lab",
+    "redact_wg_dump",
+    "tool_versions",
+]

@@ -1,0 +1,88 @@
+"""The lab backend: clusters made of network namespaces on this host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cnibench.backends.base import ClusterSpec
+from cnibench.backends.lab.cluster import LabCluster
+from cnibench.backends.lab.features import FeatureCheck, check_available, doctor_rows
+from cnibench.backends.lab.plan import new_lab_id, plan_lab
+from cnibench.backends.lab.runner import namespace_inode
+from cnibench.errors import ProvisioningError
+
+__all__ = ["DEFAULT_STATE_ROOT", "LabBackend"]
+
+DEFAULT_STATE_ROOT = Path("/run/cnibench")
+"""Parent of every lab's state directory (``/run`` is cleared at boot, like the namespaces)."""
+_ID_ATTEMPTS = 20
+
+
+class LabBackend:
+    """Provision labs (a :class:`~cnibench.backends.base.Backend`).
+
+    Parameters
+    ----------
+    state_root:
+        Parent directory of the labs' state directories.
+
+    Examples
+    --------
+    >>> from cnibench.backends.base import ClusterSpec
+    >>> with LabBackend().provision(ClusterSpec(cni="vxlan")) as cluster:  # doctest: +SKIP
+    ...     pod = cluster.place("client", role=NodeRole.CLIENT)
+    """
+
+    def __init__(self, *, state_root: Path = DEFAULT_STATE_ROOT) -> None:
+        self.state_root = state_root
+
+    @property
+    def name(self) -> str:
+        """``"lab"``."""
+        return "lab"
+
+    def available(self) -> tuple[bool, str]:
+        """Whether labs can be provisioned here (root, ``ip netns``, required tools), and why
+        not."""
+        return check_available()
+
+    def doctor(self) -> list[FeatureCheck]:
+        """Every kernel feature and tool the lab uses, usable or not and why (see
+        :func:`cnibench.backends.lab.features.doctor_rows`)."""
+        return doctor_rows()
+
+    def provision(self, spec: ClusterSpec) -> LabCluster:
+        """Build a fresh lab for ``spec`` (labs are never shared between callers).
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            Unknown profile or encryption, bad roles or options (nothing is created).
+        cnibench.errors.ProvisioningError
+            The host cannot run labs, or a step failed (what was created is removed).
+        """
+        plan = plan_lab(spec, new_lab_id(), state_root=self.state_root)
+        ok, reason = self.available()
+        if not ok:
+            raise ProvisioningError(f"the lab backend is not available: {reason}")
+        for _ in range(_ID_ATTEMPTS):
+            if namespace_inode(plan.underlay_namespace) is None and not plan.state_dir.exists():
+                break
+            plan = plan_lab(spec, new_lab_id(), state_root=self.state_root)
+        else:
+            raise ProvisioningError("could not find an unused lab id")
+        cluster = LabCluster(plan, spec)
+        cluster.provision()
+        return cluster
+
+
+if TYPE_CHECKING:
+    from cnibench.backends.base import Backend, Cluster, Endpoint, ExternalHost
+    from cnibench.backends.lab.cluster import LabExternalHost, LabPod
+
+    def _implements_protocols(
+        backend: LabBackend, cluster: LabCluster, pod: LabPod, external: LabExternalHost
+    ) -> tuple[Backend, Cluster, Endpoint, ExternalHost]:
+        # mypy proves here that the lab satisfies the Protocols scenarios are written against.
+        return backend, cluster, pod, external

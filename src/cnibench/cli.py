@@ -1,0 +1,308 @@
+"""The ``cnibench`` command: a thin shell over :mod:`cnibench.session` and the backends.
+
+Every error cnibench raises on purpose is printed as one line (``cnibench: error: ...``); usage
+errors exit with 2, failed benchmarks with 1, an interrupted run with 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from cnibench.errors import CnibenchError, ConfigError, VerificationError
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+HEADLINE_METRICS = (
+    "throughput",
+    "latency_avg",
+    "requests_per_second",
+    "rr_mean",
+    "cpu",
+    "ram",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so every usage error takes one path."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ConfigError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _duration(text: str) -> float:
+    from cnibench.scenarios.profiles import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _build_parser() -> _Parser:
+    parser = _Parser(prog="cnibench", description=__doc__.splitlines()[0] if __doc__ else None)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = commands.add_parser("run", help="run scenarios and record results")
+    run.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="scenario to run (repeatable, or comma-separated); default: all",
+    )
+    run.add_argument(
+        "--cluster",
+        default="auto",
+        metavar="KIND",
+        help="auto, lab, kind, aks or existing (default: auto)",
+    )
+    run.add_argument(
+        "--cni",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="CNI or lab profile (repeatable); default: the backend's",
+    )
+    run.add_argument(
+        "--profile",
+        default="quick",
+        metavar="NAME",
+        help="quick, standard or paper (default: quick)",
+    )
+    run.add_argument(
+        "--runs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="repetitions per condition (overrides the profile)",
+    )
+    run.add_argument(
+        "--duration",
+        type=_duration,
+        default=None,
+        metavar="TIME",
+        help="length of each timed measurement, e.g. 30s or 12m",
+    )
+    run.add_argument("--results-dir", type=Path, default=Path("results"), metavar="DIR")
+    run.add_argument("--keep-cluster", action="store_true")
+    run.add_argument("--recreate-cluster", action="store_true")
+    run.add_argument(
+        "--condition",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="only these condition ids (repeatable)",
+    )
+
+    commands.add_parser("doctor", help="which backends and tools are usable here, and why not")
+
+    clean = commands.add_parser("clean", help="remove labs and processes cnibench left behind")
+    clean.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``cnibench`` console script."""
+    try:
+        args = _build_parser().parse_args(argv)
+        if args.command == "run":
+            return _run(args)
+        if args.command == "doctor":
+            return _doctor()
+        return _clean(args)
+    except ConfigError as exc:
+        print(f"cnibench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("cnibench: interrupted; everything this run created was removed", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except CnibenchError as exc:
+        print(f"cnibench: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from cnibench.errors import UnsupportedError
+    from cnibench.scenarios import SCENARIOS, scenario_named
+    from cnibench.scenarios.profiles import profile_named
+    from cnibench.scenarios.runner import ConditionResult
+    from cnibench.session import BenchSession, SessionConfig
+
+    names = [name for item in args.scenario for name in item.split(",") if name] or list(SCENARIOS)
+    scenarios = [scenario_named(name) for name in names]
+    profile = profile_named(args.profile).with_overrides(runs=args.runs, duration=args.duration)
+    config = SessionConfig(
+        cluster=args.cluster,
+        cnis=tuple(args.cni),
+        profile=profile,
+        results_dir=args.results_dir,
+        keep_cluster=args.keep_cluster,
+        recreate_cluster=args.recreate_cluster,
+    )
+    plan = [
+        (scenario, condition)
+        for scenario in scenarios
+        for condition in scenario.conditions()
+        if not args.condition or condition.id in args.condition
+    ]
+    if not plan:
+        raise ConfigError(f"no condition matches --condition {', '.join(args.condition)}")
+    console = Console(stderr=True)
+    results: list[ConditionResult] = []
+    problems: list[str] = []
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+    )
+    # The session validates every option and picks the backend before anything is shown.
+    with BenchSession(config) as session:
+        console.print(session.backend_reason)
+        total = len(plan) * len(session.cnis) * profile.runs
+        with progress:
+            task = progress.add_task("starting", total=total)
+            session.runner.progress = lambda text: progress.update(task, advance=1)
+            for cni in session.cnis:
+                for scenario, condition in plan:
+                    progress.update(task, description=f"{scenario.name} {cni} {condition.id}")
+                    try:
+                        results.append(session.run_condition(scenario, cni, condition))
+                    except UnsupportedError as exc:
+                        problems.append(f"skipped {scenario.name}/{cni}/{condition.id}: {exc}")
+                        progress.update(task, advance=profile.runs)
+                    except VerificationError as exc:
+                        problems.append(f"NOT VERIFIED {exc}")
+                        progress.update(task, advance=profile.runs)
+        results_dir = session.store.session_dir
+    _print_table(results, Console(width=max(console.width, 150)))
+    for result in results:
+        for run in result.runs:
+            if run.reason:
+                problems.append(f"failed {result.scenario}/{result.cni}/{run.run_id}: {run.reason}")
+    for line in problems:
+        console.print(line, markup=False, highlight=False)
+    console.print(f"results written to {results_dir}")
+    failed = [r for r in results if not r.ok_runs] + [p for p in problems if "NOT VERIFIED" in p]
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _print_table(results: Sequence[object], console: object) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from cnibench.scenarios.runner import ConditionResult
+
+    assert isinstance(console, Console)
+    table = Table(title="truncated mean (10 %) and 95 % confidence interval per condition")
+    for column in ("scenario", "cni", "condition", "metric", "n", "mean", "95% CI", "unit", "ok"):
+        table.add_column(column, justify="right" if column in {"n", "mean", "95% CI"} else "left")
+    for result in results:
+        assert isinstance(result, ConditionResult)
+        failed = len(result.runs) - len(result.ok_runs)
+        for summary in result.summaries():
+            if summary.metric not in HEADLINE_METRICS:
+                continue
+            ci = "-" if summary.n < 2 else f"[{_fmt(summary.low)}, {_fmt(summary.high)}]"
+            table.add_row(
+                result.scenario,
+                result.cni,
+                result.condition.id,
+                summary.metric,
+                str(summary.n),
+                _fmt(summary.truncated_mean),
+                ci,
+                summary.unit,
+                ("verified" if result.verified else "NOT verified")
+                + (f", {failed} failed" if failed else ""),
+            )
+    console.print(table)
+
+
+def _fmt(value: float) -> str:
+    if not math.isfinite(value):
+        return str(value)
+    magnitude = abs(value)
+    if magnitude >= 1e9:
+        return f"{value / 1e9:.3f}G"
+    if magnitude >= 1e6:
+        return f"{value / 1e6:.3f}M"
+    if magnitude >= 1e4:
+        return f"{value / 1e3:.2f}k"
+    return f"{value:.2f}"
+
+
+def _doctor() -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from cnibench.backends.lab import doctor_rows
+    from cnibench.session import container_engine
+    from cnibench.system import SYSTEM_TOOLS, missing_tools
+
+    console = Console()
+    table = Table(title="cnibench doctor")
+    for column in ("what", "usable", "why"):
+        table.add_column(column)
+    engine = container_engine()
+    table.add_row(
+        "kind (container engine)",
+        "yes" if engine else "no",
+        f"{engine} answers" if engine else "no docker/podman engine answers",
+    )
+    table.add_row("aks / existing", "no", "the Kubernetes backend is not in this version yet")
+    for row in doctor_rows():
+        table.add_row(row.feature, "yes" if row.usable else "no", row.reason)
+    missing = {tool.binary for tool in missing_tools()}
+    for tool in SYSTEM_TOOLS:
+        present = tool.binary not in missing
+        table.add_row(
+            tool.binary,
+            "yes" if present else "no",
+            tool.purpose if present else f"install Debian package {tool.package}",
+        )
+    console.print(table)
+    return EXIT_OK
+
+
+def _clean(args: argparse.Namespace) -> int:
+    from cnibench.backends.lab import clean_leftovers
+
+    report = clean_leftovers(dry_run=args.dry_run)
+    print(report.summary())
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

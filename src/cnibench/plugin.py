@@ -1,0 +1,250 @@
+"""pytest plugin of cnibench (entry point ``pytest11``): the benchmark suite's options and fixtures.
+
+``pytest -k egress --cluster=lab --cni=vxlan`` runs the egress conditions on a lab with the vxlan
+datapath. Options live in the ``cnibench`` group; heavy modules are imported only inside the hooks
+and fixtures that need them, so the plugin costs nothing to sessions that do not benchmark. The
+stateful :class:`_BenchState` exists only once a test asks for a cluster.
+
+Fixtures
+--------
+cni
+    The CNI (or lab profile) of the current test; tests are parametrized over ``--cni``.
+cnibench_session
+    The session-scoped :class:`cnibench.session.BenchSession` (one per xdist worker, so each
+    worker gets its own lab or cluster).
+cluster
+    The cluster for the current ``cni`` (session-scoped per CNI; ``cluster.pykube`` on kube).
+bench
+    Runs a scenario condition: provisions (or reuses) the cluster, verifies, measures every
+    repetition, records results and attaches a summary to the test report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from cnibench.backends.base import Cluster
+    from cnibench.scenarios import Condition
+    from cnibench.scenarios.runner import ConditionResult
+    from cnibench.session import BenchSession
+
+__all__ = ["Bench"]
+
+SCENARIO_MARKERS = {
+    "baseline": "pod-to-pod throughput, latency and HTTP rate (seeds 001, 004)",
+    "egress": "egress gateway on/off, source address verified (seed 000)",
+    "wireguard": "node-to-node encryption off/on, marker capture verified (seeds 002, 003)",
+    "policy": "network policy: rule and pod scaling (seed 003)",
+    "l7": "L7 HTTP policy (seed 003)",
+    "split": "weighted traffic splitting (seed 000)",
+}
+_STATE_KEY = pytest.StashKey["_BenchState"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The ``cnibench`` option group (same options as ``cnibench run``)."""
+    group = parser.getgroup("cnibench", "cnibench benchmark suite")
+    group.addoption(
+        "--cluster",
+        default="auto",
+        metavar="KIND",
+        choices=("auto", "lab", "kind", "aks", "existing"),
+        help="where to benchmark: auto (kind if a container engine answers, else "
+        "lab), lab, kind, aks or existing (default: auto)",
+    )
+    group.addoption(
+        "--cni",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="CNI or lab profile to benchmark (repeatable); default: the backend's",
+    )
+    group.addoption(
+        "--profile",
+        default="standard",
+        metavar="NAME",
+        choices=("quick", "standard", "paper"),
+        help="repetitions and durations: quick, standard or paper",
+    )
+    group.addoption(
+        "--runs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="repetitions per condition (overrides the profile)",
+    )
+    group.addoption(
+        "--duration",
+        default=None,
+        metavar="TIME",
+        help="length of each timed measurement, e.g. 30s or 12m",
+    )
+    group.addoption(
+        "--results-dir",
+        default="results",
+        metavar="DIR",
+        help="where results are written (default: results)",
+    )
+    group.addoption(
+        "--keep-cluster",
+        action="store_true",
+        help="leave Kubernetes clusters running after the session",
+    )
+    group.addoption(
+        "--recreate-cluster", action="store_true", help="do not reuse a cached Kubernetes cluster"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register one marker per scenario and validate option values early."""
+    for name, description in SCENARIO_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {description}")
+    runs = config.getoption("--runs", default=None)
+    if runs is not None and runs < 1:
+        raise pytest.UsageError(f"--runs must be a positive integer, got {runs}")
+    duration = config.getoption("--duration", default=None)
+    if duration is not None:
+        from cnibench.errors import ConfigError
+        from cnibench.scenarios.profiles import parse_duration
+
+        try:
+            parse_duration(duration)
+        except ConfigError as exc:
+            raise pytest.UsageError(f"--duration: {exc}") from None
+
+
+def _session_config(config: pytest.Config) -> Any:
+    from cnibench.scenarios.profiles import parse_duration, profile_named
+    from cnibench.session import SessionConfig
+
+    duration = config.getoption("--duration")
+    profile = profile_named(config.getoption("--profile")).with_overrides(
+        runs=config.getoption("--runs"),
+        duration=parse_duration(duration) if duration else None,
+    )
+    return SessionConfig(
+        cluster=config.getoption("--cluster"),
+        cnis=tuple(config.getoption("--cni")),
+        profile=profile,
+        results_dir=Path(config.getoption("--results-dir")),
+        keep_cluster=config.getoption("--keep-cluster"),
+        recreate_cluster=config.getoption("--recreate-cluster"),
+    )
+
+
+class _BenchState:
+    """The session object, created on first use and closed at the end of the session."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        from cnibench.errors import ConfigError
+        from cnibench.session import BenchSession
+
+        try:
+            self.session: BenchSession = BenchSession(_session_config(config))
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.session.__enter__()
+
+    def close(self) -> None:
+        self.session.__exit__(None, None, None)
+
+
+def _state(config: pytest.Config) -> _BenchState:
+    state = config.stash.get(_STATE_KEY, None)
+    if state is None:
+        state = _BenchState(config)
+        config.stash[_STATE_KEY] = state
+    return state
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Tear down every cluster of the session (also after Ctrl-C or SIGTERM)."""
+    state = config.stash.get(_STATE_KEY, None)
+    if state is not None:
+        del config.stash[_STATE_KEY]
+        state.close()
+
+
+def _cnis_for(config: pytest.Config) -> tuple[str, ...]:
+    from cnibench.errors import ConfigError
+    from cnibench.session import select_backend, validate_cnis
+
+    try:
+        backend, _ = select_backend(config.getoption("--cluster"))
+        return validate_cnis(backend, config.getoption("--cni"))
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize every test using the ``cni`` fixture over the session's CNIs."""
+    if "cni" in metafunc.fixturenames:
+        cnis = _cnis_for(metafunc.config)
+        metafunc.parametrize("cni", cnis, ids=list(cnis), scope="session")
+
+
+@pytest.fixture(scope="session")
+def cnibench_session(request: pytest.FixtureRequest) -> BenchSession:
+    """The benchmark session of this pytest process (one per xdist worker)."""
+    return _state(request.config).session
+
+
+@pytest.fixture(scope="session")
+def cluster(cnibench_session: BenchSession, cni: str) -> Cluster:
+    """The cluster for ``cni`` with the default spec (provisioned once per session)."""
+    from cnibench.backends.base import ClusterSpec
+
+    return cnibench_session.pool.get(ClusterSpec(cni=cni))
+
+
+class Bench:
+    """What the ``bench`` fixture returns: runs conditions and reports on them."""
+
+    def __init__(self, session: BenchSession, cni: str, request: pytest.FixtureRequest) -> None:
+        self.session = session
+        self.cni = cni
+        self._request = request
+
+    def run(self, scenario_name: str, condition: Condition) -> ConditionResult:
+        """Run ``condition`` of ``scenario_name`` on this test's CNI.
+
+        Skips the test (with the reason) when the cluster cannot run the condition; a failed
+        verification fails the test.
+        """
+        from cnibench.errors import UnsupportedError
+        from cnibench.scenarios import scenario_named
+
+        scenario = scenario_named(scenario_name)
+        try:
+            result = self.session.run_condition(scenario, self.cni, condition)
+        except UnsupportedError as exc:
+            pytest.skip(str(exc))
+        self._request.node.add_report_section("call", "cnibench", _summary_text(result))
+        self._request.node.user_properties.append(("cnibench_session", result.session_dir))
+        return result
+
+
+def _summary_text(result: ConditionResult) -> str:
+    lines = [
+        f"{result.scenario} {result.cni} {result.condition.id}: "
+        f"{'verified' if result.verified else 'NOT verified'} ({result.verification.detail})",
+        f"runs ok {len(result.ok_runs)}/{len(result.runs)} attempts; results in "
+        f"{result.session_dir}",
+    ]
+    lines += [f"  {run.run_id} failed: {run.reason}" for run in result.runs if run.reason]
+    for s in result.summaries():
+        lines.append(
+            f"  {s.metric:<22} n={s.n} mean={s.truncated_mean:.6g} "
+            f"95% CI [{s.low:.6g}, {s.high:.6g}] {s.unit}"
+        )
+    return "\n".join(lines)
+
+
+@pytest.fixture
+def bench(cnibench_session: BenchSession, cni: str, request: pytest.FixtureRequest) -> Bench:
+    """Run scenario conditions on the current CNI (see :class:`Bench`)."""
+    return Bench(cnibench_session, cni, request)

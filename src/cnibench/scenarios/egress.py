@@ -1,0 +1,112 @@
+"""Egress gateway: does traffic to an external host leave through the gateway, at what cost?
+
+Seed 000 compared four cases (gateway on/off, per CNI) with iperf3 from a client pod to an iperf3
+server outside the cluster. Here the proof is in every run: the external server reports the
+source address it saw, which must be the gateway's address with the gateway on and the client
+node's address with it off (each node masquerades its own pods).
+"""
+
+from __future__ import annotations
+
+from cnibench.backends.base import Capability, Cluster, Endpoint, NodeRole
+from cnibench.records import Measurement
+from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario, Verification
+from cnibench.scenarios.profiles import Profile
+from cnibench.tools import iperf3
+
+__all__ = ["EgressScenario"]
+
+EXTERNAL_PORT = 5201
+_VERIFY_SECONDS = 1.0
+
+
+class EgressScenario(Scenario):
+    """Client pod to external iperf3 server, with and without an egress gateway."""
+
+    name = "egress"
+
+    def conditions(self) -> list[Condition]:
+        """``gateway-off`` and ``gateway-on``."""
+        return [
+            Condition(self.name, f"gateway-{state}", {"gateway": state}) for state in ("off", "on")
+        ]
+
+    def required_capabilities(self, condition: Condition) -> frozenset[Capability]:
+        """The gateway needs the egress-gateway feature; the direct path needs nothing."""
+        if condition.parameters["gateway"] == "on":
+            return frozenset({Capability.EGRESS_GATEWAY})
+        return frozenset()
+
+    def prepare(self, cluster: Cluster, condition: Condition, profile: Profile) -> Prepared:
+        """Client pod on the client node; the gateway policy selects it when on."""
+        prepared = Prepared()
+        client = cluster.place("eg-cli", role=NodeRole.CLIENT)
+        prepared.endpoints["client"] = client
+        if condition.parameters["gateway"] == "on":
+            prepared.expected["gateway"] = "on"
+            prepared.expected["source"] = cluster.enable_egress_gateway(
+                [client], destination=f"{cluster.external.ip}/32"
+            )
+        else:
+            prepared.expected["source"] = client.node.ip
+        return prepared
+
+    def verify(self, cluster: Cluster, prepared: Prepared, condition: Condition) -> Verification:
+        """A one-second test must arrive from the expected source address."""
+        _, seen, _ = _run_once(cluster, prepared.endpoints["client"], _VERIFY_SECONDS)
+        return _source_check(seen, prepared.expected["source"], condition)
+
+    def measure(
+        self,
+        cluster: Cluster,
+        prepared: Prepared,
+        condition: Condition,
+        profile: Profile,
+        repetition: int,
+    ) -> RunOutput:
+        """One iperf3 run to the external server; its source address is checked again."""
+        parsed, seen, raw = _run_once(
+            cluster, prepared.endpoints["client"], profile.egress_duration
+        )
+        measurements = [
+            Measurement("throughput", parsed.received_bits_per_second, "bits/s"),
+            Measurement("throughput_sender", parsed.sent_bits_per_second, "bits/s"),
+        ]
+        if parsed.retransmits is not None:
+            measurements.append(Measurement("retransmits", float(parsed.retransmits), "count"))
+        if parsed.mean_rtt_us is not None:
+            measurements.append(Measurement("rtt_mean", parsed.mean_rtt_us, "us"))
+        verification = _source_check(seen, prepared.expected["source"], condition)
+        return RunOutput(measurements, raw, verification)
+
+    def cleanup(self, cluster: Cluster, prepared: Prepared) -> None:
+        """Switch the gateway off (if it was on) and remove the client pod."""
+        if prepared.expected.get("gateway") == "on":
+            cluster.disable_egress_gateway()
+        super().cleanup(cluster, prepared)
+
+
+def _run_once(
+    cluster: Cluster, client: Endpoint, seconds: float
+) -> tuple[iperf3.Iperf3Result, str, dict[str, str]]:
+    server = cluster.external.iperf3_server_once(port=EXTERNAL_PORT, timeout=seconds + 60)
+    argv = iperf3.iperf3_client_argv(cluster.external.ip, port=EXTERNAL_PORT, duration=seconds)
+    result = client.run(argv, timeout=seconds + 30)
+    parsed = iperf3.parse_iperf3(result.stdout, stderr=result.stderr)
+    seen = server.result()
+    return (
+        parsed,
+        seen.remote_host,
+        {"iperf3-client.json": result.stdout, "iperf3-server.json": seen.raw},
+    )
+
+
+def _source_check(seen: str, expected: str, condition: Condition) -> Verification:
+    evidence = {"source_seen": seen, "source_expected": expected}
+    if seen != expected:
+        return Verification(
+            False,
+            f"{condition.id}: external server saw source {seen}, expected {expected}",
+            evidence,
+        )
+    return Verification(True, f"{condition.id}: external server saw source {seen}", evidence)

@@ -1,0 +1,443 @@
+"""The engine shared by ``cnibench run`` and the pytest plugin.
+
+For one (scenario, CNI, condition) the runner gets a cluster from the :class:`ClusterPool`,
+prepares, verifies, measures every repetition (retrying failed ones up to the profile's limit),
+adds CPU and memory from the cluster's Prometheus over each run's window, and writes every run
+atomically to the results store as soon as it ends. A failed attempt is recorded with its reason
+and never averaged in; an unverified set-up is recorded as failed and raises.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from cnibench import stats
+from cnibench.backends.base import Backend, Cluster, ClusterSpec
+from cnibench.errors import (
+    CnibenchError,
+    InsufficientDataError,
+    UnsupportedError,
+    VerificationError,
+)
+from cnibench.metrics import MetricsClient, MetricsSettings
+from cnibench.records import Measurement, ParamValue, RunRecord, RunStatus
+from cnibench.results import ResultsStore
+from cnibench.scenarios.base import Condition, Prepared, Scenario, Verification
+from cnibench.scenarios.profiles import Profile
+
+__all__ = [
+    "ClusterPool",
+    "ConditionResult",
+    "MetricSummary",
+    "ProgressCallback",
+    "RunResult",
+    "Runner",
+]
+
+METRICS_READY_TIMEOUT = 60.0
+"""Seconds to wait for a new cluster's Prometheus to scrape every node."""
+
+ProgressCallback = Callable[[str], None]
+"""Called with a short description after each attempted run (drives progress bars)."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One attempted repetition.
+
+    Attributes
+    ----------
+    run_id:
+        Identifier within the session.
+    repetition:
+        0-based repetition index.
+    attempt:
+        0 for the first attempt, 1.. for retries.
+    status:
+        ``ok`` or ``failed``.
+    reason:
+        Why it failed (empty when ok).
+    measurements:
+        Numbers measured (empty when failed).
+    evidence:
+        Per-run verification observations.
+    """
+
+    run_id: str
+    repetition: int
+    attempt: int
+    status: RunStatus
+    reason: str
+    measurements: tuple[Measurement, ...]
+    evidence: Mapping[str, ParamValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    """Truncated mean and 95 % interval of one metric over the ok runs of a condition.
+
+    Attributes
+    ----------
+    metric, unit:
+        What was summarised.
+    n:
+        Number of ok runs.
+    truncated_mean:
+        10 %-trimmed mean, in ``unit``.
+    low, high:
+        Student-t 95 % confidence interval of the mean (equal to the mean when n < 2).
+    """
+
+    metric: str
+    unit: str
+    n: int
+    truncated_mean: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class ConditionResult:
+    """Everything a condition produced.
+
+    Attributes
+    ----------
+    scenario, cni, condition:
+        What ran.
+    verification:
+        The set-up verification.
+    runs:
+        Every attempt, failed ones included.
+    session_dir:
+        Where the records were written.
+    """
+
+    scenario: str
+    cni: str
+    condition: Condition
+    verification: Verification
+    runs: tuple[RunResult, ...]
+    session_dir: str
+
+    @property
+    def ok_runs(self) -> tuple[RunResult, ...]:
+        """Runs that succeeded (the only ones statistics use)."""
+        return tuple(run for run in self.runs if run.status is RunStatus.OK)
+
+    @property
+    def verified(self) -> bool:
+        """Set-up verified and every ok run's own verification passed."""
+        return self.verification.ok and all(
+            run.evidence.get("verified", True) is not False for run in self.ok_runs
+        )
+
+    def values(self, metric: str) -> list[float]:
+        """Values of ``metric`` over the ok runs, in repetition order."""
+        return [m.value for run in self.ok_runs for m in run.measurements if m.metric == metric]
+
+    def summaries(self) -> list[MetricSummary]:
+        """One :class:`MetricSummary` per metric measured in the ok runs."""
+        units: dict[str, str] = {}
+        for run in self.ok_runs:
+            for m in run.measurements:
+                units.setdefault(m.metric, m.unit)
+        out = []
+        for metric, unit in units.items():
+            values = [v for v in self.values(metric) if math.isfinite(v)]
+            if not values:
+                continue
+            mean = stats.truncated_mean(values)
+            try:
+                with warnings.catch_warnings():
+                    # Two identical runs give a zero-width interval: expected, not news.
+                    warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+                    interval = stats.confidence_interval(values)
+                low, high = interval.low, interval.high
+            except InsufficientDataError:
+                low = high = mean
+            out.append(MetricSummary(metric, unit, len(values), mean, low, high))
+        return out
+
+
+class ClusterPool:
+    """Clusters by spec, provisioned on first use and torn down together (also on Ctrl-C)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._clusters: dict[str, Cluster] = {}
+
+    def get(self, spec: ClusterSpec) -> Cluster:
+        """The cluster for ``spec``, provisioning it if needed."""
+        cluster = self._clusters.get(spec.key)
+        if cluster is None:
+            cluster = self.backend.provision(spec)
+            self._clusters[spec.key] = cluster
+        return cluster
+
+    def teardown(self) -> None:
+        """Tear every cluster down; errors of one do not stop the others."""
+        errors: list[str] = []
+        while self._clusters:
+            _, cluster = self._clusters.popitem()
+            try:
+                cluster.teardown()
+            except CnibenchError as exc:
+                errors.append(str(exc))
+        if errors:
+            raise CnibenchError("teardown incomplete: " + "; ".join(errors))
+
+    def __enter__(self) -> ClusterPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.teardown()
+
+
+def new_session_id() -> str:
+    """Sortable, unique session id such as ``20261122T103500Z-1a2b3c``."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+class Runner:
+    """Runs conditions and records their results (see module docstring)."""
+
+    def __init__(
+        self,
+        pool: ClusterPool,
+        store: ResultsStore,
+        profile: Profile,
+        *,
+        progress: ProgressCallback | None = None,
+        resource_metrics: bool = True,
+    ) -> None:
+        self.pool = pool
+        self.store = store
+        self.profile = profile
+        self.progress = progress
+        self.resource_metrics = resource_metrics
+        self._environments: set[str] = set()
+        self._metrics_checked: set[int] = set()
+
+    def attempts(self, scenario: Scenario, condition: Condition) -> int:
+        """Upper bound of run attempts for a condition (for progress totals)."""
+        return self.profile.runs
+
+    def run_condition(self, scenario: Scenario, cni: str, condition: Condition) -> ConditionResult:
+        """Prepare, verify, measure and record ``condition`` on the cluster for ``cni``.
+
+        Raises
+        ------
+        UnsupportedError
+            The cluster lacks a capability the condition needs.
+        VerificationError
+            The set-up does not do what it claims (recorded as a failed run first).
+        """
+        cluster = self.pool.get(scenario.cluster_spec(cni, condition))
+        missing = scenario.required_capabilities(condition) - cluster.capabilities
+        if missing:
+            names = ", ".join(sorted(c.value for c in missing))
+            raise UnsupportedError(
+                f"{cluster.backend}/{cni} lacks {names} needed by {condition.id}"
+            )
+        self._record_environment(cluster)
+        if self.resource_metrics:
+            self._metrics_ready(cluster)
+        with self._prepared(scenario, cluster, condition) as prepared:
+            verification = scenario.verify(cluster, prepared, condition)
+            if not verification.ok:
+                self._write_failed(
+                    cluster, scenario, condition, 0, f"verification failed: {verification.detail}"
+                )
+                raise VerificationError(
+                    f"{scenario.name}/{condition.id} on {cni}: {verification.detail}"
+                )
+            self.store.write_json(
+                f"verification-{scenario.name}-{cni}-{condition.id}",
+                {"ok": verification.ok, "detail": verification.detail, **verification.evidence},
+            )
+            runs = [
+                run
+                for repetition in range(self.profile.runs)
+                for run in self._repetition(scenario, cluster, prepared, condition, repetition)
+            ]
+        return ConditionResult(
+            scenario=scenario.name,
+            cni=cni,
+            condition=condition,
+            verification=verification,
+            runs=tuple(runs),
+            session_dir=str(self.store.session_dir),
+        )
+
+    @contextmanager
+    def _prepared(
+        self, scenario: Scenario, cluster: Cluster, condition: Condition
+    ) -> Iterator[Prepared]:
+        prepared = scenario.prepare(cluster, condition, self.profile)
+        try:
+            yield prepared
+        finally:
+            scenario.cleanup(cluster, prepared)
+
+    def _repetition(
+        self,
+        scenario: Scenario,
+        cluster: Cluster,
+        prepared: Prepared,
+        condition: Condition,
+        repetition: int,
+    ) -> list[RunResult]:
+        attempts: list[RunResult] = []
+        for attempt in range(self.profile.retries + 1):
+            run = self._attempt(scenario, cluster, prepared, condition, repetition, attempt)
+            attempts.append(run)
+            if run.status is RunStatus.OK:
+                break
+        if self.progress is not None:
+            self.progress(f"{scenario.name} {cluster.spec.cni} {condition.id} #{repetition}")
+        return attempts
+
+    def _attempt(
+        self,
+        scenario: Scenario,
+        cluster: Cluster,
+        prepared: Prepared,
+        condition: Condition,
+        repetition: int,
+        attempt: int,
+    ) -> RunResult:
+        run_id = f"{scenario.name}-{cluster.spec.cni}-{condition.id}-r{repetition}a{attempt}"
+        started = time.time()
+        raw: Mapping[str, str] = {}
+        try:
+            output = scenario.measure(cluster, prepared, condition, self.profile, repetition)
+            raw = output.raw
+            ended = time.time()
+            measurements = list(output.measurements)
+            if self.resource_metrics:
+                measurements += self._resources(cluster, started, ended)
+            evidence: dict[str, ParamValue] = {}
+            if output.verification is not None:
+                evidence = {"verified": output.verification.ok, **output.verification.evidence}
+                if not output.verification.ok:
+                    raise VerificationError(output.verification.detail)
+        except CnibenchError as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            failed_raw = dict(raw)
+            output_text = getattr(exc, "output", "")
+            if output_text:
+                failed_raw["tool-output.txt"] = output_text
+            self._write(
+                cluster, scenario, condition, repetition, run_id, started, [], reason, failed_raw
+            )
+            return RunResult(run_id, repetition, attempt, RunStatus.FAILED, reason, ())
+        if evidence:
+            raw = {**raw, "evidence.json": json.dumps(evidence, indent=2)}
+        self._write(
+            cluster, scenario, condition, repetition, run_id, started, measurements, "", raw
+        )
+        return RunResult(
+            run_id, repetition, attempt, RunStatus.OK, "", tuple(measurements), evidence
+        )
+
+    def _resources(self, cluster: Cluster, start: float, end: float) -> list[Measurement]:
+        """CPU and RAM (mean over nodes) plus each node's receive rate over the run window."""
+        client = MetricsClient(
+            cluster.prometheus_url(),
+            settings=MetricsSettings(device_regex=cluster.metrics_device_regex),
+        )
+        # The last scrape may lag the end of the run by one interval.
+        time.sleep(1.2)
+        return self._per_node_resources(client, cluster, start, end)
+
+    def _metrics_ready(self, cluster: Cluster) -> None:
+        """Once per cluster: wait until every node-exporter is scraped and rates exist."""
+        if id(cluster) in self._metrics_checked:
+            return
+        client = MetricsClient(cluster.prometheus_url())
+        client.wait_until_ready(METRICS_READY_TIMEOUT, expected_targets=len(cluster.nodes))
+        # irate() needs two scrapes after the first one (1 s scrape interval).
+        time.sleep(2.5)
+        self._metrics_checked.add(id(cluster))
+
+    def _per_node_resources(
+        self, client: MetricsClient, cluster: Cluster, start: float, end: float
+    ) -> list[Measurement]:
+        names = {node.name: node.role.value for node in cluster.nodes}
+        per_node = client.run_metrics(start, max(end, start + 1.0), instances=names)
+        out = [m for m in per_node if m.metric.startswith("receive_rate@")]
+        for metric, unit in (("cpu", "%"), ("ram", "MB")):
+            values = [m.value for m in per_node if m.metric.startswith(f"{metric}@")]
+            if values:
+                out.append(Measurement(metric, sum(values) / len(values), unit))
+        return out
+
+    def _record_environment(self, cluster: Cluster) -> None:
+        env = cluster.environment()
+        if env.environment_id not in self._environments:
+            self.store.write_environment(env)
+            self._environments.add(env.environment_id)
+
+    def _write_failed(
+        self,
+        cluster: Cluster,
+        scenario: Scenario,
+        condition: Condition,
+        repetition: int,
+        reason: str,
+    ) -> None:
+        run_id = f"{scenario.name}-{cluster.spec.cni}-{condition.id}-unverified"
+        self._write(cluster, scenario, condition, repetition, run_id, time.time(), [], reason, {})
+
+    def _write(
+        self,
+        cluster: Cluster,
+        scenario: Scenario,
+        condition: Condition,
+        repetition: int,
+        run_id: str,
+        started: float,
+        measurements: Sequence[Measurement],
+        reason: str,
+        raw: Mapping[str, str],
+    ) -> None:
+        failed = bool(reason)
+        base = RunRecord(
+            session_id=self.store.session_id,
+            run_id=run_id,
+            time=datetime.fromtimestamp(started, UTC).isoformat(),
+            backend=cluster.backend,
+            provider=cluster.provider,
+            cni=cluster.spec.cni,
+            cni_version=cluster.cni_version,
+            scenario=scenario.name,
+            condition=condition.id,
+            parameters=dict(condition.parameters),
+            repetition=repetition,
+            metric="run",
+            value=math.nan,
+            unit="",
+            verified=not failed,
+            status=RunStatus.FAILED if failed else RunStatus.OK,
+            reason=reason,
+            environment_id=cluster.environment().environment_id,
+            options={"encryption": cluster.spec.encryption, **cluster.spec.options},
+        )
+        if failed:
+            records = [base]
+        else:
+            records = [
+                dataclasses.replace(base, metric=m.metric, value=m.value, unit=m.unit)
+                for m in measurements
+            ]
+        self.store.write_run(run_id, records, raw)

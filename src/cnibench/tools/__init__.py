@@ -1,0 +1,117 @@
+"""Load and measurement tools: for each, an argv builder and an output parser (pure functions).
+
+Backends run the argv (``Endpoint.run``) and hand the output back to the parser; nothing in
+this package starts a process, except the two runner modules that *are* processes
+(``python -m cnibench.tools.iperf3_server`` and ``python -m cnibench.tools.locust_runner``),
+and :class:`InProcessIperf3Server`, which starts the former on this host.
+
+Parsers raise :class:`cnibench.errors.ToolError` when the tool reported a failure and
+:class:`cnibench.errors.ParseError` when its output cannot be understood; both keep the
+output in ``error.output``. Captured real outputs for every parser live in ``fixtures/``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from cnibench.tools.ab import AbConnectionTimes, AbResult, ab_argv, parse_ab
+from cnibench.tools.http_timing import (
+    HttpSample,
+    HttpTimingResult,
+    http_timing_argv,
+    parse_http_timing,
+)
+from cnibench.tools.iperf3 import (
+    Iperf3Interval,
+    Iperf3Json,
+    Iperf3Result,
+    iperf3_client_argv,
+    iperf3_server_argv,
+    parse_iperf3,
+)
+from cnibench.tools.sockperf import (
+    SockperfResult,
+    parse_sockperf,
+    sockperf_pingpong_argv,
+    sockperf_server_argv,
+)
+from cnibench.tools.wrk import WrkErrors, WrkResult, parse_wrk, wrk_argv
+
+if TYPE_CHECKING:
+    from cnibench.tools.iperf3_server import (
+        InProcessIperf3Server,
+        Iperf3ServerRecord,
+        iperf3_server_process_argv,
+        iperf3_server_record_from_json,
+        parse_iperf3_server_output,
+        parse_iperf3_server_record,
+    )
+    from cnibench.tools.locust_runner import (
+        LocustRun,
+        LocustSummary,
+        locust_runner_argv,
+        parse_locust_records,
+        parse_locust_summary,
+    )
+
+# The two runner modules are also programs (``python -m cnibench.tools.<module>``). Importing
+# them here eagerly would load them twice when run that way (runpy warns about it), so their
+# names are resolved on first use instead.
+_LAZY = {
+    "InProcessIperf3Server": "iperf3_server",
+    "Iperf3ServerRecord": "iperf3_server",
+    "iperf3_server_process_argv": "iperf3_server",
+    "iperf3_server_record_from_json": "iperf3_server",
+    "parse_iperf3_server_output": "iperf3_server",
+    "parse_iperf3_server_record": "iperf3_server",
+    "LocustRun": "locust_runner",
+    "LocustSummary": "locust_runner",
+    "locust_runner_argv": "locust_runner",
+    "parse_locust_records": "locust_runner",
+    "parse_locust_summary": "locust_runner",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+__all__ = [
+    "AbConnectionTimes",
+    "AbResult",
+    "HttpSample",
+    "HttpTimingResult",
+    "InProcessIperf3Server",
+    "Iperf3Interval",
+    "Iperf3Json",
+    "Iperf3Result",
+    "Iperf3ServerRecord",
+    "LocustRun",
+    "LocustSummary",
+    "SockperfResult",
+    "WrkErrors",
+    "WrkResult",
+    "ab_argv",
+    "http_timing_argv",
+    "iperf3_client_argv",
+    "iperf3_server_argv",
+    "iperf3_server_process_argv",
+    "iperf3_server_record_from_json",
+    "locust_runner_argv",
+    "parse_ab",
+    "parse_http_timing",
+    "parse_iperf3",
+    "parse_iperf3_server_output",
+    "parse_iperf3_server_record",
+    "parse_locust_records",
+    "parse_locust_summary",
+    "parse_sockperf",
+    "parse_wrk",
+    "sockperf_pingpong_argv",
+    "sockperf_server_argv",
+    "wrk_argv",
+]

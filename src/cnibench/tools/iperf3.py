@@ -1,0 +1,453 @@
+"""iperf3: throughput, retransmissions and TCP round-trip time.
+
+Two pure functions: :func:`iperf3_client_argv` plans a client run (always with ``-J`` so the
+output is machine readable), :func:`parse_iperf3` turns that JSON into an :class:`Iperf3Result`.
+:func:`iperf3_server_argv` starts the matching server. Nothing here runs a process.
+
+The raw JSON is described by TypedDicts (``total=False``: iperf3 omits keys depending on the
+protocol, the direction and its version); values are read defensively and a missing mandatory
+field is a :class:`~cnibench.errors.ParseError`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypedDict, cast
+
+from cnibench.errors import ConfigError, ParseError, ToolError
+from cnibench.tools._common import format_number, join_output, require_positive, whole_seconds
+
+__all__ = [
+    "Iperf3Connected",
+    "Iperf3End",
+    "Iperf3Interval",
+    "Iperf3IntervalJson",
+    "Iperf3Json",
+    "Iperf3Result",
+    "Iperf3Start",
+    "Iperf3StreamEnd",
+    "Iperf3Sum",
+    "Iperf3TestStart",
+    "iperf3_client_argv",
+    "iperf3_server_argv",
+    "parse_iperf3",
+]
+
+TOOL = "iperf3"
+
+
+# --- raw JSON (iperf 3.x ``-J``) -------------------------------------------------------------
+
+
+class Iperf3Connected(TypedDict, total=False):
+    """One entry of ``start.connected``: a data stream's socket addresses."""
+
+    socket: int
+    local_host: str
+    local_port: int
+    remote_host: str
+    remote_port: int
+
+
+class Iperf3TestStart(TypedDict, total=False):
+    """``start.test_start``: the test as negotiated (``reverse`` is 0 or 1)."""
+
+    protocol: str
+    num_streams: int
+    blksize: int
+    omit: int
+    duration: int
+    reverse: int
+    target_bitrate: int
+
+
+class Iperf3Start(TypedDict, total=False):
+    """``start``: connection set-up and the negotiated test."""
+
+    connected: list[Iperf3Connected]
+    version: str
+    system_info: str
+    test_start: Iperf3TestStart
+
+
+class Iperf3Sum(TypedDict, total=False):
+    """A summary block (``sum``, ``sum_sent``, ``sum_received``, or one stream side).
+
+    ``bits_per_second`` is in bits/s; ``mean_rtt``/``min_rtt``/``max_rtt`` are in µs and only
+    present on a TCP sender side; ``jitter_ms``/``lost_percent`` only for UDP.
+    """
+
+    start: float
+    end: float
+    seconds: float
+    bytes: int
+    bits_per_second: float
+    retransmits: int
+    mean_rtt: int
+    min_rtt: int
+    max_rtt: int
+    jitter_ms: float
+    lost_packets: int
+    packets: int
+    lost_percent: float
+    omitted: bool
+    sender: bool
+
+
+class Iperf3StreamEnd(TypedDict, total=False):
+    """One entry of ``end.streams``: TCP has ``sender``/``receiver``, UDP has ``udp``."""
+
+    sender: Iperf3Sum
+    receiver: Iperf3Sum
+    udp: Iperf3Sum
+
+
+class Iperf3IntervalJson(TypedDict, total=False):
+    """One entry of ``intervals``: per-stream blocks and their ``sum``."""
+
+    streams: list[Iperf3Sum]
+    sum: Iperf3Sum
+
+
+class Iperf3End(TypedDict, total=False):
+    """``end``: totals of the test (bits/s, CPU %)."""
+
+    streams: list[Iperf3StreamEnd]
+    sum: Iperf3Sum
+    sum_sent: Iperf3Sum
+    sum_received: Iperf3Sum
+    cpu_utilization_percent: dict[str, float]
+
+
+class Iperf3Json(TypedDict, total=False):
+    """Top level of ``iperf3 -J`` output; ``error`` is present when the test failed."""
+
+    start: Iperf3Start
+    intervals: list[Iperf3IntervalJson]
+    end: Iperf3End
+    error: str
+
+
+# --- argv builders ----------------------------------------------------------------------------
+
+
+def iperf3_client_argv(
+    server: str,
+    *,
+    port: int = 5201,
+    duration: float = 10.0,
+    udp: bool = False,
+    reverse: bool = False,
+    parallel: int = 1,
+    bitrate: int | None = None,
+    interval: float = 1.0,
+    connect_timeout_ms: int | None = 5000,
+) -> list[str]:
+    """Command line of an iperf3 client that reports in JSON.
+
+    Parameters
+    ----------
+    server:
+        Address or name of the iperf3 server.
+    port:
+        Server TCP port (the control connection; UDP tests use it too).
+    duration:
+        Test length in seconds; iperf3 only takes whole seconds.
+    udp:
+        UDP instead of TCP (``-u``). Without ``bitrate`` iperf3 sends only 1 Mbit/s of UDP.
+    reverse:
+        The server sends and the client receives (``-R``).
+    parallel:
+        Number of parallel streams (``-P``).
+    bitrate:
+        Target rate in bits/s (``-b``); ``None`` keeps iperf3's default (unlimited for TCP).
+    interval:
+        Seconds between interval reports (``-i``), the resolution of
+        :attr:`Iperf3Result.intervals`.
+    connect_timeout_ms:
+        Give up on the control connection after this many milliseconds (``--connect-timeout``);
+        ``None`` waits as long as the kernel does.
+
+    Returns
+    -------
+    list of str
+        ``["iperf3", "-c", server, "-p", ..., "-t", ..., "-J", ...]``, runnable as is.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        On a non-positive or fractional duration, or any other out-of-range value.
+    """
+    if not server:
+        raise ConfigError("iperf3: server address must not be empty")
+    _check_port(port)
+    if parallel < 1:
+        raise ConfigError(f"iperf3: parallel must be at least 1, got {parallel}")
+    require_positive(interval, tool=TOOL, name="interval")
+    argv = [
+        "iperf3",
+        "-c",
+        server,
+        "-p",
+        str(port),
+        "-t",
+        whole_seconds(duration, tool=TOOL, option="-t"),
+        "-i",
+        format_number(interval),
+        "-J",
+    ]
+    if udp:
+        argv.append("-u")
+    if reverse:
+        argv.append("-R")
+    if parallel != 1:
+        argv += ["-P", str(parallel)]
+    if bitrate is not None:
+        if bitrate <= 0:
+            raise ConfigError(f"iperf3: bitrate must be positive bits/s, got {bitrate}")
+        argv += ["-b", str(int(bitrate))]
+    if connect_timeout_ms is not None:
+        if connect_timeout_ms <= 0:
+            raise ConfigError(
+                f"iperf3: connect_timeout_ms must be positive, got {connect_timeout_ms}"
+            )
+        argv += ["--connect-timeout", str(int(connect_timeout_ms))]
+    return argv
+
+
+def iperf3_server_argv(
+    *, port: int = 5201, one_off: bool = True, bind: str | None = None
+) -> list[str]:
+    """Command line of an iperf3 server.
+
+    Parameters
+    ----------
+    port:
+        TCP port to listen on.
+    one_off:
+        Serve one test, then exit (``-1``); otherwise serve tests until stopped.
+    bind:
+        Listen only on this address (``-B``); ``None`` listens on all addresses.
+
+    Returns
+    -------
+    list of str
+        ``["iperf3", "-s", "-p", port, ...]``.
+    """
+    _check_port(port)
+    argv = ["iperf3", "-s", "-p", str(port)]
+    if one_off:
+        argv.append("-1")
+    if bind:
+        argv += ["-B", bind]
+    return argv
+
+
+def _check_port(port: int) -> None:
+    if not 0 < port < 65536:
+        raise ConfigError(f"iperf3: port must be in 1..65535, got {port}")
+
+
+# --- parser -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Iperf3Interval:
+    """One interval report summed over the parallel streams.
+
+    Attributes
+    ----------
+    start, end:
+        Seconds since the start of the test.
+    bits_per_second:
+        Throughput in the interval, in bits/s (sending side of this client's direction).
+    retransmits:
+        TCP retransmissions in the interval; ``None`` when the local side was not the TCP
+        sender (UDP, or ``-R``).
+    """
+
+    start: float
+    end: float
+    bits_per_second: float
+    retransmits: int | None
+
+
+@dataclass(frozen=True)
+class Iperf3Result:
+    """What an iperf3 client run measured.
+
+    Attributes
+    ----------
+    sent_bits_per_second:
+        Sender-side mean throughput in bits/s (``end.sum_sent``).
+    received_bits_per_second:
+        Receiver-side mean throughput in bits/s (``end.sum_received``), the goodput a
+        benchmark should quote.
+    retransmits:
+        TCP retransmissions over the test, summed over streams (``end.sum_sent``); ``None``
+        for UDP. With ``-R`` the server reports its own count to the client.
+    mean_rtt_us:
+        Mean smoothed TCP round-trip time in µs, averaged over streams with equal weight;
+        ``None`` when the local side was not the TCP sender (UDP, ``-R``), because iperf3
+        only reads the RTT from the sending socket.
+    intervals:
+        Per-interval throughput.
+    protocol:
+        ``"TCP"`` or ``"UDP"``.
+    reverse:
+        Whether the server was the sender (``-R``).
+    parallel:
+        Number of parallel streams.
+    duration_s:
+        Requested test length in seconds.
+    jitter_ms, lost_percent:
+        UDP receiver jitter in ms and datagram loss in percent; ``None`` for TCP.
+    remote_host, local_host:
+        Addresses of the first data stream as the client saw them.
+    cpu_host_percent, cpu_remote_percent:
+        iperf3's own CPU use of the client and of the server, in percent of one core.
+    raw:
+        The parsed JSON document, for anything not lifted into a field.
+    """
+
+    sent_bits_per_second: float
+    received_bits_per_second: float
+    retransmits: int | None
+    mean_rtt_us: float | None
+    intervals: tuple[Iperf3Interval, ...]
+    protocol: str
+    reverse: bool
+    parallel: int
+    duration_s: float
+    jitter_ms: float | None
+    lost_percent: float | None
+    remote_host: str
+    local_host: str
+    cpu_host_percent: float | None
+    cpu_remote_percent: float | None
+    raw: Iperf3Json = field(repr=False, compare=False)
+
+
+def parse_iperf3(text: str, *, stderr: str = "") -> Iperf3Result:
+    """Parse the JSON an iperf3 client printed with ``-J``.
+
+    Parameters
+    ----------
+    text:
+        The client's standard output.
+    stderr:
+        The client's standard error, kept in the error's ``output`` if parsing fails.
+
+    Returns
+    -------
+    Iperf3Result
+        Throughput (bits/s), retransmissions, RTT (µs) and per-interval values.
+
+    Raises
+    ------
+    cnibench.errors.ToolError
+        When iperf3 reported an error (its message is in the exception), e.g. the server
+        refused the connection.
+    cnibench.errors.ParseError
+        When ``text`` is not a complete iperf3 JSON report.
+    """
+    output = join_output(text, stderr)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = stderr.strip().splitlines()[-1] if stderr.strip() else "no JSON on stdout"
+        raise ParseError(
+            f"iperf3 output is not valid JSON ({exc.msg} at char {exc.pos}): {hint}",
+            tool=TOOL,
+            output=output,
+        ) from exc
+    if not isinstance(document, dict):
+        raise ParseError("iperf3 output is JSON but not an object", tool=TOOL, output=output)
+    raw = cast(Iperf3Json, document)
+    if "error" in raw:
+        raise ToolError(f"iperf3 failed: {raw['error']}", tool=TOOL, output=output)
+    try:
+        return _result_from_json(raw)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise ParseError(
+            f"iperf3 JSON lacks an expected field: {exc!r}", tool=TOOL, output=output
+        ) from exc
+
+
+def _result_from_json(raw: Iperf3Json) -> Iperf3Result:
+    start = raw["start"]
+    test_start = start["test_start"]
+    end = raw["end"]
+    protocol = str(test_start["protocol"])
+    reverse = bool(test_start.get("reverse", 0))
+    udp = protocol == "UDP"
+    sum_sent = end["sum_sent"]
+    sum_received = end["sum_received"]
+    connected = start.get("connected") or [Iperf3Connected()]
+
+    jitter_ms: float | None = None
+    lost_percent: float | None = None
+    if udp:
+        # iperf >= 3.10 repeats the receiver statistics in sum_received; older ones only in sum.
+        udp_sum = sum_received if "jitter_ms" in sum_received else end["sum"]
+        jitter_ms = float(udp_sum["jitter_ms"])
+        lost_percent = float(udp_sum["lost_percent"])
+
+    cpu = end.get("cpu_utilization_percent", {})
+    return Iperf3Result(
+        sent_bits_per_second=_finite(sum_sent["bits_per_second"]),
+        received_bits_per_second=_finite(sum_received["bits_per_second"]),
+        retransmits=None if udp else int(sum_sent.get("retransmits", 0)),
+        mean_rtt_us=_mean_rtt_us(end.get("streams", [])),
+        intervals=tuple(_interval(i["sum"]) for i in raw.get("intervals", [])),
+        protocol=protocol,
+        reverse=reverse,
+        parallel=int(test_start.get("num_streams", len(connected))),
+        duration_s=float(test_start["duration"]),
+        jitter_ms=jitter_ms,
+        lost_percent=lost_percent,
+        remote_host=str(connected[0].get("remote_host", "")),
+        local_host=str(connected[0].get("local_host", "")),
+        cpu_host_percent=_optional_float(cpu.get("host_total")),
+        cpu_remote_percent=_optional_float(cpu.get("remote_total")),
+        raw=raw,
+    )
+
+
+def _interval(block: Iperf3Sum) -> Iperf3Interval:
+    retransmits = block.get("retransmits")
+    return Iperf3Interval(
+        start=float(block["start"]),
+        end=float(block["end"]),
+        bits_per_second=_finite(block["bits_per_second"]),
+        retransmits=None if retransmits is None else int(retransmits),
+    )
+
+
+def _mean_rtt_us(streams: Sequence[Iperf3StreamEnd]) -> float | None:
+    # Only a local TCP sender has tcp_info RTTs; with -R the block is zero-filled and flagged
+    # "sender": false, so it must not be read as a 0 µs RTT.
+    rtts = [
+        float(s["sender"]["mean_rtt"])
+        for s in streams
+        if "sender" in s and s["sender"].get("sender", False) and "mean_rtt" in s["sender"]
+    ]
+    if not rtts:
+        return None
+    return sum(rtts) / len(rtts)
+
+
+def _finite(value: Any) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"non-finite number {value!r}")
+    return number
+
+
+def _optional_float(value: object) -> float | None:
+    if value is None:
+        return None
+    return float(cast(float, value))

@@ -1,0 +1,192 @@
+"""The locust runner for real: virtual users against nginx echo backends on loopback."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cnibench.tools.locust_runner import (
+    locust_runner_argv,
+    parse_locust_records,
+    parse_locust_summary,
+)
+
+LOOPBACK = "127.0.0.1"
+USERS = 10
+SECONDS = 3.0
+BOUND_S = SECONDS + 15.0
+"""Wall time the whole runner process may take (start-up, run, shutdown)."""
+
+pytestmark = pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx missing")
+
+NGINX_CONF = """\
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {d}/client_body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    server {{
+        listen {host}:{v1};
+        location / {{ add_header X-Backend v1 always; return 200 "v1\\n"; }}
+    }}
+    server {{
+        listen {host}:{v2};
+        location / {{ add_header X-Backend v2 always; return 200 "v2\\n"; }}
+    }}
+    upstream split {{ server {host}:{v1}; server {host}:{v2}; }}
+    server {{
+        listen {host}:{proxy};
+        location / {{ proxy_pass http://split; }}
+    }}
+}}
+"""
+
+
+@dataclass(frozen=True)
+class Echo:
+    """A running nginx: two named echo backends and a 1:1 proxy in front of them."""
+
+    proxy_url: str
+    v1_url: str
+
+
+def free_ports(count: int) -> list[int]:
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind((LOOPBACK, 0))
+        return [int(p.getsockname()[1]) for p in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+def wait_for_port(port: int, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and process.poll() is None:
+        with socket.socket() as probe:
+            if probe.connect_ex((LOOPBACK, port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nginx does not listen on {LOOPBACK}:{port}")
+
+
+@pytest.fixture(scope="module")
+def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Echo]:
+    directory = tmp_path_factory.mktemp("nginx")
+    v1, v2, proxy = free_ports(3)
+    conf = directory / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(d=directory, host=LOOPBACK, v1=v1, v2=v2, proxy=proxy))
+    argv = ["nginx", "-p", str(directory), "-c", str(conf), "-e", f"{directory}/error.log"]
+    process = subprocess.Popen(
+        [*argv, "-g", "daemon off;"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for port in (v1, v2, proxy):
+            wait_for_port(port, process)
+        yield Echo(f"http://{LOOPBACK}:{proxy}/", f"http://{LOOPBACK}:{v1}/")
+    finally:
+        process.terminate()
+        try:
+            process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+
+
+def run_locust(argv: list[str]) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=BOUND_S, check=False)
+    return done, time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def split_run(
+    echo: Echo, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[subprocess.CompletedProcess[str], float, Path]:
+    out = tmp_path_factory.mktemp("locust") / "records.csv"
+    argv = locust_runner_argv(
+        echo.proxy_url, users=USERS, spawn_rate=USERS, duration=SECONDS, out=str(out)
+    )
+    done, elapsed = run_locust(argv)
+    return done, elapsed, out
+
+
+def test_run_ends_in_bounded_time_with_success(
+    split_run: tuple[subprocess.CompletedProcess[str], float, Path],
+) -> None:
+    done, elapsed, _ = split_run
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert SECONDS <= elapsed < BOUND_S
+
+
+def test_every_record_is_a_200_with_a_backend_name(
+    split_run: tuple[subprocess.CompletedProcess[str], float, Path],
+) -> None:
+    _, _, out = split_run
+    run = parse_locust_records(out)
+    assert run.requests > 0
+    assert set(run.records["status"]) == {200}
+    assert set(run.records["backend"]) == {"v1", "v2"}
+    assert run.failures == 0
+    assert run.requests_per_second > 0
+
+
+def test_records_span_the_run_duration(
+    split_run: tuple[subprocess.CompletedProcess[str], float, Path],
+) -> None:
+    _, _, out = split_run
+    times = parse_locust_records(out).records["time"]
+    span = float(times.max() - times.min())
+    assert SECONDS - 1.0 < span <= SECONDS + 0.5
+
+
+def test_summary_agrees_with_records(
+    split_run: tuple[subprocess.CompletedProcess[str], float, Path],
+) -> None:
+    done, _, out = split_run
+    summary = parse_locust_summary(done.stdout)
+    run = parse_locust_records(out)
+    assert summary.requests == run.requests
+    assert summary.users == USERS
+    assert dict(summary.backends) == dict(run.backend_counts())
+    assert summary.requests_per_second > 0
+
+
+def test_records_on_stdout_summary_on_stderr(echo: Echo) -> None:
+    argv = locust_runner_argv(echo.v1_url, users=2, spawn_rate=2, duration=1, out="-", wait=0.01)
+    done, _ = run_locust(argv)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = parse_locust_records(done.stdout)
+    assert set(run.records["backend"]) == {"v1"}
+    assert parse_locust_summary(done.stderr).requests == run.requests
+
+
+def test_unreachable_target_gives_failed_records() -> None:
+    (closed,) = free_ports(1)
+    argv = locust_runner_argv(
+        f"http://{LOOPBACK}:{closed}/", users=1, spawn_rate=1, duration=1, out="-", wait=0.05
+    )
+    done, elapsed = run_locust(argv)
+    assert done.returncode == 0
+    run = parse_locust_records(done.stdout)
+    assert run.failures == run.requests > 0
+    assert set(run.records["status"]) == {0}
+    assert run.records["error"].str.contains("ConnectionRefused").all()
+    assert elapsed < BOUND_S

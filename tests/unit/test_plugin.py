@@ -1,0 +1,64 @@
+"""The pytest plugin: selection by -k and --cni, option validation (no cluster needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pytest(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_k_egress_with_one_cni_selects_exactly_the_egress_cases():
+    done = _pytest(
+        "tests/bench", "--collect-only", "-q", "-k", "egress", "--cluster=lab", "--cni=vxlan"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    selected = sorted(line for line in done.stdout.splitlines() if "::" in line)
+    assert selected == [
+        "tests/bench/test_egress.py::test_egress[vxlan-gateway-off]",
+        "tests/bench/test_egress.py::test_egress[vxlan-gateway-on]",
+    ]
+
+
+def test_cni_defaults_to_both_lab_profiles():
+    done = _pytest("tests/bench/test_egress.py", "--collect-only", "-q", "--cluster=lab")
+    assert done.returncode == 0, done.stdout + done.stderr
+    ids = {line.split("[", 1)[1].rstrip("]") for line in done.stdout.splitlines() if "::" in line}
+    assert ids == {
+        "routed-gateway-off",
+        "routed-gateway-on",
+        "vxlan-gateway-off",
+        "vxlan-gateway-on",
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--cluster=moon"], "invalid choice: 'moon'"),
+        (["--profile=turbo"], "invalid choice: 'turbo'"),
+        (["--runs=0"], "--runs must be a positive integer, got 0"),
+        (["--duration=soon"], "invalid duration 'soon'"),
+        (["--cluster=lab", "--cni=weave"], "unknown --cni 'weave' for the lab"),
+    ],
+    ids=["cluster", "profile", "runs", "duration", "cni"],
+)
+def test_bad_options_are_usage_errors(args, message):
+    done = _pytest("tests/bench", "--collect-only", "-q", *args)
+    assert done.returncode in (2, 4), done.stdout + done.stderr
+    assert message in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
