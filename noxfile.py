@@ -37,6 +37,9 @@ def tests(session: nox.Session) -> None:
         "--profile=quick",
         "-p",
         "no:cacheprovider",
+        # The real-kube-apiserver tier is not wired into CI yet (issue 4): excluded openly here
+        # rather than skipped silently.
+        "--ignore=tests/kube/test_kube_apiserver.py",
     ]
     session.run("python", "-m", "pytest", *args, env=env)
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from cnibench.errors import CnibenchError, ConfigError, VerificationError
+from cnibench.session import add_scenario_options
 
 __all__ = ["main"]
 
@@ -20,6 +23,9 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+
+ARM_VARIABLES = ("ARM_CLIENT_ID", "ARM_CLIENT_SECRET", "ARM_SUBSCRIPTION_ID", "ARM_TENANT_ID")
+"""Azure credentials the AKS provider reads (``doctor`` shows only whether they are set)."""
 
 HEADLINE_METRICS = (
     "throughput",
@@ -112,6 +118,7 @@ def _build_parser() -> _Parser:
         metavar="ID",
         help="only these condition ids (repeatable)",
     )
+    add_scenario_options(run.add_argument)
 
     commands.add_parser("doctor", help="which backends and tools are usable here, and why not")
 
@@ -151,13 +158,22 @@ def _run(args: argparse.Namespace) -> int:
     )
 
     from cnibench.errors import UnsupportedError
-    from cnibench.scenarios import SCENARIOS, scenario_named
+    from cnibench.scenarios import build_scenarios, scenario_named
+    from cnibench.scenarios.options import parse_scenario_options
     from cnibench.scenarios.profiles import profile_named
     from cnibench.scenarios.runner import ConditionResult
     from cnibench.session import BenchSession, SessionConfig
 
-    names = [name for item in args.scenario for name in item.split(",") if name] or list(SCENARIOS)
-    scenarios = [scenario_named(name) for name in names]
+    options = parse_scenario_options(
+        weights=args.weights,
+        users=args.users,
+        rules=args.rules,
+        clients=args.clients,
+        engine=args.engine,
+    )
+    registry = build_scenarios(options)
+    names = [name for item in args.scenario for name in item.split(",") if name] or list(registry)
+    scenarios = [scenario_named(name, registry) for name in names]
     profile = profile_named(args.profile).with_overrides(runs=args.runs, duration=args.duration)
     config = SessionConfig(
         cluster=args.cluster,
@@ -166,6 +182,7 @@ def _run(args: argparse.Namespace) -> int:
         results_dir=args.results_dir,
         keep_cluster=args.keep_cluster,
         recreate_cluster=args.recreate_cluster,
+        scenario_options=options,
     )
     plan = [
         (scenario, condition)
@@ -267,7 +284,7 @@ def _doctor() -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from cnibench.backends.lab import doctor_rows
+    from cnibench.backends.lab import LabBackend, doctor_rows
     from cnibench.session import container_engine
     from cnibench.system import SYSTEM_TOOLS, missing_tools
 
@@ -275,17 +292,19 @@ def _doctor() -> int:
     table = Table(title="cnibench doctor")
     for column in ("what", "usable", "why"):
         table.add_column(column)
-    engine = container_engine()
-    table.add_row(
-        "kind (container engine)",
-        "yes" if engine else "no",
-        f"{engine} answers" if engine else "no docker/podman engine answers",
-    )
-    table.add_row("aks / existing", "no", "the Kubernetes backend is not in this version yet")
-    for row in doctor_rows():
+    for what, usable, why in _kube_rows(container_engine()):
+        table.add_row(what, "yes" if usable else "no", why)
+    lab_ok, lab_reason = LabBackend().available()
+    table.add_row("lab backend", "yes" if lab_ok else "no", lab_reason)
+    rows = doctor_rows()
+    for row in rows:
         table.add_row(row.feature, "yes" if row.usable else "no", row.reason)
+    # Tools the lab rows did not already cover (the lab checks the ones it runs itself).
+    covered = {row.feature for row in rows}
     missing = {tool.binary for tool in missing_tools()}
     for tool in SYSTEM_TOOLS:
+        if tool.binary in covered:
+            continue
         present = tool.binary not in missing
         table.add_row(
             tool.binary,
@@ -294,6 +313,28 @@ def _doctor() -> int:
         )
     console.print(table)
     return EXIT_OK
+
+
+def _kube_rows(engine: str) -> list[tuple[str, bool, str]]:
+    """Whether each Kubernetes provider could be used here, and why not."""
+    kind = shutil.which("kind")
+    if not engine:
+        kind_row = ("kind", False, "no docker/podman engine answers")
+    elif not kind:
+        kind_row = ("kind", False, f"{engine} answers but kind is not on PATH")
+    else:
+        kind_row = ("kind", True, f"{engine} answers, kind at {kind}")
+    missing = [name for name in ARM_VARIABLES if name not in os.environ]
+    if not shutil.which("terraform"):
+        aks_row = ("aks", False, "terraform is not on PATH")
+    elif missing:
+        aks_row = ("aks", False, f"missing environment variables {', '.join(missing)}")
+    else:
+        aks_row = ("aks", True, "terraform and Azure credentials in the environment")
+    kubeconfig = Path(os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config")))
+    existing = kubeconfig.is_file()
+    where = f"kubeconfig {kubeconfig}" if existing else f"no kubeconfig at {kubeconfig}"
+    return [kind_row, aks_row, ("existing", existing, where)]
 
 
 def _clean(args: argparse.Namespace) -> int:

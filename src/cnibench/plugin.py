@@ -94,6 +94,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="leave Kubernetes clusters running after the session",
     )
+    from cnibench.session import add_scenario_options
+
+    add_scenario_options(group.addoption)
     group.addoption(
         "--recreate-cluster", action="store_true", help="do not reuse a cached Kubernetes cluster"
     )
@@ -106,6 +109,12 @@ def pytest_configure(config: pytest.Config) -> None:
     runs = config.getoption("--runs", default=None)
     if runs is not None and runs < 1:
         raise pytest.UsageError(f"--runs must be a positive integer, got {runs}")
+    from cnibench.errors import ConfigError
+
+    try:
+        _scenario_options(config)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
     duration = config.getoption("--duration", default=None)
     if duration is not None:
         from cnibench.errors import ConfigError
@@ -115,6 +124,18 @@ def pytest_configure(config: pytest.Config) -> None:
             parse_duration(duration)
         except ConfigError as exc:
             raise pytest.UsageError(f"--duration: {exc}") from None
+
+
+def _scenario_options(config: pytest.Config) -> Any:
+    from cnibench.scenarios.options import parse_scenario_options
+
+    return parse_scenario_options(
+        weights=config.getoption("--weights", default=None),
+        users=config.getoption("--users", default=None),
+        rules=config.getoption("--rules", default=None),
+        clients=config.getoption("--clients", default=None),
+        engine=config.getoption("--engine", default=None),
+    )
 
 
 def _session_config(config: pytest.Config) -> Any:
@@ -133,6 +154,7 @@ def _session_config(config: pytest.Config) -> Any:
         results_dir=Path(config.getoption("--results-dir")),
         keep_cluster=config.getoption("--keep-cluster"),
         recreate_cluster=config.getoption("--recreate-cluster"),
+        scenario_options=_scenario_options(config),
     )
 
 
@@ -185,6 +207,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "cni" in metafunc.fixturenames:
         cnis = _cnis_for(metafunc.config)
         metafunc.parametrize("cni", cnis, ids=list(cnis), scope="session")
+    if "condition" in metafunc.fixturenames and not _parametrizes(metafunc, "condition"):
+        # A test marked with a scenario gets every condition of that scenario as configured
+        # by --weights/--users/--rules/--clients/--engine.
+        from cnibench.scenarios import build_scenarios
+
+        names = [m.name for m in metafunc.definition.iter_markers() if m.name in SCENARIO_MARKERS]
+        if names:
+            scenario = build_scenarios(_scenario_options(metafunc.config))[names[0]]
+            conditions = scenario.conditions()
+            metafunc.parametrize("condition", conditions, ids=[c.id for c in conditions])
+
+
+def _parametrizes(metafunc: pytest.Metafunc, name: str) -> bool:
+    return any(
+        name in (m.args[0] if isinstance(m.args[0], (list, tuple)) else m.args[0].split(","))
+        for m in metafunc.definition.iter_markers("parametrize")
+    )
 
 
 @pytest.fixture(scope="session")
@@ -216,11 +255,9 @@ class Bench:
         verification fails the test.
         """
         from cnibench.errors import UnsupportedError
-        from cnibench.scenarios import scenario_named
 
-        scenario = scenario_named(scenario_name)
         try:
-            result = self.session.run_condition(scenario, self.cni, condition)
+            result = self.session.run_condition(scenario_name, self.cni, condition)
         except UnsupportedError as exc:
             pytest.skip(str(exc))
         self._request.node.add_report_section("call", "cnibench", _summary_text(result))

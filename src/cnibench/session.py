@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +19,8 @@ from types import FrameType
 from cnibench.backends.base import Backend
 from cnibench.errors import ConfigError
 from cnibench.results import ResultsStore
-from cnibench.scenarios import Condition, Scenario
+from cnibench.scenarios import Condition, Scenario, build_scenarios, scenario_named
+from cnibench.scenarios.options import ScenarioOptions
 from cnibench.scenarios.profiles import Profile, profile_named
 from cnibench.scenarios.runner import ClusterPool, ConditionResult, ProgressCallback, Runner
 
@@ -28,6 +29,7 @@ __all__ = [
     "LAB_PROFILES",
     "BenchSession",
     "SessionConfig",
+    "add_scenario_options",
     "container_engine",
     "select_backend",
     "validate_cnis",
@@ -56,6 +58,9 @@ class SessionConfig:
         Leave clusters running at the end (kube only; labs are always removed).
     recreate_cluster:
         Do not reuse a cached cluster (kube only).
+    scenario_options:
+        Scenario parameters (``--weights``, ``--users``, ``--rules``, ``--clients``,
+        ``--engine``).
     """
 
     cluster: str = "auto"
@@ -64,6 +69,7 @@ class SessionConfig:
     results_dir: Path = Path("results")
     keep_cluster: bool = False
     recreate_cluster: bool = False
+    scenario_options: ScenarioOptions = field(default_factory=ScenarioOptions)
 
 
 def container_engine(timeout: float = 5.0) -> str:
@@ -82,7 +88,9 @@ def container_engine(timeout: float = 5.0) -> str:
     return ""
 
 
-def select_backend(cluster: str) -> tuple[Backend, str]:
+def select_backend(
+    cluster: str, *, keep_cluster: bool = False, recreate_cluster: bool = False
+) -> tuple[Backend, str]:
     """The backend for ``--cluster`` and a sentence saying what was picked and why."""
     if cluster not in CLUSTER_CHOICES:
         raise ConfigError(
@@ -102,10 +110,16 @@ def select_backend(cluster: str) -> tuple[Backend, str]:
         from cnibench.backends.lab import LabBackend
 
         return LabBackend(), reason
-    raise ConfigError(
-        f"--cluster {cluster} needs the Kubernetes backend, which this version does not have "
-        "yet: use --cluster lab"
-    )
+    from cnibench.backends.kube import AksProvider, ExistingProvider, KindProvider, KubeBackend
+
+    provider: KindProvider | AksProvider | ExistingProvider
+    if cluster == "kind":
+        provider = KindProvider(recreate=recreate_cluster)
+    elif cluster == "aks":
+        provider = AksProvider()
+    else:
+        provider = ExistingProvider()
+    return KubeBackend(provider, keep_cluster=keep_cluster), reason
 
 
 def validate_cnis(backend: Backend, cnis: Sequence[str]) -> tuple[str, ...]:
@@ -117,7 +131,32 @@ def validate_cnis(backend: Backend, cnis: Sequence[str]) -> tuple[str, ...]:
                     f"unknown --cni {cni!r} for the lab: choose one of {', '.join(LAB_PROFILES)}"
                 )
         return tuple(dict.fromkeys(cnis)) or LAB_PROFILES
-    return tuple(dict.fromkeys(cnis))
+    from cnibench.backends.kube.cni import CNI_NAMES
+
+    for cni in cnis:
+        if cni not in CNI_NAMES:
+            raise ConfigError(f"unknown --cni {cni!r}: choose one of {', '.join(CNI_NAMES)}")
+    return tuple(dict.fromkeys(cnis)) or ("kindnet",)
+
+
+def add_scenario_options(add: Callable[..., object]) -> None:
+    """Scenario parameters shared by ``cnibench run`` and the pytest plugin."""
+    add(
+        "--weights",
+        action="append",
+        default=None,
+        metavar="B=W,...",
+        help="split weights, e.g. v1=60,v2=40 (repeatable: one weight set each)",
+    )
+    add("--users", default=None, metavar="N,...", help="split virtual users, e.g. 1,10,100,1000")
+    add("--rules", default=None, metavar="N,...", help="policy rule counts, e.g. 0,100,500,1000")
+    add("--clients", default=None, metavar="N,...", help="policy concurrent clients, e.g. 1,50")
+    add(
+        "--engine",
+        default=None,
+        metavar="NAME,...",
+        help="lab policy engines: iptables, nftables, nftables-set or all",
+    )
 
 
 class BenchSession:
@@ -129,15 +168,27 @@ class BenchSession:
 
     def __init__(self, config: SessionConfig, *, progress: ProgressCallback | None = None) -> None:
         self.config = config
-        self.backend, self.backend_reason = select_backend(config.cluster)
+        self.backend, self.backend_reason = select_backend(
+            config.cluster,
+            keep_cluster=config.keep_cluster,
+            recreate_cluster=config.recreate_cluster,
+        )
         self.cnis = validate_cnis(self.backend, config.cnis)
+        self.scenarios = build_scenarios(config.scenario_options)
         self.store = ResultsStore(config.results_dir)
         self.pool = ClusterPool(self.backend)
         self.runner = Runner(self.pool, self.store, config.profile, progress=progress)
         self._previous_sigterm: object = None
 
-    def run_condition(self, scenario: Scenario, cni: str, condition: Condition) -> ConditionResult:
-        """Run one condition (see :meth:`cnibench.scenarios.runner.Runner.run_condition`)."""
+    def run_condition(
+        self, scenario: Scenario | str, cni: str, condition: Condition
+    ) -> ConditionResult:
+        """Run one condition (see :meth:`cnibench.scenarios.runner.Runner.run_condition`).
+
+        ``scenario`` may be a name, resolved among the session's configured scenarios.
+        """
+        if isinstance(scenario, str):
+            scenario = scenario_named(scenario, self.scenarios)
         return self.runner.run_condition(scenario, cni, condition)
 
     def close(self) -> None:

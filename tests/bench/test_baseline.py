@@ -6,9 +6,6 @@ import math
 
 import pytest
 
-from cnibench.scenarios import SCENARIOS
-
-SCENARIO = SCENARIOS["baseline"]
 HEADLINE = {
     "iperf3": ("throughput", "bits/s"),
     "sockperf": ("latency_avg", "us"),
@@ -18,7 +15,6 @@ HEADLINE = {
 
 
 @pytest.mark.baseline
-@pytest.mark.parametrize("condition", SCENARIO.conditions(), ids=str)
 def test_baseline(bench, profile_runs, condition):
     result = bench.run("baseline", condition)
 

@@ -5,17 +5,15 @@ from __future__ import annotations
 import pytest
 
 from cnibench.backends.base import NodeRole
-from cnibench.scenarios import SCENARIOS
-
-SCENARIO = SCENARIOS["egress"]
 
 
 @pytest.mark.egress
-@pytest.mark.parametrize("condition", SCENARIO.conditions(), ids=str)
 def test_egress(bench, cnibench_session, cni, condition):
     result = bench.run("egress", condition)
 
-    cluster = cnibench_session.pool.get(SCENARIO.cluster_spec(cni, condition))
+    cluster = cnibench_session.pool.get(
+        cnibench_session.scenarios["egress"].cluster_spec(cni, condition)
+    )
     gateway_on = condition.parameters["gateway"] == "on"
     # Independent of the scenario's own expectation: the node the address must belong to.
     expected = cluster.node(NodeRole.EGRESS_GW if gateway_on else NodeRole.CLIENT).ip

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cnibench.scenarios import SCENARIOS
-
-SCENARIO = SCENARIOS["wireguard"]
-
 
 @pytest.mark.wireguard
-@pytest.mark.parametrize("condition", SCENARIO.conditions(), ids=str)
 def test_wireguard(bench, profile_runs, condition):
     result = bench.run("wireguard", condition)
 

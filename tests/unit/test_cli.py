@@ -16,7 +16,7 @@ BAD_INPUT = [
     (["run", "--runs", "many"], "'many' is not an integer"),
     (["run", "--duration=-5s"], "invalid duration '-5s'"),
     (["run", "--duration=1.5s"], "whole number of seconds"),
-    (["run", "--cluster", "kind"], "--cluster kind needs the Kubernetes backend"),
+    (["run", "--cluster", "kind", "--cni", "weave"], "unknown --cni 'weave': choose one of"),
     (["explode"], "invalid choice: 'explode'"),
 ]
 

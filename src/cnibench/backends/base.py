@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from cnibench.policy import PolicyEngine, PolicySpec
 from cnibench.records import Environment
 
 __all__ = [
@@ -324,6 +325,45 @@ class Cluster(Protocol):
         Returns whether ``marker`` appeared in any captured packet (needs
         :attr:`Capability.UNDERLAY_CAPTURE`).
         """
+
+    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine) -> None:
+        """Enforce ``spec`` (ingress of ``spec.target``) with ``engine``; replaces any earlier
+        policy. Needs :attr:`Capability.NETWORK_POLICY`.
+
+        The lab enforces it in the target node's forward path with the named engine; a
+        Kubernetes backend renders a NetworkPolicy (or CiliumNetworkPolicy) from the same spec
+        and may ignore ``engine`` when its CNI has a single datapath (it records which one).
+
+        Raises
+        ------
+        cnibench.errors.UnsupportedError
+            If this cluster cannot enforce policies with ``engine``.
+        """
+
+    def remove_policy(self) -> None:
+        """Undo :meth:`apply_policy` (everything may reach everything again). Safe to repeat."""
+
+    def apply_l7_policy(self, server: Endpoint, *, port: int, method: str, path: str) -> None:
+        """Let only ``method`` requests for exactly ``path`` reach ``server:port``; anything
+        else is answered 403 by a proxy in the path (lab: nginx on the server's node with an
+        nftables redirect; Kubernetes: a CiliumNetworkPolicy ``http`` rule). Needs
+        :attr:`Capability.L7_POLICY`."""
+
+    def remove_l7_policy(self) -> None:
+        """Undo :meth:`apply_l7_policy`. Safe to repeat."""
+
+    def create_split(self, backends: Mapping[str, tuple[Endpoint, int]], *, port: int) -> str:
+        """Put a weighted HTTP gateway in front of ``backends`` (name to ``(pod, weight)``,
+        weight 0 = the backend gets nothing), each serving HTTP on ``port``.
+
+        Returns the URL the external host loads (lab: a gateway pod published on its node's
+        underlay address; Kubernetes: a Gateway API HTTPRoute with ``backendRefs`` weights
+        behind the Gateway's address). Responses keep each backend's ``X-Backend`` header.
+        Needs :attr:`Capability.TRAFFIC_SPLIT`.
+        """
+
+    def remove_split(self) -> None:
+        """Undo :meth:`create_split`. Safe to repeat."""
 
     def prometheus_url(self) -> str:
         """Base URL of the cluster's Prometheus, reachable from this process."""

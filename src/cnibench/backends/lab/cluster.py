@@ -22,7 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,18 @@ from cnibench.backends.lab.plan import (
     wireguard_address_steps,
     workload_processes,
 )
+from cnibench.backends.lab.policy import (
+    L7_PROXY_PORT,
+    iptables_policy_removal,
+    iptables_policy_restore,
+    l7_proxy_config,
+    l7_redirect_ruleset,
+    nft_policy_ruleset,
+    nft_table_removal,
+    policy_table,
+    split_dnat_ruleset,
+    split_proxy_config,
+)
 from cnibench.backends.lab.portforward import NamespacePortForward
 from cnibench.backends.lab.runner import (
     NETNS_DIR,
@@ -95,6 +107,7 @@ from cnibench.errors import (
     ProvisioningError,
     ToolError,
 )
+from cnibench.policy import PolicyEngine, PolicySpec
 from cnibench.records import Environment
 from cnibench.results import environment_fingerprint
 from cnibench.tools.iperf3_server import (
@@ -176,6 +189,28 @@ def redact_wg_dump(text: str) -> str:
         fields = lines[0].split("\t")
         lines[0] = "\t".join(["(hidden)", *fields[1:]])
     return "\n".join(lines)
+
+
+def _iptables_restore() -> str:
+    # The legacy binary is the kernel's linear xtables datapath, not nftables underneath.
+    return (
+        "iptables-legacy-restore" if shutil.which("iptables-legacy-restore") else "iptables-restore"
+    )
+
+
+def _nginx_argv(run_dir: Path) -> list[str]:
+    conf = run_dir / "nginx.conf"
+    return [
+        "nginx",
+        "-c",
+        str(conf),
+        "-p",
+        str(run_dir),
+        "-e",
+        str(run_dir / "nginx-error.log"),
+        "-g",
+        "daemon off;",
+    ]
 
 
 def _node(plan: NodePlan) -> Node:
@@ -348,6 +383,9 @@ class LabCluster:
         self._prometheus: ManagedProcess | None = None
         self._environment: Environment | None = None
         self._external = LabExternalHost(self)
+        self._policy: tuple[str, PolicyEngine] | None = None
+        self._l7: tuple[str, ManagedProcess] | None = None
+        self._split: tuple[str, LabPod, ManagedProcess] | None = None
         self._torn_down = False
         self._provisioned = False
         self._created = datetime.now(UTC).isoformat()
@@ -378,9 +416,15 @@ class LabCluster:
 
     @property
     def capabilities(self) -> frozenset[Capability]:
-        """Egress gateway and underlay capture always; WireGuard and latency emulation when the
+        """Egress gateway, network policy, L7 policy, traffic split and underlay capture always
+        (tcpdump permitting); WireGuard and latency emulation when the
         host supports them."""
-        caps = {Capability.EGRESS_GATEWAY}
+        caps = {
+            Capability.EGRESS_GATEWAY,
+            Capability.NETWORK_POLICY,
+            Capability.L7_POLICY,
+            Capability.TRAFFIC_SPLIT,
+        }
         if shutil.which("tcpdump") is not None:
             caps.add(Capability.UNDERLAY_CAPTURE)
         if self._features.wireguard:
@@ -909,6 +953,207 @@ class LabCluster:
             self._egress = None
         if errors:
             raise ProvisioningError("disable the egress gateway: " + "; ".join(errors))
+
+    # -- network policy, L7 policy, traffic split -------------------------------------------
+
+    def _pod_at(self, ip: str) -> LabPod:
+        with self._lock:
+            for pod in self._pods.values():
+                if pod.ip == ip:
+                    return pod
+        raise ConfigError(f"no pod of lab {self.lab_id} has address {ip}")
+
+    def _nft(self, namespace: str, description: str, ruleset: str) -> None:
+        run_step(Step(description, ("ip", "netns", "exec", namespace, "nft", "-f", "-"), ruleset))
+
+    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine) -> None:
+        """Enforce ``spec`` in the forward path of the target pod's node with ``engine``.
+
+        ``iptables`` uses ``iptables-legacy-restore`` when present (the classic linear
+        xtables datapath), else ``iptables-restore``. Replaces an earlier policy.
+
+        Raises
+        ------
+        ConfigError
+            The target is not a pod of this lab.
+        ProvisioningError
+            The ruleset could not be loaded.
+        """
+        self._check_alive()
+        node = self._pod_at(spec.target.ip).node.name
+        engine = PolicyEngine(engine)
+        with self._lock:
+            self.remove_policy()
+            if engine is PolicyEngine.IPTABLES:
+                run_step(
+                    Step(
+                        f"load the iptables policy of {spec.target.name} on {node}",
+                        ("ip", "netns", "exec", node, _iptables_restore()),
+                        iptables_policy_restore(spec),
+                    ),
+                    timeout=120,
+                )
+            else:
+                self._nft(
+                    node,
+                    f"load the {engine.value} policy of {spec.target.name} on {node}",
+                    nft_policy_ruleset(spec, table=policy_table(self.lab_id, "pol"), engine=engine),
+                )
+            self._policy = (node, engine)
+
+    def remove_policy(self) -> None:
+        """Remove the policy loaded by :meth:`apply_policy` (no-op without one)."""
+        with self._lock:
+            if self._policy is None:
+                return
+            node, engine = self._policy
+            self._policy = None
+            if engine is PolicyEngine.IPTABLES:
+                run_step(
+                    Step(
+                        f"remove the iptables policy on {node}",
+                        ("ip", "netns", "exec", node, _iptables_restore()),
+                        iptables_policy_removal(),
+                    )
+                )
+            else:
+                self._nft(
+                    node,
+                    f"remove the policy table on {node}",
+                    nft_table_removal(policy_table(self.lab_id, "pol")),
+                )
+
+    def apply_l7_policy(self, server: Endpoint, *, port: int, method: str, path: str) -> None:
+        """Start nginx in ``server``'s node namespace and redirect ``server:port`` to it.
+
+        Raises
+        ------
+        ConfigError
+            Bad method or path, or ``server`` is not a pod of this lab.
+        ProvisioningError
+            nginx did not start or the redirect could not be loaded (nothing is left behind).
+        """
+        self._check_alive()
+        pod = self._own_pod(server)
+        node = pod.node.name
+        run_dir = self._plan.state_dir / "l7"
+        config = l7_proxy_config(
+            server_ip=pod.ip, server_port=port, method=method, path=path, run_dir=run_dir
+        )
+        self.remove_l7_policy()
+        run_dir.mkdir(mode=0o755, exist_ok=True)
+        (run_dir / "nginx.conf").write_text(config)
+        proc = self._start(
+            f"{node}/l7-proxy", node, _nginx_argv(run_dir), log_path=self._log("l7-proxy")
+        )
+        try:
+            wait_listening(proc, "0.0.0.0", L7_PROXY_PORT, timeout=_READY_TIMEOUT)
+            self._nft(
+                node,
+                f"redirect {pod.name}:{port} to the L7 proxy on {node}",
+                l7_redirect_ruleset(
+                    table=policy_table(self.lab_id, "l7"), server_ip=pod.ip, server_port=port
+                ),
+            )
+        except BaseException:
+            self._stop([proc])
+            raise
+        with self._lock:
+            self._l7 = (node, proc)
+
+    def remove_l7_policy(self) -> None:
+        """Remove the redirect and stop the L7 proxy (no-op without one)."""
+        with self._lock:
+            current, self._l7 = self._l7, None
+        if current is None:
+            return
+        node, proc = current
+        try:
+            self._nft(
+                node,
+                f"remove the L7 redirect on {node}",
+                nft_table_removal(policy_table(self.lab_id, "l7")),
+            )
+        finally:
+            self._stop([proc])
+
+    def create_split(self, backends: Mapping[str, tuple[Endpoint, int]], *, port: int) -> str:
+        """Place a gateway pod on the server node running a weighted nginx upstream over
+        ``backends``, published on the node's underlay address at ``port`` (DNAT).
+
+        Returns
+        -------
+        str
+            ``http://<server node underlay ip>:<port>/``, reachable from the external host.
+
+        Raises
+        ------
+        ConfigError
+            A backend that is not a pod of this lab, a negative or all-zero weight.
+        ProvisioningError
+            The gateway could not be started (nothing is left behind).
+        """
+        self._check_alive()
+        pods = {name: (self._own_pod(ep), weight) for name, (ep, weight) in backends.items()}
+        self.remove_split()
+        with self._lock:
+            self._capture_seq += 1
+            gw_name = f"split-gw{self._capture_seq}"
+        gateway = self.place(gw_name, role=NodeRole.SERVER)
+        node = self._plan.node_named(gateway.node.name)
+        run_dir = self._plan.state_dir / "pods" / gw_name / "split"
+        proc: ManagedProcess | None = None
+        try:
+            config = split_proxy_config(
+                listen_ip=gateway.ip,
+                port=port,
+                backends={name: (f"{p.ip}:{port}", w) for name, (p, w) in pods.items()},
+                run_dir=run_dir,
+            )
+            run_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+            (run_dir / "nginx.conf").write_text(config)
+            proc = self._start(
+                f"{gw_name}/split-proxy",
+                gateway.namespace,
+                _nginx_argv(run_dir),
+                log_path=self._log(f"{gw_name}-split-proxy"),
+            )
+            wait_listening(proc, gateway.ip, port, timeout=_READY_TIMEOUT)
+            self._nft(
+                node.name,
+                f"publish the split gateway on {node.name}:{port}",
+                split_dnat_ruleset(
+                    table=policy_table(self.lab_id, "split"),
+                    node_ip=node.underlay_ip,
+                    gateway_ip=gateway.ip,
+                    port=port,
+                ),
+            )
+        except BaseException:
+            if proc is not None:
+                self._stop([proc])
+            self.remove(gateway)
+            raise
+        with self._lock:
+            self._split = (node.name, gateway, proc)
+        return f"http://{node.underlay_ip}:{port}/"
+
+    def remove_split(self) -> None:
+        """Remove the split gateway, its DNAT and its pod (no-op without one)."""
+        with self._lock:
+            current, self._split = self._split, None
+        if current is None:
+            return
+        node, gateway, proc = current
+        try:
+            self._nft(
+                node,
+                f"remove the split DNAT on {node}",
+                nft_table_removal(policy_table(self.lab_id, "split")),
+            )
+        finally:
+            self._stop([proc])
+            self.remove(gateway)
 
     # -- verification -----------------------------------------------------------------------
 

@@ -1,0 +1,132 @@
+"""The small layer that sends rendered objects to an API server (official kubernetes client).
+
+Objects go in by server-side apply (``fieldManager=cnibench``, conflicts forced), optionally as
+a dry run (``dryRun=All``): the server validates them against its schemas, CRDs included,
+without storing anything.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from cnibench.errors import ProvisioningError
+
+__all__ = ["FIELD_MANAGER", "Applier", "api_error_message", "apply_manifest"]
+
+FIELD_MANAGER = "cnibench"
+
+
+def api_error_message(exc: BaseException) -> str:
+    """One line from a kubernetes client error: the server's ``message`` when there is one."""
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            message = json.loads(body).get("message")
+        except (ValueError, AttributeError):
+            message = None
+        if message:
+            return str(message)
+    status, reason = getattr(exc, "status", None), getattr(exc, "reason", None)
+    if status is not None:
+        return f"HTTP {status} {reason or ''}".strip()
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _describe(manifest: Mapping[str, Any]) -> str:
+    meta = manifest.get("metadata", {})
+    where = f"{meta.get('namespace')}/" if meta.get("namespace") else ""
+    return f"{manifest.get('kind', '?')} {where}{meta.get('name', '?')}"
+
+
+class Applier:
+    """Server-side apply of plain-dict objects through one discovery cache.
+
+    Parameters
+    ----------
+    api_client:
+        A :class:`kubernetes.client.ApiClient`.
+    """
+
+    def __init__(self, api_client: Any) -> None:
+        from kubernetes import dynamic
+
+        factory: Any = dynamic.DynamicClient
+        self._dynamic: Any = factory(api_client)
+
+    def _resource(self, manifest: Mapping[str, Any]) -> Any:
+        from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+        api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+        if not api_version or not kind:
+            raise ProvisioningError(f"object without apiVersion/kind: {_describe(manifest)}")
+        try:
+            return self._dynamic.resources.get(api_version=api_version, kind=kind)
+        except ResourceNotFoundError:
+            # A CRD may have been installed after discovery ran: look again once.
+            self._dynamic.resources.invalidate_cache()
+            try:
+                return self._dynamic.resources.get(api_version=api_version, kind=kind)
+            except ResourceNotFoundError as exc:
+                raise ProvisioningError(
+                    f"the API server does not serve {kind} ({api_version}): is its CRD installed?"
+                ) from exc
+
+    def apply(self, manifest: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """Server-side apply ``manifest``; returns the object as the server stored (or would
+        store) it.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            The server rejected the object (the message names it and gives the server's
+            reason) or does not know its kind.
+        """
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.dynamic.exceptions import DynamicApiError
+
+        resource = self._resource(manifest)
+        options: dict[str, Any] = {"field_manager": FIELD_MANAGER, "force_conflicts": True}
+        if dry_run:
+            options["dry_run"] = "All"
+        try:
+            answer = self._dynamic.server_side_apply(resource, body=dict(manifest), **options)
+        except (ApiException, DynamicApiError) as exc:
+            raise ProvisioningError(
+                f"{_describe(manifest)} rejected: {api_error_message(exc)}"
+            ) from exc
+        result: dict[str, Any] = answer.to_dict()
+        return result
+
+    def apply_all(
+        self, manifests: Iterable[Mapping[str, Any]], *, dry_run: bool = False
+    ) -> list[dict[str, Any]]:
+        """:meth:`apply` each object in order."""
+        return [self.apply(m, dry_run=dry_run) for m in manifests]
+
+    def delete(self, manifest: Mapping[str, Any]) -> bool:
+        """Delete the object ``manifest`` names; returns whether it existed."""
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError
+
+        resource = self._resource(manifest)
+        meta = manifest.get("metadata", {})
+        try:
+            resource.delete(name=meta["name"], namespace=meta.get("namespace"))
+        except NotFoundError:
+            return False
+        except (ApiException, DynamicApiError) as exc:
+            if getattr(exc, "status", None) == 404:
+                return False
+            raise ProvisioningError(
+                f"{_describe(manifest)} could not be deleted: {api_error_message(exc)}"
+            ) from exc
+        return True
+
+
+def apply_manifest(
+    api_client: Any, manifest: Mapping[str, Any], *, dry_run: bool = False
+) -> dict[str, Any]:
+    """Server-side apply one object (see :meth:`Applier.apply`)."""
+    return Applier(api_client).apply(manifest, dry_run=dry_run)

@@ -1,0 +1,825 @@
+"""A Kubernetes cluster behind the :class:`~cnibench.backends.base.Cluster` Protocol.
+
+:class:`KubeCluster` works through the official kubernetes client only: objects come from
+:mod:`cnibench.backends.kube.render` and go in by server-side apply
+(:class:`~cnibench.backends.kube.api.Applier`); commands run through the exec subresource
+(:func:`kubernetes.stream.stream`); Prometheus is reached through the port-forward
+subresource. Everything lives in one namespace labelled ``cnibench.io/session=<id>``, plus
+cluster-scoped objects carrying the same label, so :meth:`KubeCluster.teardown` and
+``cnibench clean`` find all of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cnibench.backends.base import (
+    Capability,
+    ClusterSpec,
+    CommandResult,
+    EncryptionStatus,
+    Endpoint,
+    ExternalHost,
+    Node,
+    NodeRole,
+    WorkloadSpec,
+)
+from cnibench.backends.kube import render
+from cnibench.backends.kube.api import Applier, api_error_message
+from cnibench.backends.kube.cni import CniDefinition
+from cnibench.backends.kube.images import Images
+from cnibench.errors import MetricsError, ProvisioningError, ToolError, UnsupportedError
+from cnibench.policy import PolicyEngine, PolicySpec
+from cnibench.records import Environment
+from cnibench.results import environment_fingerprint
+
+__all__ = [
+    "KubeCluster",
+    "KubePod",
+    "PodPortForward",
+    "Timeouts",
+    "parse_cilium_encryption",
+]
+
+_POLICY_NAME = "cnibench-policy"
+_L7_NAME = "cnibench-l7"
+_SPLIT_GATEWAY = "cnibench-split"
+_WG_RE = re.compile(
+    r"^Encryption:\s+Wireguard\s+\[(?P<body>.*)\]\s*$", re.IGNORECASE | re.MULTILINE
+)
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long cluster operations may take, in seconds.
+
+    Attributes
+    ----------
+    pod_ready:
+        A placed pod becoming Ready (image pulls included).
+    delete:
+        A pod or namespace disappearing after deletion.
+    monitoring:
+        Prometheus becoming ready.
+    """
+
+    pod_ready: float = 300.0
+    delete: float = 120.0
+    monitoring: float = 300.0
+
+
+def parse_cilium_encryption(text: str) -> tuple[bool, str, int]:
+    """Encryption state from ``cilium-dbg status`` output.
+
+    Cilium prints a line such as ``Encryption: Wireguard [NodeEncryption: Disabled, cilium_wg0
+    (Pubkey: ..., Port: 51871, Peers: 2)]`` when WireGuard is on and ``Encryption: Disabled``
+    otherwise.
+
+    Returns
+    -------
+    tuple
+        ``(enabled, interface, peers)``; ``(False, "", 0)`` when WireGuard is not reported.
+    """
+    match = _WG_RE.search(text)
+    if not match:
+        return False, "", 0
+    body = match.group("body")
+    interface = re.search(r"(cilium_wg\d+)", body)
+    peers = re.search(r"Peers:\s*(\d+)", body)
+    return True, interface.group(1) if interface else "", int(peers.group(1)) if peers else 0
+
+
+class KubePod:
+    """A pod placed by :meth:`KubeCluster.place` (an :class:`~cnibench.backends.base.Endpoint`).
+
+    Parameters
+    ----------
+    name, namespace:
+        The pod.
+    node:
+        The node it runs on, as verified from ``spec.nodeName``.
+    ip:
+        ``status.podIP``.
+    api_client:
+        Client used for exec.
+    """
+
+    def __init__(self, name: str, namespace: str, node: Node, ip: str, api_client: Any) -> None:
+        self._name = name
+        self.namespace = namespace
+        self._node = node
+        self._ip = ip
+        self._api_client = api_client
+
+    @property
+    def name(self) -> str:
+        """Pod name."""
+        return self._name
+
+    @property
+    def node(self) -> Node:
+        """Node the pod runs on."""
+        return self._node
+
+    @property
+    def ip(self) -> str:
+        """Pod IP."""
+        return self._ip
+
+    def run(self, argv: Sequence[str], *, timeout: float) -> CommandResult:
+        """Run ``argv`` in the pod's tools container through the exec subresource.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            When exec cannot start, or the command does not finish within ``timeout`` seconds
+            (the stream is then closed, which ends the command's session).
+        """
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.stream import stream
+
+        tool = argv[0] if argv else ""
+        core = client.CoreV1Api(self._api_client)
+        started = time.monotonic()
+        try:
+            session = stream(
+                core.connect_get_namespaced_pod_exec,
+                self._name,
+                self.namespace,
+                container=render.TOOLS_CONTAINER,
+                command=list(argv),
+                stdin=False,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                _preload_content=False,
+            )
+        except (ApiException, OSError) as exc:
+            raise ToolError(
+                f"exec of {tool} in pod {self._name} failed: {api_error_message(exc)}", tool=tool
+            ) from exc
+        stdout: list[str] = []
+        stderr: list[str] = []
+        try:
+            while session.is_open():
+                remaining = timeout - (time.monotonic() - started)
+                if remaining <= 0:
+                    raise ToolError(
+                        f"{tool} in pod {self._name} did not finish within {timeout:g} s",
+                        tool=tool,
+                        output="".join(stdout) + "".join(stderr),
+                    )
+                session.update(timeout=min(1.0, remaining))
+                if session.peek_stdout():
+                    stdout.append(session.read_stdout())
+                if session.peek_stderr():
+                    stderr.append(session.read_stderr())
+            returncode = session.returncode
+        finally:
+            session.close()
+        return CommandResult(
+            argv=tuple(argv),
+            returncode=int(returncode if returncode is not None else -1),
+            stdout="".join(stdout),
+            stderr="".join(stderr),
+            duration=time.monotonic() - started,
+        )
+
+
+class PodPortForward:
+    """A loopback listener whose connections are forwarded to a pod port (port-forward
+    subresource); one websocket per accepted connection.
+
+    Parameters
+    ----------
+    api_client:
+        Client for the port-forward calls.
+    namespace, pod, port:
+        Where connections go.
+    """
+
+    def __init__(self, api_client: Any, namespace: str, pod: str, port: int) -> None:
+        self._api_client = api_client
+        self._target = (namespace, pod, port)
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="cnibench-port-forward")
+        self._thread.daemon = True
+        self._thread.start()
+
+    @property
+    def local_port(self) -> int:
+        """Port on 127.0.0.1 to connect to."""
+        port: int = self._listener.getsockname()[1]
+        return port
+
+    def _accept(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._bridge, args=(conn,), daemon=True).start()
+
+    def _bridge(self, conn: socket.socket) -> None:
+        from kubernetes import client
+        from kubernetes.stream import portforward
+
+        namespace, pod, port = self._target
+        try:
+            forward = portforward(
+                client.CoreV1Api(self._api_client).connect_get_namespaced_pod_portforward,
+                pod,
+                namespace,
+                ports=str(port),
+            )
+            remote = forward.socket(port)
+        except Exception:  # the client raises assorted types; the connection just closes
+            conn.close()
+            return
+
+        def pump(src: socket.socket, dst: socket.socket) -> None:
+            try:
+                while data := src.recv(65536):
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for sock in (src, dst):
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
+
+        back = threading.Thread(target=pump, args=(remote, conn), daemon=True)
+        back.start()
+        pump(conn, remote)
+        back.join(timeout=5)
+        conn.close()
+        forward.close()
+
+    def close(self) -> None:
+        """Stop accepting connections."""
+        self._stopped.set()
+        self._listener.close()
+
+
+class KubeCluster:
+    """A provisioned Kubernetes cluster with a CNI installed (a
+    :class:`~cnibench.backends.base.Cluster`).
+
+    Parameters
+    ----------
+    api_client:
+        :class:`kubernetes.client.ApiClient` for the cluster.
+    spec:
+        The spec it was provisioned for.
+    cni:
+        The installed CNI's definition.
+    provider:
+        ``"kind"``, ``"aks"`` or ``"existing"``.
+    session:
+        Session id; names the namespace (``cnibench-<session>``) and labels everything.
+    images:
+        Pinned images.
+    tolerations:
+        Added to every pod (e.g. for tainted benchmark nodes).
+    external:
+        The external host, when the provider has one.
+    timeouts:
+        Operation timeouts.
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        spec: ClusterSpec,
+        cni: CniDefinition,
+        *,
+        provider: str,
+        session: str,
+        images: Images | None = None,
+        tolerations: Sequence[Mapping[str, Any]] = (),
+        external: ExternalHost | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> None:
+        from kubernetes import client
+
+        self._api_client = api_client
+        # The client's models are Optional everywhere; the server fills what we read.
+        self._core: Any = client.CoreV1Api(api_client)
+        self._applier = Applier(api_client)
+        self._spec = spec
+        self._cni = cni
+        self._provider = provider
+        self.session = session
+        self.namespace = f"cnibench-{session}"
+        self.images = images or Images()
+        self.tolerations = list(tolerations)
+        self._external = external
+        self.timeouts = timeouts or Timeouts()
+        self._nodes: list[Node] = []
+        self._cluster_objects: list[dict[str, Any]] = []
+        self._policy_objects: list[dict[str, Any]] = []
+        self._l7_objects: list[dict[str, Any]] = []
+        self._split_objects: list[dict[str, Any]] = []
+        self._egress_objects: list[dict[str, Any]] = []
+        self._egress_pods: list[str] = []
+        self._forward: PodPortForward | None = None
+        self._torn_down = False
+
+    # -- identity -------------------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        """``"kube"``."""
+        return "kube"
+
+    @property
+    def provider(self) -> str:
+        """Provider that created the cluster."""
+        return self._provider
+
+    @property
+    def spec(self) -> ClusterSpec:
+        """The spec this cluster was provisioned for."""
+        return self._spec
+
+    @property
+    def cni_version(self) -> str:
+        """Pinned version of the installed CNI."""
+        return self._cni.version
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """What the CNI declares (see :mod:`cnibench.backends.kube.cni`)."""
+        return self._cni.capabilities
+
+    @property
+    def metrics_device_regex(self) -> str:
+        """Node uplinks as named by kind (``eth0``) and Azure VMs (``eth0``/``ens*``)."""
+        return "^(eth|ens|enp).+$"
+
+    # -- set-up ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Discover the role-labelled nodes and create the session namespace.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            A role of the spec has no node, or the namespace cannot be created.
+        """
+        self._nodes = self._discover_nodes()
+        self._applier.apply(render.namespace(self.namespace, session=self.session))
+        self._wait_default_service_account()
+
+    def _discover_nodes(self) -> list[Node]:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            listed = self._core.list_node(label_selector=render.ROLE_LABEL).items
+        except ApiException as exc:
+            raise ProvisioningError(f"listing nodes failed: {api_error_message(exc)}") from exc
+        by_role: dict[str, list[Any]] = {}
+        for item in sorted(listed, key=lambda n: n.metadata.name):
+            by_role.setdefault(item.metadata.labels[render.ROLE_LABEL], []).append(item)
+        nodes: list[Node] = []
+        for role in self._spec.roles:
+            candidates = by_role.get(role.value, [])
+            if not candidates:
+                raise ProvisioningError(
+                    f"no node labelled {render.ROLE_LABEL}={role.value}: label one"
+                    f" (kubectl label node NAME {render.ROLE_LABEL}={role.value})"
+                )
+            item = candidates.pop(0)
+            nodes.append(Node(item.metadata.name, role, _internal_ip(item)))
+        return nodes
+
+    def _wait_default_service_account(self) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        deadline = time.monotonic() + self.timeouts.delete
+        while True:
+            try:
+                self._core.read_namespaced_service_account("default", self.namespace)
+                return
+            except ApiException as exc:
+                if exc.status != 404 or time.monotonic() > deadline:
+                    raise ProvisioningError(
+                        f"namespace {self.namespace} has no default service account:"
+                        f" {api_error_message(exc)}"
+                    ) from exc
+            time.sleep(0.2)
+
+    @property
+    def nodes(self) -> Sequence[Node]:
+        """Nodes in the order of ``spec.roles``."""
+        return tuple(self._nodes)
+
+    def node(self, role: NodeRole) -> Node:
+        """The first node with ``role``."""
+        for candidate in self._nodes:
+            if candidate.role is role:
+                return candidate
+        raise ProvisioningError(f"cluster has no {role.value} node")
+
+    # -- pods -----------------------------------------------------------------------------
+    def place(
+        self, name: str, *, role: NodeRole, workloads: Sequence[WorkloadSpec] = ()
+    ) -> KubePod:
+        """Create pod ``name`` on the ``role`` node, wait until Ready, verify where it runs.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            The pod is rejected, fails, is not Ready within ``timeouts.pod_ready`` seconds, or
+            runs on a node without the ``role`` label.
+        """
+        manifest = render.pod(
+            name,
+            namespace=self.namespace,
+            session=self.session,
+            role=role,
+            workloads=workloads,
+            images=self.images,
+            tolerations=self.tolerations,
+        )
+        self._applier.apply(manifest)
+        ready = self._wait_pod_ready(name)
+        node_name = ready.spec.node_name
+        node = next((n for n in self._nodes if n.name == node_name), None)
+        if node is None or node.role is not role:
+            labels = self._core.read_node(node_name).metadata.labels or {}
+            actual = labels.get(render.ROLE_LABEL, "none")
+            if actual != role.value:
+                raise ProvisioningError(
+                    f"pod {name} runs on {node_name} whose role is {actual}, not {role.value}"
+                )
+            node = Node(node_name, role, _internal_ip(self._core.read_node(node_name)))
+        return KubePod(name, self.namespace, node, ready.status.pod_ip, self._api_client)
+
+    def _wait_pod_ready(self, name: str) -> Any:
+        deadline = time.monotonic() + self.timeouts.pod_ready
+        while True:
+            current = self._core.read_namespaced_pod(name, self.namespace)
+            phase = current.status.phase
+            if phase in ("Failed", "Succeeded"):
+                raise ProvisioningError(f"pod {name} ended ({phase}) before becoming Ready")
+            conditions = {c.type: c.status for c in (current.status.conditions or [])}
+            if conditions.get("Ready") == "True" and current.status.pod_ip:
+                return current
+            if time.monotonic() > deadline:
+                raise ProvisioningError(
+                    f"pod {name} not Ready after {self.timeouts.pod_ready:g} s (phase {phase})"
+                )
+            time.sleep(0.25)
+
+    def remove(self, endpoint: Endpoint) -> None:
+        """Delete the pod and wait until it is gone."""
+        self._delete_pod(endpoint.name)
+
+    def _delete_pod(self, name: str) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self._core.delete_namespaced_pod(name, self.namespace, grace_period_seconds=0)
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise ProvisioningError(
+                f"deleting pod {name} failed: {api_error_message(exc)}"
+            ) from exc
+        self._wait_gone(lambda: self._core.read_namespaced_pod(name, self.namespace), f"pod {name}")
+
+    def _wait_gone(self, read: Any, what: str) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        deadline = time.monotonic() + self.timeouts.delete
+        while time.monotonic() < deadline:
+            try:
+                read()
+            except ApiException as exc:
+                if exc.status == 404:
+                    return
+                raise ProvisioningError(f"reading {what} failed: {api_error_message(exc)}") from exc
+            time.sleep(0.25)
+        raise ProvisioningError(f"{what} still exists {self.timeouts.delete:g} s after deletion")
+
+    # -- features -------------------------------------------------------------------------
+    @property
+    def external(self) -> ExternalHost:
+        """The external host (only when the provider configured one)."""
+        if self._external is None:
+            raise UnsupportedError(f"the {self._provider} provider has no external host configured")
+        return self._external
+
+    def egress_manifests(self, clients: Sequence[str], *, destination: str) -> list[dict[str, Any]]:
+        """The CNI's egress objects sending ``clients`` to ``destination`` via the gateway."""
+        name = f"cnibench-egress-{self.session}"
+        if self._cni.egress_api == "cilium":
+            return [
+                render.cilium_egress_gateway_policy(
+                    name,
+                    session=self.session,
+                    namespace=self.namespace,
+                    clients=clients,
+                    destinations=[destination],
+                )
+            ]
+        raise UnsupportedError(
+            f"{self._cni.name}: egress gateway objects need an egress IP range"
+            if self._cni.egress_api == "antrea"
+            else f"{self._cni.name} has no egress gateway"
+        )
+
+    def enable_egress_gateway(self, clients: Sequence[Endpoint], *, destination: str) -> str:
+        """Label ``clients`` and apply the CNI's egress policy; returns the egress-gw node IP
+        (Cilium SNATs to the gateway node's address when the policy sets no ``egressIP``)."""
+        objects = self.egress_manifests([c.name for c in clients], destination=destination)
+        tag = {"cnibench.io/egress": objects[0]["metadata"]["name"]}
+        for endpoint in clients:
+            self._core.patch_namespaced_pod(
+                endpoint.name, self.namespace, {"metadata": {"labels": tag}}
+            )
+            self._egress_pods.append(endpoint.name)
+        self._applier.apply_all(objects)
+        self._egress_objects.extend(objects)
+        return self.node(NodeRole.EGRESS_GW).ip
+
+    def disable_egress_gateway(self) -> None:
+        """Delete the egress objects and unlabel the client pods. Safe to repeat."""
+        from kubernetes.client.exceptions import ApiException
+
+        for manifest in self._egress_objects:
+            self._applier.delete(manifest)
+        self._egress_objects.clear()
+        for name in self._egress_pods:
+            try:
+                self._core.patch_namespaced_pod(
+                    name, self.namespace, {"metadata": {"labels": {"cnibench.io/egress": None}}}
+                )
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise ProvisioningError(
+                        f"unlabelling pod {name} failed: {api_error_message(exc)}"
+                    ) from exc
+        self._egress_pods.clear()
+
+    def encryption_status(self) -> EncryptionStatus:
+        """Cilium's own account: ``cilium-dbg status`` in the cilium agent of every node.
+
+        Raises
+        ------
+        cnibench.errors.UnsupportedError
+            For CNIs other than Cilium (not implemented yet).
+        """
+        if self._cni.name != "cilium":
+            raise UnsupportedError(f"encryption status of {self._cni.name} is not implemented")
+        agents = self._core.list_namespaced_pod("kube-system", label_selector="k8s-app=cilium")
+        interfaces: dict[str, str] = {}
+        peers: dict[str, int] = {}
+        details: list[str] = []
+        enabled = bool(agents.items)
+        for agent in agents.items:
+            pod = KubePod(
+                agent.metadata.name,
+                "kube-system",
+                Node(agent.spec.node_name, NodeRole.CLIENT, ""),
+                agent.status.pod_ip or "",
+                self._api_client,
+            )
+            result = _exec_in(pod, "cilium-agent", ["cilium-dbg", "status"], timeout=30)
+            on, interface, count = parse_cilium_encryption(result)
+            enabled = enabled and on
+            details.append(f"{agent.spec.node_name}: {result.strip()}")
+            if on:
+                interfaces[agent.spec.node_name] = interface
+                peers[agent.spec.node_name] = count
+        return EncryptionStatus(
+            enabled=enabled,
+            kind="wireguard" if enabled else "",
+            interfaces=interfaces,
+            peers=peers,
+            detail="\n".join(details),
+        )
+
+    def capture_underlay(self, marker: bytes, send: Sequence[str], *, source: Endpoint) -> bool:
+        """Not offered on Kubernetes yet (no :attr:`Capability.UNDERLAY_CAPTURE`)."""
+        raise UnsupportedError("underlay capture is not implemented on the Kubernetes backend")
+
+    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine) -> None:
+        """Apply a NetworkPolicy rendered from ``spec``; ``engine`` is ignored (the CNI has one
+        datapath) and recorded by the caller."""
+        if Capability.NETWORK_POLICY not in self.capabilities:
+            raise UnsupportedError(f"{self._cni.name} does not enforce NetworkPolicy")
+        self.remove_policy()
+        manifest = render.network_policy(
+            spec, name=_POLICY_NAME, namespace=self.namespace, session=self.session
+        )
+        self._applier.apply(manifest)
+        self._policy_objects.append(manifest)
+
+    def remove_policy(self) -> None:
+        """Delete the NetworkPolicy. Safe to repeat."""
+        for manifest in self._policy_objects:
+            self._applier.delete(manifest)
+        self._policy_objects.clear()
+
+    def apply_l7_policy(self, server: Endpoint, *, port: int, method: str, path: str) -> None:
+        """Apply a CiliumNetworkPolicy HTTP rule (Cilium only for now)."""
+        if self._cni.name != "cilium" or Capability.L7_POLICY not in self.capabilities:
+            raise UnsupportedError(f"L7 policy on {self._cni.name} is not implemented")
+        self.remove_l7_policy()
+        manifest = render.cilium_l7_policy(
+            _L7_NAME,
+            namespace=self.namespace,
+            session=self.session,
+            target=server.name,
+            port=port,
+            method=method,
+            path=path,
+        )
+        self._applier.apply(manifest)
+        self._l7_objects.append(manifest)
+
+    def remove_l7_policy(self) -> None:
+        """Delete the L7 policy. Safe to repeat."""
+        for manifest in self._l7_objects:
+            self._applier.delete(manifest)
+        self._l7_objects.clear()
+
+    def split_manifests(
+        self, backends: Mapping[str, tuple[str, int]], *, port: int
+    ) -> list[dict[str, Any]]:
+        """Services, Gateway and HTTPRoute of a weighted split (``backends``: name to
+        ``(pod name, weight)``)."""
+        if not self._cni.gateway_class:
+            raise UnsupportedError(f"{self._cni.name} has no Gateway API implementation enabled")
+        objects = [
+            render.split_service(
+                f"split-{name}",
+                namespace=self.namespace,
+                session=self.session,
+                endpoint=pod_name,
+                port=port,
+            )
+            for name, (pod_name, _) in backends.items()
+        ]
+        objects.append(
+            render.gateway(
+                _SPLIT_GATEWAY,
+                namespace=self.namespace,
+                session=self.session,
+                gateway_class=self._cni.gateway_class,
+            )
+        )
+        objects.append(
+            render.http_route(
+                _SPLIT_GATEWAY,
+                namespace=self.namespace,
+                session=self.session,
+                gateway_name=_SPLIT_GATEWAY,
+                backends={f"split-{n}": (port, w) for n, (_, w) in backends.items()},
+            )
+        )
+        return objects
+
+    def create_split(self, backends: Mapping[str, tuple[Endpoint, int]], *, port: int) -> str:
+        """Apply the split objects and return ``http://<gateway address>/``."""
+        objects = self.split_manifests(
+            {n: (e.name, w) for n, (e, w) in backends.items()}, port=port
+        )
+        self._applier.apply_all(objects)
+        self._split_objects.extend(objects)
+        deadline = time.monotonic() + self.timeouts.pod_ready
+        while time.monotonic() < deadline:
+            status = self._applier.apply(objects[-2], dry_run=True).get("status") or {}
+            addresses = status.get("addresses") or []
+            if addresses:
+                return f"http://{addresses[0]['value']}/"
+            time.sleep(1.0)
+        raise ProvisioningError(f"Gateway {_SPLIT_GATEWAY} got no address")
+
+    def remove_split(self) -> None:
+        """Delete the split objects. Safe to repeat."""
+        for manifest in reversed(self._split_objects):
+            self._applier.delete(manifest)
+        self._split_objects.clear()
+
+    def prometheus_url(self) -> str:
+        """Install Prometheus + node-exporter on first use and return a port-forward URL."""
+        if self._forward is None:
+            self._applier.apply_all(
+                render.monitoring_manifests(
+                    namespace=self.namespace,
+                    session=self.session,
+                    images=self.images,
+                    tolerations=self.tolerations,
+                )
+            )
+            self._cluster_objects.extend(
+                m
+                for m in render.monitoring_manifests(namespace=self.namespace, session=self.session)
+                if m["kind"] in ("ClusterRole", "ClusterRoleBinding")
+            )
+            pod_name = self._wait_prometheus_pod()
+            self._forward = PodPortForward(
+                self._api_client, self.namespace, pod_name, render.PROMETHEUS_PORT
+            )
+        return f"http://127.0.0.1:{self._forward.local_port}"
+
+    def _wait_prometheus_pod(self) -> str:
+        deadline = time.monotonic() + self.timeouts.monitoring
+        while time.monotonic() < deadline:
+            pods = self._core.list_namespaced_pod(
+                self.namespace, label_selector="app.kubernetes.io/name=prometheus"
+            ).items
+            for item in pods:
+                conditions = {c.type: c.status for c in (item.status.conditions or [])}
+                if conditions.get("Ready") == "True":
+                    return str(item.metadata.name)
+            time.sleep(1.0)
+        raise MetricsError(f"Prometheus not ready after {self.timeouts.monitoring:g} s")
+
+    def environment(self) -> Environment:
+        """Host fingerprint plus nodes (role, CPUs, memory) and the CNI's Helm values."""
+        described: dict[str, dict[str, str | int | float | bool]] = {}
+        for node in self._nodes:
+            capacity = self._core.read_node(node.name).status.capacity or {}
+            described[node.name] = {
+                "role": node.role.value,
+                "cpu": str(capacity.get("cpu", "")),
+                "memory": str(capacity.get("memory", "")),
+            }
+        return environment_fingerprint(
+            backend="kube",
+            provider=self._provider,
+            cni=self._cni.name,
+            cni_version=self._cni.version,
+            nodes=described,
+            cni_values=dict(self._cni.chart.values) if self._cni.chart else {},
+        )
+
+    def teardown(self) -> None:
+        """Delete the session's cluster-scoped objects and namespace and wait until the
+        namespace is gone. Safe to call twice."""
+        from kubernetes.client.exceptions import ApiException
+
+        if self._torn_down:
+            return
+        if self._forward is not None:
+            self._forward.close()
+            self._forward = None
+        for manifest in (*self._egress_objects, *self._cluster_objects):
+            self._applier.delete(manifest)
+        self._egress_objects.clear()
+        self._cluster_objects.clear()
+        try:
+            self._core.delete_namespace(self.namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise ProvisioningError(
+                    f"deleting namespace {self.namespace} failed: {api_error_message(exc)}"
+                ) from exc
+        self._wait_gone(lambda: self._core.read_namespace(self.namespace), self.namespace)
+        self._torn_down = True
+
+
+def _internal_ip(node: Any) -> str:
+    for address in node.status.addresses or []:
+        if address.type == "InternalIP":
+            return str(address.address)
+    return ""
+
+
+def _exec_in(pod: KubePod, container: str, argv: Sequence[str], *, timeout: float) -> str:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.stream import stream
+
+    try:
+        output = stream(
+            client.CoreV1Api(pod._api_client).connect_get_namespaced_pod_exec,
+            pod.name,
+            pod.namespace,
+            container=container,
+            command=list(argv),
+            stdin=False,
+            stdout=True,
+            stderr=True,
+            tty=False,
+            _request_timeout=timeout,
+        )
+    except (ApiException, OSError) as exc:
+        raise ToolError(
+            f"{argv[0]} in {pod.namespace}/{pod.name} failed: {api_error_message(exc)}",
+            tool=argv[0],
+        ) from exc
+    return str(output)

@@ -1,0 +1,392 @@
+"""CNI definitions: pinned versions, Helm values, capabilities and readiness, in one place.
+
+:func:`cni_definition` turns a :class:`~cnibench.backends.base.ClusterSpec` (CNI name,
+encryption, options) into a :class:`CniDefinition`: what to install (a Helm chart with values,
+or release manifests), which kind settings the CNI needs (kube-proxy off, pod subnet, the
+``bridge`` plugin), what it can do (:class:`~cnibench.backends.base.Capability`) and which
+DaemonSets/Deployments must be ready before the cluster counts as up. Pure: nothing here talks
+to a cluster.
+
+Versions live in :class:`CniVersions` (override by passing another instance); they were current
+when written and must be checked upstream before a paper run (see REFERENCE-CNI.md).
+
+Options understood in ``ClusterSpec.options``:
+
+``mode`` (cilium)
+    ``kpr`` (default: eBPF kube-proxy replacement, kind ``kubeProxyMode: none``) or
+    ``kube-proxy`` (iptables kube-proxy kept), the two set-ups seed 001 compares.
+``features`` (cilium)
+    Comma-separated subset of ``egress-gateway``, ``gateway-api``, ``l7``; default
+    ``egress-gateway,l7`` in ``kpr`` mode and ``l7`` with kube-proxy (the egress gateway and
+    Gateway API need kube-proxy replacement). ``gateway-api`` needs the Gateway API CRDs
+    installed *before* Cilium.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cnibench.backends.base import Capability, ClusterSpec
+from cnibench.errors import ConfigError
+
+__all__ = [
+    "CILIUM_FEATURES",
+    "CILIUM_MODES",
+    "CNI_NAMES",
+    "CniDefinition",
+    "CniVersions",
+    "HelmChart",
+    "Readiness",
+    "cilium_values",
+    "cni_definition",
+]
+
+CNI_NAMES = ("kindnet", "cilium", "antrea", "calico", "flannel", "kube-router")
+CILIUM_MODES = ("kpr", "kube-proxy")
+CILIUM_FEATURES = ("egress-gateway", "gateway-api", "l7")
+KIND_POD_SUBNET = "10.244.0.0/16"
+"""kind's default pod subnet, which flannel's release manifest also expects."""
+
+
+@dataclass(frozen=True)
+class CniVersions:
+    """Pinned CNI versions (override by passing another instance to :func:`cni_definition`).
+
+    Attributes
+    ----------
+    cilium, antrea, calico, flannel, kube_router:
+        Release versions (Helm chart version or release tag).
+    """
+
+    cilium: str = "1.18.4"
+    antrea: str = "2.4.3"
+    calico: str = "3.30.3"
+    flannel: str = "v0.27.3"
+    kube_router: str = "v2.6.1"
+
+
+@dataclass(frozen=True)
+class HelmChart:
+    """A Helm release to install.
+
+    Attributes
+    ----------
+    repo:
+        Chart repository URL.
+    chart:
+        Chart name in that repository.
+    version:
+        Chart version.
+    release:
+        Release name.
+    namespace:
+        Namespace of the release.
+    values:
+        Helm values (recorded in the environment fingerprint; never secrets).
+    """
+
+    repo: str
+    chart: str
+    version: str
+    release: str
+    namespace: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """A workload that must be fully rolled out before the CNI counts as ready.
+
+    Attributes
+    ----------
+    kind:
+        ``"DaemonSet"`` or ``"Deployment"``.
+    namespace, name:
+        Where it is.
+    """
+
+    kind: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class CniDefinition:
+    """How to install a CNI and what it offers.
+
+    Attributes
+    ----------
+    name, version:
+        CNI and its pinned version.
+    capabilities:
+        Features scenarios may use.
+    readiness:
+        Workloads to wait for after installing.
+    chart:
+        Helm release to install, or ``None`` (manifests or kind's default).
+    manifest_urls:
+        Release manifests to apply when there is no chart.
+    replaces_kube_proxy:
+        Whether kind must be created with ``kubeProxyMode: none``.
+    disable_default_cni:
+        Whether kind's own CNI (kindnet) must be off.
+    pod_subnet:
+        Pod CIDR the CNI expects.
+    needs_bridge_plugin:
+        The CNI calls the ``bridge`` CNI plugin, which kind node images lack.
+    egress_api:
+        Which egress objects to render: ``"cilium"``, ``"antrea"`` or ``""``.
+    gateway_class:
+        GatewayClass for traffic splitting, ``""`` without Gateway API.
+    encryption:
+        ``"wireguard"`` or ``""``.
+    """
+
+    name: str
+    version: str
+    capabilities: frozenset[Capability]
+    readiness: tuple[Readiness, ...]
+    chart: HelmChart | None = None
+    manifest_urls: tuple[str, ...] = ()
+    replaces_kube_proxy: bool = False
+    disable_default_cni: bool = True
+    pod_subnet: str = KIND_POD_SUBNET
+    needs_bridge_plugin: bool = False
+    egress_api: str = ""
+    gateway_class: str = ""
+    encryption: str = ""
+
+
+def _feature_set(spec: ClusterSpec, mode: str) -> frozenset[str]:
+    raw = spec.options.get("features")
+    if raw is None:
+        return frozenset({"egress-gateway", "l7"} if mode == "kpr" else {"l7"})
+    features = frozenset(f.strip() for f in raw.split(",") if f.strip())
+    unknown = sorted(features - set(CILIUM_FEATURES))
+    if unknown:
+        raise ConfigError(
+            f"unknown cilium feature {', '.join(unknown)}: choose from {', '.join(CILIUM_FEATURES)}"
+        )
+    needs_kpr = sorted(features & {"egress-gateway", "gateway-api"})
+    if mode != "kpr" and needs_kpr:
+        raise ConfigError(
+            f"cilium feature {', '.join(needs_kpr)} needs mode=kpr (kube-proxy replacement)"
+        )
+    return features
+
+
+def cilium_values(
+    *,
+    mode: str,
+    features: frozenset[str],
+    wireguard: bool,
+    k8s_service_host: str = "",
+    k8s_service_port: int = 6443,
+) -> dict[str, Any]:
+    """Helm values of the Cilium chart for a mode and feature set.
+
+    Parameters
+    ----------
+    mode:
+        ``"kpr"`` or ``"kube-proxy"``.
+    features:
+        Subset of :data:`CILIUM_FEATURES`.
+    wireguard:
+        Encrypt pod-to-pod traffic with WireGuard (UDP 51871).
+    k8s_service_host, k8s_service_port:
+        API server address the agents use without kube-proxy (kind:
+        ``<cluster>-control-plane`` and 6443); omitted when empty.
+
+    Returns
+    -------
+    dict
+        Values accepted by the chart's ``values.schema.json``.
+    """
+    kpr = mode == "kpr"
+    values: dict[str, Any] = {
+        "ipam": {"mode": "kubernetes"},
+        "kubeProxyReplacement": kpr,
+        "routingMode": "tunnel",
+        "tunnelProtocol": "vxlan",
+        "bpf": {"masquerade": kpr},
+        "l7Proxy": "l7" in features or "gateway-api" in features,
+        "egressGateway": {"enabled": "egress-gateway" in features},
+        "gatewayAPI": {"enabled": "gateway-api" in features},
+        "encryption": {"enabled": wireguard, "type": "wireguard"},
+        "prometheus": {"enabled": True},
+        "operator": {"replicas": 1, "prometheus": {"enabled": True}},
+        "hubble": {"enabled": False},
+    }
+    if kpr and k8s_service_host:
+        values["k8sServiceHost"] = k8s_service_host
+        values["k8sServicePort"] = k8s_service_port
+    return values
+
+
+def cni_definition(
+    spec: ClusterSpec,
+    *,
+    versions: CniVersions | None = None,
+    k8s_service_host: str = "",
+) -> CniDefinition:
+    """The :class:`CniDefinition` for ``spec``.
+
+    Parameters
+    ----------
+    spec:
+        Cluster spec (CNI name, encryption, options).
+    versions:
+        Pinned versions; :class:`CniVersions` defaults when ``None``.
+    k8s_service_host:
+        API server host for CNIs that replace kube-proxy (see :func:`cilium_values`).
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        Unknown CNI, mode, feature or encryption, or encryption the CNI cannot do.
+    """
+    versions = versions or CniVersions()
+    if spec.encryption not in ("", "wireguard"):
+        raise ConfigError(f"unknown encryption {spec.encryption!r}: use '' or 'wireguard'")
+    wireguard = spec.encryption == "wireguard"
+    policy = {Capability.NETWORK_POLICY}
+    if spec.cni == "cilium":
+        mode = spec.options.get("mode", "kpr")
+        if mode not in CILIUM_MODES:
+            raise ConfigError(f"unknown cilium mode {mode!r}: choose {', '.join(CILIUM_MODES)}")
+        features = _feature_set(spec, mode)
+        caps = set(policy) | {Capability.WIREGUARD}
+        if "egress-gateway" in features:
+            caps.add(Capability.EGRESS_GATEWAY)
+        if "l7" in features:
+            caps.add(Capability.L7_POLICY)
+        if "gateway-api" in features:
+            caps.add(Capability.TRAFFIC_SPLIT)
+        readiness = [
+            Readiness("DaemonSet", "kube-system", "cilium"),
+            Readiness("Deployment", "kube-system", "cilium-operator"),
+        ]
+        if "l7" in features or "gateway-api" in features:
+            readiness.append(Readiness("DaemonSet", "kube-system", "cilium-envoy"))
+        return CniDefinition(
+            name="cilium",
+            version=versions.cilium,
+            capabilities=frozenset(caps),
+            readiness=tuple(readiness),
+            chart=HelmChart(
+                repo="https://helm.cilium.io",
+                chart="cilium",
+                version=versions.cilium,
+                release="cilium",
+                namespace="kube-system",
+                values=cilium_values(
+                    mode=mode,
+                    features=features,
+                    wireguard=wireguard,
+                    k8s_service_host=k8s_service_host,
+                ),
+            ),
+            replaces_kube_proxy=mode == "kpr",
+            egress_api="cilium" if "egress-gateway" in features else "",
+            gateway_class="cilium" if "gateway-api" in features else "",
+            encryption=spec.encryption,
+        )
+    if spec.options:
+        raise ConfigError(
+            f"--cni {spec.cni} takes no options, got {', '.join(sorted(spec.options))}"
+        )
+    if spec.cni == "antrea":
+        config: dict[str, Any] = {"featureGates": {"Egress": True, "L7NetworkPolicy": True}}
+        config["disableTXChecksumOffload"] = True
+        if wireguard:
+            config["trafficEncryptionMode"] = "wireGuard"
+        return CniDefinition(
+            name="antrea",
+            version=versions.antrea,
+            capabilities=frozenset(
+                policy
+                | {
+                    Capability.EGRESS_GATEWAY,
+                    Capability.WIREGUARD,
+                    Capability.L7_POLICY,
+                    Capability.POLICY_TIERS,
+                }
+            ),
+            readiness=(
+                Readiness("DaemonSet", "kube-system", "antrea-agent"),
+                Readiness("Deployment", "kube-system", "antrea-controller"),
+            ),
+            chart=HelmChart(
+                repo="https://charts.antrea.io",
+                chart="antrea",
+                version=versions.antrea,
+                release="antrea",
+                namespace="kube-system",
+                values=config,
+            ),
+            egress_api="antrea",
+            encryption=spec.encryption,
+        )
+    if wireguard and spec.cni != "calico":
+        raise ConfigError(f"--cni {spec.cni} cannot encrypt with WireGuard")
+    if spec.cni == "calico":
+        return CniDefinition(
+            name="calico",
+            version=versions.calico,
+            capabilities=frozenset(policy | {Capability.WIREGUARD, Capability.POLICY_TIERS}),
+            readiness=(
+                Readiness("Deployment", "tigera-operator", "tigera-operator"),
+                Readiness("DaemonSet", "calico-system", "calico-node"),
+            ),
+            chart=HelmChart(
+                repo="https://docs.tigera.io/calico/charts",
+                chart="tigera-operator",
+                version=f"v{versions.calico}",
+                release="calico",
+                namespace="tigera-operator",
+                values={
+                    "installation": {
+                        "calicoNetwork": {
+                            "ipPools": [
+                                {"cidr": KIND_POD_SUBNET, "encapsulation": "VXLANCrossSubnet"}
+                            ]
+                        }
+                    }
+                },
+            ),
+            encryption=spec.encryption,
+        )
+    if spec.cni == "flannel":
+        return CniDefinition(
+            name="flannel",
+            version=versions.flannel,
+            capabilities=frozenset(),
+            readiness=(Readiness("DaemonSet", "kube-flannel", "kube-flannel-ds"),),
+            manifest_urls=(
+                "https://github.com/flannel-io/flannel/releases/download/"
+                f"{versions.flannel}/kube-flannel.yml",
+            ),
+            needs_bridge_plugin=True,
+        )
+    if spec.cni == "kube-router":
+        return CniDefinition(
+            name="kube-router",
+            version=versions.kube_router,
+            capabilities=frozenset(policy),
+            readiness=(Readiness("DaemonSet", "kube-system", "kube-router"),),
+            manifest_urls=(
+                "https://raw.githubusercontent.com/cloudnativelabs/kube-router/"
+                f"{versions.kube_router}/daemonset/generic-kuberouter.yaml",
+            ),
+        )
+    if spec.cni == "kindnet":
+        return CniDefinition(
+            name="kindnet",
+            version="kind",
+            capabilities=frozenset(policy),
+            readiness=(Readiness("DaemonSet", "kube-system", "kindnet"),),
+            disable_default_cni=False,
+        )
+    raise ConfigError(f"unknown --cni {spec.cni!r}: choose one of {', '.join(CNI_NAMES)}")

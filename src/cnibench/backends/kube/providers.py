@@ -1,0 +1,341 @@
+"""Where clusters come from: ``existing`` (a kubeconfig), ``kind`` and ``aks`` (Terraform).
+
+A provider turns a :class:`~cnibench.backends.base.ClusterSpec` and its
+:class:`~cnibench.backends.kube.cni.CniDefinition` into a kubeconfig path and context. The
+command lines and configs are built by pure functions (:func:`kind_create_argv`,
+:func:`cluster_hash`, :func:`aks_variables`) so tests check them exactly; only the provider
+methods run anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from cnibench.backends.base import ClusterSpec
+from cnibench.backends.kube.cni import CniDefinition
+from cnibench.backends.kube.images import Images
+from cnibench.backends.kube.render import kind_cluster_config
+from cnibench.errors import ConfigError, ProvisioningError
+
+__all__ = [
+    "AKS_CREDENTIAL_VARIABLES",
+    "AksProvider",
+    "ExistingProvider",
+    "KindProvider",
+    "Provider",
+    "ProviderCluster",
+    "aks_variables",
+    "cluster_hash",
+    "kind_create_argv",
+    "kind_delete_argv",
+    "terraform_dir",
+]
+
+AKS_CREDENTIAL_VARIABLES = (
+    "ARM_CLIENT_ID",
+    "ARM_CLIENT_SECRET",
+    "ARM_TENANT_ID",
+    "ARM_SUBSCRIPTION_ID",
+)
+"""Azure credentials azurerm reads from the environment (never passed on a command line)."""
+
+
+@dataclass(frozen=True)
+class ProviderCluster:
+    """A cluster a provider made available.
+
+    Attributes
+    ----------
+    name:
+        Cluster name.
+    kubeconfig:
+        Path of a kubeconfig (mode 0600; never logged).
+    context:
+        Context to use, ``""`` for the current one.
+    created:
+        Whether this call created it (``False``: reused).
+    """
+
+    name: str
+    kubeconfig: Path
+    context: str = ""
+    created: bool = False
+
+
+class Provider(Protocol):
+    """Creates or finds clusters."""
+
+    name: str
+
+    def ensure(self, spec: ClusterSpec, cni: CniDefinition) -> ProviderCluster:
+        """A cluster for ``spec`` (created or reused)."""
+
+    def delete(self, cluster: ProviderCluster) -> None:
+        """Remove a cluster this provider created."""
+
+
+def cluster_hash(provider: str, spec: ClusterSpec, config: Mapping[str, Any]) -> str:
+    """Short stable hash of (provider, spec, rendered config): equal inputs reuse a cluster."""
+    identity = {
+        "provider": provider,
+        "cni": spec.cni,
+        "encryption": spec.encryption,
+        "roles": [r.value for r in spec.roles],
+        "options": dict(sorted(spec.options.items())),
+        "config": config,
+    }
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    return digest[:10]
+
+
+def kind_create_argv(name: str, config_path: Path, *, wait: str = "0s") -> list[str]:
+    """``kind create cluster`` for a generated config (no wait: the CNI comes later)."""
+    return [
+        "kind",
+        "create",
+        "cluster",
+        "--name",
+        name,
+        "--config",
+        str(config_path),
+        "--wait",
+        wait,
+    ]
+
+
+def kind_delete_argv(name: str) -> list[str]:
+    """``kind delete cluster`` for ``name``."""
+    return ["kind", "delete", "cluster", "--name", name]
+
+
+class ExistingProvider:
+    """Use a cluster someone else runs (``--cluster existing``).
+
+    Parameters
+    ----------
+    kubeconfig:
+        Path of the kubeconfig; ``$KUBECONFIG`` or ``~/.kube/config`` when ``None``.
+    context:
+        Context name, ``""`` for the current context.
+    """
+
+    name = "existing"
+
+    def __init__(self, kubeconfig: Path | None = None, context: str = "") -> None:
+        default = os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config"))
+        self.kubeconfig = kubeconfig or Path(default.split(os.pathsep)[0])
+        self.context = context
+
+    def ensure(self, spec: ClusterSpec, cni: CniDefinition) -> ProviderCluster:
+        """The configured cluster (its CNI must already be ``cni``; nothing is installed)."""
+        if not self.kubeconfig.is_file():
+            raise ConfigError(f"kubeconfig {self.kubeconfig} does not exist")
+        return ProviderCluster(self.context or "existing", self.kubeconfig, self.context)
+
+    def delete(self, cluster: ProviderCluster) -> None:
+        """Never deletes a cluster cnibench did not create."""
+
+
+class KindProvider:
+    """kind clusters from generated configs, reused by config hash.
+
+    Parameters
+    ----------
+    state_dir:
+        Where configs and kubeconfigs are kept (``~/.cache/cnibench/kind`` by default).
+    images:
+        Pinned node image.
+    recreate:
+        Delete and recreate a cluster even if one with the same hash exists.
+    runner:
+        Runs an argv and returns its stdout (``subprocess.run`` by default; tests pass a fake,
+        since kind cannot create clusters without a container engine).
+    """
+
+    name = "kind"
+
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        *,
+        images: Images | None = None,
+        recreate: bool = False,
+        runner: Any = None,
+    ) -> None:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        self.state_dir = state_dir or cache / "cnibench" / "kind"
+        self.images = images or Images()
+        self.recreate = recreate
+        self._run = runner or _run
+
+    def plan(self, spec: ClusterSpec, cni: CniDefinition) -> tuple[str, dict[str, Any]]:
+        """Cluster name (``cnibench-<hash>``) and kind config for ``spec``."""
+        config = kind_cluster_config("cnibench", spec, cni, images=self.images)
+        name = f"cnibench-{cluster_hash(self.name, spec, config)}"
+        config["name"] = name
+        return name, config
+
+    def ensure(self, spec: ClusterSpec, cni: CniDefinition) -> ProviderCluster:
+        """Reuse the cluster with this config hash, or create it."""
+        name, config = self.plan(spec, cni)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        config_path = self.state_dir / f"{name}.yaml"
+        kubeconfig = self.state_dir / f"{name}.kubeconfig"
+        existing = self._run(["kind", "get", "clusters"]).split()
+        if name in existing and self.recreate:
+            self._run(kind_delete_argv(name))
+            existing.remove(name)
+        created = name not in existing
+        if created:
+            config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+            self._run(kind_create_argv(name, config_path))
+        kubeconfig.write_text(self._run(["kind", "get", "kubeconfig", "--name", name]))
+        kubeconfig.chmod(0o600)
+        return ProviderCluster(name, kubeconfig, f"kind-{name}", created)
+
+    def delete(self, cluster: ProviderCluster) -> None:
+        """``kind delete cluster``."""
+        self._run(kind_delete_argv(cluster.name))
+
+
+def terraform_dir() -> Path:
+    """``terraform/aks`` of the source tree (``CNIBENCH_TERRAFORM_AKS`` overrides)."""
+    override = os.environ.get("CNIBENCH_TERRAFORM_AKS")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[4] / "terraform" / "aks"
+
+
+def aks_variables(
+    name: str, *, location: str, node_count: int, vm_size: str, kubernetes_version: str
+) -> dict[str, str | int]:
+    """Terraform variables of ``terraform/aks`` (no credentials: azurerm reads ``ARM_*``)."""
+    if node_count < 1:
+        raise ConfigError(f"AKS node count must be >= 1, got {node_count}")
+    return {
+        "name": name,
+        "location": location,
+        "node_count": node_count,
+        "vm_size": vm_size,
+        "kubernetes_version": kubernetes_version,
+    }
+
+
+class AksProvider:
+    """AKS with bring-your-own CNI through ``terraform/aks`` (python-terraform).
+
+    Credentials come only from the environment (``ARM_*``, read by azurerm itself); the
+    kubeconfig comes from the sensitive output ``kube_config_raw`` and is written with mode 0600,
+    never printed or logged. Terraform's output is not logged either (it can echo secrets).
+
+    Parameters
+    ----------
+    location, vm_size, kubernetes_version:
+        Azure region, node size (seed 000: Standard_A2_v2) and AKS version.
+    state_dir:
+        Terraform working copies and kubeconfigs per cluster.
+    terraform:
+        A ``python_terraform.Terraform``-like factory ``(working_dir) -> object``; tests pass a
+        fake, since Azure cannot be reached here.
+    environ:
+        Environment to check for credentials.
+    """
+
+    name = "aks"
+
+    def __init__(
+        self,
+        *,
+        location: str = "westeurope",
+        vm_size: str = "Standard_A2_v2",
+        kubernetes_version: str = "1.33",
+        state_dir: Path | None = None,
+        terraform: Any = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        self.location = location
+        self.vm_size = vm_size
+        self.kubernetes_version = kubernetes_version
+        self.state_dir = state_dir or cache / "cnibench" / "aks"
+        self._terraform = terraform
+        self._environ = os.environ if environ is None else environ
+
+    def _client(self, workdir: Path) -> Any:
+        if self._terraform is not None:
+            return self._terraform(str(workdir))
+        from python_terraform import Terraform
+
+        return Terraform(working_dir=str(workdir))
+
+    def ensure(self, spec: ClusterSpec, cni: CniDefinition) -> ProviderCluster:
+        """``terraform init`` + ``apply`` (idempotent), then the kubeconfig from the output.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            An ``ARM_*`` credential variable is missing.
+        cnibench.errors.ProvisioningError
+            Terraform fails (its output is not included: it may contain secrets).
+        """
+        missing = [v for v in AKS_CREDENTIAL_VARIABLES if not self._environ.get(v)]
+        if missing:
+            raise ConfigError(
+                f"AKS needs Azure credentials in the environment: {', '.join(missing)}"
+            )
+        name = f"cnibench-{cluster_hash(self.name, spec, {'vm': self.vm_size})}"
+        workdir = self.state_dir / name
+        if not workdir.exists():
+            shutil.copytree(terraform_dir(), workdir)
+        tf = self._client(workdir)
+        variables = aks_variables(
+            name,
+            location=self.location,
+            node_count=len(spec.roles),
+            vm_size=self.vm_size,
+            kubernetes_version=self.kubernetes_version,
+        )
+        code, _, _ = tf.init(capture_output=True)
+        if code != 0:
+            raise ProvisioningError(f"terraform init failed for {name} (exit {code})")
+        code, _, _ = tf.apply(skip_plan=True, var=variables, capture_output=True)
+        if code != 0:
+            raise ProvisioningError(f"terraform apply failed for {name} (exit {code})")
+        raw = tf.output("kube_config_raw")
+        if not raw:
+            raise ProvisioningError(f"terraform output kube_config_raw is empty for {name}")
+        kubeconfig = workdir / "kubeconfig"
+        kubeconfig.touch(mode=0o600)
+        kubeconfig.write_text(str(raw))
+        return ProviderCluster(name, kubeconfig, "", True)
+
+    def delete(self, cluster: ProviderCluster) -> None:
+        """``terraform destroy``."""
+        workdir = self.state_dir / cluster.name
+        tf = self._client(workdir)
+        code, _, _ = tf.destroy(auto_approve=True, capture_output=True, force=None)
+        if code != 0:
+            raise ProvisioningError(f"terraform destroy failed for {cluster.name} (exit {code})")
+
+
+def _run(argv: Sequence[str]) -> str:
+    if shutil.which(argv[0]) is None:
+        raise ProvisioningError(f"{argv[0]} is not installed")
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, check=False, timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ProvisioningError(f"{' '.join(argv[:3])} failed: {exc}") from exc
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or [""]
+        raise ProvisioningError(f"{' '.join(argv[:3])} failed: {tail[0]}")
+    return done.stdout

@@ -1,0 +1,527 @@
+"""Pure rendering of the Kubernetes objects cnibench creates, from templates in ``manifests/``.
+
+Each function returns one object (or a list) as a plain dict, ready for server-side apply. The
+templates hold the fixed structure; the values are substituted JSON-encoded (JSON is YAML flow
+syntax), so a name or a list can never change a document's shape. Every object carries
+:data:`SESSION_LABEL` so teardown and ``cnibench clean`` find it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import string
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cnibench.backends.base import (
+    NODE_EXPORTER_PORT,
+    ClusterSpec,
+    NodeRole,
+    WorkloadKind,
+    WorkloadSpec,
+)
+from cnibench.backends.kube.cni import CniDefinition
+from cnibench.backends.kube.images import Images
+from cnibench.errors import ConfigError
+from cnibench.policy import PolicySpec
+from cnibench.tools.sockperf import sockperf_server_argv
+
+__all__ = [
+    "ENDPOINT_LABEL",
+    "MANAGED_BY",
+    "PROMETHEUS_PORT",
+    "ROLE_LABEL",
+    "SESSION_LABEL",
+    "TOOLS_CONTAINER",
+    "antrea_egress",
+    "antrea_external_ip_pool",
+    "cilium_egress_gateway_policy",
+    "cilium_l7_policy",
+    "gateway",
+    "http_route",
+    "kind_cluster_config",
+    "manifests_dir",
+    "monitoring_manifests",
+    "namespace",
+    "network_policy",
+    "pod",
+    "prometheus_config",
+    "render_template",
+    "session_labels",
+    "split_service",
+]
+
+SESSION_LABEL = "cnibench.io/session"
+ROLE_LABEL = "cnibench.io/role"
+ENDPOINT_LABEL = "cnibench.io/endpoint"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "cnibench"}
+TOOLS_CONTAINER = "tools"
+"""Container of every pod in which :meth:`Endpoint.run` executes client commands."""
+PROMETHEUS_PORT = 9090
+_MONITORING = "cnibench-monitoring"
+
+
+def manifests_dir() -> Path:
+    """The template directory: ``CNIBENCH_MANIFESTS`` or ``manifests/`` of the source tree."""
+    override = os.environ.get("CNIBENCH_MANIFESTS")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[4] / "manifests"
+
+
+def render_template(
+    relative: str, values: Mapping[str, Any], *, root: Path | None = None
+) -> dict[str, Any]:
+    """Load ``manifests/<relative>`` with ``${key}`` replaced by ``json.dumps(values[key])``.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        If the template is missing, needs a value not given, or is not one YAML mapping.
+    """
+    path = (root or manifests_dir()) / relative
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"manifest template {path} cannot be read: {exc}") from exc
+    encoded = {key: json.dumps(value) for key, value in values.items()}
+    try:
+        rendered = string.Template(text).substitute(encoded)
+    except (KeyError, ValueError) as exc:
+        raise ConfigError(f"manifest template {relative} needs value {exc}") from exc
+    document = yaml.safe_load(rendered)
+    if not isinstance(document, dict):
+        raise ConfigError(f"manifest template {relative} is not one YAML mapping")
+    return document
+
+
+def session_labels(session: str, **extra: str) -> dict[str, str]:
+    """Labels of every object of a session (``cnibench.io/session`` and managed-by)."""
+    return {**MANAGED_BY, SESSION_LABEL: session, **extra}
+
+
+def namespace(name: str, *, session: str) -> dict[str, Any]:
+    """The session's Namespace, labelled so ``cnibench clean`` finds it."""
+    return render_template("core/namespace.yaml", {"name": name, "labels": session_labels(session)})
+
+
+def _tcp_ready(port: int) -> dict[str, Any]:
+    return {"tcpSocket": {"port": port}, "periodSeconds": 1, "failureThreshold": 60}
+
+
+def _workload_containers(workload: WorkloadSpec, images: Images) -> list[dict[str, Any]]:
+    port = workload.port
+    if workload.kind is WorkloadKind.IPERF3_SERVER:
+        return [
+            {
+                "name": "iperf3",
+                "image": images.tools,
+                "command": ["iperf3", "-s", "-p", str(port)],
+                "ports": [{"containerPort": port, "protocol": "TCP"}],
+                "readinessProbe": _tcp_ready(port),
+            }
+        ]
+    if workload.kind is WorkloadKind.SOCKPERF_SERVER:
+        if not images.sockperf:
+            raise ConfigError(
+                "no sockperf image configured: set CNIBENCH_IMAGE_SOCKPERF to an image with"
+                " sockperf on PATH"
+            )
+        return [
+            {
+                "name": "sockperf-udp",
+                "image": images.sockperf,
+                "command": list(sockperf_server_argv(port=port)),
+                "ports": [{"containerPort": port, "protocol": "UDP"}],
+            },
+            {
+                "name": "sockperf-tcp",
+                "image": images.sockperf,
+                "command": list(sockperf_server_argv(port=port, tcp=True)),
+                "ports": [{"containerPort": port, "protocol": "TCP"}],
+                "readinessProbe": _tcp_ready(port),
+            },
+        ]
+    # nginx answers every path with the pod's name in the body and the X-Backend header; the
+    # name comes from the downward API because it is only known once the pod exists.
+    config = (
+        f"server {{ listen {port}; location / {{ default_type text/plain;"
+        ' add_header X-Backend "$POD_NAME" always; return 200 "$POD_NAME\\n"; } }'
+    )
+    script = (
+        f"printf '%s\\n' '{config}' | sed \"s/\\$POD_NAME/$POD_NAME/g\""
+        " > /etc/nginx/conf.d/default.conf && exec nginx -g 'daemon off;'"
+    )
+    return [
+        {
+            "name": "http-echo",
+            "image": images.http_echo,
+            "command": ["sh", "-c", script],
+            "env": [
+                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+            ],
+            "ports": [{"containerPort": port, "protocol": "TCP"}],
+            "readinessProbe": _tcp_ready(port),
+        }
+    ]
+
+
+def pod(
+    name: str,
+    *,
+    namespace: str,
+    session: str,
+    role: NodeRole,
+    workloads: Sequence[WorkloadSpec] = (),
+    images: Images | None = None,
+    tolerations: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """A benchmark pod on the node with ``role`` (nodeSelector on :data:`ROLE_LABEL`).
+
+    Every pod has a :data:`TOOLS_CONTAINER` (client tools, idle until a command is executed)
+    plus one container per workload, each with a TCP readiness probe, so a Ready pod accepts
+    connections on every workload port.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        Two workloads on one port, or a workload without a configured image.
+    """
+    images = images or Images()
+    ports = [w.port for w in workloads]
+    if len(set(ports)) != len(ports):
+        raise ConfigError(f"pod {name!r}: two workloads share a port ({ports})")
+    containers: list[dict[str, Any]] = [
+        {"name": TOOLS_CONTAINER, "image": images.tools, "command": ["sleep", "infinity"]}
+    ]
+    for workload in workloads:
+        containers.extend(_workload_containers(workload, images))
+    return render_template(
+        "workloads/pod.yaml",
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": session_labels(session, **{ENDPOINT_LABEL: name, ROLE_LABEL: role.value}),
+            "node_selector": {ROLE_LABEL: role.value},
+            "tolerations": list(tolerations),
+            "containers": containers,
+        },
+    )
+
+
+def cilium_egress_gateway_policy(
+    name: str, *, session: str, namespace: str, clients: Sequence[str], destinations: Sequence[str]
+) -> dict[str, Any]:
+    """CiliumEgressGatewayPolicy sending ``clients``' traffic to ``destinations`` through the
+    egress-gw node (``cilium.io/v2``, cluster-scoped; one policy per client pod because
+    ``podSelector`` matches labels, and the endpoint label differs per pod)."""
+    if not clients or not destinations:
+        raise ConfigError("an egress gateway policy needs clients and destination CIDRs")
+    return render_template(
+        "egress/cilium/egress-gateway-policy.yaml",
+        {
+            "name": name,
+            "labels": session_labels(session),
+            "pod_labels": {
+                "io.kubernetes.pod.namespace": namespace,
+                SESSION_LABEL: session,
+                "cnibench.io/egress": name,
+            },
+            "destinations": list(destinations),
+            "gateway_node_labels": {ROLE_LABEL: NodeRole.EGRESS_GW.value},
+        },
+    )
+
+
+def antrea_external_ip_pool(
+    name: str, *, session: str, first_ip: str, last_ip: str
+) -> dict[str, Any]:
+    """ExternalIPPool (``crd.antrea.io/v1beta1``) of egress IPs hosted by the egress-gw node."""
+    return render_template(
+        "egress/antrea/external-ip-pool.yaml",
+        {
+            "name": name,
+            "labels": session_labels(session),
+            "ip_ranges": [{"start": first_ip, "end": last_ip}],
+            "gateway_node_labels": {ROLE_LABEL: NodeRole.EGRESS_GW.value},
+        },
+    )
+
+
+def antrea_egress(name: str, *, session: str, namespace: str, pool: str) -> dict[str, Any]:
+    """Egress (``crd.antrea.io/v1beta1``) applying ``pool`` to the session's pods labelled
+    ``cnibench.io/egress=<name>`` in ``namespace``."""
+    return render_template(
+        "egress/antrea/egress.yaml",
+        {
+            "name": name,
+            "labels": session_labels(session),
+            "namespace_labels": {"kubernetes.io/metadata.name": namespace},
+            "pod_labels": {SESSION_LABEL: session, "cnibench.io/egress": name},
+            "pool": pool,
+        },
+    )
+
+
+def network_policy(spec: PolicySpec, *, name: str, namespace: str, session: str) -> dict[str, Any]:
+    """NetworkPolicy letting only ``spec.allowed`` reach ``spec.target`` on ``spec.ports``.
+
+    The non-matching rules of ``spec.extra_rules`` become ingress rules before the matching
+    one, from the same peers to the filler port ranges (:func:`cnibench.policy.filler_rules`).
+    """
+    from cnibench.policy import filler_rules
+
+    peers = [{"podSelector": {"matchLabels": {ENDPOINT_LABEL: p.name}}} for p in spec.allowed]
+    protocol = spec.protocol.value.upper()
+
+    def port_entry(first: int, last: int) -> dict[str, Any]:
+        entry: dict[str, Any] = {"protocol": protocol, "port": first}
+        if last != first:
+            entry["endPort"] = last
+        return entry
+
+    ingress = [
+        {
+            "from": [{"podSelector": {"matchLabels": {ENDPOINT_LABEL: peer.name}}}],
+            "ports": [port_entry(ports.first, ports.last)],
+        }
+        for peer, ports in filler_rules(spec)
+    ]
+    ingress.append({"from": peers, "ports": [port_entry(p.first, p.last) for p in spec.ports]})
+    return render_template(
+        "policy/network-policy.yaml",
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": session_labels(session),
+            "target_labels": {ENDPOINT_LABEL: spec.target.name},
+            "ingress": ingress,
+        },
+    )
+
+
+def cilium_l7_policy(
+    name: str, *, namespace: str, session: str, target: str, port: int, method: str, path: str
+) -> dict[str, Any]:
+    """CiliumNetworkPolicy allowing only ``method`` on exactly ``path`` to ``target:port``."""
+    if not path.startswith("/"):
+        raise ConfigError(f"L7 policy path {path!r} must start with '/'")
+    return render_template(
+        "l7/cilium/http-policy.yaml",
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": session_labels(session),
+            "target_labels": {ENDPOINT_LABEL: target},
+            "port": str(port),
+            # Cilium matches path as a regular expression: anchor it to mean "exactly".
+            "http_rules": [{"method": method.upper(), "path": f"^{_regex_escape(path)}$"}],
+        },
+    )
+
+
+def _regex_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in r".^$*+?()[]{}|\\" else c for c in text)
+
+
+def split_service(
+    name: str, *, namespace: str, session: str, endpoint: str, port: int
+) -> dict[str, Any]:
+    """ClusterIP Service selecting one split backend pod (HTTPRoute refs point at Services)."""
+    return render_template(
+        "split/service.yaml",
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": session_labels(session),
+            "selector": {ENDPOINT_LABEL: endpoint},
+            "port": port,
+        },
+    )
+
+
+def gateway(
+    name: str, *, namespace: str, session: str, gateway_class: str, port: int = 80
+) -> dict[str, Any]:
+    """Gateway (``gateway.networking.k8s.io/v1``) with one HTTP listener."""
+    return render_template(
+        "split/gateway.yaml",
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": session_labels(session),
+            "gateway_class": gateway_class,
+            "port": port,
+        },
+    )
+
+
+def http_route(
+    name: str,
+    *,
+    namespace: str,
+    session: str,
+    gateway_name: str,
+    backends: Mapping[str, tuple[int, int]],
+) -> dict[str, Any]:
+    """HTTPRoute splitting by weight: ``backends`` maps a Service name to ``(port, weight)``.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        No backend, a negative weight, or all weights zero.
+    """
+    if not backends:
+        raise ConfigError("a traffic split needs at least one backend")
+    bad = {n: w for n, (_, w) in backends.items() if w < 0}
+    if bad:
+        raise ConfigError(f"split weights must be >= 0, got {bad}")
+    if not any(w for _, w in backends.values()):
+        raise ConfigError("split weights are all zero")
+    refs = [{"name": n, "port": p, "weight": w} for n, (p, w) in backends.items()]
+    return render_template(
+        "split/http-route.yaml",
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": session_labels(session),
+            "gateway": gateway_name,
+            "backend_refs": refs,
+        },
+    )
+
+
+def prometheus_config(*, namespace: str, scrape_interval: float = 1.0) -> str:
+    """``prometheus.yml``: node-exporter pods of ``namespace`` found through the API, each
+    target's ``instance`` relabelled to its node's name (so queries group by node).
+
+    Parameters
+    ----------
+    scrape_interval:
+        Seconds between scrapes; short, so ``irate(...[5s])`` has data within seconds.
+    """
+    if not 0.1 <= scrape_interval <= 60:
+        raise ConfigError(f"scrape interval {scrape_interval} s is outside 0.1..60 s")
+    interval = f"{round(scrape_interval * 1000)}ms"
+    config = {
+        "global": {"scrape_interval": interval, "evaluation_interval": interval},
+        "scrape_configs": [
+            {
+                "job_name": "node-exporter",
+                "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [namespace]}}],
+                "relabel_configs": [
+                    {
+                        "source_labels": ["__meta_kubernetes_pod_label_app_kubernetes_io_name"],
+                        "regex": "node-exporter",
+                        "action": "keep",
+                    },
+                    {
+                        "source_labels": ["__meta_kubernetes_pod_node_name"],
+                        "target_label": "instance",
+                    },
+                ],
+            }
+        ],
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def monitoring_manifests(
+    *,
+    namespace: str,
+    session: str,
+    images: Images | None = None,
+    scrape_interval: float = 1.0,
+    prometheus_role: NodeRole = NodeRole.SERVER,
+    tolerations: Sequence[Mapping[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """Prometheus (Deployment + RBAC + config) and node-exporter (DaemonSet) in ``namespace``.
+
+    Cluster-scoped RBAC objects are named after ``namespace`` so sessions never collide.
+    """
+    images = images or Images()
+    labels = session_labels(session)
+    prom = {"app.kubernetes.io/name": "prometheus", SESSION_LABEL: session}
+    exporter = {"app.kubernetes.io/name": "node-exporter", SESSION_LABEL: session}
+    rbac_name = f"{namespace}-prometheus"
+    return [
+        render_template(
+            "monitoring/service-account.yaml",
+            {"name": "prometheus", "namespace": namespace, "labels": labels},
+        ),
+        render_template("monitoring/cluster-role.yaml", {"name": rbac_name, "labels": labels}),
+        render_template(
+            "monitoring/cluster-role-binding.yaml",
+            {
+                "name": rbac_name,
+                "labels": labels,
+                "service_account": "prometheus",
+                "namespace": namespace,
+            },
+        ),
+        render_template(
+            "monitoring/prometheus-config.yaml",
+            {
+                "name": "prometheus",
+                "namespace": namespace,
+                "labels": labels,
+                "config": prometheus_config(namespace=namespace, scrape_interval=scrape_interval),
+            },
+        ),
+        render_template(
+            "monitoring/prometheus.yaml",
+            {
+                "name": "prometheus",
+                "namespace": namespace,
+                "labels": labels,
+                "selector": prom,
+                "pod_labels": {**labels, **prom},
+                "service_account": "prometheus",
+                "node_selector": {ROLE_LABEL: prometheus_role.value},
+                "tolerations": list(tolerations),
+                "image": images.prometheus,
+                "port": PROMETHEUS_PORT,
+                "port_text": str(PROMETHEUS_PORT),
+                "config_map": "prometheus",
+            },
+        ),
+        render_template(
+            "monitoring/node-exporter.yaml",
+            {
+                "name": "node-exporter",
+                "namespace": namespace,
+                "labels": labels,
+                "selector": exporter,
+                "pod_labels": {**labels, **exporter},
+                "image": images.node_exporter,
+                "port": NODE_EXPORTER_PORT,
+                "port_text": str(NODE_EXPORTER_PORT),
+            },
+        ),
+    ]
+
+
+def kind_cluster_config(
+    name: str, spec: ClusterSpec, cni: CniDefinition, *, images: Images | None = None
+) -> dict[str, Any]:
+    """kind ``Cluster`` config: one control plane plus one worker per role in ``spec.roles``,
+    each worker labelled ``cnibench.io/role=<role>``; the default CNI off unless the CNI is
+    kindnet, kube-proxy off when the CNI replaces it; every node on the pinned image."""
+    images = images or Images()
+    networking: dict[str, Any] = {"podSubnet": cni.pod_subnet}
+    if cni.disable_default_cni:
+        networking["disableDefaultCNI"] = True
+    if cni.replaces_kube_proxy:
+        networking["kubeProxyMode"] = "none"
+    nodes: list[dict[str, Any]] = [{"role": "control-plane", "image": images.kind_node}]
+    nodes.extend(
+        {"role": "worker", "image": images.kind_node, "labels": {ROLE_LABEL: role.value}}
+        for role in spec.roles
+    )
+    return render_template(
+        "kind/cluster.yaml", {"name": name, "networking": networking, "nodes": nodes}
+    )

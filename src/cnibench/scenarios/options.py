@@ -1,0 +1,186 @@
+"""Scenario parameters shared by ``cnibench run`` and the pytest plugin.
+
+``--weights v1=60,v2=40 --users 1,10,100,1000 --rules 0,100 --clients 1,50 --engine nftables-set``
+are parsed here, once, into a frozen :class:`ScenarioOptions` that the split, policy and l7
+scenarios take in their constructors. Every parser raises a one-line
+:class:`~cnibench.errors.ConfigError` naming the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from cnibench.errors import ConfigError
+from cnibench.policy import MAX_EXTRA_RULES, PolicyEngine
+
+__all__ = [
+    "DEFAULT_OPTIONS",
+    "MAX_CLIENTS",
+    "ScenarioOptions",
+    "parse_engines",
+    "parse_int_list",
+    "parse_scenario_options",
+    "parse_weights",
+]
+
+MAX_CLIENTS = 500
+MAX_USERS = 5000
+_BACKEND_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
+_DEFAULT_WEIGHTS: tuple[Mapping[str, int], ...] = tuple(
+    MappingProxyType({"v1": a, "v2": b})
+    for a, b in ((60, 40), (95, 5), (75, 25), (50, 50), (100, 0))
+)
+
+
+@dataclass(frozen=True)
+class ScenarioOptions:
+    """Parameter grids of the split, policy and l7 scenarios.
+
+    Attributes
+    ----------
+    weights:
+        Split weight sets, each backend name to an integer weight (seed 000: 60/40 ...).
+    users:
+        Locust virtual users of the split scenario.
+    rules:
+        Non-matching policy rules placed before the matching one.
+    clients:
+        Concurrent clients of the policy scenario.
+    engines:
+        Lab policy engines.
+    """
+
+    weights: tuple[Mapping[str, int], ...] = field(default=_DEFAULT_WEIGHTS)
+    users: tuple[int, ...] = (1, 10, 100, 1000)
+    rules: tuple[int, ...] = (0, 1000)
+    clients: tuple[int, ...] = (1, 50)
+    engines: tuple[PolicyEngine, ...] = (PolicyEngine.IPTABLES, PolicyEngine.NFTABLES_SET)
+
+
+DEFAULT_OPTIONS = ScenarioOptions()
+"""The defaults: small enough for the ``quick`` profile; full grids come from the options."""
+
+
+def parse_weights(text: str) -> Mapping[str, int]:
+    """``"v1=60,v2=40"`` -> ``{"v1": 60, "v2": 40}`` (read-only).
+
+    Raises
+    ------
+    ConfigError
+        Bad syntax, a bad or repeated backend name, a negative or non-integer weight, fewer
+        than two backends, or all weights zero.
+    """
+    weights: dict[str, int] = {}
+    for part in text.split(","):
+        name, sep, value = part.strip().partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ConfigError(f"invalid weights {text!r}: use name=weight pairs, e.g. v1=60,v2=40")
+        if not _BACKEND_RE.match(name):
+            raise ConfigError(
+                f"invalid backend name {name!r} in weights: use lowercase letters, digits, '-'"
+            )
+        if name in weights:
+            raise ConfigError(f"backend {name!r} appears twice in weights {text!r}")
+        try:
+            weight = int(value.strip())
+        except ValueError:
+            raise ConfigError(
+                f"weight of {name!r} must be a whole number >= 0, got {value.strip()!r}"
+            ) from None
+        if weight < 0:
+            raise ConfigError(f"weight of {name!r} must be >= 0, got {weight}")
+        weights[name] = weight
+    if len(weights) < 2:
+        raise ConfigError(f"weights {text!r} name one backend: a split needs at least two")
+    if not any(weights.values()):
+        raise ConfigError(f"weights {text!r} are all zero: at least one must be positive")
+    return MappingProxyType(weights)
+
+
+def parse_int_list(text: str, *, name: str, low: int, high: int) -> tuple[int, ...]:
+    """``"1,10,100"`` -> ``(1, 10, 100)``, each within ``low..high`` (duplicates dropped).
+
+    Raises
+    ------
+    ConfigError
+        An item that is not a whole number or lies outside ``low..high``.
+    """
+    values: list[int] = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            value = int(item)
+        except ValueError:
+            raise ConfigError(
+                f"--{name}: {item!r} is not a whole number (use e.g. {low},{high})"
+            ) from None
+        if not low <= value <= high:
+            raise ConfigError(f"--{name}: {value} is outside {low}..{high}")
+        if value not in values:
+            values.append(value)
+    return tuple(values)
+
+
+def parse_engines(text: str) -> tuple[PolicyEngine, ...]:
+    """``"iptables,nftables-set"`` -> engines; ``"all"`` gives every engine.
+
+    Raises
+    ------
+    ConfigError
+        An unknown engine name.
+    """
+    if text.strip() == "all":
+        return tuple(PolicyEngine)
+    engines: list[PolicyEngine] = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            engine = PolicyEngine(item)
+        except ValueError:
+            choices = ", ".join(e.value for e in PolicyEngine)
+            raise ConfigError(f"unknown policy engine {item!r}: choose {choices} or all") from None
+        if engine not in engines:
+            engines.append(engine)
+    return tuple(engines)
+
+
+def parse_scenario_options(
+    *,
+    weights: list[str] | None = None,
+    users: str | None = None,
+    rules: str | None = None,
+    clients: str | None = None,
+    engine: str | None = None,
+) -> ScenarioOptions:
+    """Options from command-line strings; ``None`` keeps the default of that field.
+
+    Parameters
+    ----------
+    weights:
+        One ``--weights`` value per weight set (the option may repeat).
+    users, rules, clients, engine:
+        Comma-separated ``--users`` / ``--rules`` / ``--clients`` / ``--engine`` values.
+
+    Raises
+    ------
+    ConfigError
+        From the individual parsers.
+    """
+    options = DEFAULT_OPTIONS
+    return ScenarioOptions(
+        weights=tuple(parse_weights(w) for w in weights) if weights else options.weights,
+        users=parse_int_list(users, name="users", low=1, high=MAX_USERS)
+        if users
+        else options.users,
+        rules=parse_int_list(rules, name="rules", low=0, high=MAX_EXTRA_RULES)
+        if rules
+        else options.rules,
+        clients=parse_int_list(clients, name="clients", low=1, high=MAX_CLIENTS)
+        if clients
+        else options.clients,
+        engines=parse_engines(engine) if engine else options.engines,
+    )

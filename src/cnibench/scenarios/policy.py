@@ -1,0 +1,376 @@
+"""Network policy: what enforcing "only these clients, only these ports" costs, by rule count.
+
+Seed 003 grew policy complexity with extra port-range rules and loaded one server from many
+client pods. Here a condition is (policy off/on, same/cross node, non-matching rules, concurrent
+clients, engine, which packets the rules see). Because real datapaths accept established flows
+through conntrack, the rule count mostly costs *new* connections, so each run measures both:
+
+* aggregate iperf3 throughput over long-lived connections (``throughput``, bits/s),
+* ``ab`` without keep-alive, one TCP connection per request (``new_connections_per_second``,
+  latency in ms, ``connection_success_rate``).
+
+Concurrent clients are ``clients`` TCP connections spread over at most :data:`MAX_CLIENT_PODS`
+client pods (iperf3 ``-P`` streams and ``ab -c`` per pod), not one pod per client: creating 200
+namespaces per condition would dominate the run on a small machine. Every client pod is an
+allowed source of the policy. Before measuring, a probe matrix (as cyclonus does) checks that
+every client pod connects to every allowed port and that a pod outside the policy is blocked.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from cnibench.backends.base import (
+    DEFAULT_PORTS,
+    Capability,
+    Cluster,
+    Endpoint,
+    NodeRole,
+    WorkloadKind,
+    WorkloadSpec,
+)
+from cnibench.errors import CnibenchError, ToolError
+from cnibench.policy import PolicyEngine, PolicyPeer, PolicySpec, PortRange, RulesSee
+from cnibench.records import Measurement, ParamValue
+from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario, Verification
+from cnibench.scenarios.options import DEFAULT_OPTIONS, ScenarioOptions
+from cnibench.scenarios.profiles import Profile
+from cnibench.tools import ab, iperf3
+
+__all__ = ["MAX_CLIENT_PODS", "PolicyScenario", "ProbeResult", "probe_matrix"]
+
+MAX_CLIENT_PODS = 4
+"""Client pods per condition; ``clients`` connections are spread over them."""
+HTTP_PORT = DEFAULT_PORTS[WorkloadKind.HTTP_ECHO]
+IPERF3_BASE_PORT = DEFAULT_PORTS[WorkloadKind.IPERF3_SERVER]
+PLACEMENTS = ("same-node", "cross-node")
+PROBE_TIMEOUT = 1.0
+"""Seconds a probe waits for a TCP handshake before calling the destination blocked."""
+_PROBE_SCRIPT = """
+import json, socket, sys
+out = {}
+for target in sys.argv[2:]:
+    host, port = target.rsplit(":", 1)
+    s = socket.socket()
+    s.settimeout(float(sys.argv[1]))
+    try:
+        s.connect((host, int(port)))
+        out[target] = "open"
+    except socket.timeout:
+        out[target] = "timeout"
+    except ConnectionRefusedError:
+        out[target] = "refused"
+    except OSError as exc:
+        out[target] = type(exc).__name__
+    finally:
+        s.close()
+print(json.dumps(out))
+"""
+
+_T = TypeVar("_T")
+
+
+class ProbeResult:
+    """One cell of the probe matrix: ``source -> destination``, expected and observed."""
+
+    __slots__ = ("destination", "expected_open", "observed", "source")
+
+    def __init__(self, source: str, destination: str, expected_open: bool, observed: str) -> None:
+        self.source = source
+        self.destination = destination
+        self.expected_open = expected_open
+        self.observed = observed
+
+    @property
+    def ok(self) -> bool:
+        """Open when it should be; timed out or refused when it should be blocked."""
+        is_open = self.observed == "open"
+        return is_open if self.expected_open else self.observed in ("timeout", "refused")
+
+    def __str__(self) -> str:
+        want = "allow" if self.expected_open else "deny"
+        mark = "ok" if self.ok else "WRONG"
+        return f"{self.source}->{self.destination}={self.observed}/{want}/{mark}"
+
+
+def _parallel(tasks: Sequence[Callable[[], _T]]) -> list[_T]:
+    """Run ``tasks`` in threads (they mostly wait on child processes); re-raise the first error."""
+    results: list[_T | None] = [None] * len(tasks)
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            results[i] = tasks[i]()
+        except BaseException as exc:  # re-raised below in the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(tasks))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return [r for r in results if r is not None]
+
+
+def probe_matrix(
+    probes: Sequence[tuple[Endpoint, Sequence[tuple[str, str, int, bool]]]],
+    *,
+    timeout: float = PROBE_TIMEOUT,
+) -> list[ProbeResult]:
+    """TCP-connect from each source pod to its destinations, all sources in parallel.
+
+    Parameters
+    ----------
+    probes:
+        Per source pod: ``(destination name, ip, port, expected open)`` tuples.
+    timeout:
+        Seconds per connection attempt.
+
+    Raises
+    ------
+    cnibench.errors.ToolError
+        When a probe process fails or prints no result.
+    """
+
+    def one(source: Endpoint, targets: Sequence[tuple[str, str, int, bool]]) -> list[ProbeResult]:
+        argv = [sys.executable, "-c", _PROBE_SCRIPT, f"{timeout:g}"]
+        argv += [f"{ip}:{port}" for _, ip, port, _ in targets]
+        result = source.run(argv, timeout=timeout * len(targets) + 15)
+        try:
+            seen = json.loads(result.stdout.strip().splitlines()[-1])
+        except (json.JSONDecodeError, IndexError) as exc:
+            raise ToolError(
+                f"probe from {source.name} printed no result: {result.stderr.strip()[:200]}",
+                tool="probe",
+                output=result.stdout + result.stderr,
+            ) from exc
+        return [
+            ProbeResult(source.name, f"{name}:{port}", expected, str(seen[f"{ip}:{port}"]))
+            for name, ip, port, expected in targets
+        ]
+
+    tasks = [functools.partial(one, source, targets) for source, targets in probes]
+    return [cell for cells in _parallel(tasks) for cell in cells]
+
+
+class PolicyScenario(Scenario):
+    """Policy off/on x placement x rules x clients x engine (see module docstring)."""
+
+    name = "policy"
+
+    def __init__(
+        self,
+        options: ScenarioOptions | None = None,
+        *,
+        rules_see: Sequence[RulesSee] = (RulesSee.NEW_CONNECTIONS,),
+    ) -> None:
+        self.options = options or DEFAULT_OPTIONS
+        self.rules_see = tuple(RulesSee(r) for r in rules_see)
+
+    def conditions(self) -> list[Condition]:
+        """``off-<placement>-c<clients>`` and
+        ``on-<placement>-<engine>-r<rules>-c<clients>-<rules_see>``."""
+        out: list[Condition] = []
+        for placement in PLACEMENTS:
+            for clients in self.options.clients:
+                out.append(
+                    Condition(
+                        self.name,
+                        f"off-{placement}-c{clients}",
+                        {"policy": "off", "placement": placement, "clients": clients},
+                    )
+                )
+            for engine, rules, clients, see in itertools.product(
+                self.options.engines, self.options.rules, self.options.clients, self.rules_see
+            ):
+                out.append(
+                    Condition(
+                        self.name,
+                        f"on-{placement}-{engine.value}-r{rules}-c{clients}-{see.value}",
+                        {
+                            "policy": "on",
+                            "placement": placement,
+                            "engine": engine.value,
+                            "rules": rules,
+                            "clients": clients,
+                            "rules_see": see.value,
+                        },
+                    )
+                )
+        return out
+
+    def required_capabilities(self, condition: Condition) -> frozenset[Capability]:
+        """Network policy when the policy is on."""
+        if condition.parameters["policy"] == "on":
+            return frozenset({Capability.NETWORK_POLICY})
+        return frozenset()
+
+    def prepare(self, cluster: Cluster, condition: Condition, profile: Profile) -> Prepared:
+        """Server pod (HTTP echo + one iperf3 server per client pod), client pods, a pod the
+        policy does not name, and the policy when on."""
+        clients = int(condition.parameters["clients"])
+        pods = min(clients, MAX_CLIENT_PODS)
+        role = (
+            NodeRole.SERVER
+            if condition.parameters["placement"] == "same-node"
+            else (NodeRole.CLIENT)
+        )
+        workloads = (
+            WorkloadSpec(WorkloadKind.HTTP_ECHO, HTTP_PORT),
+            *(WorkloadSpec(WorkloadKind.IPERF3_SERVER, IPERF3_BASE_PORT + i) for i in range(pods)),
+        )
+        prepared = Prepared()
+        try:
+            prepared.endpoints["server"] = cluster.place(
+                "pol-srv", role=NodeRole.SERVER, workloads=workloads
+            )
+            for i in range(pods):
+                prepared.endpoints[f"client{i}"] = cluster.place(f"pol-cli{i}", role=role)
+            prepared.endpoints["denied"] = cluster.place("pol-deny", role=role)
+            if condition.parameters["policy"] == "on":
+                server: Endpoint = prepared.endpoints["server"]
+                spec = PolicySpec(
+                    target=PolicyPeer("pol-srv", server.ip),
+                    allowed=tuple(
+                        PolicyPeer(f"pol-cli{i}", prepared.endpoints[f"client{i}"].ip)
+                        for i in range(pods)
+                    ),
+                    ports=(
+                        PortRange.single(HTTP_PORT),
+                        PortRange(IPERF3_BASE_PORT, IPERF3_BASE_PORT + pods - 1),
+                    ),
+                    extra_rules=int(condition.parameters["rules"]),
+                    rules_see=RulesSee(str(condition.parameters["rules_see"])),
+                )
+                cluster.apply_policy(spec, engine=PolicyEngine(str(condition.parameters["engine"])))
+                prepared.expected["policy"] = "on"
+        except BaseException:
+            self.cleanup(cluster, prepared)
+            raise
+        return prepared
+
+    def verify(self, cluster: Cluster, prepared: Prepared, condition: Condition) -> Verification:
+        """Probe matrix: every client pod reaches HTTP and its iperf3 port; the pod outside the
+        policy is blocked (timeout or refusal) when the policy is on, and open when off."""
+        server: Endpoint = prepared.endpoints["server"]
+        on = condition.parameters["policy"] == "on"
+        probes: list[tuple[Endpoint, list[tuple[str, str, int, bool]]]] = []
+        for i, client in enumerate(_clients(prepared)):
+            probes.append(
+                (
+                    client,
+                    [
+                        (server.name, server.ip, HTTP_PORT, True),
+                        (server.name, server.ip, IPERF3_BASE_PORT + i, True),
+                    ],
+                )
+            )
+        probes.append((prepared.endpoints["denied"], [(server.name, server.ip, HTTP_PORT, not on)]))
+        cells = probe_matrix(probes)
+        matrix = ";".join(str(cell) for cell in cells)
+        evidence: dict[str, ParamValue] = {
+            "probe_matrix": matrix,
+            "probes": len(cells),
+            "probes_ok": sum(cell.ok for cell in cells),
+            "rules_see": str(condition.parameters.get("rules_see", "none")),
+            "engine": str(condition.parameters.get("engine", "none")),
+        }
+        wrong = [str(cell) for cell in cells if not cell.ok]
+        if wrong:
+            return Verification(False, f"{condition.id}: probe matrix wrong: {wrong}", evidence)
+        return Verification(
+            True, f"{condition.id}: {len(cells)} probes as expected ({matrix})", evidence
+        )
+
+    def measure(
+        self,
+        cluster: Cluster,
+        prepared: Prepared,
+        condition: Condition,
+        profile: Profile,
+        repetition: int,
+    ) -> RunOutput:
+        """Aggregate iperf3 throughput, then ab without keep-alive, from every client pod."""
+        server: Endpoint = prepared.endpoints["server"]
+        clients = _clients(prepared)
+        total = int(condition.parameters["clients"])
+        shares = _spread(total, len(clients))
+        seconds = profile.duration
+
+        def throughput(i: int) -> iperf3.Iperf3Result:
+            argv = iperf3.iperf3_client_argv(
+                server.ip, port=IPERF3_BASE_PORT + i, duration=seconds, parallel=shares[i]
+            )
+            result = clients[i].run(argv, timeout=seconds + 30)
+            return iperf3.parse_iperf3(result.stdout, stderr=result.stderr)
+
+        def connections(i: int) -> ab.AbResult:
+            argv = ab.ab_argv(
+                f"http://{server.ip}:{HTTP_PORT}/",
+                concurrency=shares[i],
+                timelimit=math.ceil(seconds),
+                timeout=5,
+            )
+            result = clients[i].run(argv, timeout=seconds + 40)
+            return ab.parse_ab(result.stdout, stderr=result.stderr)
+
+        streams = _parallel([functools.partial(throughput, i) for i in range(len(clients))])
+        runs = _parallel([functools.partial(connections, i) for i in range(len(clients))])
+        complete = sum(r.complete_requests for r in runs)
+        failed = sum(r.failed_requests for r in runs)
+        if complete == 0:
+            raise CnibenchError(f"{condition.id}: ab completed no request")
+        weighted_latency = sum(r.time_per_request_ms * r.complete_requests for r in runs)
+        measurements = [
+            Measurement("throughput", sum(s.received_bits_per_second for s in streams), "bits/s"),
+            Measurement(
+                "new_connections_per_second", sum(r.requests_per_second for r in runs), "1/s"
+            ),
+            Measurement("latency_mean", weighted_latency / complete, "ms"),
+            Measurement("latency_p99", max(r.percentiles_ms.get(99, math.nan) for r in runs), "ms"),
+            Measurement("connection_success_rate", (complete - failed) / complete, "ratio"),
+            Measurement("failed_connections", float(failed), "count"),
+        ]
+        retransmits = [s.retransmits for s in streams if s.retransmits is not None]
+        if retransmits:
+            measurements.append(Measurement("retransmits", float(sum(retransmits)), "count"))
+        raw = {
+            "summary.json": json.dumps(
+                {
+                    "client_pods": len(clients),
+                    "connections_per_pod": shares,
+                    "rules_see": condition.parameters.get("rules_see", "none"),
+                    "engine": condition.parameters.get("engine", "none"),
+                }
+            )
+        }
+        return RunOutput(measurements, raw)
+
+    def cleanup(self, cluster: Cluster, prepared: Prepared) -> None:
+        """Remove the policy (if on) and every pod."""
+        if prepared.expected.get("policy") == "on":
+            cluster.remove_policy()
+        super().cleanup(cluster, prepared)
+
+
+def _clients(prepared: Prepared) -> list[Endpoint]:
+    return [
+        prepared.endpoints[key]
+        for key in sorted(prepared.endpoints, key=lambda k: (len(k), k))
+        if key.startswith("client")
+    ]
+
+
+def _spread(total: int, parts: int) -> list[int]:
+    """``total`` connections over ``parts`` pods, as evenly as possible (each at least 1)."""
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]

@@ -1,0 +1,36 @@
+"""Benchmark suite: network policy (seed 003). The probe matrix must hold before measuring."""
+
+from __future__ import annotations
+
+import pytest
+
+from cnibench.scenarios import SCENARIOS
+
+SCENARIO = SCENARIOS["policy"]
+# The suite keeps cross-node at the largest default client count (time on 2 cores); the other
+# conditions run from `cnibench run --scenario policy`.
+_CLIENTS = max(int(c.parameters["clients"]) for c in SCENARIO.conditions())
+CONDITIONS = [
+    c
+    for c in SCENARIO.conditions()
+    if c.parameters["placement"] == "cross-node" and c.parameters["clients"] == _CLIENTS
+]
+
+
+@pytest.mark.policy
+@pytest.mark.parametrize("condition", CONDITIONS, ids=str)
+def test_policy(bench, condition):
+    result = bench.run("policy", condition)
+
+    assert result.ok_runs, [run.reason for run in result.runs]
+    evidence = result.verification.evidence
+    # Every client pod has two allowed cells; the pod outside the policy one more.
+    assert evidence["probes"] == evidence["probes_ok"]
+    cells = str(evidence["probe_matrix"]).split(";")
+    denied = [cell for cell in cells if cell.startswith("pol-deny->")]
+    expected = "/deny/ok" if condition.parameters["policy"] == "on" else "open/allow/ok"
+    assert len(denied) == 1, cells
+    assert denied[0].endswith(expected), denied
+    assert all(v > 0 for v in result.values("throughput"))
+    assert all(v > 0 for v in result.values("new_connections_per_second"))
+    assert all(v == 1.0 for v in result.values("connection_success_rate"))

@@ -1,0 +1,317 @@
+"""A real Kubernetes control plane for the kube tier: etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler and kwok, as child processes on loopback.
+
+The binaries come from ``scripts/kube-tier.sh`` (built from Go modules, cached outside the
+repository); etcd from Debian's ``etcd-server``. Everything runs as a child of the test process
+on free loopback ports, with state in a temporary directory, and is stopped by PID.
+Pods never run here: kwok only pretends (it marks pods Running and gives them an IP).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+K8S_VERSION = "v1.33.4"
+GATEWAY_API_MODULE = "sigs.k8s.io/gateway-api@v1.4.0"
+CILIUM_MODULE = "github.com/cilium/cilium@v1.18.4"
+CONTROL_PLANE_BINARIES = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+)
+KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+"""kwok manages only nodes carrying this annotation (never a real node)."""
+STARTUP_TIMEOUT = 120.0
+"""Seconds the control plane may take to become ready (the apiserver needs ~10-20 s here)."""
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def bin_dir() -> Path:
+    """Directory holding the tier's binaries (``CNIBENCH_KUBE_BIN`` overrides)."""
+    override = os.environ.get("CNIBENCH_KUBE_BIN")
+    if override:
+        return Path(override)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    root = Path(os.environ.get("CNIBENCH_KUBE_CACHE") or cache / "cnibench" / "kube")
+    return root / K8S_VERSION / "bin"
+
+
+def missing_binaries() -> list[str]:
+    """Names of the tier's binaries that are not available (empty when all are)."""
+    missing = [name for name in CONTROL_PLANE_BINARIES if not (bin_dir() / name).is_file()]
+    if shutil.which("etcd") is None:
+        missing.append("etcd (Debian package etcd-server)")
+    if shutil.which("openssl") is None:
+        missing.append("openssl")
+    return missing
+
+
+def go_binary() -> str | None:
+    """The Go toolchain (PATH first, then /usr/local/go)."""
+    found = shutil.which("go")
+    if found:
+        return found
+    fallback = Path("/usr/local/go/bin/go")
+    return str(fallback) if fallback.is_file() else None
+
+
+def go_module_dir(module: str, *, timeout: float = 300.0) -> Path:
+    """Directory of ``module`` (``path@version``) in the Go module cache, downloaded if needed.
+
+    Raises
+    ------
+    RuntimeError
+        If Go is missing or the download fails.
+    """
+    go = go_binary()
+    if go is None:
+        raise RuntimeError("the Go toolchain is not installed")
+    done = subprocess.run(
+        [go, "mod", "download", "-json", module],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"},
+        cwd="/",
+    )
+    try:
+        info = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        info = {}
+    if done.returncode != 0 or "Dir" not in info:
+        raise RuntimeError(f"go mod download {module} failed: {info.get('Error') or done.stderr}")
+    return Path(info["Dir"])
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class _Child:
+    name: str
+    process: subprocess.Popen[bytes]
+    log: IO[bytes]
+    log_path: Path
+
+
+class ControlPlane:
+    """etcd + kube-apiserver + controller-manager + scheduler + kwok under one directory.
+
+    Parameters
+    ----------
+    workdir:
+        Empty directory for certificates, tokens, etcd data and logs.
+    binaries:
+        Directory of the Kubernetes and kwok binaries.
+    """
+
+    def __init__(self, workdir: Path, binaries: Path) -> None:
+        self.workdir = workdir
+        self.binaries = binaries
+        self.token = os.urandom(16).hex()
+        self.apiserver_port = free_port()
+        self.kubeconfig = workdir / "kubeconfig.yaml"
+        self._children: list[_Child] = []
+
+    @property
+    def server(self) -> str:
+        """HTTPS URL of the API server."""
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    def start(self) -> None:
+        """Start every component and wait until the API server is ready and kwok runs.
+
+        Raises
+        ------
+        RuntimeError
+            If a component exits or the API server is not ready in time (logs attached).
+        """
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
+        certs = self.workdir / "certs"
+        certs.mkdir()
+        sa_key = certs / "sa.key"
+        sa_pub = certs / "sa.pub"
+        subprocess.run(
+            ["openssl", "genrsa", "-out", str(sa_key), "2048"], check=True, capture_output=True
+        )
+        subprocess.run(
+            ["openssl", "rsa", "-in", str(sa_key), "-pubout", "-out", str(sa_pub)],
+            check=True,
+            capture_output=True,
+        )
+        tokens = self.workdir / "tokens.csv"
+        tokens.write_text(f'{self.token},cnibench-admin,cnibench-admin,"system:masters"\n')
+        tokens.chmod(0o600)
+        etcd_client, etcd_peer = free_port(), free_port()
+        self._spawn(
+            "etcd",
+            [
+                "etcd",
+                "--name=cnibench",
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{etcd_client}",
+                f"--advertise-client-urls=http://127.0.0.1:{etcd_client}",
+                f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+                f"--initial-cluster=cnibench=http://127.0.0.1:{etcd_peer}",
+                "--log-level=warn",
+            ],
+        )
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(self.binaries / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{etcd_client}",
+                f"--secure-port={self.apiserver_port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--cert-dir={certs}",
+                f"--token-auth-file={tokens}",
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={sa_pub}",
+                f"--service-account-signing-key-file={sa_key}",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                "--allow-privileged=true",
+                "--v=0",
+            ],
+        )
+        self._write_kubeconfig()
+        self._wait_ready()
+        for name, extra in (
+            (
+                "kube-controller-manager",
+                [
+                    "--controllers=*,-nodeipam,-nodelifecycle,-serviceaccount-token",
+                    "--leader-elect=false",
+                    "--secure-port=0",
+                    "--use-service-account-credentials=false",
+                ],
+            ),
+            ("kube-scheduler", ["--leader-elect=false", "--secure-port=0"]),
+            (
+                "kwok",
+                [
+                    "--manage-all-nodes=false",
+                    "--manage-nodes-with-annotation-selector="
+                    f"{KWOK_NODE_ANNOTATION[0]}={KWOK_NODE_ANNOTATION[1]}",
+                    f"--server-address=127.0.0.1:{free_port()}",
+                ],
+            ),
+        ):
+            self._spawn(
+                name, [str(self.binaries / name), f"--kubeconfig={self.kubeconfig}", *extra]
+            )
+        time.sleep(1.0)
+        self._check_alive()
+
+    def _spawn(self, name: str, argv: Sequence[str]) -> None:
+        log_path = self.workdir / f"{name}.log"
+        log = log_path.open("wb")
+        process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+        )
+        self._children.append(_Child(name, process, log, log_path))
+
+    def _write_kubeconfig(self) -> None:
+        config: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "tier",
+                    "cluster": {"server": self.server, "insecure-skip-tls-verify": True},
+                }
+            ],
+            "users": [{"name": "admin", "user": {"token": self.token}}],
+            "contexts": [{"name": "tier", "context": {"cluster": "tier", "user": "admin"}}],
+            "current-context": "tier",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(config))
+        self.kubeconfig.chmod(0o600)
+
+    def _check_alive(self) -> None:
+        for child in self._children:
+            if child.process.poll() is not None:
+                raise RuntimeError(
+                    f"{child.name} exited with {child.process.returncode}: {self.log_tail(child)}"
+                )
+
+    def log_tail(self, child: _Child, size: int = 2000) -> str:
+        """The last ``size`` characters of a component's log."""
+        child.log.flush()
+        return child.log_path.read_bytes()[-size:].decode(errors="replace")
+
+    def _wait_ready(self) -> None:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        request = urllib.request.Request(
+            f"{self.server}/readyz", headers={"Authorization": f"Bearer {self.token}"}
+        )
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        last = ""
+        while time.monotonic() < deadline:
+            self._check_alive()
+            try:
+                with urllib.request.urlopen(request, timeout=5, context=context) as answer:
+                    if answer.status == 200:
+                        return
+            except (urllib.error.URLError, OSError) as exc:
+                last = str(exc)
+            time.sleep(0.5)
+        raise RuntimeError(f"kube-apiserver not ready after {STARTUP_TIMEOUT:.0f} s: {last}")
+
+    def api_client(self) -> Any:
+        """A :class:`kubernetes.client.ApiClient` authenticated as cluster admin."""
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        config.load_kube_config(
+            config_file=str(self.kubeconfig), client_configuration=configuration
+        )
+        return client.ApiClient(configuration)
+
+    def stop(self) -> None:
+        """Stop every component by PID, newest first (SIGTERM, then SIGKILL after 10 s)."""
+        for child in reversed(self._children):
+            if child.process.poll() is None:
+                child.process.terminate()
+                try:
+                    child.process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    child.process.kill()
+                    child.process.wait(timeout=10)
+            child.log.close()
+        self._children.clear()

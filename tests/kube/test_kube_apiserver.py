@@ -1,0 +1,377 @@
+"""The Kubernetes backend against a real kube-apiserver (the kube tier, SPEC section 8).
+
+Every object the backend renders for each CNI and scenario is applied server-side as a dry run
+(``dryRun=All``) and must be accepted; a broken object must be rejected; the Cilium chart
+rendered with cnibench's values must pass the chart's schema and the server; and the
+orchestration path (namespace, role-placed pods, readiness, teardown) runs on kwok nodes.
+Pods never run here: kwok only marks them Running and gives them an IP.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kube_support import KWOK_NODE_ANNOTATION, bin_dir
+
+from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
+from cnibench.backends.kube import render
+from cnibench.backends.kube.api import Applier
+from cnibench.backends.kube.cluster import KubeCluster, Timeouts
+from cnibench.backends.kube.cni import cilium_values, cni_definition
+from cnibench.backends.kube.helm import helm_template_argv
+from cnibench.backends.kube.images import Images
+from cnibench.errors import ProvisioningError
+from cnibench.policy import PolicyPeer, PolicySpec, PortRange
+
+pytestmark = pytest.mark.kube
+
+SESSION = "tier"
+NAMESPACE = "cnibench-tier-render"
+KWOK_TAINT = {"key": KWOK_NODE_ANNOTATION[0], "value": "fake", "effect": "NoSchedule"}
+KWOK_TOLERATION = {"key": KWOK_NODE_ANNOTATION[0], "operator": "Exists", "effect": "NoSchedule"}
+IMAGES = Images(sockperf="docker.io/example/sockperf:3.10")
+
+
+@pytest.fixture(scope="module")
+def applier(api_client: Any) -> Applier:
+    return Applier(api_client)
+
+
+@pytest.fixture(scope="module")
+def render_namespace(applier: Applier) -> Iterator[str]:
+    manifest = render.namespace(NAMESPACE, session=SESSION)
+    applier.apply(manifest)
+    try:
+        yield NAMESPACE
+    finally:
+        applier.delete(manifest)
+
+
+def _policy(extra: int) -> PolicySpec:
+    return PolicySpec(
+        target=PolicyPeer("srv", "10.0.0.2"),
+        allowed=(PolicyPeer("cli", "10.0.0.3"), PolicyPeer("cli2", "10.0.0.4")),
+        ports=(PortRange.single(5201), PortRange(8000, 8010)),
+        extra_rules=extra,
+    )
+
+
+CORE_CASES: dict[str, Callable[[str], list[dict[str, Any]]]] = {
+    "pod-client": lambda ns: [render.pod("c", namespace=ns, session=SESSION, role=NodeRole.CLIENT)],
+    **{
+        f"pod-{kind.value}": (
+            lambda ns, kind=kind: [
+                render.pod(
+                    "s",
+                    namespace=ns,
+                    session=SESSION,
+                    role=NodeRole.SERVER,
+                    workloads=[WorkloadSpec(kind, 8080)],
+                    images=IMAGES,
+                )
+            ]
+        )
+        for kind in WorkloadKind
+    },
+    "pod-all-workloads": lambda ns: [
+        render.pod(
+            "all",
+            namespace=ns,
+            session=SESSION,
+            role=NodeRole.SERVER,
+            workloads=[
+                WorkloadSpec(k, p) for k, p in zip(WorkloadKind, (5201, 11111, 80), strict=True)
+            ],
+            images=IMAGES,
+        )
+    ],
+    **{
+        f"network-policy-{extra}-rules": (
+            lambda ns, extra=extra: [
+                render.network_policy(_policy(extra), name="p", namespace=ns, session=SESSION)
+            ]
+        )
+        for extra in (0, 100, 1000)
+    },
+    "monitoring": lambda ns: render.monitoring_manifests(namespace=ns, session=SESSION),
+    "split-service": lambda ns: [
+        render.split_service("split-v1", namespace=ns, session=SESSION, endpoint="v1", port=80)
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CORE_CASES), ids=sorted(CORE_CASES))
+def test_core_manifest_accepted(applier: Applier, render_namespace: str, case: str) -> None:
+    for manifest in CORE_CASES[case](render_namespace):
+        answer = applier.apply(manifest, dry_run=True)
+        assert answer["metadata"]["name"] == manifest["metadata"]["name"]
+
+
+def test_cilium_egress_gateway_policy_accepted(
+    applier: Applier, render_namespace: str, cilium_crds: list[str]
+) -> None:
+    manifest = render.cilium_egress_gateway_policy(
+        "eg",
+        session=SESSION,
+        namespace=render_namespace,
+        clients=["c"],
+        destinations=["198.18.0.9/32"],
+    )
+    answer = applier.apply(manifest, dry_run=True)
+    assert answer["spec"]["destinationCIDRs"] == ["198.18.0.9/32"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("GET", "/"), ("post", "/api/v1.0")], ids=["get-root", "post-dotted"]
+)
+def test_cilium_l7_policy_accepted(
+    applier: Applier, render_namespace: str, cilium_crds: list[str], method: str, path: str
+) -> None:
+    manifest = render.cilium_l7_policy(
+        "l7",
+        namespace=render_namespace,
+        session=SESSION,
+        target="s",
+        port=80,
+        method=method,
+        path=path,
+    )
+    answer = applier.apply(manifest, dry_run=True)
+    rule = answer["spec"]["ingress"][0]["toPorts"][0]["rules"]["http"][0]
+    assert rule["method"] == method.upper()
+
+
+@pytest.mark.parametrize("weights", [(60, 40), (95, 5), (100, 0)], ids=["60-40", "95-5", "100-0"])
+def test_gateway_and_route_accepted(
+    applier: Applier, render_namespace: str, gateway_api_crds: list[str], weights: tuple[int, int]
+) -> None:
+    objects = [
+        render.gateway("gw", namespace=render_namespace, session=SESSION, gateway_class="cilium"),
+        render.http_route(
+            "gw",
+            namespace=render_namespace,
+            session=SESSION,
+            gateway_name="gw",
+            backends={"split-v1": (80, weights[0]), "split-v2": (80, weights[1])},
+        ),
+    ]
+    answers = [applier.apply(m, dry_run=True) for m in objects]
+    refs = answers[1]["spec"]["rules"][0]["backendRefs"]
+    assert [r["weight"] for r in refs] == list(weights)
+
+
+def test_negative_route_weight_is_rejected(
+    applier: Applier, render_namespace: str, gateway_api_crds: list[str]
+) -> None:
+    route = render.http_route(
+        "bad", namespace=render_namespace, session=SESSION, gateway_name="gw",
+        backends={"split-v1": (80, 1)},
+    )  # fmt: skip
+    route["spec"]["rules"][0]["backendRefs"][0]["weight"] = -1
+    with pytest.raises(ProvisioningError, match="weight"):
+        applier.apply(route, dry_run=True)
+
+
+def test_network_policy_with_invalid_port_is_rejected(
+    applier: Applier, render_namespace: str
+) -> None:
+    manifest = render.network_policy(
+        _policy(0), name="p", namespace=render_namespace, session=SESSION
+    )
+    manifest["spec"]["ingress"][0]["ports"][0]["port"] = 70000
+    with pytest.raises(ProvisioningError, match="NetworkPolicy"):
+        applier.apply(manifest, dry_run=True)
+
+
+CILIUM_SETS = {
+    "kube-proxy": {"mode": "kube-proxy"},
+    "kpr": {"mode": "kpr"},
+    "kpr-egress-l7": {"mode": "kpr", "features": "egress-gateway,l7"},
+    "kpr-gateway-api": {"mode": "kpr", "features": "gateway-api,l7"},
+}
+
+
+@pytest.mark.parametrize("encryption", ["", "wireguard"], ids=["plain", "wireguard"])
+@pytest.mark.parametrize("option_set", sorted(CILIUM_SETS), ids=sorted(CILIUM_SETS))
+def test_cilium_chart_renders_and_is_accepted(
+    applier: Applier,
+    cilium_module: Path,
+    gateway_api_crds: list[str],
+    cilium_crds: list[str],
+    tmp_path: Path,
+    option_set: str,
+    encryption: str,
+) -> None:
+    helm = bin_dir() / "helm"
+    if not helm.is_file():
+        pytest.skip(f"helm missing in {bin_dir()} (run: bash scripts/kube-tier.sh)")
+    cni = cni_definition(
+        ClusterSpec(cni="cilium", encryption=encryption, options=CILIUM_SETS[option_set]),
+        k8s_service_host="cnibench-control-plane",
+    )
+    assert cni.chart is not None
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(dict(cni.chart.values)))
+    argv = helm_template_argv(
+        cilium_module / "install" / "kubernetes" / "cilium",
+        values,
+        release="cilium",
+        namespace="kube-system",
+        kube_version="1.33.4",
+    )
+    done = subprocess.run(
+        [str(helm), *argv[1:]], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    documents = [d for d in yaml.safe_load_all(done.stdout) if d]
+    kinds = {d["kind"] for d in documents}
+    assert {"DaemonSet", "Deployment"} <= kinds
+    for document in documents:
+        applier.apply(document, dry_run=True)
+
+
+def test_cilium_values_reject_unknown_key_by_schema(cilium_module: Path, tmp_path: Path) -> None:
+    helm = bin_dir() / "helm"
+    if not helm.is_file():
+        pytest.skip(f"helm missing in {bin_dir()} (run: bash scripts/kube-tier.sh)")
+    values = cilium_values(mode="kpr", features=frozenset(), wireguard=False)
+    values["kubeProxyReplacement"] = "sometimes"
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    argv = helm_template_argv(
+        cilium_module / "install" / "kubernetes" / "cilium",
+        path,
+        release="c",
+        namespace="kube-system",
+    )
+    done = subprocess.run(
+        [str(helm), *argv[1:]], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode != 0
+    assert "kubeProxyReplacement" in done.stderr
+
+
+# -- orchestration on kwok nodes -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kwok_nodes(api_client: Any) -> Iterator[list[str]]:
+    """One fake node per role, Ready through kwok, carrying only the kwok taint."""
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api_client)
+    names = []
+    roles = (NodeRole.CLIENT, NodeRole.SERVER, NodeRole.EGRESS_GW)
+    try:
+        for index, role in enumerate(roles):
+            name = f"cbt-kwok-{role.value}"
+            core.create_node(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "name": name,
+                        "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
+                        "labels": {render.ROLE_LABEL: role.value, "type": "kwok"},
+                    },
+                    "spec": {"taints": [KWOK_TAINT]},
+                    "status": {
+                        "addresses": [{"type": "InternalIP", "address": f"10.89.0.{index + 2}"}]
+                    },
+                }
+            )
+            names.append(name)
+        deadline = time.monotonic() + 60
+        for name in names:
+            while True:
+                node = core.read_node(name)
+                ready = {c.type: c.status for c in (node.status.conditions or [])}.get("Ready")
+                if ready == "True":
+                    break
+                assert time.monotonic() < deadline, f"kwok did not mark {name} Ready"
+                time.sleep(0.2)
+            # The not-ready taint added at creation is only lifted by the node lifecycle
+            # controller, which the tier does not run.
+            core.patch_node(name, {"spec": {"taints": [KWOK_TAINT]}})
+        yield names
+    finally:
+        for name in names:
+            core.delete_node(name)
+
+
+@pytest.fixture
+def kube_cluster(api_client: Any, kwok_nodes: list[str]) -> Iterator[KubeCluster]:
+    cluster = KubeCluster(
+        api_client,
+        ClusterSpec(cni="kindnet"),
+        cni_definition(ClusterSpec(cni="kindnet")),
+        provider="existing",
+        session="kwok01",
+        images=IMAGES,
+        tolerations=[KWOK_TOLERATION],
+        timeouts=Timeouts(pod_ready=60, delete=60),
+    )
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.teardown()
+
+
+def test_nodes_are_found_by_role(kube_cluster: KubeCluster) -> None:
+    assert [n.name for n in kube_cluster.nodes] == [
+        "cbt-kwok-client", "cbt-kwok-server", "cbt-kwok-egress-gw",
+    ]  # fmt: skip
+    assert kube_cluster.node(NodeRole.SERVER).ip == "10.89.0.3"
+
+
+@pytest.mark.parametrize("role", list(NodeRole), ids=[r.value for r in NodeRole])
+def test_place_puts_pod_on_role_node(kube_cluster: KubeCluster, role: NodeRole) -> None:
+    pod = kube_cluster.place(
+        f"p-{role.value}", role=role, workloads=[WorkloadSpec(WorkloadKind.HTTP_ECHO, 80)]
+    )
+    assert pod.node.name == f"cbt-kwok-{role.value}"
+    assert pod.node.role is role
+    assert pod.ip
+
+
+def test_remove_deletes_the_pod(kube_cluster: KubeCluster, api_client: Any) -> None:
+    from kubernetes import client
+
+    pod = kube_cluster.place("gone", role=NodeRole.CLIENT)
+    kube_cluster.remove(pod)
+    names = [
+        p.metadata.name
+        for p in client.CoreV1Api(api_client).list_namespaced_pod(kube_cluster.namespace).items
+    ]
+    assert "gone" not in names
+
+
+def test_teardown_leaves_nothing(api_client: Any, kwok_nodes: list[str]) -> None:
+    from kubernetes import client
+
+    cluster = KubeCluster(
+        api_client,
+        ClusterSpec(cni="kindnet"),
+        cni_definition(ClusterSpec(cni="kindnet")),
+        provider="existing",
+        session="kwok02",
+        tolerations=[KWOK_TOLERATION],
+        timeouts=Timeouts(pod_ready=60, delete=60),
+    )
+    cluster.start()
+    cluster.place("a", role=NodeRole.CLIENT)
+    cluster.place(
+        "b", role=NodeRole.SERVER, workloads=[WorkloadSpec(WorkloadKind.IPERF3_SERVER, 5201)]
+    )
+    cluster.teardown()
+    core: Any = client.CoreV1Api(api_client)
+    left = core.list_namespace(label_selector=f"{render.SESSION_LABEL}=kwok02").items
+    assert left == []
+    cluster.teardown()  # safe to repeat
