@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from bench_support import recorded
 
 from cnibench.backends.base import NodeRole
 
@@ -22,3 +23,6 @@ def test_egress(bench, cnibench_session, cni, condition):
         assert run.evidence["source_seen"] == expected
     assert result.verification.evidence["source_seen"] == expected
     assert all(v > 0 for v in result.values("throughput"))
+    stored = recorded(result)
+    assert len(stored) > 0
+    assert stored.verified.all()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from bench_support import recorded
 
 
 @pytest.mark.wireguard
@@ -14,6 +15,7 @@ def test_wireguard(bench, profile_runs, condition):
     assert result.verification.evidence["marker_seen_on_underlay"] is (not encrypted)
     assert result.verification.evidence["encryption_enabled"] is encrypted
     assert result.verified
+    assert recorded(result).verified.all()
     assert len(result.ok_runs) == profile_runs
     if condition.parameters["measurement"] == "rr":
         assert all(v > 0 for v in result.values("rr_mean"))

@@ -227,6 +227,7 @@ class Runner:
         self.resource_metrics = resource_metrics
         self._environments: set[str] = set()
         self._metrics_checked: set[int] = set()
+        self._environment_ids: dict[int, str] = {}
 
     def attempts(self, scenario: Scenario, condition: Condition) -> int:
         """Upper bound of run attempts for a condition (for progress totals)."""
@@ -337,14 +338,34 @@ class Runner:
             output_text = getattr(exc, "output", "")
             if output_text:
                 failed_raw["tool-output.txt"] = output_text
+            # A tool failure does not undo the set-up's verification; a failed proof does.
+            verified = not isinstance(exc, VerificationError)
             self._write(
-                cluster, scenario, condition, repetition, run_id, started, [], reason, failed_raw
+                cluster,
+                scenario,
+                condition,
+                repetition,
+                run_id,
+                started,
+                [],
+                reason,
+                failed_raw,
+                verified=verified,
             )
             return RunResult(run_id, repetition, attempt, RunStatus.FAILED, reason, ())
         if evidence:
             raw = {**raw, "evidence.json": json.dumps(evidence, indent=2)}
         self._write(
-            cluster, scenario, condition, repetition, run_id, started, measurements, "", raw
+            cluster,
+            scenario,
+            condition,
+            repetition,
+            run_id,
+            started,
+            measurements,
+            "",
+            raw,
+            verified=True,
         )
         return RunResult(
             run_id, repetition, attempt, RunStatus.OK, "", tuple(measurements), evidence
@@ -382,11 +403,17 @@ class Runner:
                 out.append(Measurement(metric, sum(values) / len(values), unit))
         return out
 
-    def _record_environment(self, cluster: Cluster) -> None:
+    def _record_environment(self, cluster: Cluster) -> str:
+        """Write the cluster's fingerprint once per session; return its id."""
+        known = self._environment_ids.get(id(cluster))
+        if known is not None:
+            return known
         env = cluster.environment()
         if env.environment_id not in self._environments:
             self.store.write_environment(env)
             self._environments.add(env.environment_id)
+        self._environment_ids[id(cluster)] = env.environment_id
+        return env.environment_id
 
     def _write_failed(
         self,
@@ -397,7 +424,18 @@ class Runner:
         reason: str,
     ) -> None:
         run_id = f"{scenario.name}-{cluster.spec.cni}-{condition.id}-unverified"
-        self._write(cluster, scenario, condition, repetition, run_id, time.time(), [], reason, {})
+        self._write(
+            cluster,
+            scenario,
+            condition,
+            repetition,
+            run_id,
+            time.time(),
+            [],
+            reason,
+            {},
+            verified=False,
+        )
 
     def _write(
         self,
@@ -410,6 +448,8 @@ class Runner:
         measurements: Sequence[Measurement],
         reason: str,
         raw: Mapping[str, str],
+        *,
+        verified: bool,
     ) -> None:
         failed = bool(reason)
         base = RunRecord(
@@ -427,10 +467,10 @@ class Runner:
             metric="run",
             value=math.nan,
             unit="",
-            verified=not failed,
+            verified=verified,
             status=RunStatus.FAILED if failed else RunStatus.OK,
             reason=reason,
-            environment_id=cluster.environment().environment_id,
+            environment_id=self._record_environment(cluster),
             options={"encryption": cluster.spec.encryption, **cluster.spec.options},
         )
         if failed:
