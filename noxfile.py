@@ -75,6 +75,8 @@ def demo(session: nox.Session) -> None:
         "quick",
         "--scenario",
         "baseline,egress,wireguard",
+        "--report",
+        "results/report.html",
         *session.posargs,
     )
 

@@ -119,6 +119,33 @@ def _build_parser() -> _Parser:
         help="only these condition ids (repeatable)",
     )
     add_scenario_options(run.add_argument)
+    run.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write a self-contained HTML report of this session at the end",
+    )
+
+    report = commands.add_parser("report", help="figures, tables and an HTML report of results")
+    report.add_argument("results", type=Path, metavar="RESULTS_DIR")
+    report.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="self-contained HTML report (default: RESULTS_DIR/report.html)",
+    )
+    report.add_argument(
+        "--markdown", type=Path, default=None, metavar="FILE", help="Markdown summary"
+    )
+    report.add_argument(
+        "--png-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also write every figure as a PNG here",
+    )
 
     commands.add_parser("doctor", help="which backends and tools are usable here, and why not")
 
@@ -135,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "doctor":
             return _doctor()
+        if args.command == "report":
+            return _report(args)
         return _clean(args)
     except ConfigError as exc:
         print(f"cnibench: error: {exc}", file=sys.stderr)
@@ -231,6 +260,11 @@ def _run(args: argparse.Namespace) -> int:
     for line in problems:
         console.print(line, markup=False, highlight=False)
     console.print(f"results written to {results_dir}")
+    if args.report is not None and results_dir.is_dir():
+        from cnibench.report import write_report
+
+        write_report(results_dir, html=args.report)
+        console.print(f"report written to {args.report}")
     failed = [r for r in results if not r.ok_runs] + [p for p in problems if "NOT VERIFIED" in p]
     return EXIT_FAILED if failed else EXIT_OK
 
@@ -335,6 +369,21 @@ def _kube_rows(engine: str) -> list[tuple[str, bool, str]]:
     existing = kubeconfig.is_file()
     where = f"kubeconfig {kubeconfig}" if existing else f"no kubeconfig at {kubeconfig}"
     return [kind_row, aks_row, ("existing", existing, where)]
+
+
+def _report(args: argparse.Namespace) -> int:
+    from cnibench.report import write_report
+
+    html = args.html
+    if html is None and args.markdown is None and args.png_dir is None:
+        html = args.results / "report.html"
+    paths = write_report(args.results, html=html, markdown=args.markdown, png_dir=args.png_dir)
+    for path in (paths.html, paths.markdown):
+        if path is not None:
+            print(f"wrote {path}")
+    if paths.pngs:
+        print(f"wrote {len(paths.pngs)} PNG figures to {args.png_dir}")
+    return EXIT_OK
 
 
 def _clean(args: argparse.Namespace) -> int:

@@ -98,6 +98,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
     add_scenario_options(group.addoption)
     group.addoption(
+        "--report",
+        default=None,
+        metavar="FILE",
+        help="write a self-contained HTML report of this session's results at the end",
+    )
+    group.addoption(
         "--recreate-cluster", action="store_true", help="do not reuse a cached Kubernetes cluster"
     )
 
@@ -189,6 +195,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is not None:
         del config.stash[_STATE_KEY]
         state.close()
+        report = config.getoption("--report", default=None)
+        session_dir = state.session.store.session_dir
+        if report and session_dir.is_dir():
+            from cnibench.report import write_report
+
+            write_report(session_dir, html=Path(report))
+            config.get_terminal_writer().line(f"cnibench: report written to {report}")
 
 
 def _cnis_for(config: pytest.Config) -> tuple[str, ...]:

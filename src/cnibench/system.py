@@ -54,6 +54,7 @@ SYSTEM_TOOLS: tuple[SystemTool, ...] = (
     SystemTool("haproxy", "haproxy", "L7 policy proxy"),
     SystemTool("prometheus", "prometheus", "metrics store"),
     SystemTool("prometheus-node-exporter", "prometheus-node-exporter", "per-node metrics"),
+    SystemTool("chromium", "chromium", "tests: render the HTML report headless"),
 )
 
 

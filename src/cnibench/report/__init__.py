@@ -1,0 +1,61 @@
+"""Reports of benchmark results: figures, tables, one self-contained HTML file, Markdown, PNGs.
+
+This is the only layer of cnibench that imports Matplotlib (always on the Agg canvas, without
+``pyplot``). In a notebook::
+
+    from cnibench.results import load_results
+    from cnibench import report
+
+    df = load_results("results")
+    report.figure_bars(df, "egress", "throughput")
+    report.table_runs(df, "egress", "gateway-on", cni="vxlan")
+    report.write_report("results", html="report.html", markdown="report.md", png_dir="png")
+"""
+
+from __future__ import annotations
+
+from cnibench.report.data import (
+    bar_summary,
+    load_request_times,
+    load_split_records,
+    request_time_summary,
+)
+from cnibench.report.document import ComparisonRow, ReportPaths, comparisons, write_report
+from cnibench.report.figures import (
+    figure_bars,
+    figure_pod_scaling,
+    figure_policy_scaling,
+    figure_rr_ecdf,
+    figure_rr_histogram,
+    figure_runs,
+    figure_split_distance,
+    figure_split_shares,
+    scaling_summary,
+    split_distance_summary,
+)
+from cnibench.report.scrub import scrub_mapping, scrub_text
+from cnibench.report.tables import table_runs
+
+__all__ = [
+    "ComparisonRow",
+    "ReportPaths",
+    "bar_summary",
+    "comparisons",
+    "figure_bars",
+    "figure_pod_scaling",
+    "figure_policy_scaling",
+    "figure_rr_ecdf",
+    "figure_rr_histogram",
+    "figure_runs",
+    "figure_split_distance",
+    "figure_split_shares",
+    "load_request_times",
+    "load_split_records",
+    "request_time_summary",
+    "scaling_summary",
+    "scrub_mapping",
+    "scrub_text",
+    "split_distance_summary",
+    "table_runs",
+    "write_report",
+]

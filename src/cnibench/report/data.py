@@ -1,0 +1,416 @@
+"""Selecting and summarising what the figures and tables show, without plotting.
+
+Everything here is plain pandas/NumPy on the tidy frame of :func:`cnibench.results.load_results`,
+so a notebook can get the numbers behind a figure (:func:`bar_summary`) and the tests can check
+a figure against them.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import math
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+
+from cnibench import stats
+from cnibench.errors import CnibenchError, ConfigError, InsufficientDataError, ResultsError
+from cnibench.results import load_results
+from cnibench.tools.http_timing import parse_http_timing
+
+__all__ = [
+    "GROUP_COLUMNS",
+    "LEVEL",
+    "OUTLIER_METHOD",
+    "OUTLIER_THRESHOLD",
+    "TRIM_PROPORTION",
+    "bar_summary",
+    "group_label",
+    "load_request_times",
+    "load_split_records",
+    "metric_unit",
+    "ok_runs",
+    "request_time_summary",
+    "session_dirs",
+]
+
+TRIM_PROPORTION = 0.1
+"""Fraction cut from each end before averaging (:func:`cnibench.stats.truncated_mean`)."""
+LEVEL = 0.95
+"""Confidence level of every interval and comparison in a report."""
+OUTLIER_METHOD: Final = "mad"
+"""Outlier rule: modified z-score (Iglewicz & Hoaglin) of :func:`cnibench.stats.outlier_report`."""
+OUTLIER_THRESHOLD = 3.5
+"""A run is excluded when the magnitude of its modified z-score exceeds this."""
+GROUP_COLUMNS: tuple[str, ...] = ("cni", "condition")
+"""One bar, line or table per distinct value of these columns."""
+
+REQUEST_TIME_FILE = "http-timing.txt"
+SPLIT_RECORDS_FILE = "locust-records.csv.gz.b64"
+
+
+def group_label(cni: str, condition: str) -> str:
+    """Label of one (CNI, condition) group, e.g. ``"vxlan / gateway-on"``."""
+    return f"{cni} / {condition}"
+
+
+def _require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise ConfigError(f"{what} needs column(s) {missing}; got {list(frame.columns)}")
+
+
+def ok_runs(df: pd.DataFrame, *, scenario: str | None = None, metric: str | None = None) -> Any:
+    """Rows of successful runs with a finite value, optionally of one scenario and metric.
+
+    Parameters
+    ----------
+    df:
+        Tidy results (:func:`cnibench.results.load_results`).
+    scenario, metric:
+        Keep only these (``None``: all).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy; failed runs (``status != "ok"``) and NaN values never enter any statistic.
+    """
+    _require_columns(df, ("status", "value", "scenario", "metric"), "ok_runs")
+    mask = (df["status"] == "ok") & np.isfinite(df["value"].to_numpy(dtype=np.float64))
+    if scenario is not None:
+        mask &= df["scenario"] == scenario
+    if metric is not None:
+        mask &= df["metric"] == metric
+    return df[mask].copy()
+
+
+def metric_unit(df: pd.DataFrame, metric: str) -> str:
+    """Unit of ``metric`` as recorded (``""`` when unknown or mixed)."""
+    units = df.loc[df["metric"] == metric, "unit"].dropna().unique()
+    return str(units[0]) if len(units) == 1 else ""
+
+
+def _quiet_interval(values: np.ndarray[Any, Any], level: float) -> stats.Interval:
+    with warnings.catch_warnings():
+        # One run or identical runs: the interval is NaN or collapsed, which the figure shows.
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        return stats.confidence_interval(values, level=level, method="t")
+
+
+def _quiet_outliers(values: np.ndarray[Any, Any]) -> list[stats.Outlier]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        return stats.outlier_report(values, method=OUTLIER_METHOD, threshold=OUTLIER_THRESHOLD)
+
+
+def trimmed_sample(values: np.ndarray[Any, Any], proportion: float) -> np.ndarray[Any, Any]:
+    """The values :func:`cnibench.stats.truncated_mean` averages (sorted, ends cut)."""
+    cut = int(proportion * values.size)
+    return np.sort(values)[cut : values.size - cut]
+
+
+def bar_summary(
+    df: pd.DataFrame,
+    *,
+    scenario: str,
+    metric: str,
+    proportion: float = TRIM_PROPORTION,
+    level: float = LEVEL,
+) -> pd.DataFrame:
+    """The numbers behind :func:`cnibench.report.figure_bars`, one row per (CNI, condition).
+
+    Parameters
+    ----------
+    df:
+        Tidy results.
+    scenario, metric:
+        What to summarise, e.g. ``"egress"`` and ``"throughput"`` (bits/s).
+    proportion:
+        Trimming fraction per end (default 10 %).
+    level:
+        Confidence level (default 0.95).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``cni``, ``condition``, ``label``, ``n`` (ok runs kept), ``mean`` (truncated
+        mean of the kept runs), ``ci_low``, ``ci_high`` (Student-t interval of the mean of the
+        trimmed sample; NaN with one run), ``excluded`` (run ids of outlier runs, excluded from
+        mean and interval), ``excluded_values``, ``reasons``, ``failed`` (number of failed
+        runs), all in the unit of the metric. Groups in order of first appearance.
+
+    Raises
+    ------
+    InsufficientDataError
+        If no successful run has this scenario and metric.
+    """
+    rows = ok_runs(df, scenario=scenario, metric=metric)
+    if rows.empty:
+        raise InsufficientDataError(
+            f"no successful run of scenario {scenario!r} has metric {metric!r}"
+        )
+    failed = df[(df["scenario"] == scenario) & (df["status"] != "ok")]
+    summary: list[dict[str, Any]] = []
+    for (cni, condition), group in rows.groupby(list(GROUP_COLUMNS), sort=False):
+        group = group.sort_values(["time", "run_id"])
+        values = group["value"].to_numpy(dtype=np.float64)
+        run_ids = group["run_id"].astype(str).tolist()
+        outliers = _quiet_outliers(values)
+        out_index = {outlier.index for outlier in outliers}
+        kept = np.asarray(
+            [value for index, value in enumerate(values) if index not in out_index],
+            dtype=np.float64,
+        )
+        interval = _quiet_interval(trimmed_sample(kept, proportion), level)
+        summary.append(
+            {
+                "cni": str(cni),
+                "condition": str(condition),
+                "label": group_label(str(cni), str(condition)),
+                "n": int(kept.size),
+                "mean": stats.truncated_mean(kept, proportion=proportion),
+                "ci_low": interval.low,
+                "ci_high": interval.high,
+                "excluded": [run_ids[outlier.index] for outlier in outliers],
+                "excluded_values": [outlier.value for outlier in outliers],
+                "reasons": [outlier.reason for outlier in outliers],
+                "failed": int(
+                    failed[(failed["cni"] == cni) & (failed["condition"] == condition)][
+                        "run_id"
+                    ].nunique()
+                ),
+            }
+        )
+    return pd.DataFrame(summary)
+
+
+def session_dirs(results_path: str | os.PathLike[str]) -> dict[str, Path]:
+    """Session id to session directory, for every session under ``results_path``.
+
+    Parameters
+    ----------
+    results_path:
+        A results directory or one session directory.
+
+    Returns
+    -------
+    dict
+        Only directories that contain ``runs/``.
+
+    Raises
+    ------
+    ResultsError
+        If ``results_path`` is not a directory.
+    """
+    root = Path(results_path)
+    if not root.is_dir():
+        raise ResultsError(f"results directory {root} does not exist")
+    if (root / "runs").is_dir():
+        return {root.name: root}
+    return {
+        child.name: child
+        for child in sorted(root.iterdir())
+        if not child.name.startswith(".") and (child / "runs").is_dir()
+    }
+
+
+def _runs_with_raw(
+    results_path: str | os.PathLike[str], name: str, df: pd.DataFrame | None
+) -> list[tuple[pd.Series, Path]]:
+    frame = load_results(results_path) if df is None else df
+    if frame.empty:
+        return []
+    sessions = session_dirs(results_path)
+    runs = frame[frame["status"] == "ok"].drop_duplicates("run_id")
+    found: list[tuple[pd.Series, Path]] = []
+    for _, run in runs.iterrows():
+        session = sessions.get(str(run["session_id"]))
+        if session is None:
+            continue
+        raw = session / "raw" / str(run["run_id"]) / name
+        if raw.is_file():
+            found.append((run, raw))
+    return found
+
+
+def load_request_times(
+    results_path: str | os.PathLike[str], *, df: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Every timed request of the request-response runs (raw ``http-timing.txt``).
+
+    Parameters
+    ----------
+    results_path:
+        A results directory or a session directory.
+    df:
+        Its :func:`~cnibench.results.load_results` frame, if already loaded.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per successful request of a successful run, in request order: ``session_id``,
+        ``run_id``, ``scenario``, ``cni``, ``condition``, ``repetition``, ``request`` (1-based),
+        ``time_us`` (total request time, µs), ``status`` (HTTP) and ``backend``. Empty (with
+        these columns) when no run kept request times.
+
+    Raises
+    ------
+    ResultsError
+        If ``results_path`` does not exist or a raw file cannot be read or parsed.
+    """
+    columns = [
+        "session_id",
+        "run_id",
+        "scenario",
+        "cni",
+        "condition",
+        "repetition",
+        "request",
+        "time_us",
+        "status",
+        "backend",
+    ]
+    parts: list[pd.DataFrame] = []
+    for run, raw in _runs_with_raw(results_path, REQUEST_TIME_FILE, df):
+        try:
+            timing = parse_http_timing(raw.read_text())
+        except (OSError, CnibenchError) as exc:
+            raise ResultsError(f"cannot read request times {raw}: {exc}") from exc
+        samples = [(i, s) for i, s in enumerate(timing.samples, start=1) if s.ok]
+        parts.append(
+            pd.DataFrame(
+                {
+                    "session_id": str(run["session_id"]),
+                    "run_id": str(run["run_id"]),
+                    "scenario": str(run["scenario"]),
+                    "cni": str(run["cni"]),
+                    "condition": str(run["condition"]),
+                    "repetition": int(run["repetition"]),
+                    "request": [i for i, _ in samples],
+                    "time_us": np.asarray([s.total_time_us for _, s in samples], dtype=float),
+                    "status": [s.status for _, s in samples],
+                    "backend": [s.backend for _, s in samples],
+                },
+                columns=columns,
+            )
+        )
+    if not parts:
+        return pd.DataFrame({column: [] for column in columns})
+    return pd.concat(parts, ignore_index=True)
+
+
+def request_time_summary(times: pd.DataFrame) -> pd.DataFrame:
+    """Count, mean, min, max and sample std of request times per (CNI, condition), in µs.
+
+    Parameters
+    ----------
+    times:
+        From :func:`load_request_times` (needs ``cni``, ``condition``, ``time_us``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``cni``, ``condition``, ``count``, ``mean``, ``min``, ``max``, ``std`` (µs),
+        from :func:`cnibench.stats.describe` over all requests of all runs of the group.
+    """
+    _require_columns(times, ("cni", "condition", "time_us"), "request_time_summary")
+    rows = []
+    for (cni, condition), group in times.groupby(["cni", "condition"], sort=False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+            summary = stats.describe(group["time_us"].to_numpy(dtype=np.float64))
+        rows.append(
+            {
+                "cni": str(cni),
+                "condition": str(condition),
+                "count": summary.n,
+                "mean": summary.mean,
+                "min": summary.min,
+                "max": summary.max,
+                "std": summary.std,
+            }
+        )
+    return pd.DataFrame(rows, columns=["cni", "condition", "count", "mean", "min", "max", "std"])
+
+
+def parse_weights(value: Any) -> dict[str, float]:
+    """Weights from a mapping or its JSON text, e.g. ``'{"v1": 90, "v2": 10}'``.
+
+    Raises
+    ------
+    ConfigError
+        If ``value`` is neither.
+    """
+    if isinstance(value, Mapping):
+        return {str(k): float(v) for k, v in value.items()}
+    if isinstance(value, str):
+        try:
+            loaded = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"weights must be a mapping or JSON object, got {value!r}") from exc
+        if isinstance(loaded, dict):
+            return {str(k): float(v) for k, v in loaded.items()}
+    raise ConfigError(f"weights must be a mapping or JSON object, got {value!r}")
+
+
+def load_split_records(
+    results_path: str | os.PathLike[str], *, df: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Every request of the traffic-split runs (raw locust records), with users and weights.
+
+    Parameters
+    ----------
+    results_path:
+        A results directory or a session directory.
+    df:
+        Its :func:`~cnibench.results.load_results` frame, if already loaded.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per successful request: ``run_id``, ``cni``, ``condition``, ``time`` (s, epoch),
+        ``backend``, ``users`` (virtual users of the run, NaN if unknown) and ``weights`` (JSON
+        text of the configured weights). Empty when there are no split runs.
+
+    Raises
+    ------
+    ResultsError
+        If a raw file cannot be read.
+    """
+    from cnibench.tools.locust_runner import parse_locust_records
+
+    columns = ["run_id", "cni", "condition", "time", "backend", "users", "weights"]
+    parts: list[pd.DataFrame] = []
+    for run, raw in _runs_with_raw(results_path, SPLIT_RECORDS_FILE, df):
+        try:
+            text = gzip.decompress(base64.b64decode(raw.read_text())).decode()
+            records = parse_locust_records(text).records
+        except (OSError, ValueError, CnibenchError) as exc:
+            raise ResultsError(f"cannot read split records {raw}: {exc}") from exc
+        ok = records[(records["status"] > 0) & (records["status"] < 400) & (records["error"] == "")]
+        parameters = json.loads(str(run["parameters"]))
+        users = parameters.get("users")
+        parts.append(
+            pd.DataFrame(
+                {
+                    "run_id": str(run["run_id"]),
+                    "cni": str(run["cni"]),
+                    "condition": str(run["condition"]),
+                    "time": ok["time"].to_numpy(dtype=float),
+                    "backend": ok["backend"].astype(str).to_numpy(),
+                    "users": math.nan if users is None else float(users),
+                    "weights": str(parameters.get("weights", "")),
+                },
+                columns=columns,
+            )
+        )
+    if not parts:
+        return pd.DataFrame({column: [] for column in columns})
+    return pd.concat(parts, ignore_index=True)

@@ -1,0 +1,715 @@
+"""The report document: one self-contained HTML file, a Markdown summary and PNG files.
+
+:func:`write_report` loads a results directory, draws every figure that the data support
+(:mod:`cnibench.report.figures`), builds the per-run tables (:mod:`cnibench.report.tables`) and
+the comparisons between conditions and CNIs (:func:`cnibench.stats.compare`), and writes the
+outputs atomically. The HTML embeds its figures as base64 PNG and its style inline: it needs no
+network and no other file. Every text it shows passes through :mod:`cnibench.report.scrub`.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import os
+import re
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from cnibench import stats
+from cnibench.errors import CnibenchError, ConfigError, ResultsError
+from cnibench.report import figures, tables
+from cnibench.report.data import (
+    LEVEL,
+    OUTLIER_THRESHOLD,
+    TRIM_PROPORTION,
+    bar_summary,
+    group_label,
+    load_request_times,
+    load_split_records,
+    ok_runs,
+    request_time_summary,
+    session_dirs,
+)
+from cnibench.report.scrub import environment_secrets, scrub_mapping, scrub_text
+from cnibench.results import REDACTED, atomic_write_bytes, load_environments, load_results
+
+__all__ = ["ComparisonRow", "ReportPaths", "comparisons", "write_report"]
+
+_DPI = 80
+_STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:2em auto;
+max-width:1200px;padding:0 1em;color:#222;line-height:1.4}
+h1,h2,h3{color:#1a3d6d}h2{border-bottom:2px solid #1a3d6d;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.85em}
+th,td{border:1px solid #bbb;padding:.25em .6em;text-align:right}
+th:first-child,td:first-child{text-align:left}th{background:#eef2f7}
+td.text{text-align:left}pre{background:#f5f5f5;padding:.5em;overflow-x:auto;font-size:.8em}
+figure{margin:1em 0}img{max-width:100%;height:auto;border:1px solid #ddd}
+.ok{color:#1b7a1b}.bad{color:#b00020;font-weight:bold}.note{color:#666;font-size:.9em}
+"""
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    """What :func:`write_report` wrote.
+
+    Attributes
+    ----------
+    html:
+        The self-contained HTML file, or None.
+    markdown:
+        The Markdown summary, or None.
+    pngs:
+        Every PNG written to the PNG directory (empty without one).
+    """
+
+    html: Path | None
+    markdown: Path | None
+    pngs: tuple[Path, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One comparison of two groups of runs on one metric.
+
+    Attributes
+    ----------
+    scenario, metric:
+        What was compared.
+    baseline, treatment:
+        Group labels (``"<cni> / <condition>"``).
+    comparison:
+        The :class:`cnibench.stats.Comparison`, or None when a group has fewer than 2 runs.
+    statement:
+        One sentence: a difference (with its interval) only when the interval excludes zero.
+    """
+
+    scenario: str
+    metric: str
+    baseline: str
+    treatment: str
+    comparison: stats.Comparison | None
+    statement: str
+
+
+def _kept_values(df: pd.DataFrame, scenario: str, metric: str) -> dict[tuple[str, str], Any]:
+    """Values per (cni, condition) that enter the statistics: ok runs minus outlier runs."""
+    summary = bar_summary(df, scenario=scenario, metric=metric)
+    excluded = {run_id for ids in summary["excluded"] for run_id in ids}
+    rows = ok_runs(df, scenario=scenario, metric=metric)
+    rows = rows[~rows["run_id"].isin(excluded)]
+    return {
+        (str(cni), str(condition)): group["value"].to_numpy(dtype=np.float64)
+        for (cni, condition), group in rows.groupby(["cni", "condition"], sort=False)
+    }
+
+
+def _parameters_by_condition(df: pd.DataFrame, scenario: str) -> dict[str, dict[str, Any]]:
+    rows = df[df["scenario"] == scenario].drop_duplicates("condition")
+    return {str(row.condition): json.loads(str(row.parameters)) for row in rows.itertuples()}
+
+
+_NOT_COMPARED = frozenset({"measurement", "tool"})
+"""Parameters that change what is measured, not the network: their values are not compared."""
+
+
+def _one_difference(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    differing = [key for key in set(a) | set(b) if a.get(key) != b.get(key)]
+    return len(differing) == 1 and differing[0] not in _NOT_COMPARED
+
+
+def comparisons(df: pd.DataFrame, scenario: str) -> list[ComparisonRow]:
+    """Compare conditions that differ in one parameter, and CNIs on the same condition.
+
+    Parameters
+    ----------
+    df:
+        Tidy results.
+    scenario:
+        Scenario whose metrics are compared.
+
+    Returns
+    -------
+    list of ComparisonRow
+        For every metric: within each CNI, every pair of conditions whose parameters differ in
+        exactly one (e.g. ``gateway-off`` vs ``gateway-on``; the first in sorted order is the
+        baseline), unless that is ``measurement`` or ``tool`` (another measurement, not another
+        network), and for every condition every pair of CNIs. Welch interval at 95 %; the
+        statement claims a difference only when the interval excludes zero.
+    """
+    parameters = _parameters_by_condition(df, scenario)
+    rows: list[ComparisonRow] = []
+    for metric in dict.fromkeys(ok_runs(df, scenario=scenario)["metric"]):
+        groups = _kept_values(df, scenario, str(metric))
+        pairs: list[tuple[tuple[str, str], tuple[str, str]]] = []
+        keys = sorted(groups)
+        for i, first in enumerate(keys):
+            for second in keys[i + 1 :]:
+                same_cni = first[0] == second[0]
+                if (
+                    same_cni
+                    and _one_difference(parameters.get(first[1], {}), parameters.get(second[1], {}))
+                ) or (not same_cni and first[1] == second[1]):
+                    pairs.append((first, second))
+        for base, treat in pairs:
+            base_label, treat_label = group_label(*base), group_label(*treat)
+            a, b = groups[base], groups[treat]
+            if a.size < 2 or b.size < 2:
+                rows.append(
+                    ComparisonRow(
+                        scenario,
+                        str(metric),
+                        base_label,
+                        treat_label,
+                        None,
+                        f"not enough runs to compare {treat_label} with {base_label} "
+                        f"(n={b.size} and {a.size}; 2 each needed)",
+                    )
+                )
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+                # scipy warns about precision with nearly equal samples; the interval says it.
+                warnings.simplefilter("ignore", RuntimeWarning)
+                result = stats.compare(a, b, level=LEVEL, method="welch")
+            rows.append(
+                ComparisonRow(
+                    scenario,
+                    str(metric),
+                    base_label,
+                    treat_label,
+                    result,
+                    result.statement(base_label, treat_label),
+                )
+            )
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering helpers
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    name: str
+    caption: str
+    png: bytes
+
+
+def _png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=_DPI, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "figure"
+
+
+class _Builder:
+    """Accumulates HTML and Markdown fragments; every text goes through the scrubber."""
+
+    def __init__(self, secrets: tuple[str, ...]) -> None:
+        self.secrets = secrets
+        self.html: list[str] = []
+        self.markdown: list[str] = []
+        self.figures: list[_Rendered] = []
+        self.names: set[str] = set()
+
+    def text(self, value: object) -> str:
+        return scrub_text(str(value), secrets=self.secrets)
+
+    def esc(self, value: object) -> str:
+        return html.escape(self.text(value))
+
+    def heading(self, level: int, title: str, anchor: str = "") -> None:
+        attribute = f' id="{html.escape(_slug(anchor))}"' if anchor else ""
+        self.html.append(f"<h{level}{attribute}>{self.esc(title)}</h{level}>")
+        self.markdown.append(f"\n{'#' * level} {self.text(title)}\n")
+
+    def paragraph(self, text: str, *, css: str = "") -> None:
+        klass = f' class="{css}"' if css else ""
+        self.html.append(f"<p{klass}>{self.esc(text)}</p>")
+        self.markdown.append(self.text(text) + "\n")
+
+    def bullets(self, items: list[str]) -> None:
+        if not items:
+            return
+        self.html.append("<ul>" + "".join(f"<li>{self.esc(i)}</li>" for i in items) + "</ul>")
+        self.markdown.append("\n".join(f"- {self.text(i)}" for i in items) + "\n")
+
+    def table(self, headers: list[str], rows: list[list[str]], *, caption: str = "") -> None:
+        head = "".join(f"<th>{self.esc(h)}</th>" for h in headers)
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f"<td{'' if _numeric(cell) else ' class=text'}>{self.esc(cell)}</td>"
+                for cell in row
+            )
+            + "</tr>"
+            for row in rows
+        )
+        cap = f"<caption>{self.esc(caption)}</caption>" if caption else ""
+        self.html.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        if caption:
+            self.markdown.append(f"*{self.text(caption)}*\n")
+        self.markdown.append(
+            tables.markdown_table(
+                [self.text(h) for h in headers], [[self.text(c) for c in r] for r in rows]
+            )
+            + "\n"
+        )
+
+    def pre(self, text: str) -> None:
+        self.html.append(f"<pre>{self.esc(text)}</pre>")
+
+    def figure(self, name: str, caption: str, draw: Callable[[], Figure]) -> None:
+        """Draw one figure; a figure the data cannot support becomes a note, not a failure."""
+        try:
+            rendered = draw()
+        except CnibenchError as exc:
+            self.paragraph(f"{caption}: not drawn ({exc})", css="note")
+            return
+        png = _png(rendered)
+        unique = _slug(name)
+        suffix = 2
+        while unique in self.names:
+            unique = f"{_slug(name)}-{suffix}"
+            suffix += 1
+        self.names.add(unique)
+        self.figures.append(_Rendered(unique, caption, png))
+        data = base64.b64encode(png).decode("ascii")
+        self.html.append(
+            f'<figure><img alt="{self.esc(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{self.esc(caption)}</figcaption></figure>"
+        )
+        self.markdown.append(f"![{self.text(caption)}](@@PNG:{unique}@@)\n")
+
+
+def _numeric(cell: str) -> bool:
+    return bool(re.fullmatch(r"[-+]?[0-9.,eE+–-]+%?|n/a", cell.strip()))
+
+
+# --------------------------------------------------------------------------------------------
+# Sections
+# --------------------------------------------------------------------------------------------
+
+
+def _methods(builder: _Builder, df: pd.DataFrame) -> None:
+    builder.heading(2, "Methods", "methods")
+    ok = df[df["status"] == "ok"]
+    per_group = ok.drop_duplicates("run_id").groupby(["scenario", "cni", "condition"]).size()
+    n_text = (
+        f"{int(per_group.min())} to {int(per_group.max())}"
+        if not per_group.empty and per_group.min() != per_group.max()
+        else f"{int(per_group.max()) if not per_group.empty else 0}"
+    )
+    builder.bullets(
+        [
+            f"Successful runs per scenario, CNI and condition (n): {n_text}; the tables list "
+            "every run.",
+            f"Central value: {100 * TRIM_PROPORTION:g}% truncated mean (int(0.1·n) smallest and "
+            "largest runs cut before averaging; nothing is cut with fewer than 10 runs).",
+            f"Intervals: Student-t {100 * LEVEL:g}% confidence interval of the mean of the "
+            "trimmed sample; none with a single run.",
+            f"Outliers: a run whose modified z-score (Iglewicz & Hoaglin, median and MAD) "
+            f"exceeds {OUTLIER_THRESHOLD:g} in magnitude is excluded from means, intervals and "
+            "comparisons and named in the figure; needs at least 3 runs.",
+            "Failed runs never enter a statistic; they are listed with their reason below.",
+            f"Comparisons: Welch's t interval of the difference of means at {100 * LEVEL:g}%; a "
+            "difference is reported only when the interval excludes zero, otherwise 'no "
+            "significant difference'. Compared are conditions that differ in exactly one "
+            "parameter, and different CNIs on the same condition.",
+            "Tables: one row per successful run, then the mean (Avg) and the sample standard "
+            "deviation (Std Dev, n-1 in the denominator).",
+        ]
+    )
+
+
+def _environment(builder: _Builder, results_path: Path) -> None:
+    builder.heading(2, "Environment", "environment")
+    environments = load_environments(results_path)
+    if environments.empty:
+        builder.paragraph("No environment fingerprint was recorded.", css="note")
+        return
+    scalar = [
+        "session_id",
+        "environment_id",
+        "backend",
+        "provider",
+        "cni",
+        "cni_version",
+        "kernel",
+        "cpu_model",
+        "cpu_count",
+        "memory_bytes",
+        "python",
+        "cnibench_version",
+    ]
+    rows = []
+    for column in scalar:
+        values = environments[column].tolist()
+        if column == "memory_bytes":
+            values = [f"{int(v) / 2**30:.1f} GiB" for v in values]
+        rows.append([column.replace("_", " ")] + [str(v) for v in values])
+    builder.table(["field"] + [f"session {i + 1}" for i in range(len(environments))], rows)
+    for row in environments.itertuples():
+        for column in ("nodes", "cni_values", "tool_versions"):
+            try:
+                mapping = json.loads(str(getattr(row, column)))
+            except json.JSONDecodeError:
+                mapping = {"unreadable": REDACTED}
+            if not isinstance(mapping, dict):
+                mapping = {"value": mapping}
+            clean = scrub_mapping(mapping, secrets=builder.secrets)
+            builder.html.append(
+                f"<h4>{builder.esc(row.session_id)}: {builder.esc(column.replace('_', ' '))}</h4>"
+            )
+            builder.pre(json.dumps(clean, indent=2, sort_keys=True))
+            builder.markdown.append(
+                f"- {builder.text(row.session_id)} {column}: `"
+                + builder.text(json.dumps(clean, sort_keys=True)).replace("`", "'")
+                + "`"
+            )
+    builder.markdown.append("")
+
+
+def _verification(builder: _Builder, results_path: Path, df: pd.DataFrame) -> None:
+    builder.heading(2, "Verification evidence", "verification")
+    rows = []
+    for session_id, directory in session_dirs(results_path).items():
+        for file in sorted(directory.glob("verification-*.json")):
+            try:
+                document = json.loads(file.read_text())
+            except (OSError, json.JSONDecodeError) as exc:
+                rows.append([session_id, file.stem, "unreadable", str(exc)])
+                continue
+            if not isinstance(document, dict):
+                document = {"detail": document}
+            ok = document.get("ok")
+            detail = document.get("detail", "")
+            extra = {k: v for k, v in document.items() if k not in ("ok", "detail")}
+            if extra:
+                extra_text = json.dumps(
+                    scrub_mapping(extra, secrets=builder.secrets), sort_keys=True
+                )
+                detail = f"{detail} {extra_text}"
+            verdict = "verified" if ok is True else "NOT verified" if ok is False else "unknown"
+            rows.append([session_id, file.stem.removeprefix("verification-"), verdict, str(detail)])
+    unverified = df[(df["status"] == "ok") & ~df["verified"]].drop_duplicates("run_id")
+    if rows:
+        builder.table(["session", "scenario-cni-condition", "result", "evidence"], rows)
+    else:
+        builder.paragraph("No verification files were recorded.", css="note")
+    if not unverified.empty:
+        builder.paragraph(
+            f"{len(unverified)} successful run(s) are not marked verified: "
+            + ", ".join(unverified["run_id"].astype(str)),
+            css="bad",
+        )
+
+
+def _failed(builder: _Builder, df: pd.DataFrame) -> None:
+    builder.heading(2, "Failed runs", "failed")
+    failed = df[df["status"] != "ok"].drop_duplicates("run_id")
+    if failed.empty:
+        builder.paragraph("None: every run succeeded.", css="ok")
+        return
+    builder.table(
+        ["run", "scenario", "CNI", "condition", "reason"],
+        [
+            [str(r.run_id), str(r.scenario), str(r.cni), str(r.condition), str(r.reason)]
+            for r in failed.itertuples()
+        ],
+    )
+
+
+def _run_tables(builder: _Builder, df: pd.DataFrame, scenario: str) -> None:
+    rows = df[df["scenario"] == scenario]
+    for (cni, condition), _ in rows.groupby(["cni", "condition"], sort=False):
+        try:
+            table = tables.table_runs(df, scenario, str(condition), cni=str(cni))
+        except CnibenchError as exc:
+            builder.paragraph(f"{cni} / {condition}: no table ({exc})", css="note")
+            continue
+        run_ids = table.attrs["run_ids"]
+        body = [
+            [f"{label} ({run_ids[i]})" if i < len(run_ids) else str(label)]
+            + [tables.format_number(float(v)) for v in values]
+            for i, (label, values) in enumerate(
+                zip(table.index, table.to_numpy(dtype=float), strict=True)
+            )
+        ]
+        builder.table(
+            ["run"] + [str(c) for c in table.columns],
+            body,
+            caption=f"{scenario}: {group_label(str(cni), str(condition))}",
+        )
+
+
+def _comparison_section(builder: _Builder, df: pd.DataFrame, scenario: str) -> None:
+    found = comparisons(df, scenario)
+    if not found:
+        return
+    builder.heading(3, f"{scenario}: comparisons")
+    builder.table(
+        ["metric", "baseline", "treatment", "result", "p (Welch)"],
+        [
+            [
+                row.metric,
+                row.baseline,
+                row.treatment,
+                row.statement,
+                "n/a" if row.comparison is None else f"{row.comparison.p_value:.3g}",
+            ]
+            for row in found
+        ],
+    )
+
+
+def _scenario(
+    builder: _Builder,
+    df: pd.DataFrame,
+    scenario: str,
+    times: pd.DataFrame,
+    split: pd.DataFrame,
+) -> None:
+    builder.heading(2, f"Scenario: {scenario}", f"scenario-{scenario}")
+    ok = ok_runs(df, scenario=scenario)
+    if ok.empty:
+        builder.paragraph("No successful run.", css="bad")
+    _comparison_section(builder, df, scenario)
+    scenario_times = times[times["scenario"] == scenario] if not times.empty else times
+    if not scenario_times.empty:
+        builder.heading(3, f"{scenario}: request-response times")
+        summary = request_time_summary(scenario_times)
+        builder.table(
+            ["group", "count", "mean µs", "min µs", "max µs", "std µs"],
+            [
+                [
+                    group_label(str(r.cni), str(r.condition)),
+                    str(r.count),
+                    tables.format_number(float(str(r.mean))),
+                    tables.format_number(float(str(r.min))),
+                    tables.format_number(float(str(r.max))),
+                    tables.format_number(float(str(r.std))),
+                ]
+                for r in summary.itertuples()
+            ],
+        )
+        builder.figure(
+            f"{scenario}-rr-histogram",
+            f"{scenario}: histogram of request times (log axis)",
+            partial(figures.figure_rr_histogram, scenario_times),
+        )
+        builder.figure(
+            f"{scenario}-rr-ecdf",
+            f"{scenario}: ECDF of request times (log axis)",
+            partial(figures.figure_rr_ecdf, scenario_times),
+        )
+    scenario_split = split[split["run_id"].isin(ok["run_id"])] if not split.empty else split
+    if not scenario_split.empty:
+        builder.heading(3, f"{scenario}: traffic split")
+        for (cni, weights), group in scenario_split.groupby(["cni", "weights"], sort=False):
+            label = f"{cni}, weights {weights}"
+            builder.figure(
+                f"{scenario}-{cni}-split-shares",
+                f"{scenario}: share per backend in 5 s windows, {label} (one run per users level)",
+                partial(figures.figure_split_shares, _first_run_per_level(group)),
+            )
+            builder.figure(
+                f"{scenario}-{cni}-split-distance",
+                f"{scenario}: distance to the configured weights, {label}",
+                partial(figures.figure_split_distance, group),
+            )
+    for x in ("rules", "clients"):
+        column = f"param_{x}"
+        if column in ok.columns and ok[column].notna().any() and ok[column].nunique() > 1:
+            metrics = [m for m in ("throughput", "latency_mean") if m in set(ok["metric"])]
+            if metrics:
+                builder.figure(
+                    f"{scenario}-scaling-{x}",
+                    f"{scenario}: scaling with the number of {x}",
+                    partial(
+                        figures.figure_policy_scaling, df, x=x, metrics=metrics, scenario=scenario
+                    ),
+                )
+    for metric in dict.fromkeys(ok["metric"]):
+        builder.heading(3, f"{scenario}: {metric}")
+        builder.figure(
+            f"{scenario}-{metric}-bars",
+            f"{scenario}: {metric}, truncated mean and {100 * LEVEL:g}% CI per CNI and condition",
+            partial(figures.figure_bars, df, scenario, str(metric)),
+        )
+        builder.figure(
+            f"{scenario}-{metric}-runs",
+            f"{scenario}: {metric} per run",
+            partial(figures.figure_runs, df, scenario, str(metric)),
+        )
+    builder.heading(3, f"{scenario}: runs")
+    _run_tables(builder, df, scenario)
+
+
+def _first_run_per_level(records: pd.DataFrame) -> pd.DataFrame:
+    # One run per users level: windows of several runs of one level would overlap in time.
+    firsts = records.drop_duplicates("users")["run_id"]
+    return records[records["run_id"].isin(firsts)]
+
+
+def _overview(builder: _Builder, df: pd.DataFrame, results_path: Path) -> None:
+    runs = df.drop_duplicates("run_id")
+    ok = int((runs["status"] == "ok").sum())
+    builder.paragraph(
+        f"Results: {results_path.name}; {runs['session_id'].nunique()} session(s), {len(runs)} "
+        f"run(s) ({ok} successful, {len(runs) - ok} failed); scenarios "
+        f"{', '.join(dict.fromkeys(runs['scenario']))}; "
+        f"CNIs {', '.join(dict.fromkeys(runs['cni']))}."
+    )
+    scenarios = list(dict.fromkeys(runs["scenario"]))
+    builder.html.append(
+        "<nav><ul>"
+        + "".join(
+            f'<li><a href="#{html.escape(_slug("scenario-" + s))}">{builder.esc(s)}</a></li>'
+            for s in scenarios
+        )
+        + '<li><a href="#methods">methods</a></li><li><a href="#environment">environment</a></li>'
+        '<li><a href="#verification">verification</a></li><li><a href="#failed">failed runs</a>'
+        "</li></ul></nav>"
+    )
+
+
+def _iter_scenarios(df: pd.DataFrame) -> Iterator[str]:
+    yield from (str(s) for s in dict.fromkeys(df["scenario"]))
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+
+
+def _target(path: str | os.PathLike[str] | None) -> Path | None:
+    if path is None:
+        return None
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ResultsError(f"cannot create directory {target.parent}: {exc.strerror}") from exc
+    return target
+
+
+def write_report(
+    results: str | os.PathLike[str],
+    *,
+    html: str | os.PathLike[str] | None = None,
+    markdown: str | os.PathLike[str] | None = None,
+    png_dir: str | os.PathLike[str] | None = None,
+    title: str = "cnibench report",
+) -> ReportPaths:
+    """Write the report of a results directory: HTML, Markdown and/or PNG files.
+
+    Parameters
+    ----------
+    results:
+        A results directory (holding sessions) or one session directory.
+    html:
+        Self-contained HTML file to write (figures embedded as base64 PNG, inline CSS, no
+        external resource).
+    markdown:
+        Markdown summary to write; it links the PNGs when ``png_dir`` is given.
+    png_dir:
+        Directory for one PNG per figure; created if missing.
+    title:
+        Title of the documents.
+
+    Returns
+    -------
+    ReportPaths
+        The files written.
+
+    Raises
+    ------
+    ConfigError
+        If none of ``html``, ``markdown`` and ``png_dir`` is given.
+    ResultsError
+        If ``results`` does not exist, holds no results or cannot be read, or an output cannot
+        be written (one-line message naming the path). Outputs are written atomically
+        (temporary file + rename), so a failed call leaves earlier reports intact.
+    """
+    if html is None and markdown is None and png_dir is None:
+        raise ConfigError("write_report needs at least one of html=, markdown= or png_dir=")
+    results_path = Path(results)
+    if not results_path.is_dir():
+        raise ResultsError(f"results directory {results_path} does not exist")
+    df = load_results(results_path)
+    if df.empty:
+        raise ResultsError(f"no results in {results_path}: no runs/<run_id>.json files found")
+    html_path, markdown_path = _target(html), _target(markdown)
+    png_path = None if png_dir is None else Path(png_dir)
+    secrets = environment_secrets()
+    builder = _Builder(secrets)
+    builder.html.append(f"<h1>{builder.esc(title)}</h1>")
+    builder.markdown.append(f"# {builder.text(title)}\n")
+    builder.paragraph(f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC by cnibench.")
+    _overview(builder, df, results_path)
+    times = load_request_times(results_path, df=df)
+    split = load_split_records(results_path, df=df)
+    with warnings.catch_warnings():
+        # Degenerate samples (one run, equal values) are shown as such, not warned about.
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        for scenario in _iter_scenarios(df):
+            _scenario(builder, df, scenario, times, split)
+    _methods(builder, df)
+    _environment(builder, results_path)
+    _verification(builder, results_path, df)
+    _failed(builder, df)
+
+    pngs: list[Path] = []
+    if png_path is not None:
+        try:
+            png_path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ResultsError(f"cannot create directory {png_path}: {exc.strerror}") from exc
+        for rendered in builder.figures:
+            pngs.append(atomic_write_bytes(png_path / f"{rendered.name}.png", rendered.png))
+    if html_path is not None:
+        document = (
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{builder.esc(title)}</title><style>{_STYLE}</style></head><body>\n"
+            + "\n".join(builder.html)
+            + "\n</body></html>\n"
+        )
+        atomic_write_bytes(html_path, _final_scrub(document, secrets).encode())
+    if markdown_path is not None:
+        text = "\n".join(builder.markdown) + "\n"
+
+        def link(match: re.Match[str]) -> str:
+            caption = match.group(1)
+            if png_path is None:
+                return f"*Figure: {caption} (in the HTML report)*"
+            target = png_path / f"{match.group(2)}.png"
+            return f"![{caption}](" + os.path.relpath(target, markdown_path.parent) + ")"
+
+        text = re.sub(r"!\[([^\]]*)\]\(@@PNG:([^@]+)@@\)", link, text)
+        atomic_write_bytes(markdown_path, _final_scrub(text, secrets).encode())
+    return ReportPaths(html=html_path, markdown=markdown_path, pngs=tuple(pngs))
+
+
+def _final_scrub(document: str, secrets: tuple[str, ...]) -> str:
+    """Remove literal secret values from the finished document, images included."""
+    for value in secrets:
+        document = document.replace(value, REDACTED)
+    return document

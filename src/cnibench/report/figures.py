@@ -1,0 +1,729 @@
+"""Figures of a benchmark report, each a function of the tidy results returning a Figure.
+
+Figures are built with Matplotlib's object API on the Agg canvas (no display, no global
+``pyplot`` state): a figure is garbage once the caller drops it, and rendering is thread-safe
+per figure. Values are plotted in the unit they were recorded in (bits/s, µs, %, MB); axis
+labels use engineering prefixes (``10 Gbit/s``) without changing the data, so the heights of
+the bars are the statistics themselves.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.ticker import EngFormatter
+
+from cnibench import stats
+from cnibench.errors import ConfigError, InsufficientDataError
+from cnibench.report.data import (
+    LEVEL,
+    TRIM_PROPORTION,
+    bar_summary,
+    group_label,
+    metric_unit,
+    ok_runs,
+    parse_weights,
+    request_time_summary,
+    trimmed_sample,
+)
+
+__all__ = [
+    "figure_bars",
+    "figure_pod_scaling",
+    "figure_policy_scaling",
+    "figure_rr_ecdf",
+    "figure_rr_histogram",
+    "figure_runs",
+    "figure_split_distance",
+    "figure_split_shares",
+    "new_figure",
+]
+
+_UNIT_LABELS = {"bits/s": "bit/s", "us": "s", "ms": "s", "requests/s": "req/s"}
+_UNIT_SCALE = {"us": 1e-6, "ms": 1e-3}
+_PALETTE = (
+    "#4c72b0",
+    "#dd8452",
+    "#55a868",
+    "#c44e52",
+    "#8172b3",
+    "#937860",
+    "#da8bc3",
+    "#8c8c8c",
+    "#ccb974",
+    "#64b5cd",
+)
+
+
+def new_figure(width: float = 8.0, height: float = 4.5) -> Figure:
+    """An empty figure on an Agg canvas, size in inches (rendered at 100 dpi by reports)."""
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _color(index: int) -> str:
+    return _PALETTE[index % len(_PALETTE)]
+
+
+def _format_value_axis(ax: Axes, unit: str, *, axis: str = "y") -> None:
+    """Engineering tick labels in the metric's unit; µs and ms become seconds on the labels."""
+    scale = _UNIT_SCALE.get(unit)
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    if scale is not None:
+
+        def seconds(value: float, _pos: float | None = None) -> str:
+            return EngFormatter(unit="s")(value * scale)
+
+        target.set_major_formatter(seconds)
+    elif unit in ("bits/s", "requests/s", "bytes", "B"):
+        target.set_major_formatter(EngFormatter(unit=_UNIT_LABELS.get(unit, unit)))
+
+
+def figure_bars(
+    df: pd.DataFrame,
+    scenario: str,
+    metric: str,
+    *,
+    proportion: float = TRIM_PROPORTION,
+    level: float = LEVEL,
+    title: str | None = None,
+) -> Figure:
+    """Bar chart of the truncated mean with its confidence interval per CNI and condition.
+
+    Parameters
+    ----------
+    df:
+        Tidy results (:func:`cnibench.results.load_results`).
+    scenario, metric:
+        E.g. ``"egress"`` and ``"throughput"`` (bits/s).
+    proportion:
+        Fraction trimmed from each end (default 10 %).
+    level:
+        Confidence level of the error bars (default 0.95, Student-t).
+    title:
+        Figure title; default ``"<scenario>: <metric> [unit]"``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One bar per (CNI, condition), in order of first appearance; bar height = truncated mean
+        of the successful, non-outlier runs; error bar = interval from
+        :func:`bar_summary`. Outlier runs (modified z-score above 3.5) are excluded and named
+        in an annotation under the axes; failed runs never enter.
+
+    Raises
+    ------
+    InsufficientDataError
+        If no successful run has the scenario and metric.
+    """
+    summary = bar_summary(df, scenario=scenario, metric=metric, proportion=proportion, level=level)
+    unit = metric_unit(df, metric)
+    figure = new_figure(max(5.0, 1.1 * len(summary) + 2.5), 4.5)
+    ax = figure.add_subplot()
+    positions = np.arange(len(summary), dtype=float)
+    cnis = list(dict.fromkeys(summary["cni"]))
+    colors = [_color(cnis.index(cni)) for cni in summary["cni"]]
+    means = summary["mean"].to_numpy(dtype=float)
+    ax.bar(positions, means, color=colors, width=0.7, label="_bars")
+    low = summary["ci_low"].to_numpy(dtype=float)
+    high = summary["ci_high"].to_numpy(dtype=float)
+    has_ci = np.isfinite(low) & np.isfinite(high)
+    if has_ci.any():
+        ax.errorbar(
+            positions[has_ci],
+            means[has_ci],
+            yerr=np.vstack([means[has_ci] - low[has_ci], high[has_ci] - means[has_ci]]),
+            fmt="none",
+            ecolor="black",
+            capsize=5,
+            label=f"{100 * level:g}% CI",
+        )
+    ax.set_xticks(
+        positions,
+        [f"{row.condition}\n{row.cni}\n(n={row.n})" for row in summary.itertuples()],
+        fontsize=8,
+    )
+    ax.set_ylabel(f"{metric} [{unit}]" if unit else metric)
+    _format_value_axis(ax, unit)
+    ax.set_title(title or f"{scenario}: {metric}, {100 * proportion:g}% truncated mean")
+    ax.grid(axis="y", alpha=0.3)
+    notes = [
+        f"excluded outlier {run_id} ({value:.4g} {unit})"
+        for excluded, values in zip(summary["excluded"], summary["excluded_values"], strict=True)
+        for run_id, value in zip(excluded, values, strict=True)
+    ]
+    failed = int(summary["failed"].sum())
+    if failed:
+        notes.append(f"{failed} failed run(s) not shown")
+    if notes:
+        figure.text(0.01, 0.005, "; ".join(notes), fontsize=7, color="firebrick", wrap=True)
+        engine = figure.get_layout_engine()
+        if isinstance(engine, ConstrainedLayoutEngine):
+            # Leave room under the axes for the note.
+            engine.set(rect=(0, 0.05, 1, 0.95))
+    if has_ci.any():
+        ax.legend(loc="lower right", fontsize=8)
+    return figure
+
+
+def figure_runs(
+    df: pd.DataFrame,
+    scenario: str,
+    metric: str,
+    *,
+    title: str | None = None,
+) -> Figure:
+    """Value of every successful run, per CNI and condition, in run order.
+
+    Parameters
+    ----------
+    df:
+        Tidy results.
+    scenario, metric:
+        What to plot.
+    title:
+        Figure title; default ``"<scenario>: <metric> per run"``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One line with markers per (CNI, condition); x = run number (1-based, by run time),
+        y = the run's value in the metric's unit. Outlier runs get a red ring.
+
+    Raises
+    ------
+    InsufficientDataError
+        If no successful run has the scenario and metric.
+    """
+    rows = ok_runs(df, scenario=scenario, metric=metric)
+    if rows.empty:
+        raise InsufficientDataError(
+            f"no successful run of scenario {scenario!r} has metric {metric!r}"
+        )
+    unit = metric_unit(df, metric)
+    summary = bar_summary(df, scenario=scenario, metric=metric)
+    excluded = {run_id for ids in summary["excluded"] for run_id in ids}
+    figure = new_figure(8.0, 4.0)
+    ax = figure.add_subplot()
+    for index, ((cni, condition), group) in enumerate(
+        rows.groupby(["cni", "condition"], sort=False)
+    ):
+        group = group.sort_values(["time", "run_id"])
+        run_numbers = np.arange(1, len(group) + 1)
+        values = group["value"].to_numpy(dtype=float)
+        ax.plot(
+            run_numbers,
+            values,
+            marker="o",
+            color=_color(index),
+            label=group_label(str(cni), str(condition)),
+        )
+        flagged = group["run_id"].isin(excluded).to_numpy()
+        if flagged.any():
+            ax.scatter(
+                run_numbers[flagged],
+                values[flagged],
+                s=160,
+                facecolors="none",
+                edgecolors="red",
+                label="_outlier",
+            )
+    ax.set_xlabel("run")
+    ax.xaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]
+    ax.set_ylabel(f"{metric} [{unit}]" if unit else metric)
+    _format_value_axis(ax, unit)
+    ax.set_title(title or f"{scenario}: {metric} per run")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    return figure
+
+
+# --------------------------------------------------------------------------------------------
+# Traffic split
+# --------------------------------------------------------------------------------------------
+
+
+def _split_weights(records: pd.DataFrame, weights: Mapping[str, float] | str | None) -> Any:
+    if weights is not None:
+        return parse_weights(weights)
+    if "weights" not in records.columns or records.empty:
+        raise ConfigError("split figures need weights: pass weights= or a 'weights' column")
+    distinct = records["weights"].dropna().unique()
+    if len(distinct) != 1:
+        raise ConfigError(
+            f"split records carry {len(distinct)} different weights; pass weights= or select one"
+        )
+    return parse_weights(distinct[0])
+
+
+def _require_records(records: pd.DataFrame) -> None:
+    missing = [column for column in ("time", "backend") if column not in records.columns]
+    if missing:
+        raise ConfigError(f"split records need columns time and backend; missing {missing}")
+    if records.empty:
+        raise InsufficientDataError("no split request records to plot")
+
+
+def figure_split_shares(
+    records: pd.DataFrame,
+    *,
+    weights: Mapping[str, float] | str | None = None,
+    window: float = 5.0,
+    users_column: str = "users",
+    title: str | None = None,
+) -> Figure:
+    """Share of requests per backend in consecutive time windows, against the configured weight.
+
+    Parameters
+    ----------
+    records:
+        One row per answered request: ``time`` (seconds, any origin) and ``backend``; with a
+        ``users`` column holding several levels, one panel per level.
+    weights:
+        Configured weight per backend (any scale; normalised), or its JSON text; default the
+        single value of a ``weights`` column.
+    window:
+        Window length in seconds (default 5 s).
+    users_column:
+        Column with the number of virtual users.
+    title:
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Per panel: one line with markers per backend (x = window start in s, y = share in
+        [0, 1]) from :func:`cnibench.stats.windowed_shares`, and a dashed horizontal reference
+        line per backend at its normalised weight (labelled ``"<backend> weight"``).
+
+    Raises
+    ------
+    InsufficientDataError
+        No records.
+    ConfigError
+        Missing columns, weights or a backend without a weight.
+    """
+    _require_records(records)
+    reference = _split_weights(records, weights)
+    if users_column in records.columns and records[users_column].notna().any():
+        levels = sorted(records[users_column].dropna().unique().tolist())
+        panels = [(f"{level:g} users", records[records[users_column] == level]) for level in levels]
+    else:
+        panels = [("", records)]
+    figure = new_figure(8.0, 2.8 * len(panels) + 0.6)
+    axes = figure.subplots(len(panels), 1, squeeze=False, sharex=True)[:, 0]
+    total = sum(reference.values())
+    names = sorted(reference)
+    for ax, (label, panel) in zip(axes, panels, strict=True):
+        shares = stats.windowed_shares(
+            panel["time"].to_numpy(dtype=float),
+            panel["backend"].astype(str).to_numpy(),
+            window=window,
+            weights=reference,
+        )
+        for index, name in enumerate(names):
+            rows = shares[shares["backend"] == name]
+            ax.plot(
+                rows["window_start"],
+                rows["share"],
+                marker="o",
+                markersize=3,
+                color=_color(index),
+                label=f"{name} share",
+            )
+            ax.axhline(
+                reference[name] / total,
+                color=_color(index),
+                linestyle="--",
+                linewidth=1,
+                label=f"{name} weight",
+            )
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_ylabel("share of requests")
+        ax.set_title(label, fontsize=9, loc="left")
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel(f"time since first request [s] ({window:g} s windows)")
+    axes[0].legend(fontsize=7, ncols=2, loc="upper right")
+    figure.suptitle(title or "Traffic split: share per backend over time")
+    return figure
+
+
+def split_distance_summary(
+    records: pd.DataFrame,
+    *,
+    weights: Mapping[str, float] | str | None = None,
+    window: float = 5.0,
+    users_column: str = "users",
+) -> pd.DataFrame:
+    """Distance of the observed split to the configured weights per virtual-user level.
+
+    Parameters
+    ----------
+    records, weights, window, users_column:
+        As for :func:`figure_split_shares`; a ``users`` column is required.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per users level: ``users``, ``requests``, ``window_mean`` and ``window_max``
+        (mean and largest total-variation distance over the windows) and ``overall`` (total
+        variation of the whole level, :func:`cnibench.stats.splitting_error`), as fractions
+        of requests in [0, 1].
+    """
+    _require_records(records)
+    if users_column not in records.columns:
+        raise ConfigError(f"split distance needs a {users_column!r} column (virtual users)")
+    reference = _split_weights(records, weights)
+    rows = []
+    for users, level in records.groupby(users_column, sort=True):
+        shares = stats.windowed_shares(
+            level["time"].to_numpy(dtype=float),
+            level["backend"].astype(str).to_numpy(),
+            window=window,
+            weights=reference,
+        )
+        per_window = shares.drop_duplicates("window_start")["total_variation"]
+        counts = {name: 0 for name in reference}
+        counts.update(level["backend"].astype(str).value_counts().to_dict())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+            overall = stats.splitting_error(counts, reference).total_variation
+        rows.append(
+            {
+                "users": float(str(users)),
+                "requests": len(level),
+                "window_mean": float(per_window.mean()),
+                "window_max": float(per_window.max()),
+                "overall": overall,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def figure_split_distance(
+    records: pd.DataFrame,
+    *,
+    weights: Mapping[str, float] | str | None = None,
+    window: float = 5.0,
+    users_column: str = "users",
+    title: str | None = None,
+) -> Figure:
+    """Distance between the observed split and the configured weights per virtual-user level.
+
+    Parameters
+    ----------
+    records, weights, window, users_column:
+        As for :func:`figure_split_shares`; a ``users`` column is required.
+    title:
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        x = virtual users; three lines (data from :func:`split_distance_summary`): the mean
+        and the largest total-variation distance over ``window``-second windows, and the
+        distance of the whole run. The distance is half the sum over backends of
+        ``|share - weight|``: the fraction of requests sent to the "wrong" backend.
+    """
+    summary = split_distance_summary(
+        records, weights=weights, window=window, users_column=users_column
+    )
+    figure = new_figure(7.0, 4.0)
+    ax = figure.add_subplot()
+    ax.plot(
+        summary["users"], summary["window_mean"], marker="o", label=f"mean of {window:g} s windows"
+    )
+    ax.plot(
+        summary["users"], summary["window_max"], marker="^", linestyle=":", label="worst window"
+    )
+    ax.plot(summary["users"], summary["overall"], marker="s", linestyle="--", label="whole run")
+    ax.set_xlabel("virtual users")
+    ax.set_ylabel("distance to reference (total variation)")
+    ax.set_ylim(bottom=0.0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title or "Traffic split: distance to the configured weights")
+    return figure
+
+
+# --------------------------------------------------------------------------------------------
+# Request-response times
+# --------------------------------------------------------------------------------------------
+
+
+def _time_groups(times: pd.DataFrame) -> list[tuple[str, np.ndarray[Any, Any]]]:
+    for column in ("cni", "condition", "time_us"):
+        if column not in times.columns:
+            raise ConfigError(f"request times need a {column!r} column (load_request_times)")
+    if times.empty:
+        raise InsufficientDataError("no request times to plot")
+    return [
+        (group_label(str(cni), str(condition)), group["time_us"].to_numpy(dtype=np.float64))
+        for (cni, condition), group in times.groupby(["cni", "condition"], sort=False)
+    ]
+
+
+def figure_rr_histogram(times: pd.DataFrame, *, bins: int = 60, title: str | None = None) -> Figure:
+    """Histogram of request-response times on a logarithmic time axis, with summary table.
+
+    Parameters
+    ----------
+    times:
+        From :func:`cnibench.report.load_request_times` (``cni``, ``condition``, ``time_us``).
+    bins:
+        Number of log-spaced bins over the range of all groups.
+    title:
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One step outline (``StepPatch``) of request counts per (CNI, condition) over shared
+        log-spaced bins (:func:`cnibench.stats.histogram`), and under it a table of count, mean,
+        min, max and std in µs (:func:`cnibench.stats.describe`).
+    """
+    groups = _time_groups(times)
+    every = np.concatenate([values for _, values in groups])
+    edges = stats.histogram(every, bins=bins, log=True).edges
+    figure = new_figure(8.0, 4.8 + 0.3 * len(groups))
+    ax, table_ax = figure.subplots(
+        2, 1, gridspec_kw={"height_ratios": [4.0, 0.6 + 0.3 * len(groups)]}
+    )
+    for index, (label, values) in enumerate(groups):
+        histogram = stats.histogram(values, bins=edges.tolist())
+        ax.stairs(
+            histogram.counts, histogram.edges, color=_color(index), label=label, linewidth=1.5
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("request time [µs]")
+    ax.set_ylabel("requests per bin")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title or "Request-response time histogram")
+    summary = request_time_summary(times)
+    cell_text = [
+        [
+            group_label(str(row.cni), str(row.condition)),
+            f"{int(str(row.count)):d}",
+            f"{float(str(row.mean)):.1f}",
+            f"{float(str(row.min)):.1f}",
+            f"{float(str(row.max)):.1f}",
+            "n/a" if math.isnan(float(str(row.std))) else f"{float(str(row.std)):.1f}",
+        ]
+        for row in summary.itertuples()
+    ]
+    table_ax.axis("off")
+    table = table_ax.table(
+        cellText=cell_text,
+        colLabels=["group", "count", "mean µs", "min µs", "max µs", "std µs"],
+        loc="center",
+        bbox=(0.0, 0.0, 1.0, 1.0),
+    )
+    table.set_fontsize(8)
+    return figure
+
+
+def figure_rr_ecdf(times: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """Empirical CDF of request-response times on a logarithmic time axis.
+
+    Parameters
+    ----------
+    times:
+        From :func:`cnibench.report.load_request_times`.
+    title:
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One post-step line per (CNI, condition): x = the request times sorted (µs), y = the
+        proportion of requests at most that long, ending at 1 (:func:`cnibench.stats.ecdf`).
+    """
+    groups = _time_groups(times)
+    figure = new_figure(8.0, 4.5)
+    ax = figure.add_subplot()
+    for index, (label, values) in enumerate(groups):
+        curve = stats.ecdf(values)
+        ax.step(curve.x, curve.y, where="post", color=_color(index), label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("request time [µs]")
+    ax.set_ylabel("proportion of requests ≤ x")
+    ax.set_ylim(0.0, 1.02)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(title or "Request-response time ECDF")
+    return figure
+
+
+# --------------------------------------------------------------------------------------------
+# Policy scaling
+# --------------------------------------------------------------------------------------------
+
+
+def _param_value(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return "-"
+    return str(value)
+
+
+def scaling_summary(
+    df: pd.DataFrame,
+    *,
+    x: str,
+    metric: str,
+    scenario: str = "policy",
+    proportion: float = TRIM_PROPORTION,
+    level: float = LEVEL,
+) -> pd.DataFrame:
+    """Truncated mean and interval of ``metric`` per line and x level, for a scaling figure.
+
+    Parameters
+    ----------
+    df:
+        Tidy results.
+    x:
+        Parameter on the x axis, e.g. ``"rules"`` or ``"clients"`` (column ``param_<x>``).
+    metric:
+        E.g. ``"throughput"`` (bits/s) or ``"latency_mean"`` (ms).
+    scenario:
+        Scenario to take the rows from.
+    proportion, level:
+        Trimming per end and confidence level.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``line`` (CNI plus every other parameter that varies, e.g. ``"vxlan
+        engine=nftables"``), ``x``, ``n``, ``mean``, ``ci_low``, ``ci_high``; sorted by line and x.
+
+    Raises
+    ------
+    ConfigError
+        If ``param_<x>`` is not a column.
+    InsufficientDataError
+        If no successful run has the scenario and metric.
+    """
+    column = f"param_{x}"
+    if column not in df.columns:
+        raise ConfigError(f"no parameter {x!r} in the results (no column {column})")
+    rows = ok_runs(df, scenario=scenario, metric=metric)
+    rows = rows[rows[column].notna()]
+    if rows.empty:
+        raise InsufficientDataError(
+            f"no successful run of scenario {scenario!r} has metric {metric!r} and {x!r}"
+        )
+    others = [
+        name
+        for name in sorted(rows.columns)
+        if name.startswith("param_")
+        and name != column
+        and rows[name].astype(str).nunique(dropna=False) > 1
+    ]
+    keys = rows["cni"].astype(str)
+    for name in others:
+        keys = keys + " " + name[len("param_") :] + "=" + rows[name].map(_param_value)
+    rows = rows.assign(_line=keys, _x=rows[column].astype(float))
+    result = []
+    for (line, level_x), group in rows.groupby(["_line", "_x"], sort=True):
+        values = group["value"].to_numpy(dtype=np.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+            interval = stats.confidence_interval(
+                trimmed_sample(values, proportion), level=level, method="t"
+            )
+        result.append(
+            {
+                "line": str(line),
+                "x": float(level_x),
+                "n": int(values.size),
+                "mean": stats.truncated_mean(values, proportion=proportion),
+                "ci_low": interval.low,
+                "ci_high": interval.high,
+            }
+        )
+    return pd.DataFrame(result)
+
+
+def figure_policy_scaling(
+    df: pd.DataFrame,
+    *,
+    x: str = "rules",
+    metrics: Sequence[str] = ("throughput", "latency_mean"),
+    scenario: str = "policy",
+    title: str | None = None,
+) -> Figure:
+    """Throughput and latency versus the number of policy rules, one line per engine/CNI.
+
+    Parameters
+    ----------
+    df:
+        Tidy results with a ``param_<x>`` column.
+    x:
+        ``"rules"`` (network-policy rules) or ``"clients"`` (pod scaling, see
+        :func:`figure_pod_scaling`).
+    metrics:
+        One panel per metric, side by side.
+    scenario:
+        Scenario to plot.
+    title:
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Per panel, one line with markers and Student-t error bars per line key of
+        :func:`scaling_summary` (CNI plus the other varying parameters such as the engine);
+        y = truncated mean of the successful runs at each x.
+    """
+    panels = [
+        (metric, scaling_summary(df, x=x, metric=metric, scenario=scenario)) for metric in metrics
+    ]
+    figure = new_figure(5.0 * len(panels) + 1.0, 4.5)
+    axes = figure.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (metric, summary) in zip(axes, panels, strict=True):
+        unit = metric_unit(df, metric)
+        for index, (line, group) in enumerate(summary.groupby("line", sort=True)):
+            means = group["mean"].to_numpy(dtype=float)
+            low = group["ci_low"].to_numpy(dtype=float)
+            high = group["ci_high"].to_numpy(dtype=float)
+            yerr = np.vstack([np.nan_to_num(means - low), np.nan_to_num(high - means)])
+            ax.errorbar(
+                group["x"],
+                means,
+                yerr=yerr,
+                marker="o",
+                capsize=3,
+                color=_color(index),
+                label=str(line),
+            )
+        ax.set_xlabel(f"number of {x}")
+        ax.set_ylabel(f"{metric} [{unit}]" if unit else metric)
+        _format_value_axis(ax, unit)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    figure.suptitle(title or f"{scenario}: scaling with the number of {x}")
+    return figure
+
+
+def figure_pod_scaling(
+    df: pd.DataFrame,
+    *,
+    metrics: Sequence[str] = ("throughput", "latency_mean"),
+    scenario: str = "policy",
+    title: str | None = None,
+) -> Figure:
+    """Throughput and latency versus the number of client pods (``param_clients``).
+
+    Same as :func:`figure_policy_scaling` with ``x="clients"``.
+    """
+    return figure_policy_scaling(df, x="clients", metrics=metrics, scenario=scenario, title=title)

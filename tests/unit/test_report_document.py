@@ -1,0 +1,212 @@
+"""write_report on a synthetic results directory: outputs, comparisons, secrets, bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cnibench import report
+from cnibench.errors import ConfigError, ResultsError
+from cnibench.records import RunRecord, RunStatus
+from cnibench.results import ResultsStore, environment_fingerprint
+
+SESSION = "20261122T100000Z-abc123"
+FAKE_ARM_SECRET = "arm-Secret-Value-9f8e7d6c5b"
+FAKE_AZURE_SECRET = "azure-Sas-Value-1a2b3c4d5e"
+FAKE_KUBE_TOKEN = "kube-token-Zx81Qw77Lm55Pp"
+FAKE_BEARER = "bearer-material-0123456789abcdef"
+
+
+def _record(run_id, condition, value, *, repetition, status=RunStatus.OK, reason=""):
+    return RunRecord(
+        session_id=SESSION,
+        run_id=run_id,
+        time=f"2026-11-22T10:{repetition:02d}:00+00:00",
+        backend="lab",
+        provider="lab",
+        cni="vxlan",
+        cni_version="1",
+        scenario="egress",
+        condition=condition,
+        parameters={"gateway": condition.removeprefix("gateway-")},
+        repetition=repetition,
+        metric="throughput",
+        value=value,
+        unit="bits/s",
+        verified=status == RunStatus.OK,
+        status=status,
+        reason=reason,
+    )
+
+
+def _make_results(root: Path, *, gap: float) -> Path:
+    """Gateway-off ~10 Gbit/s, gateway-on 10 Gbit/s * (1 - gap); 5 runs each, one failure."""
+    rng = np.random.default_rng(7)
+    store = ResultsStore(root, session_id=SESSION)
+    store.write_environment(
+        environment_fingerprint(backend="lab", provider="lab", cni="vxlan", cni_version="1")
+    )
+    for condition, level in (("gateway-off", 10e9), ("gateway-on", 10e9 * (1 - gap))):
+        for rep in range(5):
+            run_id = f"egress-vxlan-{condition}-r{rep}"
+            value = level * (1 + 0.01 * rng.standard_normal())
+            store.write_run(run_id, [_record(run_id, condition, value, repetition=rep)])
+        store.write_json(
+            f"verification-egress-vxlan-{condition}",
+            {"ok": True, "detail": f"{condition}: server saw 198.18.0.13"},
+        )
+    failed = "egress-vxlan-gateway-on-r9"
+    store.write_run(
+        failed,
+        [
+            _record(
+                failed,
+                "gateway-on",
+                float("nan"),
+                repetition=9,
+                status=RunStatus.FAILED,
+                reason=f"iperf3 refused: Authorization: Bearer {FAKE_BEARER}",
+            )
+        ],
+    )
+    return root
+
+
+@pytest.fixture
+def results_dir(tmp_path: Path) -> Path:
+    return _make_results(tmp_path / "results", gap=0.3)
+
+
+def _html_text(path: Path) -> str:
+    """The visible text of the HTML, without embedded images."""
+    return re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", path.read_text())
+
+
+def test_report_writes_html_markdown_and_one_png_per_figure(results_dir, tmp_path):
+    paths = report.write_report(
+        results_dir,
+        html=tmp_path / "out" / "report.html",
+        markdown=tmp_path / "out" / "report.md",
+        png_dir=tmp_path / "out" / "png",
+    )
+    html = paths.html.read_text()
+    assert html.count("data:image/png;base64,") == len(paths.pngs) == 2
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths.pngs)
+    markdown = paths.markdown.read_text()
+    assert "png/egress-throughput-bars.png" in markdown
+
+
+def test_report_is_self_contained(results_dir, tmp_path):
+    paths = report.write_report(results_dir, html=tmp_path / "r.html")
+    html = paths.html.read_text()
+    assert not re.search(r"""(src|href)=["'](?!data:|#)""", html)
+    assert "<link" not in html
+    assert "<script" not in html
+
+
+def test_report_states_a_significant_difference_with_its_interval(results_dir, tmp_path):
+    paths = report.write_report(results_dir, markdown=tmp_path / "r.md")
+    text = paths.markdown.read_text()
+    assert re.search(
+        r"vxlan / gateway-on is (29|30|31)\.\d% lower than vxlan / gateway-off \(95% CI", text
+    )
+
+
+def test_report_says_no_significant_difference_when_interval_contains_zero(tmp_path):
+    results = _make_results(tmp_path / "results", gap=0.0)
+    paths = report.write_report(results, markdown=tmp_path / "r.md")
+    text = paths.markdown.read_text()
+    assert "no significant difference between vxlan / gateway-on and vxlan / gateway-off" in text
+    assert "% lower than" not in text
+
+
+def test_report_lists_failed_runs_and_verification(results_dir, tmp_path):
+    paths = report.write_report(results_dir, html=tmp_path / "r.html")
+    text = _html_text(paths.html)
+    assert "egress-vxlan-gateway-on-r9" in text
+    assert "iperf3 refused" in text
+    assert "gateway-on: server saw 198.18.0.13" in text
+
+
+def test_report_tables_leave_failed_runs_out_of_the_average(results_dir, tmp_path):
+    paths = report.write_report(results_dir, markdown=tmp_path / "r.md")
+    table = paths.markdown.read_text().split("*egress: vxlan / gateway-on*")[1]
+    run_rows = [line for line in table.splitlines() if line.startswith("| Run ")]
+    assert len(run_rows) == 5
+    assert "r9" not in "".join(run_rows)
+
+
+def test_report_contains_no_planted_secret(results_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("ARM_CLIENT_SECRET", FAKE_ARM_SECRET)
+    monkeypatch.setenv("AZURE_STORAGE_SAS", FAKE_AZURE_SECRET)
+    environment_file = results_dir / SESSION / "environment.json"
+    document = json.loads(environment_file.read_text())
+    kubeconfig = (
+        "apiVersion: v1\nclusters: []\ncontexts: []\nusers:\n- name: admin\n  user:\n"
+        f"    token: {FAKE_KUBE_TOKEN}\n"
+    )
+    document["cni_values"] = {
+        "kubeconfig": kubeconfig,
+        "cluster": {"note": kubeconfig},
+        "region": FAKE_ARM_SECRET,
+        "extra": f"token={FAKE_KUBE_TOKEN}",
+    }
+    document["nodes"] = {"n1": {"cpus": 2, "label": f"AZURE_SAS={FAKE_AZURE_SECRET}"}}
+    environment_file.write_text(json.dumps(document))
+    paths = report.write_report(results_dir, html=tmp_path / "r.html", markdown=tmp_path / "r.md")
+    for output in (paths.html.read_text(), paths.markdown.read_text()):
+        for secret in (FAKE_ARM_SECRET, FAKE_AZURE_SECRET, FAKE_KUBE_TOKEN, FAKE_BEARER):
+            assert secret not in output
+        assert "&lt;redacted&gt;" in output or "<redacted>" in output
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Authorization: Bearer {FAKE_BEARER}",
+        f'{{"token": "{FAKE_KUBE_TOKEN}"}}',
+        f"client-key-data: {FAKE_KUBE_TOKEN}",
+        f"ARM_CLIENT_SECRET={FAKE_ARM_SECRET}",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+    ],
+    ids=["bearer", "json-token", "kubeconfig-key", "arm-variable", "pem"],
+)
+def test_scrub_text_removes_credentials(text):
+    scrubbed = report.scrub_text(text, secrets=())
+    assert "<redacted>" in scrubbed
+    for secret in (FAKE_BEARER, FAKE_KUBE_TOKEN, FAKE_ARM_SECRET, "MIIEowIBAAKCAQEA"):
+        assert secret not in scrubbed
+
+
+def test_scrub_text_keeps_ordinary_evidence():
+    text = "gateway-on: external server saw source 198.18.0.13 (pod_mtu=1450)"
+    assert report.scrub_text(text, secrets=()) == text
+
+
+def test_missing_results_directory_is_a_results_error(tmp_path):
+    with pytest.raises(ResultsError, match="does not exist"):
+        report.write_report(tmp_path / "nope", html=tmp_path / "r.html")
+
+
+def test_directory_without_results_is_a_results_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ResultsError, match="no results"):
+        report.write_report(tmp_path / "empty", html=tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_report_without_any_output_is_a_config_error(results_dir):
+    with pytest.raises(ConfigError, match="html="):
+        report.write_report(results_dir)
+
+
+def test_report_replaces_an_existing_file_without_leaving_temporaries(results_dir, tmp_path):
+    target = tmp_path / "r.html"
+    target.write_text("old")
+    report.write_report(results_dir, html=target)
+    assert target.read_text().startswith("<!DOCTYPE html>")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

@@ -1,0 +1,327 @@
+"""Figures and tables of the report, checked on the data they draw (synthetic tidy results)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.collections import LineCollection
+from matplotlib.patches import Rectangle
+
+from cnibench import report, stats
+from cnibench.errors import ConfigError, InsufficientDataError
+
+SEED = 20261122
+
+
+def _row(
+    run_id, cni, condition, metric, value, *, status="ok", minute=0, params=None, unit="bits/s"
+):
+    params = params or {}
+    row = {
+        "session_id": "s1",
+        "run_id": run_id,
+        "time": pd.Timestamp("2026-11-22T10:00:00Z") + pd.Timedelta(minutes=minute),
+        "backend": "lab",
+        "provider": "lab",
+        "cni": cni,
+        "cni_version": "1",
+        "scenario": "egress" if "rules" not in params else "policy",
+        "condition": condition,
+        "repetition": minute,
+        "metric": metric,
+        "value": value,
+        "unit": unit,
+        "verified": True,
+        "status": status,
+        "reason": "" if status == "ok" else "iperf3 timed out",
+        "environment_id": "e1",
+        "options": "{}",
+        "parameters": json.dumps(params, sort_keys=True),
+    }
+    row.update({f"param_{k}": v for k, v in params.items()})
+    return row
+
+
+@pytest.fixture
+def egress_frame() -> pd.DataFrame:
+    """Two CNIs x two conditions; vxlan/gateway-on has a planted outlier and a failed run."""
+    rng = np.random.default_rng(SEED)
+    rows = []
+    for cni, base in (("vxlan", 9e9), ("routed", 12e9)):
+        for condition, factor in (("gateway-off", 1.0), ("gateway-on", 0.7)):
+            for i in range(6):
+                value = base * factor * (1 + 0.01 * rng.standard_normal())
+                if cni == "vxlan" and condition == "gateway-on" and i == 3:
+                    value = base * factor * 0.2  # a broken run far from the others
+                rows.append(
+                    _row(f"{cni}-{condition}-{i}", cni, condition, "throughput", value, minute=i)
+                )
+            rows.append(
+                _row(
+                    f"{cni}-{condition}-f",
+                    cni,
+                    condition,
+                    "throughput",
+                    math.nan,
+                    status="failed",
+                    minute=9,
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def _bars(figure):
+    ax = figure.axes[0]
+    return [patch for patch in ax.patches if isinstance(patch, Rectangle)]
+
+
+def test_bar_heights_are_truncated_means_of_ok_non_outlier_runs(egress_frame):
+    figure = report.figure_bars(egress_frame, "egress", "throughput")
+    heights = [bar.get_height() for bar in _bars(figure)]
+    expected = []
+    for (_cni, _condition), group in egress_frame.groupby(["cni", "condition"], sort=False):
+        ok = group[group["status"] == "ok"]["value"].to_numpy()
+        median = np.median(ok)
+        mad = np.median(np.abs(ok - median))
+        kept = ok[np.abs(0.6745 * (ok - median) / mad) <= 3.5]
+        expected.append(stats.truncated_mean(kept, proportion=0.1))
+    assert heights == pytest.approx(expected, rel=1e-12)
+
+
+def test_bar_error_bars_are_student_t_intervals(egress_frame):
+    figure = report.figure_bars(egress_frame, "egress", "throughput")
+    segments = next(c for c in figure.axes[0].collections if isinstance(c, LineCollection))
+    spans = sorted(v for seg in segments.get_segments() for v in (seg[0][1], seg[1][1]))
+    expected = []
+    for (cni, condition), group in egress_frame.groupby(["cni", "condition"], sort=False):
+        ok = group[group["status"] == "ok"].sort_values("time")["value"].to_numpy()
+        if (cni, condition) == ("vxlan", "gateway-on"):
+            ok = np.delete(ok, 3)
+        interval = stats.confidence_interval(ok, level=0.95)
+        expected += [interval.low, interval.high]
+    assert spans == pytest.approx(sorted(expected), rel=1e-9)
+
+
+def test_bar_figure_names_the_excluded_outlier_run(egress_frame):
+    figure = report.figure_bars(egress_frame, "egress", "throughput")
+    notes = " ".join(text.get_text() for text in figure.texts)
+    assert "vxlan-gateway-on-3" in notes
+    assert "failed run" in notes
+
+
+def test_bar_figure_without_the_metric_raises(egress_frame):
+    with pytest.raises(InsufficientDataError, match="latency"):
+        report.figure_bars(egress_frame, "egress", "latency")
+
+
+def test_runs_figure_plots_every_ok_run_in_time_order(egress_frame):
+    figure = report.figure_runs(egress_frame, "egress", "throughput")
+    lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
+    line = lines["routed / gateway-off"]
+    expected = egress_frame[
+        (egress_frame["cni"] == "routed")
+        & (egress_frame["condition"] == "gateway-off")
+        & (egress_frame["status"] == "ok")
+    ]["value"].to_numpy()
+    assert list(line.get_xdata()) == [1, 2, 3, 4, 5, 6]
+    assert list(line.get_ydata()) == pytest.approx(list(expected))
+
+
+def test_table_runs_has_runs_then_avg_and_sample_std(egress_frame):
+    table = report.table_runs(egress_frame, "egress", "gateway-off", cni="vxlan")
+    values = egress_frame[
+        (egress_frame["cni"] == "vxlan")
+        & (egress_frame["condition"] == "gateway-off")
+        & (egress_frame["status"] == "ok")
+    ]["value"].to_numpy()
+    column = table["throughput [bits/s]"]
+    assert list(table.index) == [f"Run {i}" for i in range(1, 7)] + ["Avg", "Std Dev"]
+    assert column["Avg"] == pytest.approx(sum(values) / 6)
+    assert column["Std Dev"] == pytest.approx(math.sqrt(sum((values - values.mean()) ** 2) / 5))
+
+
+def test_table_runs_with_several_cnis_needs_cni(egress_frame):
+    with pytest.raises(ConfigError, match="cni="):
+        report.table_runs(egress_frame, "egress", "gateway-off")
+
+
+# --- traffic split, on synthetic request records ---------------------------------------------
+
+
+def _split_records(rng, users, weights, seconds=30.0, rate=200.0):
+    names = sorted(weights)
+    p = np.array([weights[n] for n in names], dtype=float)
+    n = int(seconds * rate)
+    return pd.DataFrame(
+        {
+            "time": np.sort(rng.uniform(1_700_000_000.0, 1_700_000_000.0 + seconds, n)),
+            "backend": rng.choice(names, size=n, p=p / p.sum()),
+            "users": float(users),
+            "weights": json.dumps(weights),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "weights", [{"v1": 90, "v2": 10}, {"a": 1, "b": 1, "c": 2}], ids=["90-10", "1-1-2"]
+)
+def test_split_reference_lines_are_the_normalised_weights(weights):
+    records = _split_records(np.random.default_rng(SEED), 10, weights)
+    figure = report.figure_split_shares(records, weights=weights)
+    lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
+    total = sum(weights.values())
+    for name, weight in weights.items():
+        assert list(lines[f"{name} weight"].get_ydata()) == pytest.approx([weight / total] * 2)
+
+
+def test_split_share_lines_are_shares_in_5_second_windows():
+    weights = {"v1": 80, "v2": 20}
+    records = _split_records(np.random.default_rng(SEED), 10, weights)
+    figure = report.figure_split_shares(records)
+    line = next(x for x in figure.axes[0].get_lines() if x.get_label() == "v1 share")
+    t = records["time"].to_numpy()
+    window = np.floor((t - t.min()) / 5.0)
+    expected = [
+        float(np.mean(records["backend"].to_numpy()[window == w] == "v1"))
+        for w in np.unique(window)
+    ]
+    assert list(line.get_ydata()) == pytest.approx(expected)
+    assert list(line.get_xdata()) == pytest.approx(list(np.unique(window) * 5.0))
+
+
+def test_split_distance_per_users_level_is_total_variation():
+    rng = np.random.default_rng(SEED)
+    weights = {"v1": 50, "v2": 50}
+    records = pd.concat([_split_records(rng, users, weights) for users in (1, 10, 50)])
+    figure = report.figure_split_distance(records)
+    whole = next(x for x in figure.axes[0].get_lines() if x.get_label() == "whole run")
+    expected = [
+        abs(float(np.mean(level["backend"] == "v1")) - 0.5) for _, level in records.groupby("users")
+    ]
+    assert list(whole.get_xdata()) == [1.0, 10.0, 50.0]
+    assert list(whole.get_ydata()) == pytest.approx(expected)
+
+
+def test_split_records_without_weights_raise():
+    records = _split_records(np.random.default_rng(SEED), 10, {"v1": 1}).drop(columns="weights")
+    with pytest.raises(ConfigError, match="weights"):
+        report.figure_split_shares(records)
+
+
+# --- policy scaling, on synthetic tidy rows --------------------------------------------------
+
+
+@pytest.fixture
+def policy_frame() -> pd.DataFrame:
+    rng = np.random.default_rng(SEED)
+    rows = []
+    for engine, slope in (("iptables", 0.002), ("nftables", 0.0002)):
+        for rules in (0, 100, 1000):
+            for clients in (1, 4):
+                for rep in range(3):
+                    params = {"engine": engine, "rules": rules, "clients": clients}
+                    value = 1e9 / (1 + slope * rules) * clients * (1 + 0.01 * rng.standard_normal())
+                    run = f"p-{engine}-{rules}-{clients}-{rep}"
+                    rows.append(
+                        _row(
+                            run,
+                            "vxlan",
+                            f"{engine}-{rules}-{clients}",
+                            "throughput",
+                            value,
+                            minute=rep,
+                            params=params,
+                        )
+                    )
+                    rows.append(
+                        _row(
+                            run,
+                            "vxlan",
+                            f"{engine}-{rules}-{clients}",
+                            "latency_mean",
+                            0.1 + slope * rules,
+                            minute=rep,
+                            params=params,
+                            unit="ms",
+                        )
+                    )
+    return pd.DataFrame(rows)
+
+
+def test_policy_scaling_has_one_line_per_engine_with_mean_per_rule_count(policy_frame):
+    figure = report.figure_policy_scaling(policy_frame, x="rules", metrics=["throughput"])
+    lines = {c.get_label(): c.lines[0] for c in figure.axes[0].containers}
+    label = "vxlan clients=4 engine=nftables"
+    assert set(lines) == {
+        f"vxlan clients={c} engine={e}" for c in (1, 4) for e in ("iptables", "nftables")
+    }
+    rows = policy_frame[
+        (policy_frame["metric"] == "throughput")
+        & (policy_frame["param_engine"] == "nftables")
+        & (policy_frame["param_clients"] == 4)
+    ]
+    expected = [rows[rows["param_rules"] == r]["value"].mean() for r in (0, 100, 1000)]
+    assert list(lines[label].get_xdata()) == [0, 100, 1000]
+    assert list(lines[label].get_ydata()) == pytest.approx(expected)
+
+
+def test_pod_scaling_puts_clients_on_the_x_axis(policy_frame):
+    figure = report.figure_pod_scaling(policy_frame, metrics=["latency_mean"])
+    lines = [container.lines[0] for container in figure.axes[0].containers]
+    assert {tuple(line.get_xdata()) for line in lines} == {(1.0, 4.0)}
+    assert figure.axes[0].get_xlabel() == "number of clients"
+
+
+def test_policy_scaling_without_the_parameter_raises(egress_frame):
+    with pytest.raises(ConfigError, match="rules"):
+        report.figure_policy_scaling(egress_frame, x="rules")
+
+
+# --- request times ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def request_times() -> pd.DataFrame:
+    rng = np.random.default_rng(SEED)
+    parts = []
+    for condition, scale in (("off-rr", 200.0), ("on-rr", 900.0)):
+        parts.append(
+            pd.DataFrame(
+                {
+                    "cni": "vxlan",
+                    "condition": condition,
+                    "time_us": rng.lognormal(np.log(scale), 0.2, 500),
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_rr_ecdf_x_are_sorted_times_and_ends_at_one(request_times):
+    figure = report.figure_rr_ecdf(request_times)
+    line = next(x for x in figure.axes[0].get_lines() if x.get_label() == "vxlan / on-rr")
+    times = request_times[request_times["condition"] == "on-rr"]["time_us"].to_numpy()
+    assert list(line.get_xdata()) == sorted(times)
+    assert line.get_ydata()[-1] == 1.0
+    assert figure.axes[0].get_xscale() == "log"
+
+
+def test_rr_histogram_counts_every_request_once(request_times):
+    figure = report.figure_rr_histogram(request_times)
+    steps = figure.axes[0].patches
+    assert [int(step.get_data().values.sum()) for step in steps] == [500, 500]
+    assert figure.axes[0].get_xscale() == "log"
+
+
+def test_rr_histogram_table_shows_describe_statistics(request_times):
+    figure = report.figure_rr_histogram(request_times)
+    table = figure.axes[1].tables[0]
+    cells = {(r, c): cell.get_text().get_text() for (r, c), cell in table.get_celld().items()}
+    times = request_times[request_times["condition"] == "off-rr"]["time_us"].to_numpy()
+    assert cells[(1, 1)] == "500"
+    assert cells[(1, 2)] == f"{times.mean():.1f}"
+    assert cells[(1, 5)] == f"{times.std(ddof=1):.1f}"
