@@ -1,9 +1,9 @@
 """Suite-wide policy: a required tier never skips silently.
 
 ``CNIBENCH_REQUIRE=lab`` (set by ``.ci/run``) turns every skip in the tiers that need this
-machine's real tools and kernel (tests/integration, tests/lab, tests/bench) into a failure;
-``kube`` does the same for tests/kube. A skipped tier then shows up red, never as a green run
-that tested nothing.
+machine's real tools and kernel (tests/integration, tests/lab, tests/bench, tests/reliability)
+into a failure; ``kube`` does the same for tests/kube. A skipped tier then shows up red, never
+as a green run that tested nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 TIER_DIRS = {
-    "lab": ("integration", "lab", "bench"),
+    "lab": ("integration", "lab", "bench", "reliability"),
     "kube": ("kube",),
 }
 
