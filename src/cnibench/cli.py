@@ -73,7 +73,8 @@ def _build_parser() -> _Parser:
         action="append",
         default=[],
         metavar="NAME",
-        help="scenario to run (repeatable, or comma-separated); default: all",
+        help="scenario to run (repeatable or comma-separated; NAME@cni1+cni2 runs it only on "
+        "those CNIs); default: all",
     )
     run.add_argument(
         "--cluster",
@@ -191,7 +192,7 @@ def _run(args: argparse.Namespace) -> int:
     from cnibench.scenarios.options import parse_scenario_options
     from cnibench.scenarios.profiles import profile_named
     from cnibench.scenarios.runner import ConditionResult
-    from cnibench.session import BenchSession, SessionConfig
+    from cnibench.session import BenchSession, SessionConfig, validate_cnis
 
     options = parse_scenario_options(
         weights=args.weights,
@@ -201,8 +202,12 @@ def _run(args: argparse.Namespace) -> int:
         engine=args.engine,
     )
     registry = build_scenarios(options)
-    names = [name for item in args.scenario for name in item.split(",") if name] or list(registry)
-    scenarios = [scenario_named(name, registry) for name in names]
+    # "egress" runs on every --cni; "baseline@vxlan" or "egress@routed+vxlan" only on those.
+    items = [item for arg in args.scenario for item in arg.split(",") if item] or list(registry)
+    scenarios = []
+    for item in items:
+        name, _, only = item.partition("@")
+        scenarios.append((scenario_named(name, registry), tuple(c for c in only.split("+") if c)))
     profile = profile_named(args.profile).with_overrides(runs=args.runs, duration=args.duration)
     config = SessionConfig(
         cluster=args.cluster,
@@ -214,8 +219,8 @@ def _run(args: argparse.Namespace) -> int:
         scenario_options=options,
     )
     plan = [
-        (scenario, condition)
-        for scenario in scenarios
+        (scenario, condition, only)
+        for scenario, only in scenarios
         for condition in scenario.conditions()
         if not args.condition or condition.id in args.condition
     ]
@@ -235,13 +240,20 @@ def _run(args: argparse.Namespace) -> int:
     )
     # The session validates every option and picks the backend before anything is shown.
     with BenchSession(config) as session:
+        cnis_of = {
+            id(only): validate_cnis(session.backend, only) if only else session.cnis
+            for _, _, only in plan
+        }
         console.print(session.backend_reason)
-        total = len(plan) * len(session.cnis) * profile.runs
+        all_cnis = tuple(dict.fromkeys(c for cnis in cnis_of.values() for c in cnis))
+        total = sum(len(cnis_of[id(only)]) for _, _, only in plan) * profile.runs
         with progress:
             task = progress.add_task("starting", total=total)
             session.runner.progress = lambda text: progress.update(task, advance=1)
-            for cni in session.cnis:
-                for scenario, condition in plan:
+            for cni in all_cnis:
+                for scenario, condition, only in plan:
+                    if cni not in cnis_of[id(only)]:
+                        continue
                     progress.update(task, description=f"{scenario.name} {cni} {condition.id}")
                     try:
                         results.append(session.run_condition(scenario, cni, condition))
@@ -374,6 +386,12 @@ def _kube_rows(engine: str) -> list[tuple[str, bool, str]]:
 def _report(args: argparse.Namespace) -> int:
     from cnibench.report import write_report
 
+    # A path that names no directory is a bad argument (exit 2); a directory whose files are
+    # damaged is a failure of the data (ResultsError, exit 1).
+    if not args.results.exists():
+        raise ConfigError(f"results directory {args.results} does not exist")
+    if not args.results.is_dir():
+        raise ConfigError(f"results path {args.results} is not a directory")
     html = args.html
     if html is None and args.markdown is None and args.png_dir is None:
         html = args.results / "report.html"

@@ -11,6 +11,10 @@ BAD_INPUT = [
     (["run", "--cluster", "moon"], "unknown --cluster 'moon'"),
     (["run", "--cluster", "lab", "--cni", "weave"], "unknown --cni 'weave' for the lab"),
     (["run", "--scenario", "teleport"], "unknown scenario 'teleport'"),
+    (
+        ["run", "--cluster", "lab", "--scenario", "egress@weave"],
+        "unknown --cni 'weave' for the lab",
+    ),
     (["run", "--profile", "turbo"], "unknown profile 'turbo'"),
     (["run", "--runs", "0"], "must be a positive integer, got 0"),
     (["run", "--runs", "many"], "'many' is not an integer"),
