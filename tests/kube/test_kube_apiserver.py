@@ -232,6 +232,11 @@ def test_cilium_chart_renders_and_is_accepted(
     documents = [d for d in yaml.safe_load_all(done.stdout) if d]
     kinds = {d["kind"] for d in documents}
     assert {"DaemonSet", "Deployment"} <= kinds
+    # Namespaces the chart creates (cilium-secrets) must exist for its namespaced objects to be
+    # validated; a dry-run of the Namespace itself would not persist it.
+    for document in documents:
+        if document["kind"] == "Namespace":
+            applier.apply(document)
     for document in documents:
         applier.apply(document, dry_run=True)
 
@@ -249,6 +254,7 @@ def test_cilium_values_reject_unknown_key_by_schema(cilium_module: Path, tmp_pat
         path,
         release="c",
         namespace="kube-system",
+        kube_version="1.33.4",
     )
     done = subprocess.run(
         [str(helm), *argv[1:]], capture_output=True, text=True, timeout=120, check=False
