@@ -10,9 +10,12 @@ import argparse
 import math
 import os
 import shutil
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 from cnibench.errors import CnibenchError, ConfigError, VerificationError
 from cnibench.session import add_scenario_options
@@ -150,13 +153,46 @@ def _build_parser() -> _Parser:
 
     commands.add_parser("doctor", help="which backends and tools are usable here, and why not")
 
-    clean = commands.add_parser("clean", help="remove labs and processes cnibench left behind")
+    clean = commands.add_parser(
+        "clean", help="remove labs, processes and kind clusters cnibench left behind"
+    )
     clean.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    clean.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="also delete cnibench-labelled namespaces in this cluster",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cnibench`` console script."""
+    with _sigterm_interrupts():
+        return _main(argv)
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt for the whole command, not only inside the session:
+    a SIGTERM while results are printed then exits 130 like Ctrl-C, instead of -15."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (main() called from a worker thread)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = _build_parser().parse_args(argv)
         if args.command == "run":
@@ -405,10 +441,11 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _clean(args: argparse.Namespace) -> int:
+    from cnibench.backends.kube import clean_kube_leftovers
     from cnibench.backends.lab import clean_leftovers
 
-    report = clean_leftovers(dry_run=args.dry_run)
-    print(report.summary())
+    print(clean_leftovers(dry_run=args.dry_run).summary())
+    print(clean_kube_leftovers(dry_run=args.dry_run, kubeconfig=args.kubeconfig).summary())
     return EXIT_OK
 
 

@@ -381,3 +381,221 @@ def test_teardown_leaves_nothing(api_client: Any, kwok_nodes: list[str]) -> None
     left = core.list_namespace(label_selector=f"{render.SESSION_LABEL}=kwok02").items
     assert left == []
     cluster.teardown()  # safe to repeat
+
+
+# -- priority cases of seed 003 (Kubernetes + Cilium objects, server-side) -------------------
+
+
+PRIORITY_SPEC = PolicySpec(
+    target=PolicyPeer("srv", "10.0.0.2"),
+    allowed=(PolicyPeer("cli", "10.0.0.3"),),
+    ports=(PortRange.single(80), PortRange(8000, 8010)),
+)
+
+
+@pytest.mark.parametrize(
+    "layers",
+    [[render.PolicyLayer("allow")], [render.PolicyLayer("deny")],
+     [render.PolicyLayer("allow"), render.PolicyLayer("deny")]],
+    ids=["k8s-deny+cilium-allow", "k8s-deny+cilium-deny", "k8s-deny+cilium-allow+deny"],
+)  # fmt: skip
+def test_priority_case_objects_accepted(
+    applier: Applier,
+    render_namespace: str,
+    cilium_crds: list[str],
+    layers: list[render.PolicyLayer],
+) -> None:
+    objects = render.priority_manifests(
+        "cilium",
+        PRIORITY_SPEC,
+        namespace=render_namespace,
+        session=SESSION,
+        layers=layers,
+        kubernetes_deny=True,
+    )
+    answers = [applier.apply(m, dry_run=True) for m in objects]
+    assert [a["kind"] for a in answers] == ["NetworkPolicy"] + ["CiliumNetworkPolicy"] * len(layers)
+    assert answers[0]["spec"].get("ingress") in (None, [])
+    for layer, answer in zip(layers, answers[1:], strict=True):
+        key = "ingress" if layer.action == "allow" else "ingressDeny"
+        ports = answer["spec"][key][0]["toPorts"][0]["ports"]
+        assert ports[1] == {"port": "8000", "endPort": 8010, "protocol": "TCP"}
+
+
+# -- exec on a kwok pod: no kubelet, so the API server cannot reach one ------------------------
+
+
+@pytest.fixture
+def unreachable_kubelet_pod(api_client: Any, render_namespace: str) -> Iterator[str]:
+    """A Running pod (kwok) on a node whose kubelet endpoint is a closed loopback port, so the
+    API server's exec dial is refused at once and never leaves this host."""
+    from kube_support import free_port
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api_client)
+    node = "cbt-kwok-noexec"
+    core.create_node(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": node,
+                "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
+            },
+            "status": {
+                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": free_port()}},
+            },
+        }
+    )
+    try:
+        manifest = render.pod("noexec", namespace=render_namespace, session=SESSION,
+                              role=NodeRole.CLIENT)  # fmt: skip
+        manifest["spec"].pop("nodeSelector")
+        manifest["spec"]["nodeName"] = node
+        core.create_namespaced_pod(render_namespace, manifest)
+        deadline = time.monotonic() + 30
+        while not core.read_namespaced_pod("noexec", render_namespace).status.pod_ip:
+            assert time.monotonic() < deadline, "kwok did not start the pod"
+            time.sleep(0.2)
+        yield "noexec"
+    finally:
+        core.delete_namespaced_pod("noexec", render_namespace, grace_period_seconds=0)
+        core.delete_node(node)
+
+
+def test_exec_without_kubelet_is_a_one_line_tool_error(
+    api_client: Any, render_namespace: str, unreachable_kubelet_pod: str
+) -> None:
+    from cnibench.backends.base import Node
+    from cnibench.backends.kube.cluster import KubePod
+    from cnibench.errors import ToolError
+
+    pod = KubePod(
+        unreachable_kubelet_pod,
+        render_namespace,
+        Node("cbt-kwok-noexec", NodeRole.CLIENT, "127.0.0.1"),
+        "10.0.0.1",
+        api_client,
+    )
+    started = time.monotonic()
+    with pytest.raises(ToolError) as caught:
+        pod.run(["iperf3", "--version"], timeout=10)
+    assert time.monotonic() - started < 10
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("exec of iperf3 in pod noexec failed")
+    assert "connection refused" in message
+
+
+# -- Antrea egress (CRDs unavailable: a fake applier records them; labels are real) -----------
+
+
+class _FakeApplier:
+    """Records applied/deleted objects: Antrea's CRDs cannot be installed in this tier."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str]] = []
+
+    def apply_all(self, manifests: Any, *, dry_run: bool = False) -> list[dict[str, Any]]:
+        self.log.extend(("apply", m["kind"]) for m in manifests)
+        return []
+
+    def delete(self, manifest: dict[str, Any]) -> bool:
+        self.log.append(("delete", manifest["kind"]))
+        return True
+
+
+@pytest.fixture
+def antrea_cluster(api_client: Any, kwok_nodes: list[str]) -> Iterator[KubeCluster]:
+    spec = ClusterSpec(cni="antrea")
+    cluster = KubeCluster(
+        api_client,
+        spec,
+        cni_definition(spec),
+        provider="existing",
+        session="kwok03",
+        images=IMAGES,
+        tolerations=[KWOK_TOLERATION],
+        timeouts=Timeouts(pod_ready=60, delete=60),
+        egress_ip_range=("172.18.255.251", "172.18.255.254"),
+    )
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.teardown()
+
+
+def test_antrea_egress_returns_the_egress_ip_and_labels_clients(
+    antrea_cluster: KubeCluster, api_client: Any
+) -> None:
+    from kubernetes import client
+
+    pod = antrea_cluster.place("eg-cli", role=NodeRole.CLIENT)
+    fake = _FakeApplier()
+    antrea_cluster._applier = fake  # type: ignore[assignment]
+    source = antrea_cluster.enable_egress_gateway([pod], destination="172.18.0.1/32")
+    core: Any = client.CoreV1Api(api_client)
+    labels = core.read_namespaced_pod("eg-cli", antrea_cluster.namespace).metadata.labels
+    assert source == "172.18.255.251"
+    assert labels["cnibench.io/egress"] == "cnibench-egress-kwok03"
+    assert fake.log == [("apply", "ExternalIPPool"), ("apply", "Egress")]
+    antrea_cluster.disable_egress_gateway()
+    labels = core.read_namespaced_pod("eg-cli", antrea_cluster.namespace).metadata.labels
+    assert "cnibench.io/egress" not in labels
+    assert fake.log[2:] == [("delete", "Egress"), ("delete", "ExternalIPPool")]
+
+
+def test_antrea_egress_without_range_is_unsupported(kube_cluster: KubeCluster) -> None:
+    from cnibench.errors import UnsupportedError
+
+    spec = ClusterSpec(cni="antrea")
+    kube_cluster._cni = cni_definition(spec)
+    with pytest.raises(UnsupportedError, match="egress-ip-range"):
+        kube_cluster.egress_manifests(["c"], destination="172.18.0.1/32")
+
+
+def test_cluster_without_external_host_is_unsupported(kube_cluster: KubeCluster) -> None:
+    from cnibench.errors import UnsupportedError
+
+    with pytest.raises(UnsupportedError, match="CNIBENCH_EXTERNAL_ADDRESS"):
+        _ = kube_cluster.external
+
+
+# -- teardown of owned clusters, secrets ------------------------------------------------------
+
+
+def test_owned_cluster_teardown_releases_it_once(api_client: Any, kwok_nodes: list[str]) -> None:
+    from kubernetes import client
+
+    released: list[str] = []
+    cluster = KubeCluster(
+        api_client,
+        ClusterSpec(cni="kindnet"),
+        cni_definition(ClusterSpec(cni="kindnet")),
+        provider="kind",
+        session="kwok04",
+        release=lambda: released.append("deleted"),
+    )
+    cluster.start()
+    core: Any = client.CoreV1Api(api_client)
+    try:
+        cluster.teardown()
+        cluster.teardown()
+        assert released == ["deleted"]
+        # The whole cluster goes, so the namespace is not deleted one by one first.
+        assert core.read_namespace(cluster.namespace).metadata.name == cluster.namespace
+    finally:
+        core.delete_namespace(cluster.namespace)
+
+
+def test_environment_holds_no_credentials(
+    kube_cluster: KubeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARM_CLIENT_SECRET", "arm-secret-5c1e")
+    monkeypatch.setenv("KUBECONFIG", "/tmp/token-kubeconfig")
+    text = repr(kube_cluster.environment().to_json_dict())
+    assert "arm-secret-5c1e" not in text
+    assert "token-kubeconfig" not in text
+    assert "cbt-kwok-client" in text  # the nodes are there, so the check looked at real content

@@ -15,7 +15,7 @@ import yaml
 
 from cnibench.backends.base import Capability, ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.kube import render
-from cnibench.backends.kube.cluster import parse_cilium_encryption
+from cnibench.backends.kube.cluster import exec_returncode, parse_cilium_encryption
 from cnibench.backends.kube.cni import CNI_NAMES, cni_definition
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.providers import (
@@ -24,7 +24,8 @@ from cnibench.backends.kube.providers import (
     aks_variables,
     kind_create_argv,
 )
-from cnibench.errors import ConfigError
+from cnibench.errors import ConfigError, ToolError
+from cnibench.policy import PolicyPeer, PolicySpec, PortRange
 
 
 @pytest.mark.parametrize(
@@ -247,3 +248,128 @@ def test_aks_without_credentials_is_a_config_error(tmp_path: Path) -> None:
     provider = AksProvider(state_dir=tmp_path, terraform=_FakeTerraform, environ={})
     with pytest.raises(ConfigError, match="ARM_CLIENT_ID"):
         provider.ensure(ClusterSpec(cni="cilium"), cni_definition(ClusterSpec(cni="cilium")))
+
+
+# -- Antrea egress IP, priority cases (Antrea, Calico), exec status ---------------------------
+
+
+def test_antrea_egress_pins_the_egress_ip() -> None:
+    # Upstream API: crd.antrea.io/v1beta1 Egress spec.egressIP (must lie in the pool).
+    egress = render.antrea_egress(
+        "eg", session="s", namespace="ns", pool="pool", egress_ip="172.18.255.251"
+    )
+    assert egress["spec"]["egressIP"] == "172.18.255.251"
+    assert (
+        "egressIP" not in render.antrea_egress("eg", session="s", namespace="ns", pool="p")["spec"]
+    )
+
+
+PRIO_SPEC = PolicySpec(
+    target=PolicyPeer("srv", "10.0.0.2"),
+    allowed=(PolicyPeer("cli", "10.0.0.3"), PolicyPeer("cli2", "10.0.0.4")),
+    ports=(PortRange.single(80), PortRange(8000, 8010)),
+)
+
+
+def test_antrea_tiers_match_upstream_priorities() -> None:
+    # Antrea's static tiers (docs/antrea-network-policy.md, crd.antrea.io/v1beta1 Tier).
+    assert dict(render.ANTREA_TIERS) == {
+        "emergency": 50, "securityops": 100, "networkops": 150, "platform": 200,
+        "application": 250, "baseline": 253,
+    }  # fmt: skip
+
+
+def test_antrea_tier_pair_renders_drop_above_allow() -> None:
+    # Upstream API: crd.antrea.io/v1beta1 ClusterNetworkPolicy (tier, priority, appliedTo,
+    # ingress[].action Allow/Drop, from[].podSelector+namespaceSelector, ports[].endPort).
+    objects = render.priority_manifests(
+        "antrea",
+        PRIO_SPEC,
+        namespace="ns",
+        session="s",
+        layers=[
+            render.PolicyLayer("deny", tier="securityops", priority=5.0),
+            render.PolicyLayer("allow", tier="application", priority=10.0),
+        ],
+    )
+    assert [o["kind"] for o in objects] == ["ClusterNetworkPolicy", "ClusterNetworkPolicy"]
+    assert [o["apiVersion"] for o in objects] == ["crd.antrea.io/v1beta1"] * 2
+    assert [(o["spec"]["tier"], o["spec"]["priority"]) for o in objects] == [
+        ("securityops", 5.0), ("application", 10.0),
+    ]  # fmt: skip
+    assert [o["spec"]["ingress"][0]["action"] for o in objects] == ["Drop", "Allow"]
+    rule = objects[1]["spec"]["ingress"][0]
+    assert rule["ports"] == [
+        {"protocol": "TCP", "port": 80},
+        {"protocol": "TCP", "port": 8000, "endPort": 8010},
+    ]
+    assert rule["from"][1]["podSelector"]["matchLabels"] == {"cnibench.io/endpoint": "cli2"}
+    applied = objects[0]["spec"]["appliedTo"][0]
+    assert applied["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "ns"}
+    assert applied["podSelector"]["matchLabels"] == {"cnibench.io/endpoint": "srv"}
+
+
+@pytest.mark.parametrize(
+    ("tier", "priority"), [("gold", 5.0), ("application", 0.5)], ids=["bad-tier", "bad-priority"]
+)
+def test_antrea_rejects_unknown_tier_or_priority(tier: str, priority: float) -> None:
+    with pytest.raises(ConfigError):
+        render.antrea_cluster_network_policy(
+            PRIO_SPEC, name="p", namespace="ns", session="s", tier=tier, priority=priority
+        )
+
+
+def test_kubernetes_deny_plus_calico_allow() -> None:
+    # Upstream API: projectcalico.org/v3 NetworkPolicy (order, selector, types, ingress[].action
+    # Allow/Deny, source.selector, destination.ports with "first:last" ranges).
+    objects = render.priority_manifests(
+        "calico",
+        PRIO_SPEC,
+        namespace="ns",
+        session="s",
+        layers=[render.PolicyLayer("allow", priority=100.0)],
+        kubernetes_deny=True,
+    )
+    deny, allow = objects
+    assert (deny["kind"], deny["spec"]["ingress"]) == ("NetworkPolicy", [])
+    assert deny["apiVersion"] == "networking.k8s.io/v1"
+    assert allow["apiVersion"] == "projectcalico.org/v3"
+    assert allow["spec"]["order"] == 100.0
+    assert allow["spec"]["selector"] == "cnibench.io/endpoint == 'srv'"
+    rule = allow["spec"]["ingress"][0]
+    assert rule["action"] == "Allow"
+    assert rule["source"]["selector"] == "cnibench.io/endpoint in {'cli', 'cli2'}"
+    assert rule["destination"]["ports"] == [80, "8000:8010"]
+
+
+def test_priority_case_needs_a_cni_policy_api() -> None:
+    with pytest.raises(ConfigError, match="flannel"):
+        render.priority_manifests(
+            "flannel", PRIO_SPEC, namespace="ns", session="s", layers=[render.PolicyLayer("allow")]
+        )
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        ('{"metadata":{},"status":"Success"}', 0),
+        ('{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit'
+         ' code: error executing command [sh -c exit 3], exit code 3","reason":"NonZeroExitCode",'
+         '"details":{"causes":[{"reason":"ExitCode","message":"3"}]}}', 3),
+    ],
+    ids=["success", "exit-3"],
+)  # fmt: skip
+def test_exec_returncode_from_status(status: str, code: int) -> None:
+    # Status shapes as the API server sends them on the exec error channel (hand-written).
+    assert exec_returncode(status, tool="sh", pod="p") == code
+
+
+@pytest.mark.parametrize(
+    "status",
+    ['{"status":"Failure","message":"container not found (\\"tools\\")","reason":"BadRequest"}',
+     ""],
+    ids=["failure", "empty"],
+)  # fmt: skip
+def test_exec_that_never_ran_is_a_tool_error(status: str) -> None:
+    with pytest.raises(ToolError, match="exec of sh in pod p"):
+        exec_returncode(status, tool="sh", pod="p")

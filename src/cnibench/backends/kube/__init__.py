@@ -1,16 +1,19 @@
 """The Kubernetes backend: providers kind, aks and existing; CNI definitions; manifests.
 
 Layers inside: :mod:`.images` and :mod:`.cni` (pinned configuration), :mod:`.render` and
-:mod:`.helm` (pure rendering), :mod:`.providers` (where clusters come from), :mod:`.api` (the
-one layer sending objects to an API server), :mod:`.cluster` (the Cluster Protocol) and
-:mod:`.backend` (the Backend Protocol).
+:mod:`.helm` (pure rendering), :mod:`.providers` (where clusters come from), :mod:`.external`
+(this host as the external host), :mod:`.api` (the one layer sending objects to an API server),
+:mod:`.cluster` (the Cluster Protocol), :mod:`.backend` (the Backend Protocol) and
+:mod:`.clean` (``cnibench clean`` for kind clusters and session namespaces).
 """
 
 from __future__ import annotations
 
 from cnibench.backends.kube.backend import KubeBackend
+from cnibench.backends.kube.clean import KubeCleanReport, clean_kube_leftovers
 from cnibench.backends.kube.cluster import KubeCluster, KubePod
 from cnibench.backends.kube.cni import CniDefinition, CniVersions, cni_definition
+from cnibench.backends.kube.external import HostExternal
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.providers import AksProvider, ExistingProvider, KindProvider
 
@@ -19,10 +22,13 @@ __all__ = [
     "CniDefinition",
     "CniVersions",
     "ExistingProvider",
+    "HostExternal",
     "Images",
     "KindProvider",
     "KubeBackend",
+    "KubeCleanReport",
     "KubeCluster",
     "KubePod",
+    "clean_kube_leftovers",
     "cni_definition",
 ]

@@ -7,12 +7,24 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import yaml
 
 from cnibench.backends.base import ClusterSpec
 from cnibench.backends.kube.cluster import KubeCluster, Timeouts
 from cnibench.backends.kube.cni import CniDefinition, CniVersions, cni_definition
+from cnibench.backends.kube.external import (
+    EGRESS_IP_RANGE_ENV,
+    DockerNetwork,
+    HostExternal,
+    external_address_from,
+    inspect_docker_network,
+    parse_ip_range,
+    top_of_subnet_range,
+)
 from cnibench.backends.kube.helm import helm_install_argv, write_values
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.providers import Provider, ProviderCluster
@@ -34,7 +46,14 @@ def api_client_for(kubeconfig: Path, context: str = "") -> Any:
             client_configuration=configuration,
         )
     except (config.ConfigException, OSError) as exc:
-        raise ProvisioningError(f"kubeconfig {kubeconfig} is unusable: {exc}") from exc
+        # The client's messages name keys and files, never their values; keep the first line.
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise ProvisioningError(f"kubeconfig {kubeconfig} is unusable: {first}") from exc
+    except yaml.YAMLError as exc:
+        # YAML errors can quote the offending text, which may be a token: give the line only.
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ProvisioningError(f"kubeconfig {kubeconfig} is not valid YAML{where}") from exc
     return client.ApiClient(configuration)
 
 
@@ -91,9 +110,19 @@ class KubeBackend:
     versions, images:
         Pinned CNI versions and images.
     keep_cluster:
-        Leave created clusters running at teardown.
+        Leave kind/aks clusters running at teardown (existing clusters are never deleted,
+        only the session's namespace).
     timeouts:
         Cluster operation timeouts.
+    external_address:
+        Address of this host that pods reach (the egress target); overrides
+        ``$CNIBENCH_EXTERNAL_ADDRESS`` and, on kind, the kind network's gateway. AKS and
+        existing clusters have no external host without it (egress is then skipped).
+    egress_ip_range:
+        ``FIRST-LAST`` addresses for Antrea egress (overrides ``$CNIBENCH_EGRESS_IP_RANGE``
+        and the kind default; the cluster option ``egress-ip-range`` overrides all).
+    network_runner:
+        Runs ``docker network inspect`` (argv to stdout); tests pass a fake.
     """
 
     def __init__(
@@ -104,12 +133,53 @@ class KubeBackend:
         images: Images | None = None,
         keep_cluster: bool = False,
         timeouts: Timeouts | None = None,
+        external_address: str | None = None,
+        egress_ip_range: str | None = None,
+        network_runner: Callable[[Sequence[str]], str] | None = None,
     ) -> None:
         self.provider = provider
         self.versions = versions or CniVersions()
         self.images = images or Images.from_environment(os.environ)
         self.keep_cluster = keep_cluster
         self.timeouts = timeouts
+        self.external_address = external_address_from(os.environ, external_address)
+        configured_range = egress_ip_range or os.environ.get(EGRESS_IP_RANGE_ENV, "")
+        self.egress_ip_range = parse_ip_range(configured_range) if configured_range else None
+        self._network_runner = network_runner
+
+    @property
+    def deletes_clusters(self) -> bool:
+        """Whether :meth:`KubeCluster.teardown` deletes the cluster: kind and AKS clusters
+        unless ``keep_cluster``; existing clusters never (only the session namespace goes)."""
+        return self.provider.name in ("kind", "aks") and not self.keep_cluster
+
+    def host_side(
+        self, spec: ClusterSpec, cni: CniDefinition
+    ) -> tuple[HostExternal | None, tuple[str, str] | None]:
+        """The external host and Antrea egress IP range for a cluster of ``spec``.
+
+        The external address is the configured one, else (kind) the kind network's gateway,
+        else none. The egress range is the cluster option ``egress-ip-range``, else the
+        configured one, else (kind, Antrea) the top four addresses of the kind subnet.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            The kind network cannot be inspected when it is needed.
+        """
+        network: DockerNetwork | None = None
+        needs_range = cni.egress_api == "antrea"
+        option = spec.options.get("egress-ip-range", "")
+        egress_range = parse_ip_range(option) if option else self.egress_ip_range
+        if self.provider.name == "kind" and (
+            not self.external_address or (needs_range and egress_range is None)
+        ):
+            network = inspect_docker_network(runner=self._network_runner)
+        address = self.external_address or (network.gateway if network else "")
+        if needs_range and egress_range is None and network is not None:
+            egress_range = top_of_subnet_range(network.subnet)
+        external = HostExternal(address) if address else None
+        return external, egress_range if needs_range else None
 
     @property
     def name(self) -> str:
@@ -145,7 +215,10 @@ class KubeBackend:
             cni = cni_definition(
                 spec, versions=self.versions, k8s_service_host=f"{made.name}-control-plane"
             )
+        provider = self.provider
+        owned = self.deletes_clusters
         try:
+            external, egress_range = self.host_side(spec, cni)
             api_client = api_client_for(made.kubeconfig, made.context)
             if made.created and self.provider.name != "existing":
                 self._install_cni(cni, made)
@@ -158,6 +231,9 @@ class KubeBackend:
                 session=os.urandom(4).hex(),
                 images=self.images,
                 timeouts=self.timeouts,
+                external=external,
+                egress_ip_range=egress_range,
+                release=(lambda: provider.delete(made)) if owned else None,
             )
             cluster.start()
         except CnibenchError:

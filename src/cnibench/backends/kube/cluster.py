@@ -12,11 +12,12 @@ cluster-scoped objects carrying the same label, so :meth:`KubeCluster.teardown` 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,12 +46,15 @@ __all__ = [
     "KubePod",
     "PodPortForward",
     "Timeouts",
+    "exec_returncode",
     "parse_cilium_encryption",
 ]
 
 _POLICY_NAME = "cnibench-policy"
 _L7_NAME = "cnibench-l7"
 _SPLIT_GATEWAY = "cnibench-split"
+_ERROR_CHANNEL = 3
+"""Channel of the exec protocol that carries the final ``v1.Status``."""
 _WG_RE = re.compile(
     r"^Encryption:\s+Wireguard\s+\[(?P<body>.*)\]\s*$", re.IGNORECASE | re.MULTILINE
 )
@@ -94,6 +98,36 @@ def parse_cilium_encryption(text: str) -> tuple[bool, str, int]:
     interface = re.search(r"(cilium_wg\d+)", body)
     peers = re.search(r"Peers:\s*(\d+)", body)
     return True, interface.group(1) if interface else "", int(peers.group(1)) if peers else 0
+
+
+def exec_returncode(status: str, *, tool: str, pod: str) -> int:
+    """Exit status of an exec session from the ``v1.Status`` on its error channel.
+
+    The API server ends every exec stream with a Status: ``Success`` (exit 0), ``Failure``
+    with reason ``NonZeroExitCode`` and the code in ``details.causes[reason=ExitCode]``, or
+    another ``Failure`` when the command never ran (e.g. the kubelet is unreachable).
+
+    Raises
+    ------
+    cnibench.errors.ToolError
+        The command never ran, or the status cannot be read; one line naming ``tool`` and
+        ``pod`` and the server's reason.
+    """
+    try:
+        document = json.loads(status) if status.strip() else {}
+    except json.JSONDecodeError:
+        document = {}
+    if not isinstance(document, dict) or not document.get("status"):
+        raise ToolError(f"exec of {tool} in pod {pod} ended without an exit status", tool=tool)
+    if document["status"] == "Success":
+        return 0
+    if document.get("reason") == "NonZeroExitCode":
+        for cause in (document.get("details") or {}).get("causes") or []:
+            if cause.get("reason") == "ExitCode":
+                with contextlib.suppress(TypeError, ValueError):
+                    return int(cause.get("message"))
+    message = " ".join(str(document.get("message") or "unknown failure").split())
+    raise ToolError(f"exec of {tool} in pod {pod} failed: {message}", tool=tool)
 
 
 class KubePod:
@@ -177,17 +211,26 @@ class KubePod:
                         tool=tool,
                         output="".join(stdout) + "".join(stderr),
                     )
-                session.update(timeout=min(1.0, remaining))
+                try:
+                    session.update(timeout=min(1.0, remaining))
+                except Exception as exc:  # websocket and client errors have no common base
+                    raise ToolError(
+                        f"exec of {tool} in pod {self._name} broke off: {api_error_message(exc)}",
+                        tool=tool,
+                        output="".join(stdout) + "".join(stderr),
+                    ) from exc
                 if session.peek_stdout():
                     stdout.append(session.read_stdout())
                 if session.peek_stderr():
                     stderr.append(session.read_stderr())
-            returncode = session.returncode
+            returncode = exec_returncode(
+                str(session.read_channel(_ERROR_CHANNEL) or ""), tool=tool, pod=self._name
+            )
         finally:
             session.close()
         return CommandResult(
             argv=tuple(argv),
-            returncode=int(returncode if returncode is not None else -1),
+            returncode=returncode,
             stdout="".join(stdout),
             stderr="".join(stderr),
             duration=time.monotonic() - started,
@@ -296,6 +339,12 @@ class KubeCluster:
         The external host, when the provider has one.
     timeouts:
         Operation timeouts.
+    egress_ip_range:
+        ``(first, last)`` IPv4 addresses for Antrea's ExternalIPPool on the egress-gw node;
+        the first is the egress IP. ``None``: Antrea egress is unsupported on this cluster.
+    release:
+        Called by :meth:`teardown` instead of deleting the namespace: it deletes the whole
+        cluster (kind/aks clusters not kept). ``None`` keeps the cluster.
     """
 
     def __init__(
@@ -310,6 +359,8 @@ class KubeCluster:
         tolerations: Sequence[Mapping[str, Any]] = (),
         external: ExternalHost | None = None,
         timeouts: Timeouts | None = None,
+        egress_ip_range: tuple[str, str] | None = None,
+        release: Callable[[], None] | None = None,
     ) -> None:
         from kubernetes import client
 
@@ -326,6 +377,8 @@ class KubeCluster:
         self.tolerations = list(tolerations)
         self._external = external
         self.timeouts = timeouts or Timeouts()
+        self.egress_ip_range = egress_ip_range
+        self._release = release
         self._nodes: list[Node] = []
         self._cluster_objects: list[dict[str, Any]] = []
         self._policy_objects: list[dict[str, Any]] = []
@@ -517,11 +570,26 @@ class KubeCluster:
     def external(self) -> ExternalHost:
         """The external host (only when the provider configured one)."""
         if self._external is None:
-            raise UnsupportedError(f"the {self._provider} provider has no external host configured")
+            raise UnsupportedError(
+                f"the {self._provider} cluster has no external host: set"
+                " CNIBENCH_EXTERNAL_ADDRESS to an address of this host its pods can reach"
+            )
         return self._external
 
     def egress_manifests(self, clients: Sequence[str], *, destination: str) -> list[dict[str, Any]]:
-        """The CNI's egress objects sending ``clients`` to ``destination`` via the gateway."""
+        """The CNI's egress objects sending ``clients`` to ``destination`` via the gateway.
+
+        Cilium: one CiliumEgressGatewayPolicy limited to ``destination``. Antrea: an
+        ExternalIPPool of :attr:`egress_ip_range` on the egress-gw node, then an Egress with
+        the range's first address as ``egressIP``; Antrea's Egress (v1beta1) has no
+        destination field, so it applies to all traffic leaving the cluster. The last object
+        is always the one whose ``cnibench.io/egress`` label value the clients must carry.
+
+        Raises
+        ------
+        cnibench.errors.UnsupportedError
+            The CNI has no egress gateway, or Antrea has no egress IP range.
+        """
         name = f"cnibench-egress-{self.session}"
         if self._cni.egress_api == "cilium":
             return [
@@ -533,17 +601,47 @@ class KubeCluster:
                     destinations=[destination],
                 )
             ]
-        raise UnsupportedError(
-            f"{self._cni.name}: egress gateway objects need an egress IP range"
-            if self._cni.egress_api == "antrea"
-            else f"{self._cni.name} has no egress gateway"
-        )
+        if self._cni.egress_api == "antrea":
+            if self.egress_ip_range is None:
+                raise UnsupportedError(
+                    "antrea egress needs an egress IP range: cluster option"
+                    " egress-ip-range=FIRST-LAST or $CNIBENCH_EGRESS_IP_RANGE (kind: derived"
+                    " from the kind network)"
+                )
+            first, last = self.egress_ip_range
+            pool = f"cnibench-pool-{self.session}"
+            return [
+                render.antrea_external_ip_pool(
+                    pool, session=self.session, first_ip=first, last_ip=last
+                ),
+                render.antrea_egress(
+                    name,
+                    session=self.session,
+                    namespace=self.namespace,
+                    pool=pool,
+                    egress_ip=first,
+                ),
+            ]
+        raise UnsupportedError(f"{self._cni.name} has no egress gateway")
+
+    def expected_egress_source(self) -> str:
+        """Source address the external host sees with the gateway on: Antrea's egress IP
+        (first of :attr:`egress_ip_range`), or the egress-gw node's address (Cilium SNATs to
+        the gateway node's address when the policy sets no ``egressIP``)."""
+        if self._cni.egress_api == "antrea" and self.egress_ip_range is not None:
+            return self.egress_ip_range[0]
+        return self.node(NodeRole.EGRESS_GW).ip
 
     def enable_egress_gateway(self, clients: Sequence[Endpoint], *, destination: str) -> str:
-        """Label ``clients`` and apply the CNI's egress policy; returns the egress-gw node IP
-        (Cilium SNATs to the gateway node's address when the policy sets no ``egressIP``)."""
+        """Label ``clients`` and apply the CNI's egress objects (:meth:`egress_manifests`).
+
+        Returns
+        -------
+        str
+            :meth:`expected_egress_source`.
+        """
         objects = self.egress_manifests([c.name for c in clients], destination=destination)
-        tag = {"cnibench.io/egress": objects[0]["metadata"]["name"]}
+        tag = {"cnibench.io/egress": objects[-1]["metadata"]["name"]}
         for endpoint in clients:
             self._core.patch_namespaced_pod(
                 endpoint.name, self.namespace, {"metadata": {"labels": tag}}
@@ -551,13 +649,14 @@ class KubeCluster:
             self._egress_pods.append(endpoint.name)
         self._applier.apply_all(objects)
         self._egress_objects.extend(objects)
-        return self.node(NodeRole.EGRESS_GW).ip
+        return self.expected_egress_source()
 
     def disable_egress_gateway(self) -> None:
         """Delete the egress objects and unlabel the client pods. Safe to repeat."""
         from kubernetes.client.exceptions import ApiException
 
-        for manifest in self._egress_objects:
+        # The Egress goes before its pool: Antrea refuses to free a pool still in use.
+        for manifest in reversed(self._egress_objects):
             self._applier.delete(manifest)
         self._egress_objects.clear()
         for name in self._egress_pods:
@@ -768,8 +867,15 @@ class KubeCluster:
         )
 
     def teardown(self) -> None:
-        """Delete the session's cluster-scoped objects and namespace and wait until the
-        namespace is gone. Safe to call twice."""
+        """Delete the cluster when cnibench owns it and it is not kept (``release``);
+        otherwise delete the session's cluster-scoped objects and namespace and wait until
+        the namespace is gone. Safe to call twice.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            Deleting the cluster or the namespace failed (the message names it).
+        """
         from kubernetes.client.exceptions import ApiException
 
         if self._torn_down:
@@ -777,6 +883,10 @@ class KubeCluster:
         if self._forward is not None:
             self._forward.close()
             self._forward = None
+        if self._release is not None:
+            self._torn_down = True
+            self._release()
+            return
         for manifest in (*self._egress_objects, *self._cluster_objects):
             self._applier.delete(manifest)
         self._egress_objects.clear()

@@ -20,6 +20,9 @@ Options understood in ``ClusterSpec.options``:
     ``egress-gateway,l7`` in ``kpr`` mode and ``l7`` with kube-proxy (the egress gateway and
     Gateway API need kube-proxy replacement). ``gateway-api`` needs the Gateway API CRDs
     installed *before* Cilium.
+``egress-ip-range`` (antrea)
+    ``FIRST-LAST`` IPv4 addresses for the ExternalIPPool on the egress-gw node; the first is
+    the egress IP. Without it kind clusters use the top of the kind network's subnet.
 """
 
 from __future__ import annotations
@@ -293,10 +296,17 @@ def cni_definition(
             gateway_class="cilium" if "gateway-api" in features else "",
             encryption=spec.encryption,
         )
-    if spec.options:
+    allowed_options = {"egress-ip-range"} if spec.cni == "antrea" else set()
+    unknown_options = sorted(set(spec.options) - allowed_options)
+    if unknown_options:
+        accepted = f" (it takes {', '.join(sorted(allowed_options))})" if allowed_options else ""
         raise ConfigError(
-            f"--cni {spec.cni} takes no options, got {', '.join(sorted(spec.options))}"
+            f"--cni {spec.cni} takes no option {', '.join(unknown_options)}{accepted}"
         )
+    if "egress-ip-range" in spec.options:
+        from cnibench.backends.kube.external import parse_ip_range
+
+        parse_ip_range(spec.options["egress-ip-range"])
     if spec.cni == "antrea":
         config: dict[str, Any] = {"featureGates": {"Egress": True, "L7NetworkPolicy": True}}
         config["disableTXChecksumOffload"] = True

@@ -1,0 +1,218 @@
+"""``cnibench clean`` for the Kubernetes backend: kind clusters and session namespaces left over.
+
+Two kinds of leftovers can outlive an interrupted session: kind clusters named with
+:data:`KIND_PREFIX` (every cluster :class:`~cnibench.backends.kube.providers.KindProvider`
+creates), and, in any cluster a kubeconfig reaches, namespaces and cluster-scoped RBAC objects
+labelled ``cnibench.io/session``. Anything else is never touched: unlabelled namespaces,
+clusters with other names, AKS resources (``terraform destroy`` in the state directory).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cnibench.backends.kube.api import api_error_message
+from cnibench.backends.kube.providers import kind_delete_argv
+from cnibench.backends.kube.render import SESSION_LABEL
+from cnibench.errors import CnibenchError, ProvisioningError
+
+__all__ = ["KIND_PREFIX", "CleanedItem", "KubeCleanReport", "clean_kube_leftovers"]
+
+KIND_PREFIX = "cnibench-"
+"""Name prefix of the kind clusters cnibench creates."""
+
+
+@dataclass(frozen=True)
+class CleanedItem:
+    """One leftover found.
+
+    Attributes
+    ----------
+    kind:
+        ``"kind-cluster"``, ``"namespace"``, ``"clusterrole"`` or ``"clusterrolebinding"``.
+    name:
+        Its name.
+    outcome:
+        ``"removed"``, ``"would remove"`` (dry run) or ``"failed: <reason>"``.
+    """
+
+    kind: str
+    name: str
+    outcome: str
+
+
+@dataclass(frozen=True)
+class KubeCleanReport:
+    """What :func:`clean_kube_leftovers` removed (or, with ``dry_run``, would remove).
+
+    Attributes
+    ----------
+    items:
+        Every leftover found, in the order handled.
+    notes:
+        Parts that could not be looked at, one line each (e.g. kind is not installed).
+    dry_run:
+        Whether nothing was actually removed.
+    """
+
+    items: tuple[CleanedItem, ...]
+    notes: tuple[str, ...] = ()
+    dry_run: bool = False
+
+    @property
+    def failed(self) -> tuple[CleanedItem, ...]:
+        """Items that could not be removed."""
+        return tuple(i for i in self.items if i.outcome.startswith("failed"))
+
+    def summary(self) -> str:
+        """One line per item and per note, for ``cnibench clean``."""
+        lines = [f"kube: {i.kind} {i.name}: {i.outcome}" for i in self.items]
+        lines.extend(f"kube: {note}" for note in self.notes)
+        return "\n".join(lines) if lines else "kube: nothing to clean"
+
+
+def _run(argv: Sequence[str]) -> str:
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ProvisioningError(f"{' '.join(argv[:3])} failed: {exc}") from exc
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ProvisioningError(f"{' '.join(argv[:3])} failed: {tail}")
+    return done.stdout
+
+
+def _clean_kind(
+    runner: Callable[[Sequence[str]], str], *, dry_run: bool
+) -> tuple[list[CleanedItem], list[str]]:
+    try:
+        listed = runner(["kind", "get", "clusters"])
+    except CnibenchError as exc:
+        return [], [f"kind clusters not listed: {exc}"]
+    items = []
+    for name in listed.split():
+        if not name.startswith(KIND_PREFIX):
+            continue
+        if dry_run:
+            items.append(CleanedItem("kind-cluster", name, "would remove"))
+            continue
+        try:
+            runner(kind_delete_argv(name))
+        except CnibenchError as exc:
+            items.append(CleanedItem("kind-cluster", name, f"failed: {exc}"))
+        else:
+            items.append(CleanedItem("kind-cluster", name, "removed"))
+    return items, []
+
+
+def _clean_api(api_client: Any, *, dry_run: bool, timeout: float) -> list[CleanedItem]:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core: Any = client.CoreV1Api(api_client)
+    rbac: Any = client.RbacAuthorizationV1Api(api_client)
+    kinds: list[tuple[str, Any, Any, Any]] = [
+        ("namespace", core.list_namespace, core.delete_namespace, core.read_namespace),
+        ("clusterrolebinding", rbac.list_cluster_role_binding, rbac.delete_cluster_role_binding,
+         None),
+        ("clusterrole", rbac.list_cluster_role, rbac.delete_cluster_role, None),
+    ]  # fmt: skip
+    items: list[CleanedItem] = []
+    waiting: list[tuple[int, Any, str]] = []
+    for kind, list_, delete, read in kinds:
+        try:
+            found = list_(label_selector=SESSION_LABEL).items
+        except ApiException as exc:
+            items.append(CleanedItem(kind, "*", f"failed: listing: {api_error_message(exc)}"))
+            continue
+        for obj in found:
+            name = str(obj.metadata.name)
+            if dry_run:
+                items.append(CleanedItem(kind, name, "would remove"))
+                continue
+            try:
+                delete(name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    items.append(CleanedItem(kind, name, f"failed: {api_error_message(exc)}"))
+                    continue
+            items.append(CleanedItem(kind, name, "removed"))
+            if read is not None:
+                waiting.append((len(items) - 1, read, name))
+    deadline = time.monotonic() + timeout
+    for index, read, name in waiting:
+        while True:
+            try:
+                read(name)
+            except ApiException as exc:
+                if exc.status == 404:
+                    break
+            if time.monotonic() > deadline:
+                items[index] = CleanedItem(
+                    items[index].kind, name, f"failed: still terminating after {timeout:g} s"
+                )
+                break
+            time.sleep(0.25)
+    return items
+
+
+def clean_kube_leftovers(
+    *,
+    dry_run: bool = False,
+    kubeconfig: Path | None = None,
+    context: str = "",
+    api_client: Any = None,
+    runner: Callable[[Sequence[str]], str] | None = None,
+    timeout: float = 120.0,
+) -> KubeCleanReport:
+    """Remove kind clusters named ``cnibench-*`` and labelled session objects of a cluster.
+
+    Parameters
+    ----------
+    dry_run:
+        Only list what would be removed.
+    kubeconfig, context:
+        Cluster whose ``cnibench.io/session`` namespaces (and ClusterRoles/Bindings) to
+        remove; none: only kind clusters are cleaned.
+    api_client:
+        A ready :class:`kubernetes.client.ApiClient` instead of ``kubeconfig``.
+    runner:
+        Runs a kind argv and returns its stdout (tests pass a fake; by default ``kind`` on
+        PATH, and the kind part is skipped with a note when it is missing).
+    timeout:
+        Seconds to wait for deleted namespaces to disappear.
+
+    Returns
+    -------
+    KubeCleanReport
+        One item per leftover; failures are items, not exceptions.
+    """
+    items: list[CleanedItem] = []
+    notes: list[str] = []
+    if runner is None and shutil.which("kind") is None:
+        notes.append("kind is not installed: no kind clusters looked at")
+    else:
+        kind_items, kind_notes = _clean_kind(runner or _run, dry_run=dry_run)
+        items.extend(kind_items)
+        notes.extend(kind_notes)
+    owned_client = None
+    if api_client is None and kubeconfig is not None:
+        from cnibench.backends.kube.backend import api_client_for
+
+        try:
+            api_client = owned_client = api_client_for(kubeconfig, context)
+        except CnibenchError as exc:
+            notes.append(f"namespaces not looked at: {exc}")
+    if api_client is not None:
+        try:
+            items.extend(_clean_api(api_client, dry_run=dry_run, timeout=timeout))
+        finally:
+            if owned_client is not None:
+                owned_client.close()
+    return KubeCleanReport(items=tuple(items), notes=tuple(notes), dry_run=dry_run)

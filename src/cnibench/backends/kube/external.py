@@ -1,0 +1,302 @@
+"""The host outside a Kubernetes cluster: the egress target and where split load starts.
+
+For kind the external host is *this* host: kind's nodes are containers on the docker network
+``kind``, whose gateway address belongs to this host, so a server bound to that address is
+outside the cluster yet reachable from every pod (through the node's masquerade or the egress
+gateway). :func:`parse_docker_network` reads that address (and the subnet, whose top addresses
+serve as egress IPs, see :func:`top_of_subnet_range`) from ``docker network inspect kind``.
+
+AKS and existing clusters have no such host unless one is configured (KubeBackend option
+``external_address`` or ``$CNIBENCH_EXTERNAL_ADDRESS``); without it
+:attr:`KubeCluster.external <cnibench.backends.kube.cluster.KubeCluster.external>` raises
+:class:`~cnibench.errors.UnsupportedError`, which the scenario runner reports as a skip.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from cnibench.backends.base import CommandResult, EgressServerResult
+from cnibench.errors import ConfigError, ParseError, ProvisioningError, ToolError
+from cnibench.tools.iperf3_server import InProcessIperf3Server
+
+__all__ = [
+    "EGRESS_IP_RANGE_ENV",
+    "EXTERNAL_ADDRESS_ENV",
+    "KIND_NETWORK",
+    "DockerNetwork",
+    "HostEgressServerFuture",
+    "HostExternal",
+    "docker_network_inspect_argv",
+    "external_address_from",
+    "inspect_docker_network",
+    "parse_docker_network",
+    "parse_ip_range",
+    "top_of_subnet_range",
+]
+
+KIND_NETWORK = "kind"
+"""Docker network kind puts its node containers on."""
+EXTERNAL_ADDRESS_ENV = "CNIBENCH_EXTERNAL_ADDRESS"
+"""Environment variable overriding the external host's address."""
+EGRESS_IP_RANGE_ENV = "CNIBENCH_EGRESS_IP_RANGE"
+"""Environment variable giving the Antrea egress IP range (``first-last``)."""
+
+
+@dataclass(frozen=True)
+class DockerNetwork:
+    """The IPv4 side of a docker network.
+
+    Attributes
+    ----------
+    name:
+        Network name.
+    subnet:
+        IPv4 subnet in CIDR notation (e.g. ``172.18.0.0/16``).
+    gateway:
+        The host's address on that network (the bridge's address).
+    """
+
+    name: str
+    subnet: str
+    gateway: str
+
+
+def docker_network_inspect_argv(
+    network: str = KIND_NETWORK, *, engine: str = "docker"
+) -> list[str]:
+    """``docker network inspect NETWORK`` (``engine`` may be ``podman``, same JSON shape)."""
+    return [engine, "network", "inspect", network]
+
+
+def parse_docker_network(text: str) -> DockerNetwork:
+    """The IPv4 subnet and gateway of ``docker network inspect`` output.
+
+    Docker prints a JSON array with one object per network; its ``IPAM.Config`` lists one
+    ``{"Subnet", "Gateway"}`` entry per address family (kind's network is dual-stack, the IPv6
+    entry usually first). When ``Gateway`` is absent, docker uses the subnet's first host
+    address, and so does this function.
+
+    Raises
+    ------
+    cnibench.errors.ParseError
+        Not such JSON, or the network has no IPv4 subnet.
+    """
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(
+            f"docker network inspect output is not JSON: {exc.msg}", tool="docker", output=text
+        ) from exc
+    networks = document if isinstance(document, list) else [document]
+    if not networks or not isinstance(networks[0], dict):
+        raise ParseError("docker network inspect printed no network", tool="docker", output=text)
+    network = networks[0]
+    name = str(network.get("Name", ""))
+    ipam = network.get("IPAM") or {}
+    for entry in ipam.get("Config") or []:
+        if not isinstance(entry, dict):
+            continue
+        try:
+            subnet = ipaddress.ip_network(str(entry.get("Subnet", "")), strict=False)
+        except ValueError:
+            continue
+        if not isinstance(subnet, ipaddress.IPv4Network):
+            continue
+        gateway = str(entry.get("Gateway") or next(subnet.hosts()))
+        try:
+            ipaddress.IPv4Address(gateway)
+        except ValueError as exc:
+            raise ParseError(
+                f"docker network {name}: gateway {gateway!r} is not IPv4",
+                tool="docker",
+                output=text,
+            ) from exc
+        return DockerNetwork(name=name, subnet=str(subnet), gateway=gateway)
+    raise ParseError(f"docker network {name!r} has no IPv4 subnet", tool="docker", output=text)
+
+
+def inspect_docker_network(
+    network: str = KIND_NETWORK,
+    *,
+    engine: str = "docker",
+    runner: Callable[[Sequence[str]], str] | None = None,
+) -> DockerNetwork:
+    """Run ``docker network inspect`` and parse it (``runner``: argv to stdout, for tests).
+
+    Raises
+    ------
+    cnibench.errors.ProvisioningError
+        The engine is missing or fails (e.g. the network does not exist).
+    """
+    argv = docker_network_inspect_argv(network, engine=engine)
+    if runner is not None:
+        return parse_docker_network(runner(argv))
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ProvisioningError(f"{' '.join(argv)} failed: {exc}") from exc
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ProvisioningError(f"{' '.join(argv)} failed: {tail}")
+    return parse_docker_network(done.stdout)
+
+
+def parse_ip_range(text: str) -> tuple[str, str]:
+    """``"first-last"`` (IPv4, ``first <= last``) as a pair; a single address is its own range.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        Not two IPv4 addresses, or ``first > last``.
+    """
+    first_text, _, last_text = text.strip().partition("-")
+    last_text = last_text or first_text
+    try:
+        first = ipaddress.IPv4Address(first_text.strip())
+        last = ipaddress.IPv4Address(last_text.strip())
+    except ValueError:
+        raise ConfigError(f"egress IP range {text!r} is not FIRST-LAST of IPv4 addresses") from None
+    if first > last:
+        raise ConfigError(f"egress IP range {text!r} is empty (first > last)")
+    return str(first), str(last)
+
+
+def top_of_subnet_range(subnet: str, count: int = 4) -> tuple[str, str]:
+    """The last ``count`` host addresses of ``subnet``, as ``(first, last)``.
+
+    Docker hands out container addresses from the bottom of a network, so the top is free for
+    egress IPs on a kind network.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        ``count < 1`` or the subnet has too few host addresses.
+    """
+    network = ipaddress.IPv4Network(subnet, strict=False)
+    if count < 1 or network.num_addresses - 2 < count + 1:
+        raise ConfigError(f"subnet {subnet} cannot spare {count} egress addresses")
+    last = network.broadcast_address - 1
+    return str(last - (count - 1)), str(last)
+
+
+def external_address_from(environ: Mapping[str, str], configured: str | None = None) -> str:
+    """The configured external address: ``configured`` first, then ``$CNIBENCH_EXTERNAL_ADDRESS``;
+    ``""`` when neither is set.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        The value is not an IPv4 address.
+    """
+    value = configured or environ.get(EXTERNAL_ADDRESS_ENV, "")
+    if not value:
+        return ""
+    try:
+        return str(ipaddress.IPv4Address(value.strip()))
+    except ValueError:
+        source = "external_address" if configured else EXTERNAL_ADDRESS_ENV
+        raise ConfigError(f"{source}={value!r} is not an IPv4 address") from None
+
+
+class HostEgressServerFuture:
+    """Pending result of :meth:`HostExternal.iperf3_server_once` (an
+    :class:`~cnibench.backends.base.EgressServerFuture`)."""
+
+    def __init__(self, server: InProcessIperf3Server) -> None:
+        self._server = server
+        self._result: EgressServerResult | None = None
+
+    def result(self) -> EgressServerResult:
+        """Wait for the test (at most the server's timeout plus a grace period).
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            No client came, the test did not end in time, or libiperf failed.
+        """
+        if self._result is None:
+            try:
+                record = self._server.result()
+            finally:
+                self._server.stop()
+            self._result = EgressServerResult(
+                remote_host=record.remote_host,
+                received_bits_per_second=record.received_bits_per_second,
+                raw=record.raw_json,
+            )
+        return self._result
+
+
+class HostExternal:
+    """This host as the external host (an :class:`~cnibench.backends.base.ExternalHost`).
+
+    Parameters
+    ----------
+    ip:
+        Address clients reach this host on: the kind network's gateway, or the configured
+        address. Servers bind to it, so only that network reaches them.
+    """
+
+    def __init__(self, ip: str) -> None:
+        self._ip = ip
+
+    @property
+    def ip(self) -> str:
+        """Address of this host as pods see it."""
+        return self._ip
+
+    def run(self, argv: Sequence[str], *, timeout: float) -> CommandResult:
+        """Run ``argv`` on this host, killing it after ``timeout`` seconds.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            The program is missing, or it did not finish in time.
+        """
+        tool = argv[0] if argv else ""
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                list(argv), capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except subprocess.TimeoutExpired as exc:
+            output = exc.stdout if isinstance(exc.stdout, str) else ""
+            raise ToolError(
+                f"{tool} on the external host did not finish within {timeout:g} s",
+                tool=tool,
+                output=output,
+            ) from exc
+        except OSError as exc:
+            raise ToolError(f"{tool} cannot run on the external host: {exc}", tool=tool) from exc
+        return CommandResult(
+            argv=tuple(argv),
+            returncode=done.returncode,
+            stdout=done.stdout,
+            stderr=done.stderr,
+            duration=time.monotonic() - started,
+        )
+
+    def iperf3_server_once(self, *, port: int, timeout: float) -> HostEgressServerFuture:
+        """Start a libiperf server on ``ip:port`` for one test; returns once it listens.
+
+        Parameters
+        ----------
+        port:
+            TCP port.
+        timeout:
+            Seconds the server waits for the test to arrive and finish.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            The server did not start listening (e.g. the address is not this host's).
+        """
+        server = InProcessIperf3Server(port=port, bind=self._ip)
+        server.start(timeout)
+        return HostEgressServerFuture(server)

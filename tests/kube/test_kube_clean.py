@@ -1,0 +1,69 @@
+"""``clean_kube_leftovers`` against a real API server: only session-labelled objects go.
+
+A module of its own because cleaning removes *every* labelled namespace of the tier's server,
+including those other modules' fixtures hold while their tests run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from cnibench.backends.kube import render
+from cnibench.backends.kube.api import Applier
+from cnibench.backends.kube.clean import clean_kube_leftovers
+
+pytestmark = pytest.mark.kube
+
+
+def _no_kind_clusters(argv: Sequence[str]) -> str:
+    """Fake kind (no container engine here): there are no kind clusters."""
+    return ""
+
+
+@pytest.fixture
+def namespaces(api_client: Any) -> Iterator[dict[str, bool]]:
+    """Two labelled (leftover) and one unlabelled namespace; name to whether labelled."""
+    applier = Applier(api_client)
+    made = {"cnibench-left1": True, "cnibench-left2": True, "cbt-not-ours": False}
+    manifests = []
+    for name, labelled in made.items():
+        manifest = render.namespace(name, session="gone")
+        if not labelled:
+            manifest["metadata"]["labels"] = {"team": "someone-else"}
+        applier.apply(manifest)
+        manifests.append(manifest)
+    try:
+        yield made
+    finally:
+        for manifest in manifests:
+            applier.delete(manifest)
+
+
+def _existing(api_client: Any) -> set[str]:
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api_client)
+    return {
+        n.metadata.name for n in core.list_namespace().items if not n.metadata.deletion_timestamp
+    }
+
+
+def test_clean_removes_only_labelled_namespaces(
+    api_client: Any, namespaces: dict[str, bool]
+) -> None:
+    report = clean_kube_leftovers(api_client=api_client, runner=_no_kind_clusters, timeout=60)
+    left = _existing(api_client)
+    assert {n for n, labelled in namespaces.items() if labelled} & left == set()
+    assert "cbt-not-ours" in left
+    assert "kube-system" in left
+    removed = {i.name for i in report.items if i.kind == "namespace" and i.outcome == "removed"}
+    assert {"cnibench-left1", "cnibench-left2"} <= removed
+
+
+def test_clean_dry_run_keeps_namespaces(api_client: Any, namespaces: dict[str, bool]) -> None:
+    report = clean_kube_leftovers(dry_run=True, api_client=api_client, runner=_no_kind_clusters)
+    assert {"cnibench-left1", "cnibench-left2"} <= _existing(api_client)
+    assert "kube: namespace cnibench-left1: would remove" in report.summary().splitlines()
