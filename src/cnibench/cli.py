@@ -170,7 +170,13 @@ def _build_parser() -> _Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cnibench`` console script."""
     with _sigterm_interrupts():
-        return _main(argv)
+        try:
+            return _main(argv)
+        except BrokenPipeError:
+            # The reader went away (``cnibench clean | head``): not an error of ours. Point
+            # stdout at /dev/null so the flush at exit does not fail a second time.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_OK
 
 
 @contextmanager

@@ -7,6 +7,7 @@ concrete backends.
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -116,10 +117,32 @@ def select_backend(
     if cluster == "kind":
         provider = KindProvider(recreate=recreate_cluster)
     elif cluster == "aks":
+        _check_aks_prerequisites()
         provider = AksProvider()
     else:
         provider = ExistingProvider()
+        if not provider.kubeconfig.is_file():
+            raise ConfigError(
+                f"--cluster existing: kubeconfig {provider.kubeconfig} does not exist"
+                " (set KUBECONFIG to a readable kubeconfig)"
+            )
     return KubeBackend(provider, keep_cluster=keep_cluster), reason
+
+
+def _check_aks_prerequisites() -> None:
+    """Fail before anything starts when ``--cluster aks`` cannot work here (one-line error)."""
+    from cnibench.backends.kube.providers import AKS_CREDENTIAL_VARIABLES
+
+    if shutil.which("terraform") is None:
+        raise ConfigError(
+            "--cluster aks needs terraform on PATH, and it is not there"
+            " (install Terraform, or choose --cluster lab, kind or existing)"
+        )
+    missing = [name for name in AKS_CREDENTIAL_VARIABLES if not os.environ.get(name)]
+    if missing:
+        raise ConfigError(
+            f"--cluster aks needs Azure credentials in the environment: {', '.join(missing)}"
+        )
 
 
 def validate_cnis(backend: Backend, cnis: Sequence[str]) -> tuple[str, ...]:

@@ -16,13 +16,14 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,40 @@ for ip in sys.argv[1:]:
 """
 """Connect once to each address given (the port is closed: the answer is a reset). The Debian
 base system has no ping, and any packet makes WireGuard complete its handshake."""
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back until the block ends (main thread only).
+
+    A Ctrl-C that lands inside :meth:`LabCluster.teardown` would otherwise abort it half way,
+    after it has already unregistered its atexit hook: the whole lab (namespaces, Prometheus,
+    exporters) would be left behind. A signal that arrives meanwhile is only noted; when the
+    block ends the handler that was in place before runs for it (raising KeyboardInterrupt as
+    usual). Handlers, not the signal mask: the kernel hands a process-directed signal to any
+    thread that does not block it (the port-forward threads), so masking the main thread alone
+    does not hold it back.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[signal.Signals] = []
+
+    def note(signum: int, frame: object) -> None:
+        caught.append(signal.Signals(signum))
+
+    previous = {signum: signal.signal(signum, note) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if caught:
+            handler = previous[caught[0]]
+            if callable(handler):
+                handler(caught[0], None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(caught[0])
 
 
 def parse_wg_dump(text: str) -> list[dict[str, str]]:
@@ -1364,7 +1399,7 @@ class LabCluster:
         ProvisioningError
             If something could not be removed (everything else is still removed).
         """
-        with self._lock:
+        with self._lock, _signals_deferred():
             if self._torn_down:
                 return
             self._torn_down = True
