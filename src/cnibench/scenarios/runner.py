@@ -229,10 +229,6 @@ class Runner:
         self._metrics_checked: set[int] = set()
         self._environment_ids: dict[int, str] = {}
 
-    def attempts(self, scenario: Scenario, condition: Condition) -> int:
-        """Upper bound of run attempts for a condition (for progress totals)."""
-        return self.profile.runs
-
     def run_condition(self, scenario: Scenario, cni: str, condition: Condition) -> ConditionResult:
         """Prepare, verify, measure and record ``condition`` on the cluster for ``cni``.
 
