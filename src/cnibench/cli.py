@@ -18,7 +18,6 @@ from pathlib import Path
 from types import FrameType
 
 from cnibench.errors import CnibenchError, ConfigError, VerificationError
-from cnibench.session import add_scenario_options
 
 __all__ = ["main"]
 
@@ -67,6 +66,10 @@ def _duration(text: str) -> float:
 
 
 def _build_parser() -> _Parser:
+    # Imported here, not at module level: until main() has installed its handlers, a Ctrl-C
+    # would print a traceback, so the module itself stays cheap to import.
+    from cnibench.session import add_scenario_options
+
     parser = _Parser(prog="cnibench", description=__doc__.splitlines()[0] if __doc__ else None)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
