@@ -260,6 +260,15 @@ class Comparison:
                 f"no significant difference between {treatment} and {baseline} "
                 f"({level} CI of the change {low:+.1f}% to {high:+.1f}%)"
             )
+        if not (math.isfinite(low) and math.isfinite(high)):
+            # The baseline mean is not clearly non-zero, so no relative interval exists; the
+            # absolute difference still has one, in the data's own unit.
+            direction = "higher" if self.difference >= 0.0 else "lower"
+            return (
+                f"{treatment} is {abs(self.difference):.4g} {direction} than {baseline} "
+                f"({level} CI of the difference {self.ci_low:.4g} to {self.ci_high:.4g}; "
+                "no relative interval: the baseline mean is too uncertain)"
+            )
         if estimate >= 0.0:
             return (
                 f"{treatment} is {estimate:.1f}% higher than {baseline} "
