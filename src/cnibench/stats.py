@@ -51,7 +51,9 @@ __all__ = [
     "outlier_runs",
     "requests_needed",
     "splitting_error",
+    "trimmed_sample",
     "truncated_mean",
+    "truncated_mean_interval",
     "windowed_shares",
 ]
 
@@ -631,6 +633,24 @@ def truncated_mean(values: npt.ArrayLike, *, proportion: float = 0.1) -> float:
     >>> truncated_mean([1.0, 2.0, 3.0, 4.0, 100.0], proportion=0.2)
     3.0
     """
+    return float(np.mean(trimmed_sample(values, proportion=proportion)))
+
+
+def trimmed_sample(values: npt.ArrayLike, *, proportion: float = 0.1) -> FloatArray:
+    """The values :func:`truncated_mean` averages: sorted, ``int(proportion * n)`` cut per end.
+
+    Parameters
+    ----------
+    values : array_like
+        One value per run, any unit.
+    proportion : float, default 0.1
+        Fraction cut from *each* end, in [0, 0.5).
+
+    Returns
+    -------
+    numpy.ndarray
+        The kept values, sorted ascending, in the unit of ``values``.
+    """
     x = _validated_values(values, "values")
     if isinstance(proportion, bool) or not isinstance(
         proportion, int | float | np.integer | np.floating
@@ -641,8 +661,34 @@ def truncated_mean(values: npt.ArrayLike, *, proportion: float = 0.1) -> float:
             f"proportion must be in [0, 0.5) (cut from each end), got {_shown(proportion)}"
         )
     cut = int(float(proportion) * x.size)
-    kept = np.sort(x)[cut : x.size - cut]
-    return float(np.mean(kept))
+    return np.sort(x)[cut : x.size - cut]
+
+
+def truncated_mean_interval(
+    values: npt.ArrayLike, *, proportion: float = 0.1, level: float = 0.95
+) -> Interval:
+    """Truncated mean with the Student-t interval of the values it keeps.
+
+    The one summary the CLI table and the report both show, so they always agree.
+
+    Parameters
+    ----------
+    values : array_like
+        One value per run, any unit.
+    proportion : float, default 0.1
+        Fraction cut from *each* end, in [0, 0.5).
+    level : float, default 0.95
+        Confidence level in (0, 1).
+
+    Returns
+    -------
+    Interval
+        ``estimate`` equals :func:`truncated_mean`; ``low``/``high`` are
+        :func:`confidence_interval` (method ``"t"``) of :func:`trimmed_sample`, whose size is
+        ``n``. With fewer than ``1 / proportion`` values nothing is cut and this is the plain
+        t interval of the mean.
+    """
+    return confidence_interval(trimmed_sample(values, proportion=proportion), level=level)
 
 
 def outlier_report(

@@ -97,23 +97,20 @@ def metric_unit(df: pd.DataFrame, metric: str) -> str:
     return str(units[0]) if len(units) == 1 else ""
 
 
-def _quiet_interval(values: np.ndarray[Any, Any], level: float) -> stats.Interval:
+def quiet_truncated_mean_interval(
+    values: np.ndarray[Any, Any], proportion: float, level: float
+) -> stats.Interval:
+    """:func:`cnibench.stats.truncated_mean_interval` without degenerate-data warnings."""
     with warnings.catch_warnings():
         # One run or identical runs: the interval is NaN or collapsed, which the figure shows.
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        return stats.confidence_interval(values, level=level, method="t")
+        return stats.truncated_mean_interval(values, proportion=proportion, level=level)
 
 
 def _quiet_outliers(values: np.ndarray[Any, Any]) -> list[stats.Outlier]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
         return stats.outlier_report(values, method=OUTLIER_METHOD, threshold=OUTLIER_THRESHOLD)
-
-
-def trimmed_sample(values: np.ndarray[Any, Any], proportion: float) -> np.ndarray[Any, Any]:
-    """The values :func:`cnibench.stats.truncated_mean` averages (sorted, ends cut)."""
-    cut = int(proportion * values.size)
-    return np.sort(values)[cut : values.size - cut]
 
 
 def bar_summary(
@@ -168,7 +165,7 @@ def bar_summary(
             [value for index, value in enumerate(values) if index not in out_index],
             dtype=np.float64,
         )
-        interval = _quiet_interval(trimmed_sample(kept, proportion), level)
+        interval = quiet_truncated_mean_interval(kept, proportion, level)
         summary.append(
             {
                 "cni": str(cni),

@@ -32,8 +32,8 @@ from cnibench.report.data import (
     metric_unit,
     ok_runs,
     parse_weights,
+    quiet_truncated_mean_interval,
     request_time_summary,
-    trimmed_sample,
 )
 
 __all__ = [
@@ -636,11 +636,7 @@ def scaling_summary(
     result = []
     for (line, level_x), group in rows.groupby(["_line", "_x"], sort=True):
         values = group["value"].to_numpy(dtype=np.float64)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-            interval = stats.confidence_interval(
-                trimmed_sample(values, proportion), level=level, method="t"
-            )
+        interval = quiet_truncated_mean_interval(values, proportion, level)
         result.append(
             {
                 "line": str(line),

@@ -94,7 +94,8 @@ class MetricSummary:
     truncated_mean:
         10 %-trimmed mean, in ``unit``.
     low, high:
-        Student-t 95 % confidence interval of the mean (equal to the mean when n < 2).
+        :func:`cnibench.stats.truncated_mean_interval`: Student-t 95 % interval of the kept
+        values (equal to the mean when n < 2).
     """
 
     metric: str
@@ -160,7 +161,8 @@ class ConditionResult:
                 with warnings.catch_warnings():
                     # Two identical runs give a zero-width interval: expected, not news.
                     warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-                    interval = stats.confidence_interval(values)
+                    # The same summary the report draws, so table and figures agree.
+                    interval = stats.truncated_mean_interval(values)
                 low, high = interval.low, interval.high
             except InsufficientDataError:
                 low = high = mean
