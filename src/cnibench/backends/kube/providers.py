@@ -25,6 +25,7 @@ from cnibench.backends.base import ClusterSpec
 from cnibench.backends.kube.cni import CniDefinition
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.render import kind_cluster_config
+from cnibench.backends.kube.resources import data_tree
 from cnibench.errors import ConfigError, ProvisioningError
 
 __all__ = [
@@ -209,11 +210,12 @@ class KindProvider:
 
 
 def terraform_dir() -> Path:
-    """``terraform/aks`` of the source tree (``CNIBENCH_TERRAFORM_AKS`` overrides)."""
-    override = os.environ.get("CNIBENCH_TERRAFORM_AKS")
+    """``terraform/aks`` of the checkout or of the installed wheel (``CNIBENCH_TERRAFORM_AKS``
+    overrides)."""
+    override = os.environ.get("CNIBENCH_TERRAFORM_AKS", "")
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[4] / "terraform" / "aks"
+    return data_tree("terraform", override_env="CNIBENCH_TERRAFORM") / "aks"
 
 
 def aks_variables(

@@ -9,7 +9,6 @@ syntax), so a name or a list can never change a document's shape. Every object c
 from __future__ import annotations
 
 import json
-import os
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from cnibench.backends.base import (
 )
 from cnibench.backends.kube.cni import CniDefinition
 from cnibench.backends.kube.images import Images
+from cnibench.backends.kube.resources import data_tree
 from cnibench.errors import ConfigError
 from cnibench.policy import PolicySpec
 from cnibench.tools.sockperf import sockperf_server_argv
@@ -74,11 +74,9 @@ _MONITORING = "cnibench-monitoring"
 
 
 def manifests_dir() -> Path:
-    """The template directory: ``CNIBENCH_MANIFESTS`` or ``manifests/`` of the source tree."""
-    override = os.environ.get("CNIBENCH_MANIFESTS")
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[4] / "manifests"
+    """The template directory: ``CNIBENCH_MANIFESTS``, the checkout's ``manifests/``, or the copy
+    inside an installed wheel (:func:`~cnibench.backends.kube.resources.data_tree`)."""
+    return data_tree("manifests", override_env="CNIBENCH_MANIFESTS")
 
 
 def render_template(
