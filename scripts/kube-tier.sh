@@ -22,6 +22,9 @@ HELM_VERSION="${CNIBENCH_HELM_VERSION:-v3.18.6}"
 GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
 CACHE_ROOT="${CNIBENCH_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cnibench/kube}"
 BIN_DIR="$CACHE_ROOT/$K8S_VERSION/bin"
+# Bump when the way the control plane is built changes: binaries of another recipe are rebuilt
+# (a relink only, with a warm Go build cache).
+RECIPE="version-ldflags-1"
 
 if [[ "${1:-}" == "--print-dir" ]]; then
     echo "$BIN_DIR"
@@ -51,8 +54,12 @@ ensure_etcd() {
 
 build_control_plane() {
     local missing=()
+    local built_recipe=""
+    [[ -f "$BIN_DIR/.recipe" ]] && built_recipe="$(cat "$BIN_DIR/.recipe")"
     for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
-        [[ -x "$BIN_DIR/$cmd" ]] || missing+=("$cmd")
+        if [[ ! -x "$BIN_DIR/$cmd" || "$built_recipe" != "$RECIPE" ]]; then
+            missing+=("$cmd")
+        fi
     done
     [[ ${#missing[@]} -eq 0 ]] && return
     local work="$CACHE_ROOT/$K8S_VERSION/src"
@@ -85,12 +92,22 @@ import (
 GO
     log "resolving k8s.io/kubernetes $K8S_VERSION (go mod tidy)"
     (cd "$work" && nice -n 19 "$GO" mod tidy >&2)
+    # Stamp the release version as the upstream build does, so /version answers v1.33.4 (not
+    # v0.0.0-master) and version-gated clients (helm's kubeVersion checks) see the real server.
+    local minor="${K8S_VERSION#v1.}"
+    minor="${minor%%.*}"
+    local version_flags=""
+    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+        version_flags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1"
+        version_flags+=" -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+    done
     for cmd in "${missing[@]}"; do
         log "building $cmd $K8S_VERSION"
-        (cd "$work" && nice -n 19 "$GO" build -trimpath -ldflags="-s -w" \
+        (cd "$work" && nice -n 19 "$GO" build -trimpath -ldflags="-s -w$version_flags" \
             -o "$BIN_DIR/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd" >&2)
         mv "$BIN_DIR/$cmd.tmp" "$BIN_DIR/$cmd"
     done
+    echo "$RECIPE" >"$BIN_DIR/.recipe"
 }
 
 go_install() {  # name module@version

@@ -1,8 +1,9 @@
 """Pinned container images of the Kubernetes backend: the one place to change them.
 
-Every image is referenced by tag; override any of them with :meth:`Images.from_environment`
-(``CNIBENCH_IMAGE_<FIELD>``, e.g. ``CNIBENCH_IMAGE_TOOLS``) or by passing an :class:`Images`
-to the backend. Nothing here is pulled by cnibench itself: the cluster's runtime pulls them.
+Images are referenced by tag (the kind node image also by digest); override any of them with
+:meth:`Images.from_environment` (``CNIBENCH_IMAGE_<FIELD>``, e.g. ``CNIBENCH_IMAGE_TOOLS``) or
+by passing an :class:`Images` to the backend. Nothing here is pulled by cnibench itself: the
+cluster's runtime pulls them.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ class Images:
     node_exporter:
         Prometheus node-exporter.
     kind_node:
-        kind node image; the Kubernetes minor every pinned CNI supports. Add the
-        ``@sha256:`` digest from the kind release notes when pinning for a paper run.
+        kind node image, pinned by tag and digest as the kind v0.30.0 release notes list it
+        (the release that built it: use kind >= v0.30.0). Kubernetes v1.33, a minor every
+        pinned CNI supports and the version the kube test tier's API server is built from.
     """
 
     tools: str = "docker.io/nicolaka/netshoot:v0.13"
@@ -42,7 +44,10 @@ class Images:
     http_echo: str = "docker.io/library/nginx:1.27.5-alpine"
     prometheus: str = "quay.io/prometheus/prometheus:v3.5.0"
     node_exporter: str = "quay.io/prometheus/node-exporter:v1.9.1"
-    kind_node: str = "docker.io/kindest/node:v1.33.4"
+    kind_node: str = (
+        "docker.io/kindest/node:v1.33.4"
+        "@sha256:25a6018e48dfcaee478f4a59af81157a437f15e6e140bf103f85a2e7cd0cbbf2"
+    )
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> Images:
