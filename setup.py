@@ -1,4 +1,4 @@
-"""Ship ``manifests/`` and ``terraform/`` inside the wheel as ``cnibench/_data``.
+"""Ship ``manifests/``, ``terraform/`` and ``images/`` inside the wheel as ``cnibench/_data``.
 
 The templates live at the top of the repository (SPEC layout), outside the Python package, so a
 plain wheel would not carry them and ``--cluster kind``/``aks`` would fail after ``pip install
@@ -13,7 +13,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-DATA_TREES = ("manifests", "terraform")
+DATA_TREES = ("manifests", "terraform", "images")
 
 
 class BuildPyWithData(build_py):

@@ -46,7 +46,7 @@ def test_wheel_contains_every_template_and_terraform_file(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {
         f"cnibench/_data/{path.relative_to(REPO).as_posix()}"
-        for tree in ("manifests", "terraform")
+        for tree in ("manifests", "terraform", "images")
         for path in (REPO / tree).rglob("*")
         if path.is_file() and ".terraform" not in path.parts
     }

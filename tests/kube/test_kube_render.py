@@ -103,7 +103,7 @@ def test_sockperf_without_image_is_refused() -> None:
             session="s1",
             role=NodeRole.SERVER,
             workloads=[WorkloadSpec(WorkloadKind.SOCKPERF_SERVER, 11111)],
-            images=Images(),
+            images=Images(sockperf=""),
         )
 
 

@@ -11,8 +11,29 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["Images"]
+from cnibench.backends.kube.resources import data_tree
+
+__all__ = ["LOCAL_BUILDS", "LOCAL_TOOLS_IMAGE", "Images", "build_context"]
+
+LOCAL_TOOLS_IMAGE = "localhost/cnibench-tools:bookworm-1"
+"""The tools image cnibench builds from ``images/tools/Dockerfile`` (bump the tag suffix when
+the Dockerfile changes, so clusters never keep a stale copy: a non-``latest`` tag is pulled
+``IfNotPresent``, i.e. never for an image kind loaded)."""
+LOCAL_BUILDS: Mapping[str, str] = {LOCAL_TOOLS_IMAGE: "tools"}
+"""Images cnibench builds itself: reference to its folder under ``images/``."""
+
+
+def build_context(image: str) -> Path:
+    """The ``docker build`` context (folder with a Dockerfile) of a locally built ``image``.
+
+    Raises
+    ------
+    KeyError
+        ``image`` is not one of :data:`LOCAL_BUILDS`.
+    """
+    return data_tree("images", override_env="CNIBENCH_IMAGES_DIR") / LOCAL_BUILDS[image]
 
 
 @dataclass(frozen=True)
@@ -22,10 +43,12 @@ class Images:
     Attributes
     ----------
     tools:
-        Client pod and iperf3 server: netshoot carries iperf3, curl, ab, tcpdump.
+        Client container of every pod and the iperf3 server: iperf3, sockperf, wrk, ab, curl,
+        tcpdump. No maintained public image has them all, so the default is
+        :data:`LOCAL_TOOLS_IMAGE`, built from ``images/tools/Dockerfile`` (the lab's Debian
+        packages) and loaded into kind clusters; other clusters need it pushed to a registry.
     sockperf:
-        Image with ``sockperf`` on PATH. No maintained public image is known, so it defaults
-        to ``""`` and a sockperf workload is refused with a clear error until one is set.
+        Image of the sockperf servers (``sockperf`` on PATH): the tools image by default.
     http_echo:
         nginx; the echo configuration (pod name in body and ``X-Backend`` header) is written
         by the pod's command, so no custom image is needed.
@@ -39,8 +62,8 @@ class Images:
         pinned CNI supports and the version the kube test tier's API server is built from.
     """
 
-    tools: str = "docker.io/nicolaka/netshoot:v0.13"
-    sockperf: str = ""
+    tools: str = LOCAL_TOOLS_IMAGE
+    sockperf: str = LOCAL_TOOLS_IMAGE
     http_echo: str = "docker.io/library/nginx:1.27.5-alpine"
     prometheus: str = "quay.io/prometheus/prometheus:v3.5.0"
     node_exporter: str = "quay.io/prometheus/node-exporter:v1.9.1"
@@ -58,3 +81,9 @@ class Images:
             if f"CNIBENCH_IMAGE_{f.name.upper()}" in environ
         }
         return cls(**overrides)
+
+    def local_builds(self) -> tuple[str, ...]:
+        """The distinct images in use that cnibench builds itself (see :data:`LOCAL_BUILDS`),
+        in field order."""
+        found = (getattr(self, f.name) for f in dataclasses.fields(self))
+        return tuple(dict.fromkeys(image for image in found if image in LOCAL_BUILDS))

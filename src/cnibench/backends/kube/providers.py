@@ -23,7 +23,7 @@ import yaml
 
 from cnibench.backends.base import ClusterSpec
 from cnibench.backends.kube.cni import CniDefinition
-from cnibench.backends.kube.images import Images
+from cnibench.backends.kube.images import Images, build_context
 from cnibench.backends.kube.render import kind_cluster_config
 from cnibench.backends.kube.resources import data_tree
 from cnibench.errors import ConfigError, ProvisioningError
@@ -202,7 +202,27 @@ class KindProvider:
             self._run(kind_create_argv(name, config_path))
         kubeconfig.write_text(self._run(["kind", "get", "kubeconfig", "--name", name]))
         kubeconfig.chmod(0o600)
+        self.load_local_images(name)
         return ProviderCluster(name, kubeconfig, f"kind-{name}", created)
+
+    def load_local_images(self, name: str) -> None:
+        """Build (once per host) and load into cluster ``name`` every image cnibench builds
+        itself (:meth:`~cnibench.backends.kube.images.Images.local_builds`).
+
+        ``kind load`` skips nodes that already hold the same image, so a reused cluster costs
+        one comparison per node.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            ``docker build`` or ``kind load`` failed (their last error line).
+        """
+        for image in self.images.local_builds():
+            try:
+                self._run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
+            except ProvisioningError:
+                self._run(["docker", "build", "--tag", image, str(build_context(image))])
+            self._run(["kind", "load", "docker-image", image, "--name", name])
 
     def delete(self, cluster: ProviderCluster) -> None:
         """``kind delete cluster``."""

@@ -1,0 +1,134 @@
+"""The tools image cnibench builds for kind: its contents, its build and its use in pods.
+
+kind cannot run here (no container engine), so the build/load steps are checked through a
+fake runner that records argv and answers like docker and kind; the Dockerfile's packages are
+checked against this machine's real apt sources (the same Debian release as the image).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
+from cnibench.backends.kube import render
+from cnibench.backends.kube.cni import cni_definition
+from cnibench.backends.kube.images import LOCAL_TOOLS_IMAGE, Images, build_context
+from cnibench.backends.kube.providers import KindProvider
+from cnibench.errors import ProvisioningError
+from cnibench.system import SYSTEM_TOOLS
+
+POD_TOOLS = ("iperf3", "sockperf", "wrk", "ab", "curl", "tcpdump")
+"""Commands the scenarios execute inside pods (clients, sockperf/iperf3 servers, captures)."""
+
+
+def _dockerfile_packages() -> list[str]:
+    text = (build_context(LOCAL_TOOLS_IMAGE) / "Dockerfile").read_text()
+    install = re.search(
+        r"apt-get install -y --no-install-recommends\s*\\?\s*(.*?)\s*\\\n", text, re.S
+    )
+    assert install is not None, "no apt-get install line in the Dockerfile"
+    return install.group(1).split()
+
+
+@pytest.mark.parametrize("tool", POD_TOOLS)
+def test_tools_image_installs_the_lab_package_of(tool: str) -> None:
+    package = next(t.package for t in SYSTEM_TOOLS if t.binary == tool)
+    assert package in _dockerfile_packages()
+
+
+def test_tools_image_packages_exist_in_this_debian_release() -> None:
+    base = (build_context(LOCAL_TOOLS_IMAGE) / "Dockerfile").read_text()
+    codename = re.search(r"^FROM \S+:(\w+)-slim$", base, re.M)
+    release = dict(
+        line.split("=", 1)
+        for line in Path("/etc/os-release").read_text().splitlines()
+        if "=" in line
+    )
+    assert codename is not None
+    assert release.get("VERSION_CODENAME") == codename.group(1), (
+        "machine is not the image's release"
+    )
+    for package in _dockerfile_packages():
+        shown = subprocess.run(
+            ["apt-cache", "show", "--no-all-versions", package],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert shown.returncode == 0, package
+        assert f"Package: {package}" in shown.stdout
+
+
+def test_pods_use_the_tools_image_without_pulling_it() -> None:
+    manifest = render.pod(
+        "srv",
+        namespace="ns",
+        session="s1",
+        role=NodeRole.SERVER,
+        workloads=[WorkloadSpec(WorkloadKind.SOCKPERF_SERVER, 11111)],
+        images=Images(),
+    )
+    containers = manifest["spec"]["containers"]
+    assert {c["image"] for c in containers} == {LOCAL_TOOLS_IMAGE}
+    # A loaded image must never be pulled: no Always policy, and no ":latest" tag (which
+    # defaults to Always).
+    assert all(c.get("imagePullPolicy", "IfNotPresent") == "IfNotPresent" for c in containers)
+    assert not LOCAL_TOOLS_IMAGE.endswith(":latest")
+    assert ":" in LOCAL_TOOLS_IMAGE.rsplit("/", 1)[1]
+
+
+class _FakeHost:
+    """docker + kind as seen through KindProvider's runner: records argv, knows which images
+    the docker daemon holds."""
+
+    def __init__(self, images: set[str], clusters: Sequence[str] = ()) -> None:
+        self.images = images
+        self.clusters = list(clusters)
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: Sequence[str]) -> str:
+        self.calls.append(list(argv))
+        if argv[:3] == ["docker", "image", "inspect"]:
+            if argv[-1] not in self.images:
+                raise ProvisioningError(f"docker image inspect failed: No such image: {argv[-1]}")
+            return "sha256:abc\n"
+        if argv[:2] == ["docker", "build"]:
+            self.images.add(argv[argv.index("--tag") + 1])
+        if argv[:3] == ["kind", "get", "clusters"]:
+            return "\n".join(self.clusters)
+        return ""
+
+
+def test_kind_builds_the_tools_image_once_then_loads_it(tmp_path: Path) -> None:
+    host = _FakeHost(images=set())
+    spec = ClusterSpec(cni="cilium")
+    made = KindProvider(tmp_path, runner=host).ensure(spec, cni_definition(spec))
+    builds = [c for c in host.calls if c[:2] == ["docker", "build"]]
+    assert len(builds) == 1
+    context = Path(builds[0][-1])
+    assert (context / "Dockerfile").is_file()
+    loads = [c for c in host.calls if c[:3] == ["kind", "load", "docker-image"]]
+    assert loads == [["kind", "load", "docker-image", LOCAL_TOOLS_IMAGE, "--name", made.name]]
+    # The load happens after the cluster exists.
+    create = next(i for i, c in enumerate(host.calls) if c[:3] == ["kind", "create", "cluster"])
+    assert host.calls.index(loads[0]) > create
+
+    host.calls.clear()
+    host.clusters = [made.name]
+    KindProvider(tmp_path, runner=host).ensure(spec, cni_definition(spec))
+    assert not [c for c in host.calls if c[:2] == ["docker", "build"]]
+    assert [c for c in host.calls if c[:3] == ["kind", "load", "docker-image"]] == loads
+
+
+def test_kind_loads_nothing_when_every_image_is_overridden(tmp_path: Path) -> None:
+    host = _FakeHost(images=set())
+    spec = ClusterSpec(cni="kindnet")
+    images = Images(tools="registry.example/tools:1", sockperf="registry.example/tools:1")
+    KindProvider(tmp_path, images=images, runner=host).ensure(spec, cni_definition(spec))
+    assert not [c for c in host.calls if c[0] == "docker" or c[:2] == ["kind", "load"]]
