@@ -67,3 +67,54 @@ def test_clean_dry_run_keeps_namespaces(api_client: Any, namespaces: dict[str, b
     report = clean_kube_leftovers(dry_run=True, api_client=api_client, runner=_no_kind_clusters)
     assert {"cnibench-left1", "cnibench-left2"} <= _existing(api_client)
     assert "kube: namespace cnibench-left1: would remove" in report.summary().splitlines()
+
+
+@pytest.fixture
+def egress_policies(api_client: Any, cilium_crds: list[str]) -> Iterator[dict[str, bool]]:
+    """Two cluster-scoped CiliumEgressGatewayPolicies (real CRD): one a session left behind,
+    one someone else's; name to whether labelled."""
+    applier = Applier(api_client)
+    made = {"cnibench-left-egress": True, "not-ours-egress": False}
+    manifests = []
+    for name, labelled in made.items():
+        manifest = render.cilium_egress_gateway_policy(
+            name,
+            session="gone",
+            namespace="cnibench-x",
+            clients=["c1"],
+            destinations=["198.18.0.9/32"],
+        )
+        if not labelled:
+            manifest["metadata"]["labels"] = {"team": "someone-else"}
+        applier.apply(manifest)
+        manifests.append(manifest)
+    try:
+        yield made
+    finally:
+        for manifest in manifests:
+            applier.delete(manifest)
+
+
+def _egress_policy_names(api_client: Any) -> set[str]:
+    from kubernetes import dynamic
+
+    resource = dynamic.DynamicClient(api_client).resources.get(
+        api_version="cilium.io/v2", kind="CiliumEgressGatewayPolicy"
+    )
+    return {o.metadata.name for o in resource.get().items}
+
+
+def test_clean_removes_labelled_cluster_scoped_cni_objects(
+    api_client: Any, egress_policies: dict[str, bool]
+) -> None:
+    dry = clean_kube_leftovers(dry_run=True, api_client=api_client, runner=_no_kind_clusters)
+    assert "kube: ciliumegressgatewaypolicy cnibench-left-egress: would remove" in (
+        dry.summary().splitlines()
+    )
+    assert set(egress_policies) <= _egress_policy_names(api_client)
+    report = clean_kube_leftovers(api_client=api_client, runner=_no_kind_clusters, timeout=60)
+    left = _egress_policy_names(api_client)
+    assert "cnibench-left-egress" not in left
+    assert "not-ours-egress" in left
+    # Antrea and Calico CRDs are not served here: their kinds are skipped, not failures.
+    assert not report.failed, report.summary()

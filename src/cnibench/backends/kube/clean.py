@@ -2,9 +2,12 @@
 
 Two kinds of leftovers can outlive an interrupted session: kind clusters named with
 :data:`KIND_PREFIX` (every cluster :class:`~cnibench.backends.kube.providers.KindProvider`
-creates), and, in any cluster a kubeconfig reaches, namespaces and cluster-scoped RBAC objects
-labelled ``cnibench.io/session``. Anything else is never touched: unlabelled namespaces,
-clusters with other names, AKS resources (``terraform destroy`` in the state directory).
+creates), and, in any cluster a kubeconfig reaches, namespaces and cluster-scoped objects
+labelled ``cnibench.io/session``: RBAC, and the CNI objects that have no namespace to go with
+(:data:`CLUSTER_SCOPED_KINDS`: Cilium egress policies, Antrea Egress/ExternalIPPool/
+ClusterNetworkPolicy, Calico GlobalNetworkPolicy). A kind whose CRD the cluster does not serve is
+skipped. Anything else is never touched: unlabelled objects, clusters with other names, AKS
+resources (``terraform destroy`` in the state directory).
 """
 
 from __future__ import annotations
@@ -22,10 +25,26 @@ from cnibench.backends.kube.providers import kind_delete_argv
 from cnibench.backends.kube.render import SESSION_LABEL
 from cnibench.errors import CnibenchError, ProvisioningError
 
-__all__ = ["KIND_PREFIX", "CleanedItem", "KubeCleanReport", "clean_kube_leftovers"]
+__all__ = [
+    "CLUSTER_SCOPED_KINDS",
+    "KIND_PREFIX",
+    "CleanedItem",
+    "KubeCleanReport",
+    "clean_kube_leftovers",
+]
 
 KIND_PREFIX = "cnibench-"
 """Name prefix of the kind clusters cnibench creates."""
+CLUSTER_SCOPED_KINDS: tuple[tuple[str, str], ...] = (
+    ("cilium.io/v2", "CiliumEgressGatewayPolicy"),
+    ("cilium.io/v2", "CiliumClusterwideNetworkPolicy"),
+    ("crd.antrea.io/v1beta1", "Egress"),
+    ("crd.antrea.io/v1beta1", "ExternalIPPool"),
+    ("crd.antrea.io/v1beta1", "ClusterNetworkPolicy"),
+    ("projectcalico.org/v3", "GlobalNetworkPolicy"),
+)
+"""Cluster-scoped CNI kinds (apiVersion, kind) a session may create: deleting the session's
+namespace does not remove them, so ``clean`` looks for labelled ones."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +54,8 @@ class CleanedItem:
     Attributes
     ----------
     kind:
-        ``"kind-cluster"``, ``"namespace"``, ``"clusterrole"`` or ``"clusterrolebinding"``.
+        ``"kind-cluster"``, ``"namespace"``, ``"clusterrole"``, ``"clusterrolebinding"`` or a
+        lower-cased :data:`CLUSTER_SCOPED_KINDS` kind (e.g. ``"ciliumegressgatewaypolicy"``).
     name:
         Its name.
     outcome:
@@ -145,6 +165,7 @@ def _clean_api(api_client: Any, *, dry_run: bool, timeout: float) -> list[Cleane
             items.append(CleanedItem(kind, name, "removed"))
             if read is not None:
                 waiting.append((len(items) - 1, read, name))
+    items.extend(_clean_custom(api_client, dry_run=dry_run))
     deadline = time.monotonic() + timeout
     for index, read, name in waiting:
         while True:
@@ -159,6 +180,40 @@ def _clean_api(api_client: Any, *, dry_run: bool, timeout: float) -> list[Cleane
                 )
                 break
             time.sleep(0.25)
+    return items
+
+
+def _clean_custom(api_client: Any, *, dry_run: bool) -> list[CleanedItem]:
+    from kubernetes import dynamic
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
+
+    factory: Any = dynamic.DynamicClient
+    resources = factory(api_client).resources
+    items: list[CleanedItem] = []
+    for api_version, kind in CLUSTER_SCOPED_KINDS:
+        label = kind.lower()
+        try:
+            resource = resources.get(api_version=api_version, kind=kind)
+        except ResourceNotFoundError:
+            continue  # the CNI (its CRD) is not installed: nothing of this kind can be left
+        try:
+            found = resource.get(label_selector=SESSION_LABEL).items
+        except (ApiException, DynamicApiError) as exc:
+            items.append(CleanedItem(label, "*", f"failed: listing: {api_error_message(exc)}"))
+            continue
+        for obj in found:
+            name = str(obj.metadata.name)
+            if dry_run:
+                items.append(CleanedItem(label, name, "would remove"))
+                continue
+            try:
+                resource.delete(name=name)
+            except (ApiException, DynamicApiError) as exc:
+                if getattr(exc, "status", None) != 404:
+                    items.append(CleanedItem(label, name, f"failed: {api_error_message(exc)}"))
+                    continue
+            items.append(CleanedItem(label, name, "removed"))
     return items
 
 
@@ -178,7 +233,7 @@ def clean_kube_leftovers(
     dry_run:
         Only list what would be removed.
     kubeconfig, context:
-        Cluster whose ``cnibench.io/session`` namespaces (and ClusterRoles/Bindings) to
+        Cluster whose ``cnibench.io/session`` namespaces and cluster-scoped objects to
         remove; none: only kind clusters are cleaned.
     api_client:
         A ready :class:`kubernetes.client.ApiClient` instead of ``kubeconfig``.
