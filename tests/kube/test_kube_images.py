@@ -18,7 +18,7 @@ from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, Workload
 from cnibench.backends.kube import render
 from cnibench.backends.kube.cni import cni_definition
 from cnibench.backends.kube.images import LOCAL_TOOLS_IMAGE, Images, build_context
-from cnibench.backends.kube.providers import KindProvider
+from cnibench.backends.kube.providers import KindProvider, check_kind_version
 from cnibench.errors import ProvisioningError
 from cnibench.system import SYSTEM_TOOLS
 
@@ -132,3 +132,26 @@ def test_kind_loads_nothing_when_every_image_is_overridden(tmp_path: Path) -> No
     images = Images(tools="registry.example/tools:1", sockperf="registry.example/tools:1")
     KindProvider(tmp_path, images=images, runner=host).ensure(spec, cni_definition(spec))
     assert not [c for c in host.calls if c[0] == "docker" or c[:2] == ["kind", "load"]]
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "kind"
+
+
+def test_kind_version_of_the_node_image_release_is_accepted() -> None:
+    check_kind_version((FIXTURES / "version.txt").read_text())
+
+
+@pytest.mark.parametrize("older", ["v0.29.0", "v0.9.99"], ids=["previous-minor", "ancient"])
+def test_older_kind_is_refused_before_anything_is_created(tmp_path: Path, older: str) -> None:
+    real = (FIXTURES / "version.txt").read_text()
+    text = re.sub(r"kind v\d+\.\d+\.\d+", f"kind {older}", real)
+    host = _FakeHost(images=set())
+    host_call = host.__call__
+
+    def runner(argv: Sequence[str]) -> str:
+        return text if list(argv) == ["kind", "version"] else host_call(argv)
+
+    spec = ClusterSpec(cni="kindnet")
+    with pytest.raises(ProvisioningError, match=f"kind {older} is older than v0.30.0"):
+        KindProvider(tmp_path, runner=runner).ensure(spec, cni_definition(spec))
+    assert not [c for c in host.calls if c[:2] in (["kind", "create"], ["docker", "build"])]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -30,12 +31,14 @@ from cnibench.errors import ConfigError, ProvisioningError
 
 __all__ = [
     "AKS_CREDENTIAL_VARIABLES",
+    "KIND_MINIMUM",
     "AksProvider",
     "ExistingProvider",
     "KindProvider",
     "Provider",
     "ProviderCluster",
     "aks_variables",
+    "check_kind_version",
     "cluster_hash",
     "kind_create_argv",
     "kind_delete_argv",
@@ -114,6 +117,36 @@ def kind_create_argv(name: str, config_path: Path, *, wait: str = "0s") -> list[
     ]
 
 
+KIND_MINIMUM = (0, 30, 0)
+"""Oldest kind release that built the pinned node image (``Images.kind_node``)."""
+_KIND_VERSION_RE = re.compile(r"\bkind v(\d+)\.(\d+)\.(\d+)")
+
+
+def check_kind_version(text: str) -> None:
+    """Refuse a ``kind version`` output older than :data:`KIND_MINIMUM`.
+
+    kind node images are built for one kind release; an older kind may create nodes that never
+    become ready, long after the cluster was requested. Unparsable output is accepted (kind
+    then reports its own errors).
+
+    Raises
+    ------
+    cnibench.errors.ProvisioningError
+        The installed kind is too old (the message says which release to install).
+    """
+    match = _KIND_VERSION_RE.search(text)
+    if match is None:
+        return
+    found = tuple(int(part) for part in match.groups())
+    if found < KIND_MINIMUM:
+        need = "v" + ".".join(str(part) for part in KIND_MINIMUM)
+        have = "v" + ".".join(str(part) for part in found)
+        raise ProvisioningError(
+            f"kind {have} is older than {need}, the release that built the pinned node image:"
+            f" go install sigs.k8s.io/kind@{need}"
+        )
+
+
 def kind_delete_argv(name: str) -> list[str]:
     """``kind delete cluster`` for ``name``."""
     return ["kind", "delete", "cluster", "--name", name]
@@ -189,6 +222,7 @@ class KindProvider:
     def ensure(self, spec: ClusterSpec, cni: CniDefinition) -> ProviderCluster:
         """Reuse the cluster with this config hash, or create it."""
         name, config = self.plan(spec, cni)
+        check_kind_version(self._run(["kind", "version"]))
         self.state_dir.mkdir(parents=True, exist_ok=True)
         config_path = self.state_dir / f"{name}.yaml"
         kubeconfig = self.state_dir / f"{name}.kubeconfig"
