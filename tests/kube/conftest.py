@@ -27,6 +27,7 @@ from kube_support import (
     missing_binaries,
 )
 
+from cnibench.backends.kube.addons import AddonVersions
 from cnibench.backends.kube.api import apply_manifest
 
 CRD_TIMEOUT = 60.0
@@ -112,3 +113,19 @@ def cilium_crds(api_client: Any, cilium_module: Path) -> list[str]:
     """Cilium v2 CRDs (network policies, egress gateway policies, ...) installed."""
     crd_dir = cilium_module / "pkg" / "k8s" / "apis" / "cilium.io" / "client" / "crds" / "v2"
     return _install_crds(api_client, crd_dir)
+
+
+@pytest.fixture(scope="session")
+def metallb_module() -> Path:
+    """Directory of the Go module of the MetalLB release cnibench pins (CRDs and
+    ``config/manifests/metallb-native.yaml``) in the module cache."""
+    try:
+        return go_module_dir(f"go.universe.tf/metallb@{AddonVersions().metallb}")
+    except RuntimeError as exc:
+        pytest.skip(f"MetalLB module unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def metallb_crds(api_client: Any, metallb_module: Path) -> list[str]:
+    """MetalLB's CRDs (IPAddressPool, L2Advertisement, ...) installed from the module."""
+    return _install_crds(api_client, metallb_module / "config" / "crd" / "bases")

@@ -11,15 +11,22 @@ import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.kube import render
+from cnibench.backends.kube.backend import KubeBackend
 from cnibench.backends.kube.cni import cni_definition
-from cnibench.backends.kube.images import LOCAL_TOOLS_IMAGE, Images, build_context
-from cnibench.backends.kube.providers import KindProvider, check_kind_version
-from cnibench.errors import ProvisioningError
+from cnibench.backends.kube.images import (
+    LOCAL_TOOLS_IMAGE,
+    Images,
+    build_context,
+    require_pullable,
+)
+from cnibench.backends.kube.providers import ExistingProvider, KindProvider, check_kind_version
+from cnibench.errors import ConfigError, ProvisioningError
 from cnibench.system import SYSTEM_TOOLS
 
 POD_TOOLS = ("iperf3", "sockperf", "wrk", "ab", "curl", "tcpdump")
@@ -155,3 +162,33 @@ def test_older_kind_is_refused_before_anything_is_created(tmp_path: Path, older:
     with pytest.raises(ProvisioningError, match=f"kind {older} is older than v0.30.0"):
         KindProvider(tmp_path, runner=runner).ensure(spec, cni_definition(spec))
     assert not [c for c in host.calls if c[:2] in (["kind", "create"], ["docker", "build"])]
+
+
+@pytest.mark.parametrize("provider", ["aks", "existing"])
+def test_registry_clusters_refuse_the_local_image_naming_the_variables(provider: str) -> None:
+    with pytest.raises(ConfigError, match="CNIBENCH_IMAGE_TOOLS, CNIBENCH_IMAGE_SOCKPERF"):
+        require_pullable(Images(), provider)
+
+
+def test_registry_images_and_kind_are_accepted() -> None:
+    require_pullable(Images(), "kind")
+    pushed = Images(tools="registry.example/t:1", sockperf="registry.example/t:1")
+    require_pullable(pushed, "aks")
+
+
+def test_existing_cluster_with_the_local_image_fails_before_touching_the_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("CNIBENCH_IMAGE_TOOLS", "CNIBENCH_IMAGE_SOCKPERF"):
+        monkeypatch.delenv(variable, raising=False)
+    ensured: list[str] = []
+
+    class Recording(ExistingProvider):
+        def ensure(self, spec: ClusterSpec, cni: Any) -> Any:
+            ensured.append(spec.cni)
+            return super().ensure(spec, cni)
+
+    backend = KubeBackend(Recording(tmp_path / "kubeconfig"))
+    with pytest.raises(ConfigError, match="CNIBENCH_IMAGE_TOOLS"):
+        backend.provision(ClusterSpec(cni="kindnet"))
+    assert ensured == []

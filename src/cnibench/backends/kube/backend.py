@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from cnibench.backends.base import ClusterSpec
+from cnibench.backends.kube.addons import AddonVersions, install_cni, install_metallb, wait_rollouts
 from cnibench.backends.kube.cluster import KubeCluster, Timeouts
 from cnibench.backends.kube.cni import CniDefinition, CniVersions, cni_definition
 from cnibench.backends.kube.external import (
@@ -22,13 +20,14 @@ from cnibench.backends.kube.external import (
     HostExternal,
     external_address_from,
     inspect_docker_network,
+    load_balancer_range,
     parse_ip_range,
+    ranges_overlap,
     top_of_subnet_range,
 )
-from cnibench.backends.kube.helm import helm_install_argv, write_values
-from cnibench.backends.kube.images import Images
-from cnibench.backends.kube.providers import Provider, ProviderCluster
-from cnibench.errors import CnibenchError, ProvisioningError
+from cnibench.backends.kube.images import Images, require_pullable
+from cnibench.backends.kube.providers import Provider
+from cnibench.errors import CnibenchError, ConfigError, ProvisioningError
 
 __all__ = ["KubeBackend", "api_client_for", "wait_cni_ready"]
 
@@ -65,36 +64,7 @@ def wait_cni_ready(api_client: Any, cni: CniDefinition, *, timeout: float = 600.
     cnibench.errors.ProvisioningError
         If one is not ready within ``timeout`` seconds (named in the message).
     """
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
-    apps: Any = client.AppsV1Api(api_client)
-    deadline = time.monotonic() + timeout
-    for item in cni.readiness:
-        while True:
-            try:
-                if item.kind == "DaemonSet":
-                    status = apps.read_namespaced_daemon_set(item.name, item.namespace).status
-                    ready = bool(status.desired_number_scheduled) and (
-                        status.number_ready == status.desired_number_scheduled
-                    )
-                else:
-                    status = apps.read_namespaced_deployment(item.name, item.namespace).status
-                    ready = bool(status.available_replicas)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise ProvisioningError(
-                        f"{item.kind} {item.namespace}/{item.name}: HTTP {exc.status}"
-                    ) from exc
-                ready = False
-            if ready:
-                break
-            if time.monotonic() > deadline:
-                raise ProvisioningError(
-                    f"{cni.name}: {item.kind} {item.namespace}/{item.name} not ready after"
-                    f" {timeout:g} s"
-                )
-            time.sleep(2.0)
+    wait_rollouts(api_client, cni.readiness, timeout=timeout, owner=cni.name)
 
 
 class KubeBackend:
@@ -123,6 +93,8 @@ class KubeBackend:
         and the kind default; the cluster option ``egress-ip-range`` overrides all).
     network_runner:
         Runs ``docker network inspect`` (argv to stdout); tests pass a fake.
+    addon_versions:
+        Pinned versions of MetalLB (kind clusters get it for LoadBalancer addresses).
     """
 
     def __init__(
@@ -136,6 +108,7 @@ class KubeBackend:
         external_address: str | None = None,
         egress_ip_range: str | None = None,
         network_runner: Callable[[Sequence[str]], str] | None = None,
+        addon_versions: AddonVersions | None = None,
     ) -> None:
         self.provider = provider
         self.versions = versions or CniVersions()
@@ -146,6 +119,7 @@ class KubeBackend:
         configured_range = egress_ip_range or os.environ.get(EGRESS_IP_RANGE_ENV, "")
         self.egress_ip_range = parse_ip_range(configured_range) if configured_range else None
         self._network_runner = network_runner
+        self.addon_versions = addon_versions or AddonVersions()
 
     @property
     def deletes_clusters(self) -> bool:
@@ -154,25 +128,27 @@ class KubeBackend:
         return self.provider.name in ("kind", "aks") and not self.keep_cluster
 
     def host_side(
-        self, spec: ClusterSpec, cni: CniDefinition
+        self, spec: ClusterSpec, cni: CniDefinition, *, network: DockerNetwork | None = None
     ) -> tuple[HostExternal | None, tuple[str, str] | None]:
         """The external host and Antrea egress IP range for a cluster of ``spec``.
 
         The external address is the configured one, else (kind) the kind network's gateway,
         else none. The egress range is the cluster option ``egress-ip-range``, else the
         configured one, else (kind, Antrea) the top four addresses of the kind subnet.
+        ``network`` is the kind network when already inspected.
 
         Raises
         ------
         cnibench.errors.ProvisioningError
             The kind network cannot be inspected when it is needed.
         """
-        network: DockerNetwork | None = None
         needs_range = cni.egress_api == "antrea"
         option = spec.options.get("egress-ip-range", "")
         egress_range = parse_ip_range(option) if option else self.egress_ip_range
-        if self.provider.name == "kind" and (
-            not self.external_address or (needs_range and egress_range is None)
+        if (
+            network is None
+            and self.provider.name == "kind"
+            and (not self.external_address or (needs_range and egress_range is None))
         ):
             network = inspect_docker_network(runner=self._network_runner)
         address = self.external_address or (network.gateway if network else "")
@@ -196,13 +172,37 @@ class KubeBackend:
             return False, f"missing tools: {', '.join(missing)}"
         return True, f"provider {self.provider.name}"
 
-    def provision(self, spec: ClusterSpec) -> KubeCluster:
-        """Get a cluster from the provider, install the CNI (kind/aks), start a session.
+    def load_balancer_range(
+        self, network: DockerNetwork, egress_range: tuple[str, str] | None
+    ) -> tuple[str, str]:
+        """MetalLB's address range on a kind network: 16 addresses right below the top four
+        (which the default Antrea egress range takes).
 
         Raises
         ------
         cnibench.errors.ConfigError
-            Unknown CNI or options (nothing is created).
+            The subnet is too small, or a configured egress range overlaps the pool.
+        """
+        pool = load_balancer_range(network.subnet)
+        if egress_range is not None and ranges_overlap(pool, egress_range):
+            raise ConfigError(
+                f"egress IP range {'-'.join(egress_range)} overlaps the MetalLB pool"
+                f" {'-'.join(pool)} on the kind network {network.subnet}"
+            )
+        return pool
+
+    def provision(self, spec: ClusterSpec) -> KubeCluster:
+        """Get a cluster from the provider, install the CNI (kind/aks), start a session.
+
+        Order on a new cluster: Gateway API CRDs when the CNI needs them (Established before
+        the CNI starts), the CNI, its add-on charts, readiness, then on kind MetalLB with a
+        pool from the kind network.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            Unknown CNI or options, or a locally built image on a cluster that pulls from
+            registries (nothing is created).
         cnibench.errors.ProvisioningError
             With the failing step.
         """
@@ -210,6 +210,7 @@ class KubeBackend:
         if self.provider.name == "kind":
             host = "cnibench-control-plane"  # replaced per cluster below
         cni = cni_definition(spec, versions=self.versions, k8s_service_host=host)
+        require_pullable(self.images, self.provider.name)
         made = self.provider.ensure(spec, cni)
         if self.provider.name == "kind":
             cni = cni_definition(
@@ -218,11 +219,20 @@ class KubeBackend:
         provider = self.provider
         owned = self.deletes_clusters
         try:
-            external, egress_range = self.host_side(spec, cni)
+            network = None
+            if self.provider.name == "kind":
+                network = inspect_docker_network(runner=self._network_runner)
+            external, egress_range = self.host_side(spec, cni, network=network)
             api_client = api_client_for(made.kubeconfig, made.context)
             if made.created and self.provider.name != "existing":
-                self._install_cni(cni, made)
+                install_cni(api_client, cni, kubeconfig=made.kubeconfig, context=made.context)
             wait_cni_ready(api_client, cni)
+            if network is not None:
+                install_metallb(
+                    api_client,
+                    self.load_balancer_range(network, egress_range),
+                    versions=self.addon_versions,
+                )
             cluster = KubeCluster(
                 api_client,
                 spec,
@@ -241,33 +251,6 @@ class KubeBackend:
                 self.provider.delete(made)
             raise
         return cluster
-
-    def _install_cni(self, cni: CniDefinition, made: ProviderCluster) -> None:
-        if cni.chart is None:
-            if not cni.manifest_urls:
-                return
-            if shutil.which("kubectl") is None:
-                raise ProvisioningError(f"installing {cni.name} needs kubectl")
-            for url in cni.manifest_urls:
-                _checked(["kubectl", "--kubeconfig", str(made.kubeconfig), "apply", "-f", url])
-            return
-        with tempfile.TemporaryDirectory(prefix="cnibench-helm-") as tmp:
-            values = write_values(cni.chart, Path(tmp))
-            _checked(
-                helm_install_argv(
-                    cni.chart, values, kubeconfig=made.kubeconfig, context=made.context
-                )
-            )
-
-
-def _checked(argv: list[str]) -> None:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ProvisioningError(f"{argv[0]} {argv[1]} failed: {exc}") from exc
-    if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or [""])[-1]
-        raise ProvisioningError(f"{argv[0]} {argv[1]} failed: {tail}")
 
 
 if TYPE_CHECKING:

@@ -19,7 +19,11 @@ Options understood in ``ClusterSpec.options``:
     Comma-separated subset of ``egress-gateway``, ``gateway-api``, ``l7``; default
     ``egress-gateway,l7`` in ``kpr`` mode and ``l7`` with kube-proxy (the egress gateway and
     Gateway API need kube-proxy replacement). ``gateway-api`` needs the Gateway API CRDs
-    installed *before* Cilium.
+    installed *before* Cilium (:attr:`CniDefinition.gateway_api_crds`): cilium-operator looks
+    for them once at start and otherwise leaves Gateway API off.
+``features`` (antrea)
+    ``gateway-api``: Antrea has no Gateway API of its own, so NGINX Gateway Fabric is
+    installed after it (Gateway API CRDs first, GatewayClass ``nginx``).
 ``egress-ip-range`` (antrea)
     ``FIRST-LAST`` IPv4 addresses for the ExternalIPPool on the egress-gw node; the first is
     the egress IP. Without it kind clusters use the top of the kind network's subnet.
@@ -35,6 +39,7 @@ from cnibench.backends.base import Capability, ClusterSpec
 from cnibench.errors import ConfigError
 
 __all__ = [
+    "ANTREA_FEATURES",
     "CILIUM_FEATURES",
     "CILIUM_MODES",
     "CNI_NAMES",
@@ -44,11 +49,15 @@ __all__ = [
     "Readiness",
     "cilium_values",
     "cni_definition",
+    "nginx_gateway_fabric_chart",
 ]
 
 CNI_NAMES = ("kindnet", "cilium", "antrea", "calico", "flannel", "kube-router")
 CILIUM_MODES = ("kpr", "kube-proxy")
 CILIUM_FEATURES = ("egress-gateway", "gateway-api", "l7")
+ANTREA_FEATURES = ("gateway-api",)
+NGF_RELEASE = "ngf"
+NGF_NAMESPACE = "nginx-gateway"
 KIND_POD_SUBNET = "10.244.0.0/16"
 """kind's default pod subnet, which flannel's release manifest also expects."""
 
@@ -61,6 +70,16 @@ class CniVersions:
     ----------
     cilium, antrea, calico, flannel, kube_router:
         Release versions (Helm chart version or release tag).
+    cilium_gateway_api:
+        Gateway API release whose standard CRDs go in before Cilium: the one Cilium's own
+        documentation requires (``Documentation/network/servicemesh/gateway-api/
+        installation.rst`` of 1.18.4 names v1.2.0). Newer CRDs may carry versions the
+        operator does not know.
+    nginx_gateway_fabric:
+        NGINX Gateway Fabric chart version (the Gateway API for CNIs without one).
+    nginx_gateway_api:
+        Gateway API release NGINX Gateway Fabric is built against (2.4.x: v1.4.1, per its
+        technical specifications).
     """
 
     cilium: str = "1.18.4"
@@ -68,6 +87,9 @@ class CniVersions:
     calico: str = "3.30.3"
     flannel: str = "v0.27.3"
     kube_router: str = "v2.6.1"
+    cilium_gateway_api: str = "v1.2.0"
+    nginx_gateway_fabric: str = "2.4.2"
+    nginx_gateway_api: str = "v1.4.1"
 
 
 @dataclass(frozen=True)
@@ -77,9 +99,9 @@ class HelmChart:
     Attributes
     ----------
     repo:
-        Chart repository URL.
+        Chart repository URL; empty when ``chart`` is an ``oci://`` reference.
     chart:
-        Chart name in that repository.
+        Chart name in that repository, or an ``oci://`` reference.
     version:
         Chart version.
     release:
@@ -145,6 +167,12 @@ class CniDefinition:
         GatewayClass for traffic splitting, ``""`` without Gateway API.
     encryption:
         ``"wireguard"`` or ``""``.
+    gateway_api_crds:
+        Gateway API release (e.g. ``v1.2.0``) whose standard-channel CRDs are installed and
+        Established *before* the CNI chart; ``""`` for none.
+    addon_charts:
+        Helm releases installed after the CNI chart (NGINX Gateway Fabric); their workloads
+        are in :attr:`readiness` too.
     """
 
     name: str
@@ -160,6 +188,8 @@ class CniDefinition:
     egress_api: str = ""
     gateway_class: str = ""
     encryption: str = ""
+    gateway_api_crds: str = ""
+    addon_charts: tuple[HelmChart, ...] = ()
 
 
 def _feature_set(spec: ClusterSpec, mode: str) -> frozenset[str]:
@@ -178,6 +208,31 @@ def _feature_set(spec: ClusterSpec, mode: str) -> frozenset[str]:
             f"cilium feature {', '.join(needs_kpr)} needs mode=kpr (kube-proxy replacement)"
         )
     return features
+
+
+def _antrea_features(spec: ClusterSpec) -> frozenset[str]:
+    raw = spec.options.get("features", "")
+    features = frozenset(f.strip() for f in raw.split(",") if f.strip())
+    unknown = sorted(features - set(ANTREA_FEATURES))
+    if unknown:
+        raise ConfigError(
+            f"unknown antrea feature {', '.join(unknown)}: choose from {', '.join(ANTREA_FEATURES)}"
+        )
+    return features
+
+
+def nginx_gateway_fabric_chart(versions: CniVersions | None = None) -> HelmChart:
+    """NGINX Gateway Fabric's Helm release: the OCI chart into ``nginx-gateway``, creating
+    GatewayClass ``nginx`` (its Deployment is ``ngf-nginx-gateway-fabric``)."""
+    versions = versions or CniVersions()
+    return HelmChart(
+        repo="",
+        chart="oci://ghcr.io/nginx/charts/nginx-gateway-fabric",
+        version=versions.nginx_gateway_fabric,
+        release=NGF_RELEASE,
+        namespace=NGF_NAMESPACE,
+        values={"nginxGateway": {"gatewayClassName": "nginx"}},
+    )
 
 
 def cilium_values(
@@ -295,8 +350,9 @@ def cni_definition(
             egress_api="cilium" if "egress-gateway" in features else "",
             gateway_class="cilium" if "gateway-api" in features else "",
             encryption=spec.encryption,
+            gateway_api_crds=versions.cilium_gateway_api if "gateway-api" in features else "",
         )
-    allowed_options = {"egress-ip-range"} if spec.cni == "antrea" else set()
+    allowed_options = {"egress-ip-range", "features"} if spec.cni == "antrea" else set()
     unknown_options = sorted(set(spec.options) - allowed_options)
     if unknown_options:
         accepted = f" (it takes {', '.join(sorted(allowed_options))})" if allowed_options else ""
@@ -312,22 +368,27 @@ def cni_definition(
         config["disableTXChecksumOffload"] = True
         if wireguard:
             config["trafficEncryptionMode"] = "wireGuard"
+        gateway_api = "gateway-api" in _antrea_features(spec)
+        antrea_caps = policy | {
+            Capability.EGRESS_GATEWAY,
+            Capability.WIREGUARD,
+            Capability.L7_POLICY,
+            Capability.POLICY_TIERS,
+        }
+        antrea_ready = [
+            Readiness("DaemonSet", "kube-system", "antrea-agent"),
+            Readiness("Deployment", "kube-system", "antrea-controller"),
+        ]
+        if gateway_api:
+            antrea_caps.add(Capability.TRAFFIC_SPLIT)
+            antrea_ready.append(
+                Readiness("Deployment", NGF_NAMESPACE, f"{NGF_RELEASE}-nginx-gateway-fabric")
+            )
         return CniDefinition(
             name="antrea",
             version=versions.antrea,
-            capabilities=frozenset(
-                policy
-                | {
-                    Capability.EGRESS_GATEWAY,
-                    Capability.WIREGUARD,
-                    Capability.L7_POLICY,
-                    Capability.POLICY_TIERS,
-                }
-            ),
-            readiness=(
-                Readiness("DaemonSet", "kube-system", "antrea-agent"),
-                Readiness("Deployment", "kube-system", "antrea-controller"),
-            ),
+            capabilities=frozenset(antrea_caps),
+            readiness=tuple(antrea_ready),
             chart=HelmChart(
                 repo="https://charts.antrea.io",
                 chart="antrea",
@@ -338,6 +399,9 @@ def cni_definition(
             ),
             egress_api="antrea",
             encryption=spec.encryption,
+            gateway_class="nginx" if gateway_api else "",
+            gateway_api_crds=versions.nginx_gateway_api if gateway_api else "",
+            addon_charts=(nginx_gateway_fabric_chart(versions),) if gateway_api else (),
         )
     if wireguard and spec.cni != "calico":
         raise ConfigError(f"--cni {spec.cni} cannot encrypt with WireGuard")

@@ -35,8 +35,10 @@ __all__ = [
     "docker_network_inspect_argv",
     "external_address_from",
     "inspect_docker_network",
+    "load_balancer_range",
     "parse_docker_network",
     "parse_ip_range",
+    "ranges_overlap",
     "top_of_subnet_range",
 ]
 
@@ -183,6 +185,42 @@ def top_of_subnet_range(subnet: str, count: int = 4) -> tuple[str, str]:
         raise ConfigError(f"subnet {subnet} cannot spare {count} egress addresses")
     last = network.broadcast_address - 1
     return str(last - (count - 1)), str(last)
+
+
+def load_balancer_range(subnet: str, *, count: int = 16, reserved_top: int = 4) -> tuple[str, str]:
+    """``count`` host addresses of ``subnet`` just below its top ``reserved_top`` ones.
+
+    On kind the top four addresses are Antrea's egress IPs (:func:`top_of_subnet_range`), so
+    MetalLB's pool sits right under them: still far from the bottom, where docker hands out
+    node addresses, and never overlapping the egress range.
+
+    Returns
+    -------
+    tuple of str
+        ``(first, last)`` IPv4 addresses.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        ``count < 1``, ``reserved_top < 0``, or the subnet is too small to leave room for the
+        gateway and at least one node below the pool.
+    """
+    network = ipaddress.IPv4Network(subnet, strict=False)
+    hosts = network.num_addresses - 2
+    if count < 1 or reserved_top < 0 or hosts < count + reserved_top + 2:
+        raise ConfigError(
+            f"subnet {subnet} cannot spare {count} load-balancer addresses below its top"
+            f" {reserved_top}"
+        )
+    last = network.broadcast_address - 1 - reserved_top
+    return str(last - (count - 1)), str(last)
+
+
+def ranges_overlap(first: tuple[str, str], second: tuple[str, str]) -> bool:
+    """Whether two ``(first, last)`` IPv4 ranges share an address."""
+    a_low, a_high = (ipaddress.IPv4Address(a) for a in first)
+    b_low, b_high = (ipaddress.IPv4Address(b) for b in second)
+    return a_low <= b_high and b_low <= a_high
 
 
 def external_address_from(environ: Mapping[str, str], configured: str | None = None) -> str:

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cnibench.backends.kube.resources import data_tree
+from cnibench.errors import ConfigError
 
-__all__ = ["LOCAL_BUILDS", "LOCAL_TOOLS_IMAGE", "Images", "build_context"]
+__all__ = ["LOCAL_BUILDS", "LOCAL_TOOLS_IMAGE", "Images", "build_context", "require_pullable"]
 
 LOCAL_TOOLS_IMAGE = "localhost/cnibench-tools:bookworm-1"
 """The tools image cnibench builds from ``images/tools/Dockerfile`` (bump the tag suffix when
@@ -87,3 +88,28 @@ class Images:
         in field order."""
         found = (getattr(self, f.name) for f in dataclasses.fields(self))
         return tuple(dict.fromkeys(image for image in found if image in LOCAL_BUILDS))
+
+
+def require_pullable(images: Images, provider: str) -> None:
+    """Refuse locally built images on a cluster that cannot receive them.
+
+    Only kind gets cnibench's own builds (``kind load``); AKS and existing clusters pull from
+    registries, so a default tools image would leave every pod in ``ImagePullBackOff`` until the
+    readiness timeout. Checked before anything is created.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        ``provider`` is not ``"kind"`` and an image is one cnibench builds itself; the message
+        names the variables to set.
+    """
+    if provider == "kind":
+        return
+    local = [f.name for f in dataclasses.fields(images) if getattr(images, f.name) in LOCAL_BUILDS]
+    if local:
+        variables = ", ".join(f"CNIBENCH_IMAGE_{name.upper()}" for name in local)
+        raise ConfigError(
+            f"--cluster {provider} cannot use the locally built {LOCAL_TOOLS_IMAGE}: build"
+            f" images/tools/Dockerfile, push it to a registry the cluster pulls from and set"
+            f" {variables}"
+        )
