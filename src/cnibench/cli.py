@@ -34,6 +34,8 @@ HEADLINE_METRICS = (
     "latency_avg",
     "requests_per_second",
     "rr_mean",
+    "reachable",
+    "matches_reference",
     "cpu",
     "ram",
 )

@@ -40,6 +40,7 @@ SCENARIO_MARKERS = {
     "wireguard": "node-to-node encryption off/on, marker capture verified (seeds 002, 003)",
     "policy": "network policy: rule and pod scaling (seed 003)",
     "l7": "L7 HTTP policy (seed 003)",
+    "priority": "policy precedence: Kubernetes vs CNI policies, tiers, priorities (seed 003)",
     "split": "weighted traffic splitting (seed 000)",
 }
 _STATE_KEY = pytest.StashKey["_BenchState"]()

@@ -8,6 +8,11 @@ validates them; nothing here touches a system.
 Policy complexity grows the way seed 003 grew it: ``extra_rules`` rules that never match the
 measured traffic (same sources, port ranges that exclude the allowed ports) sit *before* the
 matching rule, so a linear datapath walks all of them for every packet it evaluates.
+
+Policy *precedence* (seed 003's priority analysis) is modelled by :class:`PriorityCase`: a
+Kubernetes deny-all and/or CNI policies in tiers at priorities, all matching the same traffic.
+:func:`reference_outcome` says what the documented reference order (Antrea's, also Kubernetes
+AdminNetworkPolicy's) decides; a backend reports what its datapath actually did.
 """
 
 from __future__ import annotations
@@ -15,21 +20,34 @@ from __future__ import annotations
 import enum
 import ipaddress
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from cnibench.errors import ConfigError
 
 __all__ = [
+    "BASELINE_TIER",
+    "DEFAULT_TIER",
     "FILLER_PORT_BASE",
     "MAX_EXTRA_RULES",
+    "MAX_PRIORITY_LAYERS",
+    "PRIORITY_CASES",
+    "TIERS",
+    "PolicyAction",
     "PolicyEngine",
     "PolicyPeer",
     "PolicySpec",
     "PortRange",
+    "PriorityCase",
+    "PriorityLayer",
+    "ReferenceDecision",
     "RulesSee",
     "TransportProtocol",
     "filler_rules",
+    "priority_case_named",
+    "reference_decision",
+    "reference_outcome",
 ]
 
 MAX_EXTRA_RULES = 5000
@@ -202,3 +220,288 @@ def filler_rules(spec: PolicySpec) -> Sequence[tuple[PolicyPeer, PortRange]]:
     """
     peers = spec.allowed
     return [(peers[i % len(peers)], _filler_range(i)) for i in range(spec.extra_rules)]
+
+
+# -- policy precedence (seed 003's priority experiments) ----------------------------------------
+
+
+class PolicyAction(enum.StrEnum):
+    """What a policy layer does with the traffic it matches."""
+
+    ALLOW = "allow"
+    """Accept: evaluation ends, the connection is admitted."""
+    DENY = "deny"
+    """Drop: evaluation ends, the connection is blocked."""
+    PASS = "pass"
+    """Skip every remaining tiered layer and let Kubernetes NetworkPolicy decide (Antrea and
+    Calico ``Pass``)."""
+
+
+TIERS: Mapping[str, int] = MappingProxyType(
+    {
+        "emergency": 50,
+        "securityops": 100,
+        "networkops": 150,
+        "platform": 200,
+        "application": 250,
+        "baseline": 253,
+    }
+)
+"""Antrea's built-in tiers and their rank (lower is evaluated first)."""
+DEFAULT_TIER = "application"
+"""Tier of a layer that names none (Antrea's default for a ClusterNetworkPolicy)."""
+BASELINE_TIER = "baseline"
+"""The one tier evaluated *after* Kubernetes NetworkPolicy."""
+MIN_LAYER_PRIORITY = 1.0
+MAX_LAYER_PRIORITY = 10000.0
+MAX_PRIORITY_LAYERS = 8
+"""Most CNI layers one priority case may stack."""
+_CASE_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class PriorityLayer:
+    """One CNI policy of a priority case: ``action`` for the case's allowed peers and ports,
+    placed in ``tier`` at ``priority``.
+
+    Attributes
+    ----------
+    action:
+        Allow, deny or pass (a plain string is converted).
+    tier:
+        One of :data:`TIERS`.
+    priority:
+        Order within the tier, 1.0 .. 10000.0, lower first (Antrea ``priority``; a Calico
+        backend uses it as ``order``).
+
+    Raises
+    ------
+    ConfigError
+        Unknown action or tier, a priority outside 1.0..10000.0, or ``pass`` in the baseline
+        tier (nothing below it to pass to).
+    """
+
+    action: PolicyAction
+    tier: str = DEFAULT_TIER
+    priority: float = 5.0
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "action", PolicyAction(self.action))
+        except ValueError:
+            choices = ", ".join(a.value for a in PolicyAction)
+            raise ConfigError(f"policy action {self.action!r}: choose {choices}") from None
+        if self.tier not in TIERS:
+            raise ConfigError(f"unknown policy tier {self.tier!r}: choose {', '.join(TIERS)}")
+        if not MIN_LAYER_PRIORITY <= self.priority <= MAX_LAYER_PRIORITY:
+            raise ConfigError(
+                f"policy priority {self.priority} is outside"
+                f" {MIN_LAYER_PRIORITY:g}..{MAX_LAYER_PRIORITY:g}"
+            )
+        if self.action is PolicyAction.PASS and self.tier == BASELINE_TIER:
+            raise ConfigError("a pass layer cannot sit in the baseline tier: nothing follows it")
+
+    @property
+    def rank(self) -> tuple[int, float]:
+        """Evaluation key: ``(tier rank, priority)``, lower first."""
+        return (TIERS[self.tier], self.priority)
+
+    @property
+    def baseline(self) -> bool:
+        """Whether the layer is evaluated after Kubernetes NetworkPolicy."""
+        return self.tier == BASELINE_TIER
+
+    def __str__(self) -> str:
+        return f"{self.tier}@{self.priority:g}:{self.action.value}"
+
+
+@dataclass(frozen=True)
+class PriorityCase:
+    """A stack of policies applied together to one target; which one wins is the result.
+
+    Every CNI layer matches the same traffic (the allowed client to the target's ports), so
+    only the precedence rules decide the outcome.
+
+    Attributes
+    ----------
+    name:
+        Readable id (lowercase letters, digits, ``.-``), used in condition ids and so in
+        result file names.
+    kubernetes_deny:
+        Whether a Kubernetes NetworkPolicy selecting the target with no ingress rule (deny all)
+        is part of the case.
+    layers:
+        CNI policies, in any order (precedence comes from tier and priority).
+    description:
+        One line for reports.
+
+    Raises
+    ------
+    ConfigError
+        A bad name, a case applying nothing, too many layers, or two layers at the same
+        ``(tier, priority)`` (their order would be undefined).
+    """
+
+    name: str
+    kubernetes_deny: bool
+    layers: tuple[PriorityLayer, ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not _CASE_NAME_RE.match(self.name):
+            raise ConfigError(
+                f"priority case name {self.name!r} must use lowercase letters, digits, '.-'"
+            )
+        object.__setattr__(self, "layers", tuple(self.layers))
+        if not self.kubernetes_deny and not self.layers:
+            raise ConfigError(f"priority case {self.name!r} applies no policy at all")
+        if len(self.layers) > MAX_PRIORITY_LAYERS:
+            raise ConfigError(
+                f"priority case {self.name!r} has {len(self.layers)} layers;"
+                f" at most {MAX_PRIORITY_LAYERS} are allowed"
+            )
+        ranks = [layer.rank for layer in self.layers]
+        clashes = sorted({str(x) for x in self.layers if ranks.count(x.rank) > 1})
+        if clashes:
+            raise ConfigError(
+                f"priority case {self.name!r} has layers at the same tier and priority:"
+                f" {', '.join(clashes)}"
+            )
+
+    @property
+    def ordered_layers(self) -> tuple[PriorityLayer, ...]:
+        """The layers in evaluation order: by tier rank, then priority."""
+        return tuple(sorted(self.layers, key=lambda layer: layer.rank))
+
+    @property
+    def needs_tiers(self) -> bool:
+        """Whether the case uses a tier other than the default or a ``pass`` action, which
+        only CNIs with policy tiers can express."""
+        return any(
+            layer.tier != DEFAULT_TIER or layer.action is PolicyAction.PASS for layer in self.layers
+        )
+
+    @property
+    def summary(self) -> str:
+        """E.g. ``"k8s-deny + application@5:allow"``."""
+        parts = ["k8s-deny"] if self.kubernetes_deny else []
+        parts += [str(layer) for layer in self.ordered_layers]
+        return " + ".join(parts)
+
+
+@dataclass(frozen=True)
+class ReferenceDecision:
+    """What the reference precedence decides for one source.
+
+    Attributes
+    ----------
+    reachable:
+        Whether the connection is admitted.
+    winner:
+        What decided: a layer (``"securityops@5:deny"``), ``"kubernetes deny-all"`` or
+        ``"default allow"``.
+    """
+
+    reachable: bool
+    winner: str
+
+
+def reference_decision(case: PriorityCase, *, matched: bool = True) -> ReferenceDecision:
+    """Outcome of ``case`` under the reference precedence, and what decided it.
+
+    The reference is Antrea's documented evaluation order, which Kubernetes
+    AdminNetworkPolicy / BaselineAdminNetworkPolicy also follow:
+
+    1. tiered CNI layers (every tier but baseline), by ``(tier rank, priority)``; the first
+       matching layer decides; ``pass`` skips the remaining tiered layers;
+    2. Kubernetes NetworkPolicy: a deny-all selecting the target blocks;
+    3. baseline-tier layers, by priority; the first match decides;
+    4. otherwise the connection is allowed.
+
+    Parameters
+    ----------
+    case:
+        The priority case.
+    matched:
+        Whether the source is the one the CNI layers name (``False``: a second client no layer
+        matches, so only the Kubernetes policy applies to it).
+
+    Notes
+    -----
+    The reference is a yardstick, not a truth: seed 003 saw Calico block in the case
+    "Kubernetes deny + Calico allow" (Fig. 8 C), where this order admits the connection. A CNI
+    that differs from the reference is a finding to report, not an error.
+    """
+    tiered = [layer for layer in case.ordered_layers if not layer.baseline]
+    baseline = [layer for layer in case.ordered_layers if layer.baseline]
+    if matched:
+        for layer in tiered:
+            if layer.action is PolicyAction.PASS:
+                break
+            return ReferenceDecision(layer.action is PolicyAction.ALLOW, str(layer))
+    if case.kubernetes_deny:
+        return ReferenceDecision(False, "kubernetes deny-all")
+    if matched:
+        for layer in baseline:
+            return ReferenceDecision(layer.action is PolicyAction.ALLOW, str(layer))
+    return ReferenceDecision(True, "default allow")
+
+
+def reference_outcome(case: PriorityCase, *, matched: bool = True) -> bool:
+    """Whether ``case`` admits the connection under the reference precedence (see
+    :func:`reference_decision`)."""
+    return reference_decision(case, matched=matched).reachable
+
+
+def _layer(action: str, tier: str = DEFAULT_TIER, priority: float = 5.0) -> PriorityLayer:
+    return PriorityLayer(PolicyAction(action), tier, priority)
+
+
+PRIORITY_CASES: tuple[PriorityCase, ...] = (
+    PriorityCase(
+        "cni-allow",
+        kubernetes_deny=False,
+        layers=(_layer("allow"),),
+        description="a CNI allow alone (seed 003 Fig. 8 B-1)",
+    ),
+    PriorityCase(
+        "k8s-deny",
+        kubernetes_deny=True,
+        description="a Kubernetes default-deny of the target alone (Fig. 8 B-2)",
+    ),
+    PriorityCase(
+        "k8s-deny-and-cni-allow",
+        kubernetes_deny=True,
+        layers=(_layer("allow"),),
+        description="Kubernetes default-deny and a CNI allow together (Fig. 8 C)",
+    ),
+    PriorityCase(
+        "tier-securityops-deny-vs-application-allow",
+        kubernetes_deny=False,
+        layers=(_layer("deny", "securityops", 5.0), _layer("allow", "application", 10.0)),
+        description="tier beats priority: securityops deny@5 against application allow@10",
+    ),
+    PriorityCase(
+        "same-tier-priority",
+        kubernetes_deny=False,
+        layers=(_layer("allow", "application", 5.0), _layer("deny", "application", 10.0)),
+        description="within one tier the lower priority number wins: allow@5 against deny@10",
+    ),
+    PriorityCase(
+        "securityops-pass-and-k8s-deny",
+        kubernetes_deny=True,
+        layers=(_layer("pass", "securityops", 5.0), _layer("allow", "application", 10.0)),
+        description="a securityops pass hands the decision to the Kubernetes deny, skipping"
+        " the application allow",
+    ),
+)
+"""The built-in cases of the ``priority`` scenario, in report order."""
+
+
+def priority_case_named(name: str) -> PriorityCase:
+    """The built-in case called ``name``; a one-line :class:`ConfigError` names the choices."""
+    for case in PRIORITY_CASES:
+        if case.name == name:
+            return case
+    choices = ", ".join(case.name for case in PRIORITY_CASES)
+    raise ConfigError(f"unknown priority case {name!r}: choose one of {choices}")

@@ -373,3 +373,10 @@ def test_exec_returncode_from_status(status: str, code: int) -> None:
 def test_exec_that_never_ran_is_a_tool_error(status: str) -> None:
     with pytest.raises(ToolError, match="exec of sh in pod p"):
         exec_returncode(status, tool="sh", pod="p")
+
+
+def test_cilium_policy_refuses_a_pass_action() -> None:
+    with pytest.raises(ConfigError, match="no pass action"):
+        render.cilium_network_policy(
+            PRIO_SPEC, name="p", namespace="ns", session="s1", action="pass"
+        )

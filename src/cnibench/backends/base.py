@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from cnibench.policy import PolicyEngine, PolicySpec
+from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
 from cnibench.records import Environment
 
 __all__ = [
@@ -342,6 +342,28 @@ class Cluster(Protocol):
 
     def remove_policy(self) -> None:
         """Undo :meth:`apply_policy` (everything may reach everything again). Safe to repeat."""
+
+    def apply_priority_case(self, case: PriorityCase, spec: PolicySpec) -> None:
+        """Apply every policy of ``case`` at once; replaces an earlier case.
+
+        Each CNI layer of ``case`` applies its action to ``spec.allowed`` reaching
+        ``spec.target`` on ``spec.ports`` (``spec.extra_rules`` is ignored); with
+        ``case.kubernetes_deny`` a Kubernetes deny-all of ``spec.target`` is applied too. The
+        backend's own precedence then decides, and what a probe sees afterwards is the result:
+        the lab renders the case as nftables chains in the reference order
+        (:func:`cnibench.policy.reference_outcome`) so that the kernel decides; a Kubernetes
+        backend applies the CNI's own policy objects. Needs :attr:`Capability.NETWORK_POLICY`,
+        plus :attr:`Capability.POLICY_TIERS` when ``case.needs_tiers``.
+
+        Raises
+        ------
+        cnibench.errors.UnsupportedError
+            If the cluster cannot express ``case`` (e.g. a CNI without a policy API of its own,
+            or without tiers for a tiered case).
+        """
+
+    def remove_priority_case(self) -> None:
+        """Undo :meth:`apply_priority_case` (no policy of the case remains). Safe to repeat."""
 
     def apply_l7_policy(self, server: Endpoint, *, port: int, method: str, path: str) -> None:
         """Let only ``method`` requests for exactly ``path`` reach ``server:port``; anything

@@ -480,6 +480,33 @@ def _comparison_section(builder: _Builder, df: pd.DataFrame, scenario: str) -> N
     )
 
 
+def _priority_section(builder: _Builder, df: pd.DataFrame, scenario: str) -> None:
+    outcomes = tables.priority_outcomes(df, scenario=scenario)
+    if outcomes.empty:
+        return
+    builder.heading(3, f"{scenario}: which policy won")
+    builder.paragraph(
+        "Reference: tiered CNI policies by (tier, priority), first match decides, pass defers;"
+        " then Kubernetes NetworkPolicy; then the baseline tier; else allowed (Antrea's"
+        " documented order). A CNI that differs from it is a finding, not an error."
+    )
+    builder.table(
+        ["CNI", "case", "policies", "reference", "decided by (reference)", "observed", "runs"],
+        [
+            [
+                str(r.cni),
+                str(r.case),
+                str(r.policies),
+                str(r.reference),
+                str(r.reference_winner),
+                f"{r.observed} (differs)" if r.finding else str(r.observed),
+                str(r.runs_matching),
+            ]
+            for r in outcomes.itertuples()
+        ],
+    )
+
+
 def _scenario(
     builder: _Builder,
     df: pd.DataFrame,
@@ -492,6 +519,7 @@ def _scenario(
     if ok.empty:
         builder.paragraph("No successful run.", css="bad")
     _comparison_section(builder, df, scenario)
+    _priority_section(builder, df, scenario)
     scenario_times = times[times["scenario"] == scenario] if not times.empty else times
     if not scenario_times.empty:
         builder.heading(3, f"{scenario}: request-response times")

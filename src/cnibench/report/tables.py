@@ -11,7 +11,14 @@ import pandas as pd
 from cnibench.errors import ConfigError, InsufficientDataError
 from cnibench.report.data import ok_runs
 
-__all__ = ["AVG_ROW", "STD_ROW", "format_number", "markdown_table", "table_runs"]
+__all__ = [
+    "AVG_ROW",
+    "STD_ROW",
+    "format_number",
+    "markdown_table",
+    "priority_outcomes",
+    "table_runs",
+]
 
 AVG_ROW = "Avg"
 STD_ROW = "Std Dev"
@@ -91,6 +98,77 @@ def table_runs(
     )
     table.attrs["run_ids"] = order
     return table
+
+
+PRIORITY_COLUMNS = (
+    "cni",
+    "case",
+    "policies",
+    "reference",
+    "reference_winner",
+    "observed",
+    "runs_matching",
+    "finding",
+)
+
+
+def _verdict(values: Sequence[float]) -> str:
+    seen = {"allow" if v >= 0.5 else "deny" for v in values}
+    return seen.pop() if len(seen) == 1 else "mixed"
+
+
+def priority_outcomes(df: pd.DataFrame, *, scenario: str = "priority") -> pd.DataFrame:
+    """ "Which policy won": per CNI and priority case, the reference and the observed outcome.
+
+    Parameters
+    ----------
+    df:
+        Tidy results holding the ``priority`` scenario's ``reachable`` and ``reference``
+        metrics and its ``param_*`` columns.
+    scenario:
+        Scenario name.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (CNI, case) in order of first appearance, columns
+        :data:`PRIORITY_COLUMNS`: the stacked policies (``"k8s-deny + securityops@5:deny"``),
+        the reference outcome (``allow``/``deny``) and what decides it under the reference
+        order, the observed outcome over the successful runs (``allow``, ``deny`` or
+        ``mixed``), ``"k/n"`` runs matching the reference, and whether the CNI differs from
+        the reference (a finding, such as seed 003's Calico blocking under a Kubernetes deny).
+        Empty when there is no successful run.
+    """
+    rows = ok_runs(df, scenario=scenario)
+    rows = rows[rows["metric"].isin(["reachable", "reference"])]
+    if rows.empty:
+        return pd.DataFrame(columns=list(PRIORITY_COLUMNS))
+    out = []
+    for (cni, condition), group in rows.groupby(["cni", "condition"], sort=False):
+        observed = group[group["metric"] == "reachable"]["value"].tolist()
+        reference = group[group["metric"] == "reference"]["value"].tolist()
+        first = group.iloc[0]
+        layers = str(first.get("param_layers", "none"))
+        # Parameters read back from CSV may be strings.
+        k8s_deny = str(first.get("param_kubernetes_deny", False)).lower() == "true"
+        parts = ["k8s-deny"] if k8s_deny else []
+        parts += [] if layers in ("", "none", "nan") else layers.split(",")
+        matching = sum((o >= 0.5) == (r >= 0.5) for o, r in zip(observed, reference, strict=False))
+        verdict = _verdict(observed) if observed else "–"
+        expected = _verdict(reference) if reference else "–"
+        out.append(
+            {
+                "cni": str(cni),
+                "case": str(condition),
+                "policies": " + ".join(parts) or "none",
+                "reference": expected,
+                "reference_winner": str(first.get("param_reference_winner", "")),
+                "observed": verdict,
+                "runs_matching": f"{matching}/{len(observed)}",
+                "finding": verdict != expected,
+            }
+        )
+    return pd.DataFrame(out, columns=list(PRIORITY_COLUMNS))
 
 
 def format_number(value: float) -> str:

@@ -15,6 +15,7 @@ from cnibench.scenarios.egress import EgressScenario
 from cnibench.scenarios.l7 import L7Scenario
 from cnibench.scenarios.options import ScenarioOptions
 from cnibench.scenarios.policy import PolicyScenario
+from cnibench.scenarios.priority import PriorityScenario
 from cnibench.scenarios.split import SplitScenario
 from cnibench.scenarios.wireguard import WireguardScenario
 
@@ -31,6 +32,7 @@ def build_scenarios(options: ScenarioOptions | None = None) -> dict[str, Scenari
             SplitScenario(options),
             PolicyScenario(options),
             L7Scenario(options),
+            PriorityScenario(),
             WireguardScenario(),
         )
     }

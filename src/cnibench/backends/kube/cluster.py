@@ -35,9 +35,11 @@ from cnibench.backends.base import (
 from cnibench.backends.kube import render
 from cnibench.backends.kube.api import Applier, api_error_message
 from cnibench.backends.kube.cni import CniDefinition
+from cnibench.backends.kube.encryption import WIREGUARD_KEY_ANNOTATIONS, wireguard_from_annotations
 from cnibench.backends.kube.images import Images
+from cnibench.backends.kube.pykube_bridge import pykube_client
 from cnibench.errors import MetricsError, ProvisioningError, ToolError, UnsupportedError
-from cnibench.policy import PolicyEngine, PolicySpec
+from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
 from cnibench.records import Environment
 from cnibench.results import environment_fingerprint
 
@@ -51,6 +53,8 @@ __all__ = [
 ]
 
 _POLICY_NAME = "cnibench-policy"
+_PRIORITY_CNIS = ("cilium", "antrea", "calico")
+"""CNIs with a policy API of their own that :func:`render.priority_manifests` renders."""
 _L7_NAME = "cnibench-l7"
 _SPLIT_GATEWAY = "cnibench-split"
 _ERROR_CHANNEL = 3
@@ -365,6 +369,7 @@ class KubeCluster:
         from kubernetes import client
 
         self._api_client = api_client
+        self._pykube: Any = None
         # The client's models are Optional everywhere; the server fills what we read.
         self._core: Any = client.CoreV1Api(api_client)
         self._applier = Applier(api_client)
@@ -382,6 +387,7 @@ class KubeCluster:
         self._nodes: list[Node] = []
         self._cluster_objects: list[dict[str, Any]] = []
         self._policy_objects: list[dict[str, Any]] = []
+        self._priority_objects: list[dict[str, Any]] = []
         self._l7_objects: list[dict[str, Any]] = []
         self._split_objects: list[dict[str, Any]] = []
         self._egress_objects: list[dict[str, Any]] = []
@@ -414,6 +420,14 @@ class KubeCluster:
     def capabilities(self) -> frozenset[Capability]:
         """What the CNI declares (see :mod:`cnibench.backends.kube.cni`)."""
         return self._cni.capabilities
+
+    @property
+    def pykube(self) -> Any:
+        """A pykube-ng ``HTTPClient`` for this cluster, as the same user (for users of
+        pytest-kind-style APIs; cnibench itself uses the official client)."""
+        if self._pykube is None:
+            self._pykube = pykube_client(self._api_client)
+        return self._pykube
 
     @property
     def metrics_device_regex(self) -> str:
@@ -672,15 +686,25 @@ class KubeCluster:
         self._egress_pods.clear()
 
     def encryption_status(self) -> EncryptionStatus:
-        """Cilium's own account: ``cilium-dbg status`` in the cilium agent of every node.
+        """The CNI's own account of its encryption.
+
+        Cilium: ``cilium-dbg status`` in the cilium agent of every node. Antrea and Calico:
+        the WireGuard public key each agent publishes on its Node
+        (:func:`~cnibench.backends.kube.encryption.wireguard_from_annotations`).
 
         Raises
         ------
         cnibench.errors.UnsupportedError
-            For CNIs other than Cilium (not implemented yet).
+            For CNIs that cannot encrypt.
         """
+        if self._cni.name in WIREGUARD_KEY_ANNOTATIONS:
+            nodes = self._core.list_node().items
+            return wireguard_from_annotations(
+                self._cni.name,
+                [(n.metadata.name, dict(n.metadata.annotations or {})) for n in nodes],
+            )
         if self._cni.name != "cilium":
-            raise UnsupportedError(f"encryption status of {self._cni.name} is not implemented")
+            raise UnsupportedError(f"{self._cni.name} has no encryption to report")
         agents = self._core.list_namespaced_pod("kube-system", label_selector="k8s-app=cilium")
         interfaces: dict[str, str] = {}
         peers: dict[str, int] = {}
@@ -730,6 +754,78 @@ class KubeCluster:
         for manifest in self._policy_objects:
             self._applier.delete(manifest)
         self._policy_objects.clear()
+
+    def priority_case_manifests(self, case: PriorityCase, spec: PolicySpec) -> list[dict[str, Any]]:
+        """The objects :meth:`apply_priority_case` applies for ``case``: a deny-all
+        NetworkPolicy when ``case.kubernetes_deny``, then one CNI policy per layer
+        (:func:`cnibench.backends.kube.render.priority_manifests`).
+
+        Cilium has neither tiers nor priorities (its deny always wins), so it takes only cases
+        without tiers; Antrea maps tier and priority one to one; Calico's ``order`` receives the
+        layer's priority (tiers are not rendered), so a case whose tier order differs from its
+        priority order cannot be expressed.
+
+        Raises
+        ------
+        cnibench.errors.UnsupportedError
+            No NetworkPolicy enforcement; CNI layers on a CNI without a policy API of its own;
+            a tiered or ``pass`` case without :attr:`Capability.POLICY_TIERS` (Cilium); or a
+            Calico case its ``order`` cannot express.
+        """
+        cni = self._cni.name
+        if Capability.NETWORK_POLICY not in self.capabilities:
+            raise UnsupportedError(f"{cni} does not enforce NetworkPolicy")
+        if case.layers and cni not in _PRIORITY_CNIS:
+            raise UnsupportedError(
+                f"{cni} has no policy API of its own: priority case {case.name} needs one"
+            )
+        if case.needs_tiers and Capability.POLICY_TIERS not in self.capabilities:
+            raise UnsupportedError(f"{cni} has no policy tiers: priority case {case.name}")
+        if cni == "calico":
+            by_order = sorted(case.layers, key=lambda layer: layer.priority)
+            priorities = [layer.priority for layer in case.layers]
+            if list(case.ordered_layers) != by_order or len(set(priorities)) < len(priorities):
+                raise UnsupportedError(
+                    f"priority case {case.name}: Calico order alone cannot express its tiers"
+                )
+        layers = [
+            render.PolicyLayer(layer.action.value, tier=layer.tier, priority=layer.priority)
+            for layer in case.layers
+        ]
+        return render.priority_manifests(
+            cni,
+            spec,
+            namespace=self.namespace,
+            session=self.session,
+            layers=layers,
+            kubernetes_deny=case.kubernetes_deny,
+        )
+
+    def apply_priority_case(self, case: PriorityCase, spec: PolicySpec) -> None:
+        """Apply :meth:`priority_case_manifests` (replacing an earlier case); on a rejected
+        object, the ones already applied are deleted again.
+
+        Raises
+        ------
+        cnibench.errors.UnsupportedError
+            See :meth:`priority_case_manifests`.
+        cnibench.errors.ProvisioningError
+            The API server rejected an object.
+        """
+        objects = self.priority_case_manifests(case, spec)
+        self.remove_priority_case()
+        for manifest in objects:
+            self._priority_objects.append(manifest)
+            try:
+                self._applier.apply(manifest)
+            except BaseException:
+                self.remove_priority_case()
+                raise
+
+    def remove_priority_case(self) -> None:
+        """Delete the case's objects (Antrea's are cluster-scoped). Safe to repeat."""
+        while self._priority_objects:
+            self._applier.delete(self._priority_objects.pop())
 
     def apply_l7_policy(self, server: Endpoint, *, port: int, method: str, path: str) -> None:
         """Apply a CiliumNetworkPolicy HTTP rule (Cilium only for now)."""
@@ -887,9 +983,11 @@ class KubeCluster:
             self._torn_down = True
             self._release()
             return
-        for manifest in (*self._egress_objects, *self._cluster_objects):
+        # Cluster-scoped objects outlive the namespace: delete them explicitly.
+        for manifest in (*self._egress_objects, *self._priority_objects, *self._cluster_objects):
             self._applier.delete(manifest)
         self._egress_objects.clear()
+        self._priority_objects.clear()
         self._cluster_objects.clear()
         try:
             self._core.delete_namespace(self.namespace)

@@ -52,6 +52,8 @@ __all__ = [
     "http_route",
     "kind_cluster_config",
     "manifests_dir",
+    "metallb_ip_address_pool",
+    "metallb_l2_advertisement",
     "monitoring_manifests",
     "namespace",
     "network_policy",
@@ -331,7 +333,9 @@ ANTREA_TIERS: Mapping[str, int] = {
     "baseline": 253,
 }
 """Antrea's built-in tiers and their priorities (lower is evaluated first)."""
-_POLICY_ACTIONS = ("allow", "deny")
+_POLICY_ACTIONS = ("allow", "deny", "pass")
+_ANTREA_ACTIONS = {"allow": "Allow", "deny": "Drop", "pass": "Pass"}
+_CALICO_ACTIONS = {"allow": "Allow", "deny": "Deny", "pass": "Pass"}
 
 
 def _l4_ports(spec: PolicySpec) -> list[dict[str, Any]]:
@@ -347,7 +351,7 @@ def _l4_ports(spec: PolicySpec) -> list[dict[str, Any]]:
 
 def _check_action(action: str) -> str:
     if action not in _POLICY_ACTIONS:
-        raise ConfigError(f"policy action {action!r}: choose {' or '.join(_POLICY_ACTIONS)}")
+        raise ConfigError(f"policy action {action!r}: choose {', '.join(_POLICY_ACTIONS)}")
     return action
 
 
@@ -372,8 +376,14 @@ def cilium_network_policy(
     ``spec.target`` on ``spec.ports``.
 
     Cilium has no policy priority: a deny (``ingressDeny``) always wins over an allow.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        Unknown action, or ``pass`` (Cilium has no pass action).
     """
-    _check_action(action)
+    if _check_action(action) == "pass":
+        raise ConfigError("CiliumNetworkPolicy has no pass action (use allow or deny)")
     protocol = spec.protocol.value.upper()
     ports: list[dict[str, Any]] = []
     for port in spec.ports:
@@ -409,7 +419,9 @@ def antrea_cluster_network_policy(
     action: str = "allow",
 ) -> dict[str, Any]:
     """ClusterNetworkPolicy (``crd.antrea.io/v1beta1``) in ``tier`` at ``priority`` allowing
-    (``Allow``) or dropping (``Drop``) ``spec.allowed`` to ``spec.target`` on ``spec.ports``.
+    (``Allow``), dropping (``Drop``) or passing on (``Pass``: skip the remaining Antrea policies
+    of the non-baseline tiers, on to Kubernetes NetworkPolicy) ``spec.allowed`` to
+    ``spec.target`` on ``spec.ports``.
 
     Parameters
     ----------
@@ -431,7 +443,7 @@ def antrea_cluster_network_policy(
     namespace_labels = {"kubernetes.io/metadata.name": namespace}
     rule = {
         "name": f"{action}-{spec.target.name}",
-        "action": "Allow" if action == "allow" else "Drop",
+        "action": _ANTREA_ACTIONS[action],
         "from": [
             {
                 "namespaceSelector": {"matchLabels": namespace_labels},
@@ -464,8 +476,9 @@ def calico_network_policy(
     order: float = 100.0,
     action: str = "allow",
 ) -> dict[str, Any]:
-    """Calico NetworkPolicy (``projectcalico.org/v3``) at ``order`` allowing or denying
-    ``spec.allowed`` to ``spec.target`` on ``spec.ports`` (lower order is applied first).
+    """Calico NetworkPolicy (``projectcalico.org/v3``) at ``order`` allowing, denying or
+    passing (``Pass``: on to the next tier) ``spec.allowed`` to ``spec.target`` on
+    ``spec.ports`` (lower order is applied first).
 
     Raises
     ------
@@ -480,7 +493,7 @@ def calico_network_policy(
         p.first if p.first == p.last else f"{p.first}:{p.last}" for p in spec.ports
     ]
     rule = {
-        "action": "Allow" if action == "allow" else "Deny",
+        "action": _CALICO_ACTIONS[action],
         "protocol": spec.protocol.value.upper(),
         "source": {"selector": f"{ENDPOINT_LABEL} in {{{sources}}}"},
         "destination": {"ports": ports},
@@ -801,4 +814,68 @@ def kind_cluster_config(
     )
     return render_template(
         "kind/cluster.yaml", {"name": name, "networking": networking, "nodes": nodes}
+    )
+
+
+def metallb_ip_address_pool(
+    name: str, *, namespace: str, address_range: tuple[str, str]
+) -> dict[str, Any]:
+    """MetalLB ``IPAddressPool`` (``metallb.io/v1beta1``) of one ``first-last`` IPv4 range.
+
+    Parameters
+    ----------
+    name:
+        Pool name.
+    namespace:
+        MetalLB's namespace (``metallb-system``); the controller reads pools only there.
+    address_range:
+        ``(first, last)`` IPv4 addresses, ``first <= last``.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        The range is not two IPv4 addresses in order: MetalLB checks addresses only in its
+        webhook, so a bad range would otherwise surface as a cryptic admission error.
+    """
+    import ipaddress
+
+    first_text, last_text = address_range
+    try:
+        first = ipaddress.IPv4Address(first_text)
+        last = ipaddress.IPv4Address(last_text)
+    except ValueError:
+        raise ConfigError(
+            f"MetalLB address range {first_text}-{last_text} is not two IPv4 addresses"
+        ) from None
+    if first > last:
+        raise ConfigError(f"MetalLB address range {first}-{last} is empty (first > last)")
+    return render_template(
+        "metallb/ip-address-pool.yaml",
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(MANAGED_BY),
+            "addresses": [f"{first}-{last}"],
+        },
+    )
+
+
+def metallb_l2_advertisement(name: str, *, namespace: str, pools: Sequence[str]) -> dict[str, Any]:
+    """MetalLB ``L2Advertisement`` announcing the addresses of ``pools`` over ARP.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        ``pools`` is empty (an empty list would announce every pool, not none).
+    """
+    if not pools:
+        raise ConfigError("an L2Advertisement needs at least one IPAddressPool")
+    return render_template(
+        "metallb/l2-advertisement.yaml",
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(MANAGED_BY),
+            "pools": list(pools),
+        },
     )

@@ -80,6 +80,7 @@ from cnibench.backends.lab.policy import (
     l7_proxy_config,
     l7_redirect_ruleset,
     nft_policy_ruleset,
+    nft_priority_ruleset,
     nft_table_removal,
     policy_table,
     split_dnat_ruleset,
@@ -108,7 +109,7 @@ from cnibench.errors import (
     ProvisioningError,
     ToolError,
 )
-from cnibench.policy import PolicyEngine, PolicySpec
+from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
 from cnibench.records import Environment
 from cnibench.results import environment_fingerprint
 from cnibench.tools.iperf3_server import (
@@ -419,6 +420,7 @@ class LabCluster:
         self._environment: Environment | None = None
         self._external = LabExternalHost(self)
         self._policy: tuple[str, PolicyEngine] | None = None
+        self._priority_node: str | None = None
         self._l7: tuple[str, ManagedProcess] | None = None
         self._split: tuple[str, LabPod, ManagedProcess] | None = None
         self._torn_down = False
@@ -451,12 +453,13 @@ class LabCluster:
 
     @property
     def capabilities(self) -> frozenset[Capability]:
-        """Egress gateway, network policy, L7 policy, traffic split and underlay capture always
-        (tcpdump permitting); WireGuard and latency emulation when the
+        """Egress gateway, network policy (with tiers), L7 policy, traffic split and underlay
+        capture always (tcpdump permitting); WireGuard and latency emulation when the
         host supports them."""
         caps = {
             Capability.EGRESS_GATEWAY,
             Capability.NETWORK_POLICY,
+            Capability.POLICY_TIERS,
             Capability.L7_POLICY,
             Capability.TRAFFIC_SPLIT,
         }
@@ -1058,6 +1061,38 @@ class LabCluster:
                     nft_table_removal(policy_table(self.lab_id, "pol")),
                 )
 
+    def apply_priority_case(self, case: PriorityCase, spec: PolicySpec) -> None:
+        """Load ``case`` as nftables chains in the reference order into the forward path of
+        the target pod's node (:func:`~cnibench.backends.lab.policy.nft_priority_ruleset`);
+        replaces an earlier case. The verdict of each probe is the kernel's.
+
+        Raises
+        ------
+        ConfigError
+            The target is not a pod of this lab.
+        ProvisioningError
+            The ruleset could not be loaded.
+        """
+        self._check_alive()
+        node = self._pod_at(spec.target.ip).node.name
+        ruleset = nft_priority_ruleset(case, spec, table=policy_table(self.lab_id, "prio"))
+        with self._lock:
+            self.remove_priority_case()
+            self._nft(node, f"load priority case {case.name} on {node}", ruleset)
+            self._priority_node = node
+
+    def remove_priority_case(self) -> None:
+        """Remove the table loaded by :meth:`apply_priority_case` (no-op without one)."""
+        with self._lock:
+            node, self._priority_node = self._priority_node, None
+            if node is None:
+                return
+            self._nft(
+                node,
+                f"remove the priority case table on {node}",
+                nft_table_removal(policy_table(self.lab_id, "prio")),
+            )
+
     def apply_l7_policy(self, server: Endpoint, *, port: int, method: str, path: str) -> None:
         """Start nginx in ``server``'s node namespace and redirect ``server:port`` to it.
 
@@ -1411,6 +1446,9 @@ class LabCluster:
             stuck = stop_processes(list(self._processes.values()))
             problems += [f"process {name} did not stop" for name in stuck]
             self._processes.clear()
+            # The node namespaces take the policy and priority tables with them.
+            self._policy = None
+            self._priority_node = None
             namespaces = self._lab_namespaces()
             leftovers = [pid for pids in pids_in_namespaces(namespaces).values() for pid in pids]
             if leftovers:

@@ -15,6 +15,10 @@ With ``rules_see=new-connections`` the chain starts with ``ct state established,
 accept`` (as real CNIs do), so the rules cost only the first packet of each connection; with
 ``every-packet`` that shortcut is absent and every packet to the target walks them.
 
+A priority case (:func:`nft_priority_ruleset`) becomes one nftables chain per policy layer in
+the reference order, a ``kubernetes`` chain and a ``baseline`` chain, all in the forward path
+of the target's node, so the kernel, not Python, decides what a probe sees.
+
 The L7 filter (:func:`l7_proxy_config`, :func:`l7_redirect_ruleset`) is an nginx on the target's
 node to which an nftables ``redirect`` sends the target's HTTP traffic; it forwards only the
 allowed method and path and answers everything else with 403. The traffic split
@@ -29,7 +33,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cnibench.errors import ConfigError
-from cnibench.policy import PolicyEngine, PolicySpec, PortRange, RulesSee, filler_rules
+from cnibench.policy import (
+    PolicyAction,
+    PolicyEngine,
+    PolicySpec,
+    PortRange,
+    PriorityCase,
+    PriorityLayer,
+    RulesSee,
+    filler_rules,
+)
 
 __all__ = [
     "IPTABLES_CHAIN",
@@ -39,6 +52,7 @@ __all__ = [
     "l7_proxy_config",
     "l7_redirect_ruleset",
     "nft_policy_ruleset",
+    "nft_priority_ruleset",
     "nft_table_removal",
     "policy_table",
     "split_dnat_ruleset",
@@ -125,6 +139,79 @@ def nft_policy_ruleset(spec: PolicySpec, *, table: str, engine: PolicyEngine) ->
 def nft_table_removal(table: str) -> str:
     """nftables script removing ``table`` if it exists."""
     return f"table ip {table}\ndelete table ip {table}\n"
+
+
+_LAYER_VERDICTS = {
+    PolicyAction.ALLOW: "accept",
+    PolicyAction.DENY: "drop",
+    # Layer chains are entered by ``goto`` from ``ingress``'s one ``jump``, so ``return`` leaves
+    # the whole tiered chain sequence and ``ingress`` continues with the Kubernetes chain.
+    PolicyAction.PASS: "return",
+}
+
+
+def _layer_chain(index: int, layer: PriorityLayer) -> str:
+    return f"layer{index}_{layer.tier}"
+
+
+def nft_priority_ruleset(case: PriorityCase, spec: PolicySpec, *, table: str) -> str:
+    """nftables ruleset (for ``nft -f -``) stacking every policy of ``case`` on ``spec.target``.
+
+    ``ingress`` (entered for packets to the target) accepts established flows, then jumps
+    once into the tiered layers, then into ``kubernetes``, then into ``baseline``, and accepts
+    what none of them decided. The tiered layers are one chain each, ordered by
+    ``(tier rank, priority)`` and linked by ``goto``: a layer's rule matches ``spec.allowed``
+    to ``spec.ports`` and accepts (allow), drops (deny) or returns to ``ingress`` (pass,
+    skipping the remaining tiered layers); a packet it does not match goes on to the next
+    layer. ``kubernetes`` drops everything when ``case.kubernetes_deny`` (a NetworkPolicy
+    selecting the target with no ingress rule) and is empty otherwise. ``baseline`` holds the
+    baseline-tier layers in priority order.
+
+    Parameters
+    ----------
+    case:
+        The priority case.
+    spec:
+        Target, the peers every layer names, and the ports (``extra_rules`` is ignored).
+    table:
+        Table name (replaced atomically), see :func:`policy_table`.
+    """
+    proto = spec.protocol.value
+    sources = ", ".join(peer.ip for peer in spec.allowed)
+    match = f"ip saddr {{ {sources} }} {proto} dport {_nft_ports(spec.ports)}"
+    ordered = case.ordered_layers
+    tiered = [(i, layer) for i, layer in enumerate(ordered) if not layer.baseline]
+    baseline = [layer for layer in ordered if layer.baseline]
+    lines = [
+        *_nft_header(table),
+        "  chain forward {",
+        "    type filter hook forward priority filter; policy accept;",
+        f"    ip daddr {spec.target.ip} jump ingress",
+        "  }",
+        "  chain ingress {",
+        "    ct state established,related accept",
+    ]
+    if tiered:
+        lines.append(f"    jump {_layer_chain(*tiered[0])}")
+    lines += ["    jump kubernetes", "    jump baseline", "    accept", "  }"]
+    for position, (index, layer) in enumerate(tiered):
+        lines += [
+            f"  chain {_layer_chain(index, layer)} {{",
+            f'    {match} counter {_LAYER_VERDICTS[layer.action]} comment "{layer}"',
+        ]
+        if position + 1 < len(tiered):
+            lines.append(f"    goto {_layer_chain(*tiered[position + 1])}")
+        lines.append("  }")
+    lines.append("  chain kubernetes {")
+    if case.kubernetes_deny:
+        lines.append('    counter drop comment "kubernetes deny-all"')
+    lines += ["  }", "  chain baseline {"]
+    lines += [
+        f'    {match} counter {_LAYER_VERDICTS[layer.action]} comment "{layer}"'
+        for layer in baseline
+    ]
+    lines += ["  }", "}"]
+    return "\n".join(lines) + "\n"
 
 
 def iptables_policy_restore(spec: PolicySpec, *, chain: str = IPTABLES_CHAIN) -> str:
