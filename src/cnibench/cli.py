@@ -167,7 +167,7 @@ def _build_parser() -> _Parser:
         type=Path,
         default=None,
         metavar="PATH",
-        help="also delete cnibench-labelled namespaces in this cluster",
+        help="also delete cnibench-labelled namespaces and cluster-scoped objects in this cluster",
     )
     return parser
 
