@@ -69,7 +69,11 @@ class CniVersions:
     Attributes
     ----------
     cilium, antrea, calico, flannel, kube_router:
-        Release versions (Helm chart version or release tag).
+        Release versions (Helm chart version or release tag). Each was checked to be a
+        published release (November 2026): Cilium 1.18.4's Go module and chart are what the
+        kube tier renders; Antrea 2.4.x (2.4.5 released in March 2026), tigera-operator chart
+        v3.30.3, flannel v0.27.3 (``ghcr.io/flannel-io/flannel:v0.27.3``) and kube-router
+        v2.6.1 are referenced by public installs. None was installed on a real cluster here.
     cilium_gateway_api:
         Gateway API release whose standard CRDs go in before Cilium: the one Cilium's own
         documentation requires (``Documentation/network/servicemesh/gateway-api/
