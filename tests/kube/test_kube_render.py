@@ -127,6 +127,29 @@ def test_antrea_egress_structure() -> None:
     assert egress["spec"]["appliedTo"]["podSelector"]["matchLabels"]["cnibench.io/egress"] == "eg"
 
 
+def test_antrea_l7_policy_structure() -> None:
+    # Upstream API: crd.antrea.io/v1beta1 NetworkPolicy, ingress rule with ports and
+    # l7Protocols [{http: {method, path}}] (Antrea docs/antrea-l7-network-policy.md).
+    policy = render.antrea_l7_policy(
+        "l7", namespace="ns", session="s", target="srv", port=80, method="get", path="/api/x"
+    )
+    assert (policy["apiVersion"], policy["kind"]) == ("crd.antrea.io/v1beta1", "NetworkPolicy")
+    assert policy["metadata"]["namespace"] == "ns"
+    assert policy["spec"]["appliedTo"] == [{"podSelector": {"matchLabels": {ENDPOINT: "srv"}}}]
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["action"] == "Allow"
+    assert rule["ports"] == [{"protocol": "TCP", "port": 80}]
+    assert rule["l7Protocols"] == [{"http": {"method": "GET", "path": "/api/x"}}]
+
+
+@pytest.mark.parametrize("path", ["api/x", "/api/*"], ids=["relative", "glob"])
+def test_antrea_l7_policy_refuses_paths_it_would_not_match_exactly(path: str) -> None:
+    with pytest.raises(ConfigError, match="L7 policy path"):
+        render.antrea_l7_policy(
+            "l7", namespace="ns", session="s", target="srv", port=80, method="GET", path=path
+        )
+
+
 def test_antrea_external_ip_pool_structure() -> None:
     # Upstream API: crd.antrea.io/v1beta1 ExternalIPPool (ipRanges start/end, nodeSelector).
     pool = render.antrea_external_ip_pool(
@@ -264,6 +287,7 @@ def test_antrea_egress_pins_the_egress_ip() -> None:
     )
 
 
+ENDPOINT = render.ENDPOINT_LABEL
 PRIO_SPEC = PolicySpec(
     target=PolicyPeer("srv", "10.0.0.2"),
     allowed=(PolicyPeer("cli", "10.0.0.3"), PolicyPeer("cli2", "10.0.0.4")),

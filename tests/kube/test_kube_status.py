@@ -85,3 +85,14 @@ def test_pykube_lists_what_the_cluster_sees(api_client: Any, nodes: Any) -> None
     cluster = _cluster(api_client, "antrea")
     assert {n.name for n in pykube.Node.objects(cluster.pykube)} == set(NODES)
     assert cluster.pykube is cluster.pykube  # one client per cluster, built once
+
+
+def test_l7_policy_is_refused_by_a_cni_without_one(api_client: Any) -> None:
+    from cnibench.backends.base import Node, NodeRole
+    from cnibench.backends.kube.cluster import KubePod
+    from cnibench.errors import UnsupportedError
+
+    cluster = _cluster(api_client, "calico")
+    server = KubePod("srv", cluster.namespace, Node("n", NodeRole.SERVER, ""), "", api_client)
+    with pytest.raises(UnsupportedError, match="calico has no L7"):
+        cluster.apply_l7_policy(server, port=80, method="GET", path="/api/allowed")

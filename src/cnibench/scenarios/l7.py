@@ -2,7 +2,8 @@
 
 Seed 003 measured ab at concurrency 100 for 20 s against a server protected by an HTTP-aware
 policy. Here the policy allows one method on one path; verification proves that an allowed
-request gets 200 and a different method or path gets 403 (with the policy off, all get 200).
+request gets 200 and a different method or path is refused: 403 from a proxy, or no HTTP answer
+when the CNI resets the connection (with the policy off, all get 200).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from cnibench.scenarios.options import DEFAULT_OPTIONS, ScenarioOptions
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import ab
 
-__all__ = ["ALLOWED_METHOD", "ALLOWED_PATH", "L7Scenario"]
+__all__ = ["ALLOWED_METHOD", "ALLOWED_PATH", "REFUSED_STATUSES", "L7Scenario", "refused"]
 
 ALLOWED_METHOD = "GET"
 ALLOWED_PATH = "/api/allowed"
@@ -82,9 +83,15 @@ class L7Scenario(Scenario):
         return prepared
 
     def verify(self, cluster: Cluster, prepared: Prepared, condition: Condition) -> Verification:
-        """Allowed request -> 200; other method and other path -> 403 (200 when off)."""
+        """Allowed request -> 200; other method and other path refused (200 when off).
+
+        Refused means a 403 from the enforcing proxy (the lab's, Cilium's Envoy) or a request
+        that got no HTTP answer at all (Antrea's L7 engine rejects it by resetting the
+        connection): :func:`refused`. The allowed request must still get 200, so a policy that
+        blocks everything does not pass.
+        """
         on = condition.parameters["policy"] == "on"
-        denied = "403" if on else "200"
+        denied = "refused" if on else "200"
         cases = [
             (ALLOWED_METHOD, ALLOWED_PATH, "200"),
             ("POST", ALLOWED_PATH, denied),
@@ -97,7 +104,12 @@ class L7Scenario(Scenario):
         matrix = ";".join(
             f"{method} {path}={seen[f'{method} {path}']}/{want}" for method, path, want in cases
         )
-        ok = all(seen[f"{method} {path}"] == want for method, path, want in cases)
+        ok = all(
+            refused(seen[f"{method} {path}"])
+            if want == "refused"
+            else seen[f"{method} {path}"] == want
+            for method, path, want in cases
+        )
         detail = f"{condition.id}: {'as expected' if ok else 'WRONG'}: {matrix}"
         return Verification(ok, detail, {"http_matrix": matrix})
 
@@ -137,6 +149,16 @@ class L7Scenario(Scenario):
         if prepared.expected.get("policy") == "on":
             cluster.remove_l7_policy()
         super().cleanup(cluster, prepared)
+
+
+REFUSED_STATUSES = frozenset({"403", "000"})
+"""What a refused request looks like to curl's ``%{http_code}``: a proxy's 403, or ``000`` when
+the connection was reset or closed before any HTTP response."""
+
+
+def refused(status: str) -> bool:
+    """Whether an HTTP status seen by curl means the policy refused the request."""
+    return status in REFUSED_STATUSES
 
 
 def _status(client: Endpoint, prepared: Prepared, method: str, path: str) -> str:

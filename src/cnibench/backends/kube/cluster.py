@@ -828,11 +828,15 @@ class KubeCluster:
             self._applier.delete(self._priority_objects.pop())
 
     def apply_l7_policy(self, server: Endpoint, *, port: int, method: str, path: str) -> None:
-        """Apply a CiliumNetworkPolicy HTTP rule (Cilium only for now)."""
-        if self._cni.name != "cilium" or Capability.L7_POLICY not in self.capabilities:
-            raise UnsupportedError(f"L7 policy on {self._cni.name} is not implemented")
+        """Apply the CNI's HTTP rule: a CiliumNetworkPolicy (Envoy answers 403 to other
+        requests) or an Antrea NetworkPolicy with ``l7Protocols`` (its L7 engine rejects them).
+        """
+        renderers = {"cilium": render.cilium_l7_policy, "antrea": render.antrea_l7_policy}
+        renderer = renderers.get(self._cni.name)
+        if renderer is None or Capability.L7_POLICY not in self.capabilities:
+            raise UnsupportedError(f"{self._cni.name} has no L7 (HTTP) policy")
         self.remove_l7_policy()
-        manifest = render.cilium_l7_policy(
+        manifest = renderer(
             _L7_NAME,
             namespace=self.namespace,
             session=self.session,

@@ -43,6 +43,7 @@ __all__ = [
     "antrea_cluster_network_policy",
     "antrea_egress",
     "antrea_external_ip_pool",
+    "antrea_l7_policy",
     "calico_network_policy",
     "cilium_egress_gateway_policy",
     "cilium_l7_policy",
@@ -610,6 +611,30 @@ def cilium_l7_policy(
             "port": str(port),
             # Cilium matches path as a regular expression: anchor it to mean "exactly".
             "http_rules": [{"method": method.upper(), "path": f"^{_regex_escape(path)}$"}],
+        },
+    )
+
+
+def antrea_l7_policy(
+    name: str, *, namespace: str, session: str, target: str, port: int, method: str, path: str
+) -> dict[str, Any]:
+    """Antrea NetworkPolicy allowing only ``method`` on exactly ``path`` to ``target:port``
+    (``l7Protocols: [{http: {method, path}}]``; Antrea matches ``path`` as a glob only when it
+    contains ``*``, so a plain path means exactly that path)."""
+    if not path.startswith("/"):
+        raise ConfigError(f"L7 policy path {path!r} must start with '/'")
+    if "*" in path:
+        raise ConfigError(f"L7 policy path {path!r}: '*' would make Antrea match a glob")
+    return render_template(
+        "l7/antrea/http-policy.yaml",
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": session_labels(session),
+            "target_labels": {ENDPOINT_LABEL: target},
+            "rule_name": f"allow-http-{method.lower()}",
+            "port": port,
+            "http": {"method": method.upper(), "path": path},
         },
     )
 
