@@ -11,6 +11,7 @@ import math
 import os
 import shutil
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -416,7 +417,7 @@ def _kube_rows(engine: str) -> list[tuple[str, bool, str]]:
     elif not kind:
         kind_row = ("kind", False, f"{engine} answers but kind is not on PATH")
     else:
-        kind_row = ("kind", True, f"{engine} answers, kind at {kind}")
+        kind_row = _kind_row(engine, kind)
     missing = [name for name in ARM_VARIABLES if name not in os.environ]
     if not shutil.which("terraform"):
         aks_row = ("aks", False, "terraform is not on PATH")
@@ -428,6 +429,25 @@ def _kube_rows(engine: str) -> list[tuple[str, bool, str]]:
     existing = kubeconfig.is_file()
     where = f"kubeconfig {kubeconfig}" if existing else f"no kubeconfig at {kubeconfig}"
     return [kind_row, aks_row, ("existing", existing, where)]
+
+
+def _kind_row(engine: str, kind: str) -> tuple[str, bool, str]:
+    """kind is usable when it is recent enough for the pinned node image and helm is there."""
+    from cnibench.backends.kube.providers import check_kind_version
+
+    try:
+        done = subprocess.run(
+            [kind, "version"], capture_output=True, text=True, timeout=30, check=False
+        )
+        check_kind_version(done.stdout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return ("kind", False, f"{kind} version failed: {exc}")
+    except CnibenchError as exc:
+        return ("kind", False, str(exc))
+    version = " ".join(done.stdout.split()[:2]) or "kind"
+    if shutil.which("helm") is None:
+        return ("kind", False, f"{version}, but helm is not on PATH (CNIs install with Helm)")
+    return ("kind", True, f"{engine} answers, {version} at {kind}, helm found")
 
 
 def _report(args: argparse.Namespace) -> int:
