@@ -13,10 +13,11 @@ import pytest
 
 from cnibench.backends.base import Capability, ClusterSpec
 from cnibench.backends.kube import render
-from cnibench.backends.kube.addons import apply_order, fetch_manifest, helm_argv, split_documents
+from cnibench.backends.kube.addons import apply_order, fetch_manifest, split_documents
 from cnibench.backends.kube.backend import KubeBackend
 from cnibench.backends.kube.cni import cni_definition, nginx_gateway_fabric_chart
 from cnibench.backends.kube.external import DockerNetwork, load_balancer_range, ranges_overlap
+from cnibench.backends.kube.helm import helm_install_argv
 from cnibench.backends.kube.providers import ExistingProvider
 from cnibench.errors import ConfigError, ProvisioningError
 
@@ -210,7 +211,7 @@ def test_cilium_gateway_api_pins_the_documented_crd_release() -> None:
 
 
 def test_oci_chart_is_installed_without_repo(tmp_path: Path) -> None:
-    argv = helm_argv(
+    argv = helm_install_argv(
         nginx_gateway_fabric_chart(), tmp_path / "v.yaml", kubeconfig=tmp_path / "kubeconfig"
     )
     assert "--repo" not in argv

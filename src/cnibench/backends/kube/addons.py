@@ -50,7 +50,6 @@ __all__ = [
     "apply_when_admitted",
     "fetch_manifest",
     "gateway_api_crds_url",
-    "helm_argv",
     "install_cni",
     "install_manifests",
     "install_metallb",
@@ -401,22 +400,10 @@ def run_checked(argv: Sequence[str], *, timeout: float = 900.0) -> None:
         raise ProvisioningError(f"{label} failed: {tail}")
 
 
-def helm_argv(
-    chart: HelmChart, values_file: Path, *, kubeconfig: Path, context: str = ""
-) -> list[str]:
-    """``helm upgrade --install`` of ``chart``: from its repository, or an ``oci://`` chart
-    (which takes no ``--repo``)."""
-    argv = helm_install_argv(chart, values_file, kubeconfig=kubeconfig, context=context)
-    if chart.chart.startswith("oci://"):
-        at = argv.index("--repo")
-        del argv[at : at + 2]
-    return argv
-
-
 def _install_chart(chart: HelmChart, *, kubeconfig: Path, context: str, helm: HelmRunner) -> None:
     with tempfile.TemporaryDirectory(prefix="cnibench-helm-") as tmp:
         values = write_values(chart, Path(tmp))
-        helm(helm_argv(chart, values, kubeconfig=kubeconfig, context=context))
+        helm(helm_install_argv(chart, values, kubeconfig=kubeconfig, context=context))
 
 
 def install_cni(

@@ -21,17 +21,18 @@ def write_values(chart: HelmChart, directory: Path) -> Path:
 def helm_install_argv(
     chart: HelmChart, values_file: Path, *, kubeconfig: Path, context: str = ""
 ) -> list[str]:
-    """``helm upgrade --install`` of the pinned chart version from its repository, waiting
-    for nothing (readiness is checked by cnibench, per :class:`~cnibench.backends.kube.cni.
-    Readiness`)."""
+    """``helm upgrade --install`` of the pinned chart version from its repository (or an
+    ``oci://`` chart, which takes no ``--repo``), waiting for nothing (readiness is checked by
+    cnibench, per :class:`~cnibench.backends.kube.cni.Readiness`)."""
+    source = (
+        [chart.chart] if chart.chart.startswith("oci://") else [chart.chart, "--repo", chart.repo]
+    )
     argv = [
         "helm",
         "upgrade",
         "--install",
         chart.release,
-        chart.chart,
-        "--repo",
-        chart.repo,
+        *source,
         "--version",
         chart.version,
         "--namespace",
