@@ -517,8 +517,11 @@ def _serve_one(port: int, bind: str | None, timeout: float) -> dict[str, object]
     # Without one-off mode the idle timeout makes iperf_run_server() *return* 2 when no client
     # came; in one-off mode libiperf would call exit() instead.
     lib.iperf_set_test_idle_timeout(test, max(1, math.ceil(timeout)))
-    # A client that stops sending mid-test ends the test after this long (libiperf default 120 s).
-    rcv_timeout_s = min(timeout, 120.0)
+    # libiperf's own receive timeout (default 120 s) is set past this process's deadline: the
+    # deadline alone ends a stalled or overlong test, always with the same report. A shorter
+    # one fired on a loaded machine when the stream was merely descheduled for a second, and
+    # libiperf's error path then left the process to die of SIGSEGV.
+    rcv_timeout_s = math.ceil(timeout) + 2.0
     lib.iperf_set_test_rcv_timeout(
         test, ctypes.byref(_IperfTime(int(rcv_timeout_s), int(rcv_timeout_s % 1 * 1e6)))
     )
@@ -553,7 +556,8 @@ def _serve_one(port: int, bind: str | None, timeout: float) -> dict[str, object]
     rc = outcome.get("rc", -1)
     if rc == _IDLE_RETURN:
         return {"error": f"no iperf3 client connected within {format_number(timeout)} s"}
-    text = cast(bytes | None, lib.iperf_get_test_json_output_string(test))
+    # After a failed test libiperf's JSON output may already be freed: only read it on success.
+    text = cast(bytes | None, lib.iperf_get_test_json_output_string(test)) if rc >= 0 else None
     if rc < 0 or not text:
         message = str(server._error_to_string(ctypes.c_int.in_dll(lib, "i_errno").value))
         if message.rstrip().endswith(":") and outcome.get("errno"):
