@@ -339,12 +339,15 @@ def _print_table(results: Sequence[object], console: object) -> None:
     table = Table(title="truncated mean (10 %) and 95 % confidence interval per condition")
     for column in ("scenario", "cni", "condition", "metric", "n", "mean", "95% CI", "unit", "ok"):
         table.add_column(column, justify="right" if column in {"n", "mean", "95% CI"} else "left")
+    smallest_n = 0
     for result in results:
         assert isinstance(result, ConditionResult)
         failed = len(result.runs) - len(result.ok_runs)
         for summary in result.summaries():
             if summary.metric not in HEADLINE_METRICS:
                 continue
+            if summary.n >= 2:
+                smallest_n = min(smallest_n, summary.n) if smallest_n else summary.n
             ci = "-" if summary.n < 2 else f"[{_fmt(summary.low)}, {_fmt(summary.high)}]"
             table.add_row(
                 result.scenario,
@@ -359,6 +362,22 @@ def _print_table(results: Sequence[object], console: object) -> None:
                 + (f", {failed} failed" if failed else ""),
             )
     console.print(table)
+    note = _few_runs_note(smallest_n)
+    if note:
+        console.print(note, markup=False, highlight=False)
+
+
+def _few_runs_note(n: int) -> str:
+    """Why intervals from very few runs are wide (printed under the table), or ``""``."""
+    if not 2 <= n <= 3:
+        return ""
+    from scipy import stats as scipy_stats
+
+    multiplier = float(scipy_stats.t.ppf(0.975, n - 1))
+    return (
+        f"note: with n = {n} runs an interval is the mean ± {multiplier:.1f} standard errors,"
+        " so it is wide and may cross zero; --runs 5 or --profile standard narrow it"
+    )
 
 
 def _fmt(value: float) -> str:

@@ -65,12 +65,19 @@ def lab_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=False,
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    (results.parent / "stdout.txt").write_text(completed.stdout)
     return results
 
 
 @pytest.fixture(scope="session")
 def lab_frame(lab_results: Path):
     return load_results(lab_results)
+
+
+def test_lab_run_table_explains_its_wide_two_run_intervals(lab_results):
+    stdout = (lab_results.parent / "stdout.txt").read_text()
+    # t(0.975, 1 degree of freedom) = 12.706: the multiplier behind every n = 2 interval.
+    assert "note: with n = 2 runs an interval is the mean ± 12.7 standard errors" in stdout
 
 
 def test_lab_bar_heights_and_error_bars_match_the_statistics(lab_frame):

@@ -50,3 +50,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, argv, message):
     assert message in lines[0]
     assert "Traceback" not in done.stderr
     assert not results.exists()
+
+
+@pytest.mark.parametrize(
+    ("n", "multiplier"),
+    [(2, "12.7"), (3, "4.3")],
+    ids=["two-runs", "three-runs"],
+)
+def test_few_runs_note_names_the_t_multiplier(n: int, multiplier: str) -> None:
+    from cnibench.cli import _few_runs_note
+
+    # Student-t 97.5 % quantiles with 1 and 2 degrees of freedom: 12.706 and 4.303.
+    assert f"with n = {n} runs an interval is the mean ± {multiplier} standard errors" in (
+        _few_runs_note(n)
+    )
+
+
+@pytest.mark.parametrize("n", [0, 1, 4, 8], ids=["no-interval", "one-run", "four", "eight"])
+def test_few_runs_note_is_silent_otherwise(n: int) -> None:
+    from cnibench.cli import _few_runs_note
+
+    assert _few_runs_note(n) == ""
