@@ -4,10 +4,12 @@ A real ``cnibench run --cluster lab --scenario egress --cni routed --profile qui
 and sent SIGINT (what Ctrl-C sends) or SIGTERM at seeded points spread from 0 s to the end of
 the run, plus five points anchored at its end: just after the last run file appears, and just
 after the teardown has stopped a monitoring process (the teardown lasts well under a second and
-would otherwise rarely be hit). Two runs go at a time so the whole batch stays under about five
-minutes on a loaded two-core machine. After each run: exit code 130 (0 when the run had already
-finished: counted apart), no namespace, state directory, recorded process or Prometheus of its
-labs left, no unparsable results file, and what was written before the signal loads.
+would otherwise rarely be hit), and two just after the first pod appears (verification, about a
+second long, which the timed points can all miss). Two runs go at a time so the whole batch
+stays under about five minutes on a loaded two-core machine. After each run: exit code 130 (0
+when the run had already finished: counted apart), no namespace, state directory, recorded
+process or Prometheus of its labs left, no unparsable results file, and what was written before
+the signal loads.
 
 The phase a signal hit is read from the outside at the moment it is sent: no lab yet (startup),
 a lab without pods or verification (provisioning and Prometheus warm-up), a pod placed but the
@@ -55,6 +57,7 @@ pytestmark = pytest.mark.lab
 SEED = 20261122
 TIMED_POINTS = 20
 TEARDOWN_POINTS = 5
+VERIFICATION_POINTS = 2
 EXPECTED_RUNS = 4  # egress: gateway-off and gateway-on, 2 runs each on the quick profile
 WORKERS = 2
 POINTS_ENV = "CNIBENCH_RELIABILITY_POINTS"
@@ -67,7 +70,7 @@ class Point:
 
     index: int
     signum: int
-    anchor: str  # "start", "last-run" or "teardown"
+    anchor: str  # "start", "last-run", "teardown" or "pods"
     delay: float
 
     @property
@@ -148,8 +151,16 @@ def run_interrupted(point: Point | None, workdir: Path, *, timeout: float = 150.
             if (
                 anchor_time is None
                 and point is not None
+                and point.anchor in ("last-run", "teardown")
                 and len(run_files(results)) >= EXPECTED_RUNS
                 and (point.anchor == "last-run" or _teardown_started(outcome.labs))
+            ):
+                anchor_time = now
+            if (
+                anchor_time is None
+                and point is not None
+                and point.anchor == "pods"
+                and any(info.get("pods") for info in outcome.labs.values())
             ):
                 anchor_time = now
             if (
@@ -199,6 +210,12 @@ def _points(full_run: float) -> list[Point]:
         # others from the moment teardown has stopped a monitoring process (mid-teardown).
         anchor, top = ("last-run", 0.4) if i < 2 else ("teardown", 0.02)
         points.append(Point(TIMED_POINTS + i, signum, anchor, rng.uniform(0.0, top)))
+    # Verification (a pod placed, the condition not yet verified) lasts about a second, so
+    # timed points could all miss it on a given machine: two count from the first pod.
+    for i in range(VERIFICATION_POINTS):
+        signum = rng.choice([signal.SIGINT, signal.SIGTERM])
+        index = TIMED_POINTS + TEARDOWN_POINTS + i
+        points.append(Point(index, signum, "pods", rng.uniform(0.0, 0.05)))
     return points
 
 
@@ -269,7 +286,7 @@ POINT_LABELS = [p.label for p in _points(30.0)]
 """Parametrization ids only (index, signal, anchor): the delays come from the reference run."""
 
 
-@pytest.mark.parametrize("index", range(TIMED_POINTS + TEARDOWN_POINTS), ids=POINT_LABELS)
+@pytest.mark.parametrize("index", range(len(POINT_LABELS)), ids=POINT_LABELS)
 def test_interrupted_run_exits_130_and_leaves_nothing(batch: Batch, index: int) -> None:
     found = [o for o in batch.outcomes.values() if o.point.index == index]
     if not found:
