@@ -97,11 +97,13 @@ class Outcome:
 
 
 def _merge_labs(into: dict[str, dict[str, Any]], seen: dict[str, dict[str, Any]]) -> None:
-    # Keep every process any version of lab.json recorded (teardown empties the list).
+    # The newest lab.json wins, except that every process any version recorded is kept
+    # (teardown empties the list).
     for lab_id, info in seen.items():
-        known = into.setdefault(lab_id, {**info, "processes": []})
-        pids = {entry["pid"] for entry in known["processes"]}
-        known["processes"] += [e for e in info.get("processes", []) if e["pid"] not in pids]
+        earlier = into.get(lab_id, {}).get("processes", [])
+        pids = {entry["pid"] for entry in earlier}
+        later = [e for e in info.get("processes", []) if e["pid"] not in pids]
+        into[lab_id] = {**info, "processes": [*earlier, *later]}
 
 
 def _teardown_started(labs: dict[str, dict[str, Any]]) -> bool:
