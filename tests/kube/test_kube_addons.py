@@ -346,3 +346,48 @@ def test_gateway_api_crds_are_established_before_helm(
         assert {name: crds.get(name) for name in expected} == {
             name: (True, gateway_api) for name in expected
         }
+
+
+# -- objects that name no namespace (kubectl's rule: namespaced kinds go to "default") --------
+
+
+def test_release_objects_without_a_namespace_land_where_kubectl_puts_them(
+    api_client: Any,
+) -> None:
+    import os
+
+    from kubernetes import client
+
+    suffix = os.urandom(3).hex()
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"cbt-nons-{suffix}", "labels": {"app": "cbt"}},
+        "data": {"k": "v"},
+    }
+    cluster_role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": f"cbt-nons-{suffix}"},
+        "rules": [],
+    }
+    core, rbac = client.CoreV1Api(api_client), client.RbacAuthorizationV1Api(api_client)
+    try:
+        applied = install_manifests(api_client, [config_map, cluster_role], timeout=10)
+        stored = core.read_namespaced_config_map(f"cbt-nons-{suffix}", "default")
+        assert stored.data == {"k": "v"}
+        assert rbac.read_cluster_role(f"cbt-nons-{suffix}").metadata.namespace is None
+        assert sorted(applied) == sorted(
+            [f"ConfigMap cbt-nons-{suffix}", f"ClusterRole cbt-nons-{suffix}"]
+        )
+        assert Applier(api_client).delete(config_map) is True
+        assert Applier(api_client).delete(config_map) is False
+    finally:
+        Applier(api_client).delete(config_map)
+        Applier(api_client).delete(cluster_role)
+
+
+def test_object_without_a_name_is_refused_in_one_line(api_client: Any) -> None:
+    nameless = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}, "data": {}}
+    with pytest.raises(ProvisioningError, match=r"^object without metadata\.name: ConfigMap"):
+        Applier(api_client).apply(nameless)

@@ -13,9 +13,11 @@ from typing import Any
 
 from cnibench.errors import ProvisioningError
 
-__all__ = ["FIELD_MANAGER", "Applier", "api_error_message", "apply_manifest"]
+__all__ = ["DEFAULT_NAMESPACE", "FIELD_MANAGER", "Applier", "api_error_message", "apply_manifest"]
 
 FIELD_MANAGER = "cnibench"
+DEFAULT_NAMESPACE = "default"
+"""Where a namespaced object that names no namespace goes (kubectl's rule)."""
 
 
 def api_error_message(exc: BaseException) -> str:
@@ -32,6 +34,23 @@ def api_error_message(exc: BaseException) -> str:
     if status is not None:
         return f"HTTP {status} {reason or ''}".strip()
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _with_namespace(manifest: Mapping[str, Any], *, namespaced: bool) -> Mapping[str, Any]:
+    """``manifest`` with ``metadata.namespace`` set to ``default`` when its kind is namespaced
+    and it names none, as kubectl does for release manifests; anything else unchanged.
+
+    Raises
+    ------
+    cnibench.errors.ProvisioningError
+        The object has no ``metadata.name``.
+    """
+    meta = manifest.get("metadata")
+    if not isinstance(meta, Mapping) or not meta.get("name"):
+        raise ProvisioningError(f"object without metadata.name: {_describe(manifest)}")
+    if not namespaced or meta.get("namespace"):
+        return manifest
+    return {**manifest, "metadata": {**meta, "namespace": DEFAULT_NAMESPACE}}
 
 
 def _describe(manifest: Mapping[str, Any]) -> str:
@@ -87,6 +106,7 @@ class Applier:
         from kubernetes.dynamic.exceptions import DynamicApiError
 
         resource = self._resource(manifest)
+        manifest = _with_namespace(manifest, namespaced=bool(resource.namespaced))
         options: dict[str, Any] = {"field_manager": FIELD_MANAGER, "force_conflicts": True}
         if dry_run:
             options["dry_run"] = "All"
@@ -111,7 +131,7 @@ class Applier:
         from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError
 
         resource = self._resource(manifest)
-        meta = manifest.get("metadata", {})
+        meta = _with_namespace(manifest, namespaced=bool(resource.namespaced))["metadata"]
         try:
             resource.delete(name=meta["name"], namespace=meta.get("namespace"))
         except NotFoundError:
