@@ -40,4 +40,6 @@ def test_priority(bench, cnibench_session, cni, profile_runs, condition):
         assert result.values("matches_reference") == [1.0] * profile_runs
     stored = recorded(result)
     assert set(stored.metric) >= {"reachable", "reference", "matches_reference"}
+    # A probe's CPU and memory say nothing about the CNI: none is recorded for this scenario.
+    assert not set(stored.metric) & {"cpu", "ram"}
     assert stored.verified.all()

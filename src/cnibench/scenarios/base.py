@@ -110,6 +110,10 @@ class Scenario(abc.ABC):
     name: str = ""
     """Scenario name as typed on the command line."""
 
+    resource_metrics: bool = True
+    """Whether a run's CPU and memory mean something (``False`` for reachability probes, which
+    then record none)."""
+
     @abc.abstractmethod
     def conditions(self) -> list[Condition]:
         """Every condition of the scenario, in report order."""

@@ -105,6 +105,7 @@ class PriorityScenario(Scenario):
     """One condition per priority case; the reachability matrix is the result."""
 
     name = "priority"
+    resource_metrics = False  # a probe's CPU and memory say nothing about the CNI
 
     def __init__(self, cases: tuple[PriorityCase, ...] = PRIORITY_CASES) -> None:
         self.cases = {case.name: case for case in cases}

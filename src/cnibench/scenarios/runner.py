@@ -249,7 +249,7 @@ class Runner:
                 f"{cluster.backend}/{cni} lacks {names} needed by {condition.id}"
             )
         self._record_environment(cluster)
-        if self.resource_metrics:
+        if self.resource_metrics and scenario.resource_metrics:
             self._metrics_ready(cluster)
         with self._prepared(scenario, cluster, condition) as prepared:
             verification = scenario.verify(cluster, prepared, condition)
@@ -323,7 +323,7 @@ class Runner:
             raw = output.raw
             ended = time.time()
             measurements = list(output.measurements)
-            if self.resource_metrics:
+            if self.resource_metrics and scenario.resource_metrics:
                 measurements += self._resources(cluster, started, ended)
             evidence: dict[str, ParamValue] = {}
             if output.verification is not None:
