@@ -12,6 +12,7 @@ resources (``terraform destroy`` in the state directory).
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import time
@@ -131,6 +132,44 @@ def _clean_kind(
     return items, []
 
 
+def _delete_each(
+    kind: str,
+    list_: Callable[..., Any],
+    delete: Callable[[str], Any],
+    items: list[CleanedItem],
+    *,
+    dry_run: bool,
+) -> list[tuple[int, str]]:
+    """Delete every session-labelled object ``list_`` finds, reporting each in ``items``.
+
+    A 404 counts as removed (someone else was faster). Returns ``(index in items, name)`` of
+    each object removed, for callers that wait until it is gone.
+    """
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.dynamic.exceptions import DynamicApiError
+
+    try:
+        found = list_(label_selector=SESSION_LABEL).items
+    except (ApiException, DynamicApiError) as exc:
+        items.append(CleanedItem(kind, "*", f"failed: listing: {api_error_message(exc)}"))
+        return []
+    removed: list[tuple[int, str]] = []
+    for obj in found:
+        name = str(obj.metadata.name)
+        if dry_run:
+            items.append(CleanedItem(kind, name, "would remove"))
+            continue
+        try:
+            delete(name)
+        except (ApiException, DynamicApiError) as exc:
+            if getattr(exc, "status", None) != 404:
+                items.append(CleanedItem(kind, name, f"failed: {api_error_message(exc)}"))
+                continue
+        items.append(CleanedItem(kind, name, "removed"))
+        removed.append((len(items) - 1, name))
+    return removed
+
+
 def _clean_api(api_client: Any, *, dry_run: bool, timeout: float) -> list[CleanedItem]:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
@@ -146,25 +185,9 @@ def _clean_api(api_client: Any, *, dry_run: bool, timeout: float) -> list[Cleane
     items: list[CleanedItem] = []
     waiting: list[tuple[int, Any, str]] = []
     for kind, list_, delete, read in kinds:
-        try:
-            found = list_(label_selector=SESSION_LABEL).items
-        except ApiException as exc:
-            items.append(CleanedItem(kind, "*", f"failed: listing: {api_error_message(exc)}"))
-            continue
-        for obj in found:
-            name = str(obj.metadata.name)
-            if dry_run:
-                items.append(CleanedItem(kind, name, "would remove"))
-                continue
-            try:
-                delete(name)
-            except ApiException as exc:
-                if exc.status != 404:
-                    items.append(CleanedItem(kind, name, f"failed: {api_error_message(exc)}"))
-                    continue
-            items.append(CleanedItem(kind, name, "removed"))
+        for index, name in _delete_each(kind, list_, delete, items, dry_run=dry_run):
             if read is not None:
-                waiting.append((len(items) - 1, read, name))
+                waiting.append((index, read, name))
     items.extend(_clean_custom(api_client, dry_run=dry_run))
     deadline = time.monotonic() + timeout
     for index, read, name in waiting:
@@ -183,37 +206,24 @@ def _clean_api(api_client: Any, *, dry_run: bool, timeout: float) -> list[Cleane
     return items
 
 
+def _delete_named(resource: Any, name: str) -> None:
+    resource.delete(name=name)
+
+
 def _clean_custom(api_client: Any, *, dry_run: bool) -> list[CleanedItem]:
     from kubernetes import dynamic
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
     factory: Any = dynamic.DynamicClient
     resources = factory(api_client).resources
     items: list[CleanedItem] = []
     for api_version, kind in CLUSTER_SCOPED_KINDS:
-        label = kind.lower()
         try:
             resource = resources.get(api_version=api_version, kind=kind)
         except ResourceNotFoundError:
             continue  # the CNI (its CRD) is not installed: nothing of this kind can be left
-        try:
-            found = resource.get(label_selector=SESSION_LABEL).items
-        except (ApiException, DynamicApiError) as exc:
-            items.append(CleanedItem(label, "*", f"failed: listing: {api_error_message(exc)}"))
-            continue
-        for obj in found:
-            name = str(obj.metadata.name)
-            if dry_run:
-                items.append(CleanedItem(label, name, "would remove"))
-                continue
-            try:
-                resource.delete(name=name)
-            except (ApiException, DynamicApiError) as exc:
-                if getattr(exc, "status", None) != 404:
-                    items.append(CleanedItem(label, name, f"failed: {api_error_message(exc)}"))
-                    continue
-            items.append(CleanedItem(label, name, "removed"))
+        delete = functools.partial(_delete_named, resource)
+        _delete_each(kind.lower(), resource.get, delete, items, dry_run=dry_run)
     return items
 
 

@@ -599,15 +599,10 @@ def cilium_l7_policy(
     name: str, *, namespace: str, session: str, target: str, port: int, method: str, path: str
 ) -> dict[str, Any]:
     """CiliumNetworkPolicy allowing only ``method`` on exactly ``path`` to ``target:port``."""
-    if not path.startswith("/"):
-        raise ConfigError(f"L7 policy path {path!r} must start with '/'")
     return render_template(
         "l7/cilium/http-policy.yaml",
         {
-            "name": name,
-            "namespace": namespace,
-            "labels": session_labels(session),
-            "target_labels": {ENDPOINT_LABEL: target},
+            **_l7_values(name, namespace, session, target, path),
             "port": str(port),
             # Cilium matches path as a regular expression: anchor it to mean "exactly".
             "http_rules": [{"method": method.upper(), "path": f"^{_regex_escape(path)}$"}],
@@ -621,22 +616,30 @@ def antrea_l7_policy(
     """Antrea NetworkPolicy allowing only ``method`` on exactly ``path`` to ``target:port``
     (``l7Protocols: [{http: {method, path}}]``; Antrea matches ``path`` as a glob only when it
     contains ``*``, so a plain path means exactly that path)."""
-    if not path.startswith("/"):
-        raise ConfigError(f"L7 policy path {path!r} must start with '/'")
+    values = _l7_values(name, namespace, session, target, path)
     if "*" in path:
         raise ConfigError(f"L7 policy path {path!r}: '*' would make Antrea match a glob")
     return render_template(
         "l7/antrea/http-policy.yaml",
         {
-            "name": name,
-            "namespace": namespace,
-            "labels": session_labels(session),
-            "target_labels": {ENDPOINT_LABEL: target},
+            **values,
             "rule_name": f"allow-http-{method.lower()}",
             "port": port,
             "http": {"method": method.upper(), "path": path},
         },
     )
+
+
+def _l7_values(name: str, namespace: str, session: str, target: str, path: str) -> dict[str, Any]:
+    """Template values every L7 policy shares, once ``path`` is known to be absolute."""
+    if not path.startswith("/"):
+        raise ConfigError(f"L7 policy path {path!r} must start with '/'")
+    return {
+        "name": name,
+        "namespace": namespace,
+        "labels": session_labels(session),
+        "target_labels": {ENDPOINT_LABEL: target},
+    }
 
 
 def _regex_escape(text: str) -> str:
