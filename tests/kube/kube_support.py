@@ -203,8 +203,8 @@ class ControlPlane:
                 "--v=0",
             ],
         )
-        self._write_kubeconfig()
         self._wait_ready()
+        self._write_kubeconfig(certs / "apiserver.crt")
         for name, extra in (
             (
                 "kube-controller-manager",
@@ -244,14 +244,16 @@ class ControlPlane:
         )
         self._children.append(_Child(name, process, log, log_path))
 
-    def _write_kubeconfig(self) -> None:
+    def _write_kubeconfig(self, ca_file: Path) -> None:
+        """Kubeconfig that verifies the server against the self-signed certificate
+        kube-apiserver wrote to ``--cert-dir`` (its SANs include 127.0.0.1)."""
         config: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [
                 {
                     "name": "tier",
-                    "cluster": {"server": self.server, "insecure-skip-tls-verify": True},
+                    "cluster": {"server": self.server, "certificate-authority": str(ca_file)},
                 }
             ],
             "users": [{"name": "admin", "user": {"token": self.token}}],
@@ -274,6 +276,8 @@ class ControlPlane:
         return child.log_path.read_bytes()[-size:].decode(errors="replace")
 
     def _wait_ready(self) -> None:
+        # The certificate may not be written yet: readiness is probed without verification;
+        # every client afterwards verifies it (see _write_kubeconfig).
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE

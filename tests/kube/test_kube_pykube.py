@@ -50,3 +50,27 @@ def test_pykube_carries_the_credentials(api_client: Any) -> None:
     assert refused.value.code == 401
     right = pykube_client(api_client)
     assert pykube.Namespace.objects(right).get(name="kube-system").name == "kube-system"
+
+
+def test_pykube_verifies_the_server_certificate(api_client: Any, tmp_path: Any) -> None:
+    """The bridge carries the CA file: trusting another CA makes the TLS handshake fail."""
+    import subprocess
+
+    import pykube
+    import requests
+    from kubernetes import client
+
+    other_ca = tmp_path / "other-ca.crt"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=not-the-apiserver", "-keyout", str(tmp_path / "k"),
+         "-out", str(other_ca)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    assert api_client.configuration.verify_ssl
+    assert api_client.configuration.ssl_ca_cert
+    configuration = copy.copy(api_client.configuration)
+    configuration.ssl_ca_cert = str(other_ca)
+    wrong = pykube_client(client.ApiClient(configuration))
+    with pytest.raises(requests.exceptions.SSLError):
+        pykube.Namespace.objects(wrong).get(name="kube-system")
