@@ -1004,6 +1004,11 @@ class LabCluster:
     def _nft(self, namespace: str, description: str, ruleset: str) -> None:
         run_step(Step(description, ("ip", "netns", "exec", namespace, "nft", "-f", "-"), ruleset))
 
+    def _target_node(self, spec: PolicySpec) -> str:
+        """Name of the node whose forward path a policy on ``spec.target`` goes into."""
+        self._check_alive()
+        return self._pod_at(spec.target.ip).node.name
+
     def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine) -> None:
         """Enforce ``spec`` in the forward path of the target pod's node with ``engine``.
 
@@ -1017,8 +1022,7 @@ class LabCluster:
         ProvisioningError
             The ruleset could not be loaded.
         """
-        self._check_alive()
-        node = self._pod_at(spec.target.ip).node.name
+        node = self._target_node(spec)
         engine = PolicyEngine(engine)
         with self._lock:
             self.remove_policy()
@@ -1073,8 +1077,7 @@ class LabCluster:
         ProvisioningError
             The ruleset could not be loaded.
         """
-        self._check_alive()
-        node = self._pod_at(spec.target.ip).node.name
+        node = self._target_node(spec)
         ruleset = nft_priority_ruleset(case, spec, table=policy_table(self.lab_id, "prio"))
         with self._lock:
             self.remove_priority_case()
