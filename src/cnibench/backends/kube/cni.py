@@ -227,7 +227,12 @@ def _antrea_features(spec: ClusterSpec) -> frozenset[str]:
 
 def nginx_gateway_fabric_chart(versions: CniVersions | None = None) -> HelmChart:
     """NGINX Gateway Fabric's Helm release: the OCI chart into ``nginx-gateway``, creating
-    GatewayClass ``nginx`` (its Deployment is ``ngf-nginx-gateway-fabric``)."""
+    GatewayClass ``nginx`` (its Deployment is ``ngf-nginx-gateway-fabric``).
+
+    Both names follow the chart's templates (read in its source, not rendered here: the chart
+    is only on ghcr.io): ``gatewayclass.yaml`` names the class
+    ``.Values.nginxGateway.gatewayClassName``, and the Deployment takes the chart's full name,
+    ``<release>-nginx-gateway-fabric`` unless the release name contains the chart name."""
     versions = versions or CniVersions()
     return HelmChart(
         repo="",
