@@ -25,6 +25,7 @@ from cnibench.backends.base import Backend, Cluster, ClusterSpec
 from cnibench.errors import (
     CnibenchError,
     InsufficientDataError,
+    ToolError,
     UnsupportedError,
     VerificationError,
 )
@@ -239,7 +240,8 @@ class Runner:
         UnsupportedError
             The cluster lacks a capability the condition needs.
         VerificationError
-            The set-up does not do what it claims (recorded as a failed run first).
+            The set-up does not do what it claims, or a check of it could not run (recorded
+            as a failed run first).
         """
         cluster = self.pool.get(scenario.cluster_spec(cni, condition))
         missing = scenario.required_capabilities(condition) - cluster.capabilities
@@ -252,7 +254,12 @@ class Runner:
         if self.resource_metrics and scenario.resource_metrics:
             self._metrics_ready(cluster)
         with self._prepared(scenario, cluster, condition) as prepared:
-            verification = scenario.verify(cluster, prepared, condition)
+            try:
+                verification = scenario.verify(cluster, prepared, condition)
+            except ToolError as exc:
+                # A probe that cannot run proves nothing: the condition is not verified, and
+                # the session goes on with the next one instead of ending here.
+                verification = Verification(False, f"a check could not run: {exc}")
             if not verification.ok:
                 self._write_failed(
                     cluster, scenario, condition, 0, f"verification failed: {verification.detail}"

@@ -329,7 +329,12 @@ def install_release_manifest(
 
 
 def wait_rollouts(
-    api_client: Any, items: Sequence[Readiness], *, timeout: float = 600.0, owner: str = ""
+    api_client: Any,
+    items: Sequence[Readiness],
+    *,
+    timeout: float = 600.0,
+    owner: str = "",
+    missing: str = "",
 ) -> None:
     """Wait until every DaemonSet/Deployment in ``items`` is fully rolled out.
 
@@ -342,11 +347,16 @@ def wait_rollouts(
         Seconds for all of them together.
     owner:
         What they belong to (``cilium``, ``metallb``), prefixed to error messages.
+    missing:
+        When not empty, a workload that does not exist fails at once with this hint appended
+        (for a cluster nobody is installing anything on right now); when empty, it is waited
+        for like one that is not ready (an install may still be creating it).
 
     Raises
     ------
     cnibench.errors.ProvisioningError
-        One is not ready within ``timeout`` seconds, or cannot be read (named in the message).
+        One is not ready within ``timeout`` seconds, is missing (see ``missing``), or cannot be
+        read (named in the message).
     """
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
@@ -370,6 +380,10 @@ def wait_rollouts(
                     raise ProvisioningError(
                         f"{prefix}{item.kind} {item.namespace}/{item.name}: HTTP {exc.status}"
                     ) from exc
+                if missing:
+                    raise ProvisioningError(
+                        f"{prefix}{item.kind} {item.namespace}/{item.name} not found: {missing}"
+                    ) from None
                 ready = False
             if ready:
                 break

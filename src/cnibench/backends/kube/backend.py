@@ -56,15 +56,27 @@ def api_client_for(kubeconfig: Path, context: str = "") -> Any:
     return client.ApiClient(configuration)
 
 
-def wait_cni_ready(api_client: Any, cni: CniDefinition, *, timeout: float = 600.0) -> None:
+def wait_cni_ready(
+    api_client: Any, cni: CniDefinition, *, timeout: float = 600.0, installed_now: bool = True
+) -> None:
     """Wait until every :class:`~cnibench.backends.kube.cni.Readiness` workload is rolled out.
+
+    ``installed_now=False`` (a cluster cnibench did not just install the CNI on: existing, or a
+    reused kind cluster) fails at once when one of them does not exist, instead of waiting
+    ``timeout`` seconds for something nobody is creating.
 
     Raises
     ------
     cnibench.errors.ProvisioningError
-        If one is not ready within ``timeout`` seconds (named in the message).
+        If one is not ready within ``timeout`` seconds, or missing (named in the message).
     """
-    wait_rollouts(api_client, cni.readiness, timeout=timeout, owner=cni.name)
+    missing = (
+        ""
+        if installed_now
+        else f"is {cni.name} installed on this cluster? (--cni must name the CNI it runs;"
+        " --recreate-cluster rebuilds a kind cluster)"
+    )
+    wait_rollouts(api_client, cni.readiness, timeout=timeout, owner=cni.name, missing=missing)
 
 
 class KubeBackend:
@@ -226,7 +238,7 @@ class KubeBackend:
             api_client = api_client_for(made.kubeconfig, made.context)
             if made.created and self.provider.name != "existing":
                 install_cni(api_client, cni, kubeconfig=made.kubeconfig, context=made.context)
-            wait_cni_ready(api_client, cni)
+            wait_cni_ready(api_client, cni, installed_now=made.created)
             if network is not None:
                 install_metallb(
                     api_client,

@@ -1,0 +1,202 @@
+"""``cnibench run --cluster existing`` end to end against the tier's real API server.
+
+The tier's nodes are kwok nodes: they run no container, so a run gets as far as anything
+without a kubelet can go (nodes found by role, the CNI's workloads checked, session namespace,
+pods placed and Ready, the case's NetworkPolicy accepted) and then fails at the first exec into
+a pod. These tests check that the command line fails there the way SPEC section 9 asks: one
+line, a non-zero exit, no traceback, no namespace or policy left, and results that load.
+
+The "installed CNI" is a stand-in: Calico's operator Deployment and ``calico-node`` DaemonSet
+with a placeholder image, which kwok reports as rolled out. The images named in the
+environment are never pulled (kwok runs nothing).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kube_support import KWOK_NODE_ANNOTATION
+
+from cnibench import load_results
+from cnibench.backends.base import NodeRole
+from cnibench.backends.kube import render
+
+pytestmark = pytest.mark.kube
+
+PLACEHOLDER = "registry.invalid/cnibench/placeholder:0"
+ROLLOUT_TIMEOUT = 90.0
+RUN_TIMEOUT = 300.0
+"""Well below the 600 s a CNI gets to roll out: a run that waited for a workload nobody is
+creating would be killed here and fail the test."""
+
+
+def _node(name: str, role: NodeRole, index: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
+            "labels": {render.ROLE_LABEL: role.value, "type": "kwok"},
+        },
+        "status": {"addresses": [{"type": "InternalIP", "address": f"10.89.1.{index + 2}"}]},
+    }
+
+
+@pytest.fixture(scope="module")
+def role_nodes(api_client: Any) -> Iterator[list[str]]:
+    """One kwok node per role, Ready and untainted (the CLI adds no kwok toleration)."""
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api_client)
+    names: list[str] = []
+    try:
+        for index, role in enumerate((NodeRole.CLIENT, NodeRole.SERVER, NodeRole.EGRESS_GW)):
+            name = f"cbt-cli-{role.value}"
+            core.create_node(_node(name, role, index))
+            names.append(name)
+        deadline = time.monotonic() + 60
+        for name in names:
+            while True:
+                node = core.read_node(name)
+                ready = {c.type: c.status for c in (node.status.conditions or [])}.get("Ready")
+                if ready == "True":
+                    break
+                assert time.monotonic() < deadline, f"kwok did not mark {name} Ready"
+                time.sleep(0.2)
+            # The node lifecycle controller, which would lift the not-ready taint, is off.
+            core.patch_node(name, {"spec": {"taints": []}})
+        yield names
+    finally:
+        for name in names:
+            core.delete_node(name)
+
+
+def _workload(kind: str, namespace: str, name: str) -> dict[str, Any]:
+    labels = {"app": name}
+    template = {
+        "metadata": {"labels": labels},
+        "spec": {"containers": [{"name": name, "image": PLACEHOLDER}]},
+    }
+    spec: dict[str, Any] = {"selector": {"matchLabels": labels}, "template": template}
+    if kind == "Deployment":
+        spec["replicas"] = 1
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+@pytest.fixture(scope="module")
+def calico_stand_in(api_client: Any, role_nodes: list[str]) -> Iterator[None]:
+    """What cnibench waits on for Calico, rolled out on the kwok nodes."""
+    from kubernetes import client
+
+    from cnibench.backends.base import ClusterSpec
+    from cnibench.backends.kube.addons import install_manifests, wait_rollouts
+    from cnibench.backends.kube.cni import cni_definition
+
+    readiness = cni_definition(ClusterSpec(cni="calico")).readiness
+    namespaces = sorted({item.namespace for item in readiness})
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces
+    ]
+    objects += [_workload(item.kind, item.namespace, item.name) for item in readiness]
+    core: Any = client.CoreV1Api(api_client)
+    try:
+        install_manifests(api_client, objects, timeout=10)
+        wait_rollouts(api_client, readiness, timeout=ROLLOUT_TIMEOUT, owner="calico stand-in")
+        yield
+    finally:
+        for ns in namespaces:
+            core.delete_namespace(ns)
+
+
+def _session_namespaces(api_client: Any) -> list[str]:
+    from kubernetes import client
+
+    listed = client.CoreV1Api(api_client).list_namespace(label_selector=render.SESSION_LABEL)
+    return [
+        str(item.metadata.name)
+        for item in listed.items
+        if item.status.phase != "Terminating" or item.metadata.deletion_timestamp is None
+    ]
+
+
+def _run_cli(kubeconfig: Path, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(kubeconfig),
+        # An existing cluster pulls from registries: name pullable images (never pulled here).
+        "CNIBENCH_IMAGE_TOOLS": PLACEHOLDER,
+        "CNIBENCH_IMAGE_SOCKPERF": PLACEHOLDER,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "cnibench.cli", "run", "--cluster", "existing",
+         "--results-dir", str(results), *args],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT, env=env, check=False,
+    )  # fmt: skip
+
+
+def _wait_namespaces_gone(api_client: Any, timeout: float = 90.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    left = _session_namespaces(api_client)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = _session_namespaces(api_client)
+    return left
+
+
+def test_existing_cluster_without_the_cni_fails_at_once_in_one_line(
+    api_client: Any, kubeconfig: Path, role_nodes: list[str], tmp_path: Path
+) -> None:
+    done = _run_cli(
+        kubeconfig, tmp_path / "results",
+        "--cni", "cilium", "--scenario", "priority", "--condition", "k8s-deny",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("cnibench: error:")]
+    assert len(errors) == 1, done.stderr
+    assert "DaemonSet kube-system/cilium not found" in errors[0]
+    assert "is cilium installed on this cluster?" in errors[0]
+    assert _wait_namespaces_gone(api_client) == []
+
+
+def test_run_on_kwok_nodes_fails_at_the_first_exec_and_leaves_nothing(
+    api_client: Any, kubeconfig: Path, calico_stand_in: None, tmp_path: Path
+) -> None:
+    from kubernetes import client
+
+    results = tmp_path / "results"
+    done = _run_cli(
+        kubeconfig, results, "--cni", "calico", "--scenario", "priority",
+        "--condition", "k8s-deny",
+    )  # fmt: skip
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "Traceback" not in output, output
+    # The pods were placed and Ready (kwok), so the first probe's exec is what failed: the
+    # condition is reported unverified and the session ends normally (no "error:" line).
+    not_verified = [line for line in output.splitlines() if line.startswith("NOT VERIFIED")]
+    assert len(not_verified) == 1, output
+    assert "priority/k8s-deny on calico: a check could not run: exec of" in not_verified[0]
+    assert "cnibench: error:" not in output
+    assert _wait_namespaces_gone(api_client) == []
+    policies = client.NetworkingV1Api(api_client).list_network_policy_for_all_namespaces(
+        label_selector=render.SESSION_LABEL
+    )
+    assert policies.items == []
+    frame = load_results(results)
+    assert set(frame.scenario) == {"priority"}, output
+    assert set(frame.cni) == {"calico"}
+    assert not frame.verified.any()
