@@ -13,7 +13,8 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -26,6 +27,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+_NAMED_SKIPS = 4
+"""Skipped conditions of one scenario and CNI are named up to this many, else counted."""
 
 ARM_VARIABLES = ("ARM_CLIENT_ID", "ARM_CLIENT_SECRET", "ARM_SUBSCRIPTION_ID", "ARM_TENANT_ID")
 """Azure credentials the AKS provider reads (``doctor`` shows only whether they are set)."""
@@ -277,6 +280,7 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     results: list[ConditionResult] = []
     problems: list[str] = []
+    skipped: dict[tuple[str, str, str], list[str]] = {}
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -306,19 +310,27 @@ def _run(args: argparse.Namespace) -> int:
                     try:
                         results.append(session.run_condition(scenario, cni, condition))
                     except UnsupportedError as exc:
-                        problems.append(f"skipped {scenario.name}/{cni}/{condition.id}: {exc}")
+                        skipped.setdefault((scenario.name, cni, str(exc)), []).append(condition.id)
                         progress.update(task, advance=profile.runs)
                     except VerificationError as exc:
                         problems.append(f"NOT VERIFIED {exc}")
                         progress.update(task, advance=profile.runs)
         results_dir = session.store.session_dir
-    _print_table(results, Console(width=max(console.width, 150)))
+    if results:
+        _print_table(results, Console(width=max(console.width, 150)))
+    planned = Counter(
+        (scenario.name, cni) for scenario, _, only in plan for cni in cnis_of[id(only)]
+    )
+    problems[:0] = _skip_lines(skipped, planned)
     for result in results:
         for run in result.runs:
             if run.reason:
                 problems.append(f"failed {result.scenario}/{result.cni}/{run.run_id}: {run.reason}")
+    if not results and not any("NOT VERIFIED" in p for p in problems):
+        problems.append("nothing was measured: every condition was skipped")
     for line in problems:
-        console.print(line, markup=False, highlight=False)
+        # One line each, however narrow the terminal: people grep these.
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"results written to {results_dir}")
     if args.report is not None and results_dir.is_dir():
         from cnibench.report import write_report
@@ -326,7 +338,21 @@ def _run(args: argparse.Namespace) -> int:
         write_report(results_dir, html=args.report)
         console.print(f"report written to {args.report}")
     failed = [r for r in results if not r.ok_runs] + [p for p in problems if "NOT VERIFIED" in p]
-    return EXIT_FAILED if failed else EXIT_OK
+    return EXIT_FAILED if failed or not results else EXIT_OK
+
+
+def _skip_lines(
+    skipped: Mapping[tuple[str, str, str], Sequence[str]], planned: Mapping[tuple[str, str], int]
+) -> list[str]:
+    """One line per scenario, CNI and reason: how many of its planned conditions were skipped
+    (named when there are few)."""
+    lines = []
+    for (scenario, cni, reason), ids in skipped.items():
+        which = f"{len(ids)} of {planned[(scenario, cni)]} conditions"
+        if len(ids) <= _NAMED_SKIPS:
+            which += f": {', '.join(ids)}"
+        lines.append(f"skipped {scenario}/{cni} ({which}): {reason}")
+    return lines
 
 
 def _print_table(results: Sequence[object], console: object) -> None:

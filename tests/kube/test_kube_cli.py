@@ -200,3 +200,24 @@ def test_run_on_kwok_nodes_fails_at_the_first_exec_and_leaves_nothing(
     assert set(frame.scenario) == {"priority"}, output
     assert set(frame.cni) == {"calico"}
     assert not frame.verified.any()
+
+
+def test_run_where_every_condition_is_skipped_says_so_and_fails(
+    api_client: Any, kubeconfig: Path, calico_stand_in: None, tmp_path: Path
+) -> None:
+    """Calico has no Gateway API: every split condition is skipped. That is one line with the
+    reason and the count (not one wrapped line per condition), and exit 1: nothing measured."""
+    from cnibench.scenarios import build_scenarios
+
+    conditions = len(build_scenarios()["split"].conditions())
+    done = _run_cli(kubeconfig, tmp_path / "results", "--cni", "calico", "--scenario", "split")
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1, done.stdout + done.stderr
+    skips = [line for line in lines if line.startswith("skipped ")]
+    assert skips == [
+        f"skipped split/calico ({conditions} of {conditions} conditions):"
+        " kube/calico lacks traffic-split"
+    ], done.stderr
+    assert "nothing was measured: every condition was skipped" in lines
+    assert "truncated mean" not in done.stdout + done.stderr
+    assert _wait_namespaces_gone(api_client) == []

@@ -247,9 +247,7 @@ class Runner:
         missing = scenario.required_capabilities(condition) - cluster.capabilities
         if missing:
             names = ", ".join(sorted(c.value for c in missing))
-            raise UnsupportedError(
-                f"{cluster.backend}/{cni} lacks {names} needed by {condition.id}"
-            )
+            raise UnsupportedError(f"{cluster.backend}/{cni} lacks {names}")
         self._record_environment(cluster)
         if self.resource_metrics and scenario.resource_metrics:
             self._metrics_ready(cluster)
