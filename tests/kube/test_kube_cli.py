@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_support import KWOK_NODE_ANNOTATION
+from kube_support import KWOK_NODE_ANNOTATION, free_port
 
 from cnibench import load_results
 from cnibench.backends.base import NodeRole
@@ -30,6 +30,7 @@ from cnibench.backends.kube import render
 
 pytestmark = pytest.mark.kube
 
+_LOOPBACK = {"127.0.0.2", "127.0.0.3", "127.0.0.4"}
 PLACEHOLDER = "registry.invalid/cnibench/placeholder:0"
 ROLLOUT_TIMEOUT = 90.0
 RUN_TIMEOUT = 300.0
@@ -38,6 +39,8 @@ creating would be killed here and fail the test."""
 
 
 def _node(name: str, role: NodeRole, index: int) -> dict[str, Any]:
+    """A kwok node whose kubelet endpoint is a closed loopback port: the API server's exec and
+    port-forward dials are refused at once and never leave this host."""
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -46,7 +49,10 @@ def _node(name: str, role: NodeRole, index: int) -> dict[str, Any]:
             "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
             "labels": {render.ROLE_LABEL: role.value, "type": "kwok"},
         },
-        "status": {"addresses": [{"type": "InternalIP", "address": f"10.89.1.{index + 2}"}]},
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": f"127.0.0.{index + 2}"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": free_port()}},
+        },
     }
 
 
@@ -73,6 +79,9 @@ def role_nodes(api_client: Any) -> Iterator[list[str]]:
                 time.sleep(0.2)
             # The node lifecycle controller, which would lift the not-ready taint, is off.
             core.patch_node(name, {"spec": {"taints": []}})
+            # Guard: every dial the API server makes to this "kubelet" must stay on loopback.
+            status = core.read_node(name).status
+            assert {a.address for a in status.addresses} <= _LOOPBACK, status.addresses
         yield names
     finally:
         for name in names:
@@ -190,6 +199,7 @@ def test_run_on_kwok_nodes_fails_at_the_first_exec_and_leaves_nothing(
     not_verified = [line for line in output.splitlines() if line.startswith("NOT VERIFIED")]
     assert len(not_verified) == 1, output
     assert "priority/k8s-deny on calico: a check could not run: exec of" in not_verified[0]
+    assert "connection refused" in not_verified[0]  # the closed loopback kubelet port
     assert "cnibench: error:" not in output
     assert _wait_namespaces_gone(api_client) == []
     policies = client.NetworkingV1Api(api_client).list_network_policy_for_all_namespaces(
