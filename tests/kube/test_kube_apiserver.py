@@ -486,6 +486,7 @@ def test_exec_without_kubelet_is_a_one_line_tool_error(
     assert "\n" not in message
     assert message.startswith("exec of iperf3 in pod noexec failed")
     assert "connection refused" in message
+    assert "audit-id" not in message, message  # the server's message, not the headers
 
 
 # -- Antrea egress (CRDs unavailable: a fake applier records them; labels are real) -----------

@@ -231,3 +231,24 @@ def test_run_where_every_condition_is_skipped_says_so_and_fails(
     assert "nothing was measured: every condition was skipped" in lines
     assert "truncated mean" not in done.stdout + done.stderr
     assert _wait_namespaces_gone(api_client) == []
+
+
+def test_cluster_that_cannot_port_forward_fails_with_the_reason(
+    api_client: Any, kubeconfig: Path, calico_stand_in: None, tmp_path: Path
+) -> None:
+    """baseline needs Prometheus, reached through a port-forward; kwok's Prometheus pod is
+    "Ready" but its kubelet refuses: one line naming the pod and the API server's reason."""
+    done = _run_cli(
+        kubeconfig, tmp_path / "results", "--cni", "calico", "--scenario", "baseline",
+        "--runs", "1", "--condition", "same-node-idle-iperf3",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("cnibench: error:")]
+    assert len(errors) == 1, done.stderr
+    assert "port-forward to pod cnibench-" in errors[0]
+    assert "/prometheus-" in errors[0]
+    assert ":9090 failed: error dialing backend: dial tcp 127.0.0." in errors[0], errors[0]
+    assert "audit-id" not in errors[0]  # the server's message, not the handshake's headers
+    assert "connection refused" in errors[0], errors[0]
+    assert _wait_namespaces_gone(api_client) == []

@@ -30,10 +30,27 @@ def api_error_message(exc: BaseException) -> str:
             message = None
         if message:
             return str(message)
+    embedded = _embedded_status_message(str(exc))
+    if embedded:
+        return embedded
     status, reason = getattr(exc, "status", None), getattr(exc, "reason", None)
     if status is not None:
         return f"HTTP {status} {reason or ''}".strip()
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _embedded_status_message(text: str) -> str:
+    """The ``message`` of a ``Status`` object inside ``text`` (a websocket handshake error
+    carries the server's answer after its headers), or ``""``."""
+    start = text.rfind('{"kind":"Status"')
+    if start < 0:
+        return ""
+    try:
+        status, _ = json.JSONDecoder().raw_decode(text[start:])
+    except ValueError:
+        return ""
+    message = status.get("message") if isinstance(status, dict) else None
+    return str(message) if message else ""
 
 
 def _with_namespace(manifest: Mapping[str, Any], *, namespaced: bool) -> Mapping[str, Any]:

@@ -278,19 +278,45 @@ class PodPortForward:
                 return
             threading.Thread(target=self._bridge, args=(conn,), daemon=True).start()
 
-    def _bridge(self, conn: socket.socket) -> None:
+    def _open(self) -> tuple[Any, socket.socket]:
+        """One port-forward websocket and its socket for the pod port (raises what the
+        client raises)."""
         from kubernetes import client
         from kubernetes.stream import portforward
 
         namespace, pod, port = self._target
+        forward = portforward(
+            client.CoreV1Api(self._api_client).connect_get_namespaced_pod_portforward,
+            pod,
+            namespace,
+            ports=str(port),
+        )
+        return forward, forward.socket(port)
+
+    def check(self) -> None:
+        """Open and close one forward, so a cluster that cannot port-forward fails here, with
+        the API server's reason, rather than as a client timing out on the local port.
+
+        Raises
+        ------
+        cnibench.errors.MetricsError
+            The API server refused or could not reach the pod's kubelet.
+        """
+        namespace, pod, port = self._target
         try:
-            forward = portforward(
-                client.CoreV1Api(self._api_client).connect_get_namespaced_pod_portforward,
-                pod,
-                namespace,
-                ports=str(port),
-            )
-            remote = forward.socket(port)
+            forward, remote = self._open()
+        except Exception as exc:  # the client raises assorted types
+            reason = (api_error_message(exc).splitlines() or [type(exc).__name__])[0]
+            raise MetricsError(
+                f"port-forward to pod {namespace}/{pod}:{port} failed: {reason}"
+            ) from exc
+        with contextlib.suppress(OSError):
+            remote.close()
+        forward.close()
+
+    def _bridge(self, conn: socket.socket) -> None:
+        try:
+            forward, remote = self._open()
         except Exception:  # the client raises assorted types; the connection just closes
             conn.close()
             return
@@ -929,9 +955,15 @@ class KubeCluster:
                 if m["kind"] in ("ClusterRole", "ClusterRoleBinding")
             )
             pod_name = self._wait_prometheus_pod()
-            self._forward = PodPortForward(
+            forward = PodPortForward(
                 self._api_client, self.namespace, pod_name, render.PROMETHEUS_PORT
             )
+            try:
+                forward.check()
+            except MetricsError:
+                forward.close()
+                raise
+            self._forward = forward
         return f"http://127.0.0.1:{self._forward.local_port}"
 
     def _wait_prometheus_pod(self) -> str:
