@@ -100,6 +100,9 @@ CORE_CASES: dict[str, Callable[[str], list[dict[str, Any]]]] = {
         for extra in (0, 100, 1000)
     },
     "monitoring": lambda ns: render.monitoring_manifests(namespace=ns, session=SESSION),
+    "capture-pod": lambda ns: [
+        render.capture_pod("cap", namespace=ns, session=SESSION, role=NodeRole.CLIENT)
+    ],
     "split-service": lambda ns: [
         render.split_service("split-v1", namespace=ns, session=SESSION, endpoint="v1", port=80)
     ],

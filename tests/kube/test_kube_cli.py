@@ -252,3 +252,41 @@ def test_cluster_that_cannot_port_forward_fails_with_the_reason(
     assert "audit-id" not in errors[0]  # the server's message, not the handshake's headers
     assert "connection refused" in errors[0], errors[0]
     assert _wait_namespaces_gone(api_client) == []
+
+
+def test_underlay_capture_places_a_host_network_pod_and_fails_cleanly_without_kubelet(
+    api_client: Any, role_nodes: list[str]
+) -> None:
+    """The WireGuard proof on Kubernetes: a host-network capture pod lands on the sender's
+    node and is Ready; its first exec (finding the uplink) is what kwok cannot serve."""
+    from kubernetes import client
+
+    from cnibench.backends.base import Capability, ClusterSpec
+    from cnibench.backends.kube.cluster import KubeCluster, Timeouts
+    from cnibench.backends.kube.cni import cni_definition
+    from cnibench.backends.kube.images import Images
+    from cnibench.errors import ToolError
+
+    spec = ClusterSpec(cni="calico")
+    cluster = KubeCluster(
+        api_client, spec, cni_definition(spec), provider="existing", session="cap01",
+        images=Images(tools=PLACEHOLDER, sockperf=PLACEHOLDER),
+        timeouts=Timeouts(pod_ready=60, delete=60),
+    )  # fmt: skip
+    cluster.start()
+    try:
+        assert Capability.UNDERLAY_CAPTURE in cluster.capabilities
+        sender = cluster.place("sender", role=NodeRole.CLIENT)
+        with pytest.raises(ToolError, match=r"^exec of ip in pod capture-client failed: "):
+            cluster.capture_underlay(b"cnibench-marker-1", ["true"], source=sender)
+        stored = client.CoreV1Api(api_client).read_namespaced_pod(
+            "capture-client", cluster.namespace
+        )
+        assert stored.spec.host_network is True
+        assert stored.spec.node_name == sender.node.name == "cbt-cli-client"
+        added = stored.spec.containers[0].security_context.capabilities.add
+        assert sorted(added) == ["NET_ADMIN", "NET_RAW"]
+        assert stored.status.pod_ip == "127.0.0.2"  # host network: the node's own address
+    finally:
+        cluster.teardown()
+    assert _wait_namespaces_gone(api_client) == []

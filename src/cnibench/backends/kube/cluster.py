@@ -32,13 +32,19 @@ from cnibench.backends.base import (
     NodeRole,
     WorkloadSpec,
 )
-from cnibench.backends.kube import render
+from cnibench.backends.kube import capture, render
 from cnibench.backends.kube.api import Applier, api_error_message
 from cnibench.backends.kube.cni import CniDefinition
 from cnibench.backends.kube.encryption import WIREGUARD_KEY_ANNOTATIONS, wireguard_from_annotations
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.pykube_bridge import pykube_client
-from cnibench.errors import MetricsError, ProvisioningError, ToolError, UnsupportedError
+from cnibench.errors import (
+    ConfigError,
+    MetricsError,
+    ProvisioningError,
+    ToolError,
+    UnsupportedError,
+)
 from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
 from cnibench.records import Environment
 from cnibench.results import environment_fingerprint
@@ -241,6 +247,10 @@ class KubePod:
         )
 
 
+_CAPTURE_SETTLE = 0.3
+"""Seconds for the last frames to reach tcpdump's file after the sender finished."""
+
+
 class PodPortForward:
     """A loopback listener whose connections are forwarded to a pod port (port-forward
     subresource); one websocket per accepted connection.
@@ -419,6 +429,8 @@ class KubeCluster:
         self._egress_objects: list[dict[str, Any]] = []
         self._egress_pods: list[str] = []
         self._forward: PodPortForward | None = None
+        self._capture_pods: dict[NodeRole, KubePod] = {}
+        self._capture_seq = 0
         self._torn_down = False
 
     # -- identity -------------------------------------------------------------------------
@@ -444,8 +456,9 @@ class KubeCluster:
 
     @property
     def capabilities(self) -> frozenset[Capability]:
-        """What the CNI declares (see :mod:`cnibench.backends.kube.cni`)."""
-        return self._cni.capabilities
+        """What the CNI declares (see :mod:`cnibench.backends.kube.cni`), plus an underlay
+        capture on every CNI (a host-network pod with tcpdump)."""
+        return self._cni.capabilities | {Capability.UNDERLAY_CAPTURE}
 
     @property
     def pykube(self) -> Any:
@@ -760,8 +773,87 @@ class KubeCluster:
         )
 
     def capture_underlay(self, marker: bytes, send: Sequence[str], *, source: Endpoint) -> bool:
-        """Not offered on Kubernetes yet (no :attr:`Capability.UNDERLAY_CAPTURE`)."""
-        raise UnsupportedError("underlay capture is not implemented on the Kubernetes backend")
+        """Capture on the uplink of ``source``'s node while ``send`` runs in ``source``; look
+        for ``marker`` (see :mod:`cnibench.backends.kube.capture`).
+
+        A host-network capture pod is placed on that node on first use; the capture runs in
+        the background there, bounded by :data:`~cnibench.backends.kube.capture.CAPTURE_LIMIT`
+        seconds, and is stopped by its PID.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            The capture cannot start or leaves no file, or ``send`` fails (then nothing can be
+            concluded).
+        cnibench.errors.ProvisioningError
+            The capture pod cannot be placed.
+        """
+        if not isinstance(source, KubePod):
+            raise ConfigError(f"{source.name} is not a pod of this cluster")
+        capturer = self._capture_pod(source.node.role)
+        listed = capturer.run(["ip", "-o", "-4", "addr", "show"], timeout=20)
+        interface = capture.uplink_interface(listed.stdout, source.node.ip)
+        self._capture_seq += 1
+        pcap, log = capture.capture_files(self.session, self._capture_seq)
+        started = capturer.run(
+            ["sh", "-c", capture.start_capture_script(interface, pcap, log)], timeout=20
+        )
+        pid = capture.started_pid(started.stdout)
+        try:
+            deadline = time.monotonic() + 15
+            while not capture.capture_started(capturer.run(["cat", log], timeout=10).stdout):
+                if time.monotonic() > deadline:
+                    raise ToolError(
+                        f"underlay capture on {interface} did not start", tool="tcpdump"
+                    )
+                time.sleep(0.2)
+            result = source.run(send, timeout=60)
+            time.sleep(_CAPTURE_SETTLE)
+        finally:
+            capturer.run(["sh", "-c", capture.stop_capture_script(pid)], timeout=20)
+        found = capturer.run(
+            ["sh", "-c", capture.find_marker_script(marker, pcap, log)], timeout=30
+        )
+        answer = found.stdout.strip()
+        if found.returncode != 0 or answer not in ("seen", "unseen"):
+            raise ToolError(
+                f"underlay capture on {source.node.name} left no result: {answer[:300]}",
+                tool="tcpdump",
+            )
+        if result.returncode != 0:
+            raise ToolError(
+                f"capture_underlay: {send[0]} in pod {source.name} exited {result.returncode}:"
+                f" {result.stderr.strip()[:300]}",
+                tool=send[0],
+                output=result.stdout + result.stderr,
+            )
+        return answer == "seen"
+
+    def _capture_pod(self, role: NodeRole) -> KubePod:
+        """The capture pod on the ``role`` node, placed and waited for on first use."""
+        known = self._capture_pods.get(role)
+        if known is not None:
+            return known
+        name = f"capture-{role.value}"
+        self._applier.apply(
+            render.capture_pod(
+                name,
+                namespace=self.namespace,
+                session=self.session,
+                role=role,
+                images=self.images,
+                tolerations=self.tolerations,
+            )
+        )
+        ready = self._wait_pod_ready(name)
+        node = next((n for n in self._nodes if n.name == ready.spec.node_name), None)
+        if node is None:
+            raise ProvisioningError(
+                f"capture pod {name} runs on {ready.spec.node_name}, not a {role.value} node"
+            )
+        pod = KubePod(name, self.namespace, node, ready.status.pod_ip, self._api_client)
+        self._capture_pods[role] = pod
+        return pod
 
     def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine) -> None:
         """Apply a NetworkPolicy rendered from ``spec``; ``engine`` is ignored (the CNI has one

@@ -45,6 +45,7 @@ __all__ = [
     "antrea_external_ip_pool",
     "antrea_l7_policy",
     "calico_network_policy",
+    "capture_pod",
     "cilium_egress_gateway_policy",
     "cilium_l7_policy",
     "cilium_network_policy",
@@ -218,6 +219,33 @@ def pod(
             "node_selector": {ROLE_LABEL: role.value},
             "tolerations": list(tolerations),
             "containers": containers,
+        },
+    )
+
+
+def capture_pod(
+    name: str,
+    *,
+    namespace: str,
+    session: str,
+    role: NodeRole,
+    images: Images | None = None,
+    tolerations: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """A host-network pod on the ``role`` node whose tools container may capture packets
+    (``NET_RAW``, ``NET_ADMIN``): it sees the node's interfaces, so tcpdump on the node's
+    uplink sees what travels between nodes (see :mod:`cnibench.backends.kube.capture`)."""
+    images = images or Images()
+    return render_template(
+        "workloads/capture-pod.yaml",
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": session_labels(session, **{ROLE_LABEL: role.value}),
+            "node_selector": {ROLE_LABEL: role.value},
+            "tolerations": list(tolerations),
+            "container": TOOLS_CONTAINER,
+            "image": images.tools,
         },
     )
 
