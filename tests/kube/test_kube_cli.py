@@ -14,6 +14,7 @@ environment are never pulled (kwok runs nothing).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -134,11 +135,7 @@ def _session_namespaces(api_client: Any) -> list[str]:
     from kubernetes import client
 
     listed = client.CoreV1Api(api_client).list_namespace(label_selector=render.SESSION_LABEL)
-    return [
-        str(item.metadata.name)
-        for item in listed.items
-        if item.status.phase != "Terminating" or item.metadata.deletion_timestamp is None
-    ]
+    return [str(item.metadata.name) for item in listed.items]  # Terminating ones included
 
 
 def _run_cli(kubeconfig: Path, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -289,4 +286,44 @@ def test_underlay_capture_places_a_host_network_pod_and_fails_cleanly_without_ku
         assert stored.status.pod_ip == "127.0.0.2"  # host network: the node's own address
     finally:
         cluster.teardown()
+    assert _wait_namespaces_gone(api_client) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_kube_run_exits_130_and_leaves_nothing(
+    api_client: Any, kubeconfig: Path, calico_stand_in: None, tmp_path: Path, signum: int
+) -> None:
+    """Ctrl-C (or SIGTERM) once the run's first pod exists: the session namespace and
+    everything in it go, and the command exits 130."""
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api_client)
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(kubeconfig),
+        "CNIBENCH_IMAGE_TOOLS": PLACEHOLDER,
+        "CNIBENCH_IMAGE_SOCKPERF": PLACEHOLDER,
+    }
+    argv = [sys.executable, "-m", "cnibench.cli", "run", "--cluster", "existing",
+            "--results-dir", str(tmp_path / "results"), "--cni", "calico",
+            "--scenario", "priority", "--condition", "k8s-deny"]  # fmt: skip
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        signalled = False
+        while child.poll() is None and time.monotonic() < deadline:
+            pods = core.list_pod_for_all_namespaces(label_selector=render.SESSION_LABEL).items
+            if pods:
+                child.send_signal(signum)
+                signalled = True
+                break
+            time.sleep(0.05)
+        _, stderr = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert signalled, "the run ended before any pod appeared"
+    assert child.returncode == 130, stderr.decode(errors="replace")
+    assert b"Traceback" not in stderr
     assert _wait_namespaces_gone(api_client) == []
