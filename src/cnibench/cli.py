@@ -470,10 +470,11 @@ def _kube_rows(engine: str) -> list[tuple[str, bool, str]]:
         aks_row = ("aks", False, f"missing environment variables {', '.join(missing)}")
     else:
         aks_row = ("aks", True, "terraform and Azure credentials in the environment")
-    kubeconfig = Path(os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config")))
-    existing = kubeconfig.is_file()
-    where = f"kubeconfig {kubeconfig}" if existing else f"no kubeconfig at {kubeconfig}"
-    return [kind_row, aks_row, ("existing", existing, where)]
+    from cnibench.backends.kube.doctor import existing_cluster_report
+
+    default = os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config"))
+    existing, why = existing_cluster_report(Path(default.split(os.pathsep)[0]))
+    return [kind_row, aks_row, ("existing", existing, why)]
 
 
 def _kind_row(engine: str, kind: str) -> tuple[str, bool, str]:

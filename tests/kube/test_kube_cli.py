@@ -13,6 +13,7 @@ environment are never pulled (kwok runs nothing).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -327,3 +328,40 @@ def test_interrupted_kube_run_exits_130_and_leaves_nothing(
     assert child.returncode == 130, stderr.decode(errors="replace")
     assert b"Traceback" not in stderr
     assert _wait_namespaces_gone(api_client) == []
+
+
+# -- cnibench doctor on an existing cluster -------------------------------------------------
+
+
+def test_doctor_names_the_server_the_cni_and_the_roles(
+    kubeconfig: Path, calico_stand_in: None
+) -> None:
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "COLUMNS": "300"}
+    done = subprocess.run(
+        [sys.executable, "-m", "cnibench.cli", "doctor"],
+        capture_output=True, text=True, timeout=120, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if "│ existing" in line)
+    cells = [cell.strip() for cell in row.strip("│ ").split("│")]
+    assert cells[:2] == ["existing", "yes"], row
+    assert cells[2] == "Kubernetes v1.33.4; CNI: calico; every role labelled", row
+
+
+def test_doctor_on_an_unreachable_server_says_so_quickly(tmp_path: Path) -> None:
+    from cnibench.backends.kube.doctor import existing_cluster_report
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps(config))
+    usable, why = existing_cluster_report(path)
+    assert usable is False
+    assert why.startswith(f"kubeconfig {path}: API server not reachable: "), why
+    assert "\n" not in why

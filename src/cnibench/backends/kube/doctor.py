@@ -1,0 +1,92 @@
+"""What ``cnibench doctor`` says about an existing cluster: reachable, which CNI, roles labelled.
+
+Every call has a short timeout, so the doctor stays quick on an unreachable server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cnibench.backends.base import ClusterSpec, NodeRole
+from cnibench.backends.kube.api import api_error_message
+from cnibench.backends.kube.cni import CNI_NAMES, Readiness, cni_definition
+from cnibench.backends.kube.render import ROLE_LABEL
+from cnibench.errors import CnibenchError
+
+__all__ = ["existing_cluster_report"]
+
+REQUEST_TIMEOUT = 5.0
+"""Seconds each API request of the report may take."""
+
+
+def _exists(apps: Any, item: Readiness) -> bool:
+    read = apps.read_namespaced_daemon_set if item.kind == "DaemonSet" else None
+    read = read or apps.read_namespaced_deployment
+    try:
+        read(item.name, item.namespace, _request_timeout=REQUEST_TIMEOUT)
+    except Exception:  # 404, or 403 for a user without rights there: not found either way
+        return False
+    return True
+
+
+def installed_cnis(api_client: Any) -> list[str]:
+    """CNIs whose agent DaemonSet (the one cnibench waits on) exists."""
+    from kubernetes import client
+
+    apps = client.AppsV1Api(api_client)
+    found = []
+    for name in CNI_NAMES:
+        readiness = cni_definition(ClusterSpec(cni=name)).readiness
+        agent = next((r for r in readiness if r.kind == "DaemonSet"), None)
+        if agent is not None and _exists(apps, agent):
+            found.append(name)
+    return found
+
+
+def existing_cluster_report(kubeconfig: Path, context: str = "") -> tuple[bool, str]:
+    """``(usable, why)`` for ``--cluster existing`` with ``kubeconfig``.
+
+    Usable means: the API server answers, and nodes carry the client and server role labels
+    cnibench places pods by (egress also needs an ``egress-gw`` node). ``why`` names the
+    server version, the CNI(s) found and any role without a node. Never raises for an unusable
+    cluster; the reason is in ``why``.
+    """
+    from kubernetes import client
+
+    from cnibench.backends.kube.backend import api_client_for
+
+    if not kubeconfig.is_file():
+        return False, f"no kubeconfig at {kubeconfig}"
+    try:
+        api_client = api_client_for(kubeconfig, context)
+    except CnibenchError as exc:
+        return False, str(exc)
+    try:
+        try:
+            version = client.VersionApi(api_client).get_code(_request_timeout=REQUEST_TIMEOUT)
+            nodes = client.CoreV1Api(api_client).list_node(
+                label_selector=ROLE_LABEL, _request_timeout=REQUEST_TIMEOUT
+            )
+        except Exception as exc:  # connection errors come in many types
+            reason = (api_error_message(exc).splitlines() or [type(exc).__name__])[0]
+            return False, f"kubeconfig {kubeconfig}: API server not reachable: {reason[:200]}"
+        cnis = installed_cnis(api_client)
+    finally:
+        api_client.close()
+    items: list[Any] = list(nodes.items)
+    labelled = {(item.metadata.labels or {}).get(ROLE_LABEL) for item in items}
+    missing = [role.value for role in NodeRole if role.value not in labelled]
+    parts = [
+        f"Kubernetes {version.git_version}",
+        f"CNI: {', '.join(cnis)}" if cnis else "no known CNI found",
+    ]
+    if missing:
+        parts.append(
+            f"no node labelled {ROLE_LABEL}={'/'.join(missing)}"
+            f" (kubectl label node NAME {ROLE_LABEL}={missing[0]})"
+        )
+    else:
+        parts.append("every role labelled")
+    usable = NodeRole.CLIENT.value in labelled and NodeRole.SERVER.value in labelled
+    return usable, "; ".join(parts)
