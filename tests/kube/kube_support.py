@@ -18,7 +18,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -105,6 +105,26 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def wait_kwok_nodes_ready(
+    core: Any, names: Sequence[str], *, taints: Sequence[Mapping[str, str]], timeout: float = 60
+) -> None:
+    """Wait until kwok marks each node Ready, then set its taints to ``taints``.
+
+    The not-ready taint added at creation is only lifted by the node lifecycle controller,
+    which the tier does not run, hence the explicit taints.
+    """
+    deadline = time.monotonic() + timeout
+    for name in names:
+        while True:
+            node = core.read_node(name)
+            ready = {c.type: c.status for c in (node.status.conditions or [])}.get("Ready")
+            if ready == "True":
+                break
+            assert time.monotonic() < deadline, f"kwok did not mark {name} Ready"
+            time.sleep(0.2)
+        core.patch_node(name, {"spec": {"taints": list(taints)}})
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kube_support import KWOK_NODE_ANNOTATION, bin_dir
+from kube_support import KWOK_NODE_ANNOTATION, bin_dir, wait_kwok_nodes_ready
 
 from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.kube import render
@@ -296,18 +296,7 @@ def kwok_nodes(api_client: Any) -> Iterator[list[str]]:
                 }
             )
             names.append(name)
-        deadline = time.monotonic() + 60
-        for name in names:
-            while True:
-                node = core.read_node(name)
-                ready = {c.type: c.status for c in (node.status.conditions or [])}.get("Ready")
-                if ready == "True":
-                    break
-                assert time.monotonic() < deadline, f"kwok did not mark {name} Ready"
-                time.sleep(0.2)
-            # The not-ready taint added at creation is only lifted by the node lifecycle
-            # controller, which the tier does not run.
-            core.patch_node(name, {"spec": {"taints": [KWOK_TAINT]}})
+        wait_kwok_nodes_ready(core, names, taints=[KWOK_TAINT])
         yield names
     finally:
         for name in names:

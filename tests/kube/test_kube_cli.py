@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_support import KWOK_NODE_ANNOTATION, free_port
+from kube_support import KWOK_NODE_ANNOTATION, free_port, wait_kwok_nodes_ready
 
 from cnibench import load_results
 from cnibench.backends.base import NodeRole
@@ -70,17 +70,8 @@ def role_nodes(api_client: Any) -> Iterator[list[str]]:
             name = f"cbt-cli-{role.value}"
             core.create_node(_node(name, role, index))
             names.append(name)
-        deadline = time.monotonic() + 60
+        wait_kwok_nodes_ready(core, names, taints=[])
         for name in names:
-            while True:
-                node = core.read_node(name)
-                ready = {c.type: c.status for c in (node.status.conditions or [])}.get("Ready")
-                if ready == "True":
-                    break
-                assert time.monotonic() < deadline, f"kwok did not mark {name} Ready"
-                time.sleep(0.2)
-            # The node lifecycle controller, which would lift the not-ready taint, is off.
-            core.patch_node(name, {"spec": {"taints": []}})
             # Guard: every dial the API server makes to this "kubelet" must stay on loopback.
             status = core.read_node(name).status
             assert {a.address for a in status.addresses} <= _LOOPBACK, status.addresses
@@ -139,19 +130,36 @@ def _session_namespaces(api_client: Any) -> list[str]:
     return [str(item.metadata.name) for item in listed.items]  # Terminating ones included
 
 
-def _run_cli(kubeconfig: Path, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
+def _cli_env(kubeconfig: Path) -> dict[str, str]:
+    return {
         **os.environ,
         "KUBECONFIG": str(kubeconfig),
         # An existing cluster pulls from registries: name pullable images (never pulled here).
         "CNIBENCH_IMAGE_TOOLS": PLACEHOLDER,
         "CNIBENCH_IMAGE_SOCKPERF": PLACEHOLDER,
     }
+
+
+def _run_argv(results: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "cnibench.cli", "run", "--cluster", "existing",
+            "--results-dir", str(results), *args]  # fmt: skip
+
+
+def _run_cli(kubeconfig: Path, results: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "cnibench.cli", "run", "--cluster", "existing",
-         "--results-dir", str(results), *args],
-        capture_output=True, text=True, timeout=RUN_TIMEOUT, env=env, check=False,
+        _run_argv(results, *args),
+        capture_output=True, text=True, timeout=RUN_TIMEOUT, env=_cli_env(kubeconfig),
+        check=False,
     )  # fmt: skip
+
+
+def _the_one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The single ``cnibench: error:`` line of a run that failed with exit 1, no traceback."""
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("cnibench: error:")]
+    assert len(errors) == 1, done.stderr
+    return errors[0]
 
 
 def _wait_namespaces_gone(api_client: Any, timeout: float = 90.0) -> list[str]:
@@ -170,12 +178,9 @@ def test_existing_cluster_without_the_cni_fails_at_once_in_one_line(
         kubeconfig, tmp_path / "results",
         "--cni", "cilium", "--scenario", "priority", "--condition", "k8s-deny",
     )  # fmt: skip
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "Traceback" not in done.stderr, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("cnibench: error:")]
-    assert len(errors) == 1, done.stderr
-    assert "DaemonSet kube-system/cilium not found" in errors[0]
-    assert "is cilium installed on this cluster?" in errors[0]
+    error = _the_one_error_line(done)
+    assert "DaemonSet kube-system/cilium not found" in error
+    assert "is cilium installed on this cluster?" in error
     assert _wait_namespaces_gone(api_client) == []
 
 
@@ -240,15 +245,12 @@ def test_cluster_that_cannot_port_forward_fails_with_the_reason(
         kubeconfig, tmp_path / "results", "--cni", "calico", "--scenario", "baseline",
         "--runs", "1", "--condition", "same-node-idle-iperf3",
     )  # fmt: skip
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "Traceback" not in done.stderr, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("cnibench: error:")]
-    assert len(errors) == 1, done.stderr
-    assert "port-forward to pod cnibench-" in errors[0]
-    assert "/prometheus-" in errors[0]
-    assert ":9090 failed: error dialing backend: dial tcp 127.0.0." in errors[0], errors[0]
-    assert "audit-id" not in errors[0]  # the server's message, not the handshake's headers
-    assert "connection refused" in errors[0], errors[0]
+    error = _the_one_error_line(done)
+    assert "port-forward to pod cnibench-" in error
+    assert "/prometheus-" in error
+    assert ":9090 failed: error dialing backend: dial tcp 127.0.0." in error, error
+    assert "audit-id" not in error  # the server's message, not the handshake's headers
+    assert "connection refused" in error, error
     assert _wait_namespaces_gone(api_client) == []
 
 
@@ -299,16 +301,11 @@ def test_interrupted_kube_run_exits_130_and_leaves_nothing(
     from kubernetes import client
 
     core: Any = client.CoreV1Api(api_client)
-    env = {
-        **os.environ,
-        "KUBECONFIG": str(kubeconfig),
-        "CNIBENCH_IMAGE_TOOLS": PLACEHOLDER,
-        "CNIBENCH_IMAGE_SOCKPERF": PLACEHOLDER,
-    }
-    argv = [sys.executable, "-m", "cnibench.cli", "run", "--cluster", "existing",
-            "--results-dir", str(tmp_path / "results"), "--cni", "calico",
-            "--scenario", "priority", "--condition", "k8s-deny"]  # fmt: skip
-    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    argv = _run_argv(tmp_path / "results", "--cni", "calico", "--scenario", "priority",
+                     "--condition", "k8s-deny")  # fmt: skip
+    child = subprocess.Popen(
+        argv, env=_cli_env(kubeconfig), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 120
         signalled = False
