@@ -362,3 +362,28 @@ def test_doctor_on_an_unreachable_server_says_so_quickly(tmp_path: Path) -> None
     assert usable is False
     assert why.startswith(f"kubeconfig {path}: API server not reachable: "), why
     assert "\n" not in why
+
+
+def test_egress_without_an_external_host_is_skipped_up_front_with_the_variable_to_set(
+    api_client: Any, kubeconfig: Path, calico_stand_in: None, tmp_path: Path
+) -> None:
+    """No CNIBENCH_EXTERNAL_ADDRESS on an existing cluster: both egress conditions are skipped
+    before anything is deployed (no Prometheus, no pod), and the skip says what to set."""
+    env = _cli_env(kubeconfig)
+    env.pop("CNIBENCH_EXTERNAL_ADDRESS", None)
+    done = subprocess.run(
+        _run_argv(tmp_path / "results", "--cni", "calico", "--scenario", "egress"),
+        capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False, env=env,
+    )  # fmt: skip
+    hint = "(set CNIBENCH_EXTERNAL_ADDRESS to an address of this host its pods can reach)"
+    assert done.returncode == 1, done.stdout + done.stderr
+    skips = sorted(line for line in done.stderr.splitlines() if line.startswith("skipped "))
+    assert skips == [
+        "skipped egress/calico (1 of 2 conditions: gateway-off): kube/calico lacks"
+        f" external-host {hint}",
+        f"skipped egress/calico (1 of 2 conditions: gateway-on): kube/calico lacks egress-gateway,"
+        f" external-host {hint}",
+    ], done.stderr
+    assert "cnibench: error" not in done.stderr
+    assert "Prometheus" not in done.stderr
+    assert _wait_namespaces_gone(api_client) == []

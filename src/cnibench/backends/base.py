@@ -60,6 +60,7 @@ class Capability(enum.StrEnum):
     POLICY_TIERS = "policy-tiers"
     LATENCY_EMULATION = "latency-emulation"
     UNDERLAY_CAPTURE = "underlay-capture"
+    EXTERNAL_HOST = "external-host"
 
 
 class WorkloadKind(enum.StrEnum):
@@ -284,6 +285,10 @@ class Cluster(Protocol):
     @property
     def capabilities(self) -> frozenset[Capability]:
         """Features this cluster offers."""
+
+    def capability_hint(self, capability: Capability) -> str:
+        """How one would get ``capability`` on this cluster, or ``""``: appended to the reason
+        a condition needing it is skipped."""
 
     @property
     def nodes(self) -> Sequence[Node]:

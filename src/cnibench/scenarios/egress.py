@@ -32,10 +32,10 @@ class EgressScenario(Scenario):
         ]
 
     def required_capabilities(self, condition: Condition) -> frozenset[Capability]:
-        """The gateway needs the egress-gateway feature; the direct path needs nothing."""
+        """An external host always; the gateway also needs the egress-gateway feature."""
         if condition.parameters["gateway"] == "on":
-            return frozenset({Capability.EGRESS_GATEWAY})
-        return frozenset()
+            return frozenset({Capability.EXTERNAL_HOST, Capability.EGRESS_GATEWAY})
+        return frozenset({Capability.EXTERNAL_HOST})
 
     def prepare(self, cluster: Cluster, condition: Condition, profile: Profile) -> Prepared:
         """Client pod on the client node; the gateway policy selects it when on."""

@@ -247,7 +247,9 @@ class Runner:
         missing = scenario.required_capabilities(condition) - cluster.capabilities
         if missing:
             names = ", ".join(sorted(c.value for c in missing))
-            raise UnsupportedError(f"{cluster.backend}/{cni} lacks {names}")
+            hints = [h for h in (cluster.capability_hint(c) for c in sorted(missing)) if h]
+            how = f" ({'; '.join(hints)})" if hints else ""
+            raise UnsupportedError(f"{cluster.backend}/{cni} lacks {names}{how}")
         self._record_environment(cluster)
         if self.resource_metrics and scenario.resource_metrics:
             self._metrics_ready(cluster)

@@ -36,6 +36,7 @@ from cnibench.backends.kube import capture, render
 from cnibench.backends.kube.api import Applier, api_error_message
 from cnibench.backends.kube.cni import CniDefinition
 from cnibench.backends.kube.encryption import WIREGUARD_KEY_ANNOTATIONS, wireguard_from_annotations
+from cnibench.backends.kube.external import EXTERNAL_ADDRESS_ENV
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.pykube_bridge import pykube_client
 from cnibench.errors import (
@@ -246,6 +247,8 @@ class KubePod:
             duration=time.monotonic() - started,
         )
 
+
+_EXTERNAL_HINT = f"set {EXTERNAL_ADDRESS_ENV} to an address of this host its pods can reach"
 
 _CAPTURE_SETTLE = 0.3
 """Seconds for the last frames to reach tcpdump's file after the sender finished."""
@@ -458,7 +461,16 @@ class KubeCluster:
     def capabilities(self) -> frozenset[Capability]:
         """What the CNI declares (see :mod:`cnibench.backends.kube.cni`), plus an underlay
         capture on every CNI (a host-network pod with tcpdump)."""
-        return self._cni.capabilities | {Capability.UNDERLAY_CAPTURE}
+        extra = {Capability.UNDERLAY_CAPTURE}
+        if self._external is not None:
+            extra.add(Capability.EXTERNAL_HOST)
+        return self._cni.capabilities | extra
+
+    def capability_hint(self, capability: Capability) -> str:
+        """For the external host: which variable names it; else ``""``."""
+        if capability is Capability.EXTERNAL_HOST:
+            return _EXTERNAL_HINT
+        return ""
 
     @property
     def pykube(self) -> Any:
@@ -624,8 +636,7 @@ class KubeCluster:
         """The external host (only when the provider configured one)."""
         if self._external is None:
             raise UnsupportedError(
-                f"the {self._provider} cluster has no external host: set"
-                " CNIBENCH_EXTERNAL_ADDRESS to an address of this host its pods can reach"
+                f"the {self._provider} cluster has no external host: {_EXTERNAL_HINT}"
             )
         return self._external
 

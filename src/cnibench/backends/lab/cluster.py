@@ -394,6 +394,14 @@ class LabExternalHost:
         return LabEgressServerFuture(self._cluster, proc, timeout, stderr)
 
 
+_LAB_HINTS = {
+    Capability.UNDERLAY_CAPTURE: "install tcpdump",
+    Capability.WIREGUARD: "neither kernel WireGuard nor wireguard-go works here",
+    Capability.LATENCY_EMULATION: "this kernel has no netem qdisc",
+}
+"""What the host lacks for each capability the lab may not offer (``capability_hint``)."""
+
+
 class LabCluster:
     """A lab made of network namespaces on this host (a :class:`Cluster`).
 
@@ -457,6 +465,7 @@ class LabCluster:
         capture always (tcpdump permitting); WireGuard and latency emulation when the
         host supports them."""
         caps = {
+            Capability.EXTERNAL_HOST,
             Capability.EGRESS_GATEWAY,
             Capability.NETWORK_POLICY,
             Capability.POLICY_TIERS,
@@ -470,6 +479,10 @@ class LabCluster:
         if self._features.netem:
             caps.add(Capability.LATENCY_EMULATION)
         return frozenset(caps)
+
+    def capability_hint(self, capability: Capability) -> str:
+        """What is missing on this host for ``capability`` (see ``cnibench doctor``)."""
+        return _LAB_HINTS.get(capability, "")
 
     @property
     def nodes(self) -> tuple[Node, ...]:
