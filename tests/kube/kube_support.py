@@ -107,6 +107,41 @@ def free_port() -> int:
         return port
 
 
+def kwok_node(
+    name: str,
+    *,
+    address: str,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] = (),
+) -> dict[str, Any]:
+    """A Node kwok manages, whose kubelet endpoint is a closed port on loopback ``address``:
+    any exec, log or port-forward dial the API server makes to it is refused at once and never
+    leaves this host.
+
+    Raises
+    ------
+    AssertionError
+        ``address`` is not a loopback address.
+    """
+    assert address.startswith("127."), f"kwok nodes must have loopback addresses: {address}"
+    node: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
+            "labels": dict(labels or {}),
+        },
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": address}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": free_port()}},
+        },
+    }
+    if taints:
+        node["spec"] = {"taints": [dict(t) for t in taints]}
+    return node
+
+
 def wait_kwok_nodes_ready(
     core: Any, names: Sequence[str], *, taints: Sequence[Mapping[str, str]], timeout: float = 60
 ) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kube_support import KWOK_NODE_ANNOTATION, bin_dir, wait_kwok_nodes_ready
+from kube_support import KWOK_NODE_ANNOTATION, bin_dir, kwok_node, wait_kwok_nodes_ready
 
 from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.kube import render
@@ -280,21 +280,9 @@ def kwok_nodes(api_client: Any) -> Iterator[list[str]]:
     try:
         for index, role in enumerate(roles):
             name = f"cbt-kwok-{role.value}"
-            core.create_node(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {
-                        "name": name,
-                        "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
-                        "labels": {render.ROLE_LABEL: role.value, "type": "kwok"},
-                    },
-                    "spec": {"taints": [KWOK_TAINT]},
-                    "status": {
-                        "addresses": [{"type": "InternalIP", "address": f"10.89.0.{index + 2}"}]
-                    },
-                }
-            )
+            labels = {render.ROLE_LABEL: role.value, "type": "kwok"}
+            address = f"127.0.1.{index + 2}"
+            core.create_node(kwok_node(name, address=address, labels=labels, taints=[KWOK_TAINT]))
             names.append(name)
         wait_kwok_nodes_ready(core, names, taints=[KWOK_TAINT])
         yield names
@@ -326,7 +314,7 @@ def test_nodes_are_found_by_role(kube_cluster: KubeCluster) -> None:
     assert [n.name for n in kube_cluster.nodes] == [
         "cbt-kwok-client", "cbt-kwok-server", "cbt-kwok-egress-gw",
     ]  # fmt: skip
-    assert kube_cluster.node(NodeRole.SERVER).ip == "10.89.0.3"
+    assert kube_cluster.node(NodeRole.SERVER).ip == "127.0.1.3"
 
 
 @pytest.mark.parametrize("role", list(NodeRole), ids=[r.value for r in NodeRole])
@@ -421,25 +409,11 @@ def test_priority_case_objects_accepted(
 def unreachable_kubelet_pod(api_client: Any, render_namespace: str) -> Iterator[str]:
     """A Running pod (kwok) on a node whose kubelet endpoint is a closed loopback port, so the
     API server's exec dial is refused at once and never leaves this host."""
-    from kube_support import free_port
     from kubernetes import client
 
     core: Any = client.CoreV1Api(api_client)
     node = "cbt-kwok-noexec"
-    core.create_node(
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": node,
-                "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
-            },
-            "status": {
-                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
-                "daemonEndpoints": {"kubeletEndpoint": {"Port": free_port()}},
-            },
-        }
-    )
+    core.create_node(kwok_node(node, address="127.0.0.1"))
     try:
         manifest = render.pod("noexec", namespace=render_namespace, session=SESSION,
                               role=NodeRole.CLIENT)  # fmt: skip

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_support import KWOK_NODE_ANNOTATION, free_port, wait_kwok_nodes_ready
+from kube_support import free_port, kwok_node, wait_kwok_nodes_ready
 
 from cnibench import load_results
 from cnibench.backends.base import NodeRole
@@ -40,24 +40,6 @@ RUN_TIMEOUT = 300.0
 creating would be killed here and fail the test."""
 
 
-def _node(name: str, role: NodeRole, index: int) -> dict[str, Any]:
-    """A kwok node whose kubelet endpoint is a closed loopback port: the API server's exec and
-    port-forward dials are refused at once and never leave this host."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
-            "labels": {render.ROLE_LABEL: role.value, "type": "kwok"},
-        },
-        "status": {
-            "addresses": [{"type": "InternalIP", "address": f"127.0.0.{index + 2}"}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": free_port()}},
-        },
-    }
-
-
 @pytest.fixture(scope="module")
 def role_nodes(api_client: Any) -> Iterator[list[str]]:
     """One kwok node per role, Ready and untainted (the CLI adds no kwok toleration)."""
@@ -68,7 +50,8 @@ def role_nodes(api_client: Any) -> Iterator[list[str]]:
     try:
         for index, role in enumerate((NodeRole.CLIENT, NodeRole.SERVER, NodeRole.EGRESS_GW)):
             name = f"cbt-cli-{role.value}"
-            core.create_node(_node(name, role, index))
+            labels = {render.ROLE_LABEL: role.value, "type": "kwok"}
+            core.create_node(kwok_node(name, address=f"127.0.0.{index + 2}", labels=labels))
             names.append(name)
         wait_kwok_nodes_ready(core, names, taints=[])
         for name in names:
