@@ -471,9 +471,9 @@ def _kube_rows(engine: str) -> list[tuple[str, bool, str]]:
     else:
         aks_row = ("aks", True, "terraform and Azure credentials in the environment")
     from cnibench.backends.kube.doctor import existing_cluster_report
+    from cnibench.backends.kube.providers import ExistingProvider
 
-    default = os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config"))
-    existing, why = existing_cluster_report(Path(default.split(os.pathsep)[0]))
+    existing, why = existing_cluster_report(ExistingProvider().kubeconfig)
     return [kind_row, aks_row, ("existing", existing, why)]
 
 

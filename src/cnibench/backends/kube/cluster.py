@@ -569,6 +569,11 @@ class KubeCluster:
             images=self.images,
             tolerations=self.tolerations,
         )
+        return self._start_pod(manifest, role)
+
+    def _start_pod(self, manifest: Mapping[str, Any], role: NodeRole) -> KubePod:
+        """Apply a pod manifest, wait until Ready, and check it runs on a ``role`` node."""
+        name = str(manifest["metadata"]["name"])
         self._applier.apply(manifest)
         ready = self._wait_pod_ready(name)
         node_name = ready.spec.node_name
@@ -845,24 +850,15 @@ class KubeCluster:
         known = self._capture_pods.get(role)
         if known is not None:
             return known
-        name = f"capture-{role.value}"
-        self._applier.apply(
-            render.capture_pod(
-                name,
-                namespace=self.namespace,
-                session=self.session,
-                role=role,
-                images=self.images,
-                tolerations=self.tolerations,
-            )
+        manifest = render.capture_pod(
+            f"capture-{role.value}",
+            namespace=self.namespace,
+            session=self.session,
+            role=role,
+            images=self.images,
+            tolerations=self.tolerations,
         )
-        ready = self._wait_pod_ready(name)
-        node = next((n for n in self._nodes if n.name == ready.spec.node_name), None)
-        if node is None:
-            raise ProvisioningError(
-                f"capture pod {name} runs on {ready.spec.node_name}, not a {role.value} node"
-            )
-        pod = KubePod(name, self.namespace, node, ready.status.pod_ip, self._api_client)
+        pod = self._start_pod(manifest, role)
         self._capture_pods[role] = pod
         return pod
 

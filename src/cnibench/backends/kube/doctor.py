@@ -20,11 +20,9 @@ REQUEST_TIMEOUT = 5.0
 """Seconds each API request of the report may take."""
 
 
-def _exists(apps: Any, item: Readiness) -> bool:
-    read = apps.read_namespaced_daemon_set if item.kind == "DaemonSet" else None
-    read = read or apps.read_namespaced_deployment
+def _daemon_set_exists(apps: Any, item: Readiness) -> bool:
     try:
-        read(item.name, item.namespace, _request_timeout=REQUEST_TIMEOUT)
+        apps.read_namespaced_daemon_set(item.name, item.namespace, _request_timeout=REQUEST_TIMEOUT)
     except Exception:  # 404, or 403 for a user without rights there: not found either way
         return False
     return True
@@ -39,7 +37,7 @@ def installed_cnis(api_client: Any) -> list[str]:
     for name in CNI_NAMES:
         readiness = cni_definition(ClusterSpec(cni=name)).readiness
         agent = next((r for r in readiness if r.kind == "DaemonSet"), None)
-        if agent is not None and _exists(apps, agent):
+        if agent is not None and _daemon_set_exists(apps, agent):
             found.append(name)
     return found
 
