@@ -16,7 +16,15 @@ from pathlib import Path
 from cnibench.backends.kube.resources import data_tree
 from cnibench.errors import ConfigError
 
-__all__ = ["LOCAL_BUILDS", "LOCAL_TOOLS_IMAGE", "Images", "build_context", "require_pullable"]
+__all__ = [
+    "IMAGE_SETS",
+    "LOCAL_BUILDS",
+    "LOCAL_TOOLS_IMAGE",
+    "OFFLINE_IMAGES",
+    "Images",
+    "build_context",
+    "require_pullable",
+]
 
 LOCAL_TOOLS_IMAGE = "localhost/cnibench-tools:bookworm-1"
 """The tools image cnibench builds from ``images/tools/Dockerfile`` (bump the tag suffix when
@@ -57,6 +65,8 @@ class Images:
         Prometheus server.
     node_exporter:
         Prometheus node-exporter.
+    flannel:
+        flanneld (``/opt/bin/flanneld``) with a shell, iptables and iproute2.
     kind_node:
         kind node image, pinned by tag and digest as the kind v0.30.0 release notes list it
         (the release that built it: use kind >= v0.30.0). Kubernetes v1.33, a minor every
@@ -68,6 +78,7 @@ class Images:
     http_echo: str = "docker.io/library/nginx:1.27.5-alpine"
     prometheus: str = "quay.io/prometheus/prometheus:v3.5.0"
     node_exporter: str = "quay.io/prometheus/node-exporter:v1.9.1"
+    flannel: str = "ghcr.io/flannel-io/flannel:v0.28.10"
     kind_node: str = (
         "docker.io/kindest/node:v1.33.4"
         "@sha256:25a6018e48dfcaee478f4a59af81157a437f15e6e140bf103f85a2e7cd0cbbf2"
@@ -75,13 +86,26 @@ class Images:
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> Images:
-        """Defaults overridden by ``CNIBENCH_IMAGE_<FIELD>`` variables of ``environ``."""
+        """The set named by ``CNIBENCH_IMAGES`` (``public``, the default, or ``offline``: see
+        :data:`OFFLINE_IMAGES`), each field overridden by ``CNIBENCH_IMAGE_<FIELD>``.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            ``CNIBENCH_IMAGES`` names no known set.
+        """
+        base = image_set(environ.get("CNIBENCH_IMAGES", "") or "public")
         overrides = {
             f.name: environ[f"CNIBENCH_IMAGE_{f.name.upper()}"]
             for f in dataclasses.fields(cls)
             if f"CNIBENCH_IMAGE_{f.name.upper()}" in environ
         }
-        return cls(**overrides)
+        return dataclasses.replace(base, **overrides)
+
+    @property
+    def offline(self) -> bool:
+        """Whether every image is one ``cnibench images build`` makes (nothing to pull)."""
+        return self == OFFLINE_IMAGES
 
     def local_builds(self) -> tuple[str, ...]:
         """The distinct images in use that cnibench builds itself (see :data:`LOCAL_BUILDS`),
@@ -113,3 +137,35 @@ def require_pullable(images: Images, provider: str) -> None:
             f" images/tools/Dockerfile, push it to a registry the cluster pulls from and set"
             f" {variables}"
         )
+
+
+OFFLINE_IMAGES = Images(
+    tools="localhost/cnibench-tools:offline-1",
+    sockperf="localhost/cnibench-tools:offline-1",
+    http_echo="localhost/cnibench-tools:offline-1",
+    prometheus="localhost/cnibench-prometheus:offline-1",
+    node_exporter="localhost/cnibench-node-exporter:offline-1",
+    flannel="localhost/cnibench-flannel:v0.28.10-offline-1",
+    kind_node="localhost/cnibench-kind-node:v1.34.4-offline-1",
+)
+"""The images ``cnibench images build`` makes from Debian packages and Go modules only, for
+machines that reach no container registry (air-gapped labs, CI). The tools image also serves
+the HTTP echo (Debian's nginx-light). Tags end in the build recipe's number: bump it when what
+goes into an image changes, so a cluster never keeps a stale copy."""
+
+IMAGE_SETS: Mapping[str, Images] = {"public": Images(), "offline": OFFLINE_IMAGES}
+"""Image sets selectable with ``CNIBENCH_IMAGES`` (or ``--images``)."""
+
+
+def image_set(name: str) -> Images:
+    """The image set called ``name`` (see :data:`IMAGE_SETS`).
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        Unknown name (the message lists the choices).
+    """
+    try:
+        return IMAGE_SETS[name]
+    except KeyError:
+        raise ConfigError(f"unknown image set {name!r}: choose {', '.join(IMAGE_SETS)}") from None

@@ -211,6 +211,8 @@ class KindProvider:
         self.images = images or Images()
         self.recreate = recreate
         self._run = runner or _run
+        if runner is None:
+            _add_offline_tools_to_path()
 
     def plan(self, spec: ClusterSpec, cni: CniDefinition) -> tuple[str, dict[str, Any]]:
         """Cluster name (``cnibench-<hash>``) and kind config for ``spec``."""
@@ -233,6 +235,7 @@ class KindProvider:
         created = name not in existing
         if created:
             config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+            self._ensure_lib_modules()
             self._run(kind_create_argv(name, config_path))
         kubeconfig.write_text(self._run(["kind", "get", "kubeconfig", "--name", name]))
         kubeconfig.chmod(0o600)
@@ -251,6 +254,18 @@ class KindProvider:
         cnibench.errors.ProvisioningError
             ``docker build`` or ``kind load`` failed (their last error line).
         """
+        if self.images.offline:
+            from cnibench.backends.kube.offline import pod_image_tags
+
+            for image in pod_image_tags(self.images):
+                try:
+                    self._run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
+                except ProvisioningError:
+                    raise ProvisioningError(
+                        f"offline image {image} is not in the engine: run cnibench images build"
+                    ) from None
+                self._run(["kind", "load", "docker-image", image, "--name", name])
+            return
         for image in self.images.local_builds():
             try:
                 self._run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
@@ -258,9 +273,40 @@ class KindProvider:
                 self._run(["docker", "build", "--tag", image, str(build_context(image))])
             self._run(["kind", "load", "docker-image", image, "--name", name])
 
+    @property
+    def _lib_modules_marker(self) -> Path:
+        return self.state_dir / "created-lib-modules"
+
+    def _ensure_lib_modules(self) -> None:
+        """kind bind-mounts ``/lib/modules`` into every node; a kernel with everything built
+        in has none. Create it empty and remember to remove it with the last cluster."""
+        modules = Path("/lib/modules")
+        if modules.exists():
+            return
+        modules.mkdir(parents=True)
+        self._lib_modules_marker.write_text("cnibench created /lib/modules for kind\n")
+
+    def _release_lib_modules(self) -> None:
+        """Remove the ``/lib/modules`` cnibench created once no cnibench cluster is left."""
+        if not self._lib_modules_marker.is_file():
+            return
+        left = [
+            c for c in self._run(["kind", "get", "clusters"]).split() if c.startswith("cnibench-")
+        ]
+        if left:
+            return
+        try:
+            Path("/lib/modules").rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return  # no longer empty: something else uses it now
+        self._lib_modules_marker.unlink()
+
     def delete(self, cluster: ProviderCluster) -> None:
-        """``kind delete cluster``."""
+        """``kind delete cluster`` (and the ``/lib/modules`` cnibench created, with the last)."""
         self._run(kind_delete_argv(cluster.name))
+        self._release_lib_modules()
 
 
 def terraform_dir() -> Path:
@@ -382,6 +428,17 @@ class AksProvider:
         code, _, _ = tf.destroy(auto_approve=True, capture_output=True, force=None)
         if code != 0:
             raise ProvisioningError(f"terraform destroy failed for {cluster.name} (exit {code})")
+
+
+def _add_offline_tools_to_path() -> None:
+    """Append the offline build's tool links (``kind``, ``kubectl``) to ``$PATH`` when they
+    exist, after everything already there, so installed tools keep precedence."""
+    from cnibench.backends.kube.offline import offline_bin_dir
+
+    tools = str(offline_bin_dir())
+    path = os.environ.get("PATH", "")
+    if Path(tools).is_dir() and tools not in path.split(os.pathsep):
+        os.environ["PATH"] = f"{path}{os.pathsep}{tools}" if path else tools
 
 
 def _run(argv: Sequence[str]) -> str:
