@@ -1,10 +1,11 @@
 """What goes into a cluster besides the CNI, and how release manifests go in without kubectl.
 
-Release manifests (flannel, kube-router, MetalLB, the Gateway API CRDs) are fetched over HTTPS,
-split into objects and sent by server-side apply through :class:`~cnibench.backends.kube.api.
+Release manifests (kube-router, MetalLB, the Gateway API CRDs) are fetched over HTTPS, split
+into objects and sent by server-side apply through :class:`~cnibench.backends.kube.api.
 Applier`, in an order a fresh cluster accepts (:func:`apply_order`): CustomResourceDefinitions
 first, waited on until Established, then Namespaces, then everything else, then objects of the
-manifest's own CRDs, and admission webhook configurations last.
+manifest's own CRDs, and admission webhook configurations last. Objects cnibench renders for a
+CNI itself (flannel's, :mod:`cnibench.backends.kube.cnis`) take the same path without a fetch.
 
 The install path (:func:`install_cni`) handles the Gateway API ordering trap: when a CNI needs
 Gateway API (Cilium's ``gateway-api`` feature, NGINX Gateway Fabric for Antrea), the standard
@@ -433,7 +434,9 @@ def install_cni(
     """Install a CNI and what it depends on, in the order that works on a fresh cluster.
 
     1. the Gateway API CRDs of ``cni.gateway_api_crds``, waited on until Established;
-    2. the CNI: its Helm chart, or its release manifests (server-side apply, no kubectl);
+    2. the CNI: its Helm chart, else its release manifests, else the objects cnibench rendered
+       for it (``cni.manifests``, flannel's); manifests go in by server-side apply in
+       :func:`apply_order` (no kubectl, and for rendered objects no network);
     3. ``cni.addon_charts`` (NGINX Gateway Fabric).
 
     Readiness is not awaited here (see :func:`wait_rollouts`).
@@ -463,9 +466,11 @@ def install_cni(
         )
     if cni.chart is not None:
         _install_chart(cni.chart, kubeconfig=kubeconfig, context=context, helm=runner)
-    else:
+    elif cni.manifest_urls:
         for url in cni.manifest_urls:
             install_release_manifest(api_client, url, fetch=fetch, timeout=timeout)
+    elif cni.manifests:
+        install_manifests(api_client, cni.manifests, timeout=timeout)
     for chart in cni.addon_charts:
         _install_chart(chart, kubeconfig=kubeconfig, context=context, helm=runner)
 

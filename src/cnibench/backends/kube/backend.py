@@ -221,12 +221,17 @@ class KubeBackend:
         host = ""
         if self.provider.name == "kind":
             host = "cnibench-control-plane"  # replaced per cluster below
-        cni = cni_definition(spec, versions=self.versions, k8s_service_host=host)
+        cni = cni_definition(
+            spec, versions=self.versions, images=self.images, k8s_service_host=host
+        )
         require_pullable(self.images, self.provider.name)
         made = self.provider.ensure(spec, cni)
         if self.provider.name == "kind":
             cni = cni_definition(
-                spec, versions=self.versions, k8s_service_host=f"{made.name}-control-plane"
+                spec,
+                versions=self.versions,
+                images=self.images,
+                k8s_service_host=f"{made.name}-control-plane",
             )
         provider = self.provider
         owned = self.deletes_clusters

@@ -467,10 +467,11 @@ class KubeCluster:
         return self._cni.capabilities | extra
 
     def capability_hint(self, capability: Capability) -> str:
-        """For the external host: which variable names it; else ``""``."""
+        """For the external host: which variable names it; else what the CNI's definition
+        says about lacking ``capability`` (flannel: no NetworkPolicy), or ``""``."""
         if capability is Capability.EXTERNAL_HOST:
             return _EXTERNAL_HINT
-        return ""
+        return self._cni.capability_hints.get(capability, "")
 
     @property
     def pykube(self) -> Any:

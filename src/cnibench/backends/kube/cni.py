@@ -2,10 +2,13 @@
 
 :func:`cni_definition` turns a :class:`~cnibench.backends.base.ClusterSpec` (CNI name,
 encryption, options) into a :class:`CniDefinition`: what to install (a Helm chart with values,
-or release manifests), which kind settings the CNI needs (kube-proxy off, pod subnet, the
-``bridge`` plugin), what it can do (:class:`~cnibench.backends.base.Capability`) and which
-DaemonSets/Deployments must be ready before the cluster counts as up. Pure: nothing here talks
-to a cluster.
+release manifests, or objects cnibench renders itself), which kind settings the CNI needs
+(kube-proxy off, pod subnet), what it can do (:class:`~cnibench.backends.base.Capability`) and
+which DaemonSets/Deployments must be ready before the cluster counts as up. Pure: nothing here
+talks to a cluster.
+
+CNIs with a driver module in :mod:`cnibench.backends.kube.cnis` (flannel) are defined there;
+the others still have their branch in :func:`cni_definition`.
 
 Versions live in :class:`CniVersions` (override by passing another instance); they were current
 when written and must be checked upstream before a paper run (see REFERENCE-CNI.md).
@@ -36,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cnibench.backends.base import Capability, ClusterSpec
+from cnibench.backends.kube.images import Images
 from cnibench.errors import ConfigError
 
 __all__ = [
@@ -47,6 +51,7 @@ __all__ = [
     "CniVersions",
     "HelmChart",
     "Readiness",
+    "check_options",
     "cilium_values",
     "cni_definition",
     "nginx_gateway_fabric_chart",
@@ -59,7 +64,7 @@ ANTREA_FEATURES = ("gateway-api",)
 NGF_RELEASE = "ngf"
 NGF_NAMESPACE = "nginx-gateway"
 KIND_POD_SUBNET = "10.244.0.0/16"
-"""kind's default pod subnet, which flannel's release manifest also expects."""
+"""kind's default pod subnet; flannel's ``net-conf.json`` is given the same network."""
 
 
 @dataclass(frozen=True)
@@ -72,8 +77,10 @@ class CniVersions:
         Release versions (Helm chart version or release tag). Each was checked to be a
         published release (November 2026): Cilium 1.18.4's Go module and chart are what the
         kube tier renders; Antrea 2.4.x (2.4.5 released in March 2026), tigera-operator chart
-        v3.30.3, flannel v0.27.3 (``ghcr.io/flannel-io/flannel:v0.27.3``) and kube-router
-        v2.6.1 are referenced by public installs. None was installed on a real cluster here.
+        v3.30.3 and kube-router v2.6.1 are referenced by public installs. flannel v0.28.10 is
+        the release whose flanneld :attr:`~cnibench.backends.kube.images.Images.flannel`
+        runs (keep the two in step: this one is only recorded, the image is what runs). None
+        was installed on a real cluster here.
     cilium_gateway_api:
         Gateway API release whose standard CRDs go in before Cilium: the one Cilium's own
         documentation requires (``Documentation/network/servicemesh/gateway-api/
@@ -89,7 +96,7 @@ class CniVersions:
     cilium: str = "1.18.4"
     antrea: str = "2.4.3"
     calico: str = "3.30.3"
-    flannel: str = "v0.27.3"
+    flannel: str = "v0.28.10"
     kube_router: str = "v2.6.1"
     cilium_gateway_api: str = "v1.2.0"
     nginx_gateway_fabric: str = "2.4.2"
@@ -157,14 +164,16 @@ class CniDefinition:
         Helm release to install, or ``None`` (manifests or kind's default).
     manifest_urls:
         Release manifests to apply when there is no chart.
+    manifests:
+        Objects cnibench renders itself (a driver's
+        :meth:`~cnibench.backends.kube.cnis.CniDriver.manifests`), server-side applied when
+        there is neither a chart nor a manifest URL. Pure data: installing needs no network.
     replaces_kube_proxy:
         Whether kind must be created with ``kubeProxyMode: none``.
     disable_default_cni:
         Whether kind's own CNI (kindnet) must be off.
     pod_subnet:
         Pod CIDR the CNI expects.
-    needs_bridge_plugin:
-        The CNI calls the ``bridge`` CNI plugin, which kind node images lack.
     egress_api:
         Which egress objects to render: ``"cilium"``, ``"antrea"`` or ``""``.
     gateway_class:
@@ -177,6 +186,9 @@ class CniDefinition:
     addon_charts:
         Helm releases installed after the CNI chart (NGINX Gateway Fabric); their workloads
         are in :attr:`readiness` too.
+    capability_hints:
+        For a capability the CNI lacks, a few words on why or what to use instead; appended
+        to the reason a scenario needing it is skipped.
     """
 
     name: str
@@ -185,15 +197,16 @@ class CniDefinition:
     readiness: tuple[Readiness, ...]
     chart: HelmChart | None = None
     manifest_urls: tuple[str, ...] = ()
+    manifests: tuple[Mapping[str, Any], ...] = ()
     replaces_kube_proxy: bool = False
     disable_default_cni: bool = True
     pod_subnet: str = KIND_POD_SUBNET
-    needs_bridge_plugin: bool = False
     egress_api: str = ""
     gateway_class: str = ""
     encryption: str = ""
     gateway_api_crds: str = ""
     addon_charts: tuple[HelmChart, ...] = ()
+    capability_hints: Mapping[Capability, str] = field(default_factory=dict)
 
 
 def _feature_set(spec: ClusterSpec, mode: str) -> frozenset[str]:
@@ -292,13 +305,33 @@ def cilium_values(
     return values
 
 
+def check_options(spec: ClusterSpec, allowed: frozenset[str] = frozenset()) -> None:
+    """Refuse cluster options the CNI of ``spec`` does not take.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        One line naming the unknown options and, when there are any, the accepted ones.
+    """
+    unknown_options = sorted(set(spec.options) - allowed)
+    if unknown_options:
+        accepted = f" (it takes {', '.join(sorted(allowed))})" if allowed else ""
+        raise ConfigError(
+            f"--cni {spec.cni} takes no option {', '.join(unknown_options)}{accepted}"
+        )
+
+
 def cni_definition(
     spec: ClusterSpec,
     *,
     versions: CniVersions | None = None,
+    images: Images | None = None,
     k8s_service_host: str = "",
 ) -> CniDefinition:
     """The :class:`CniDefinition` for ``spec``.
+
+    A CNI with a driver in :data:`cnibench.backends.kube.cnis.DRIVERS` is defined by it; the
+    others by the branches here (until they move to drivers too).
 
     Parameters
     ----------
@@ -306,17 +339,32 @@ def cni_definition(
         Cluster spec (CNI name, encryption, options).
     versions:
         Pinned versions; :class:`CniVersions` defaults when ``None``.
+    images:
+        Images of the objects cnibench renders for the CNI (flannel's DaemonSet);
+        :class:`~cnibench.backends.kube.images.Images` defaults when ``None`` (the
+        environment is not read here: the backend passes its own).
     k8s_service_host:
         API server host for CNIs that replace kube-proxy (see :func:`cilium_values`).
 
     Raises
     ------
     cnibench.errors.ConfigError
-        Unknown CNI, mode, feature or encryption, or encryption the CNI cannot do.
+        Unknown CNI, mode, feature, option or encryption, or encryption the CNI cannot do.
     """
     versions = versions or CniVersions()
     if spec.encryption not in ("", "wireguard"):
         raise ConfigError(f"unknown encryption {spec.encryption!r}: use '' or 'wireguard'")
+    # Imported here: the driver modules import this one for CniDefinition.
+    from cnibench.backends.kube.cnis import DRIVERS
+
+    driver = DRIVERS.get(spec.cni)
+    if driver is not None:
+        return driver.definition(
+            spec,
+            versions=versions,
+            images=images or Images(),
+            k8s_service_host=k8s_service_host,
+        )
     wireguard = spec.encryption == "wireguard"
     policy = {Capability.NETWORK_POLICY}
     if spec.cni == "cilium":
@@ -361,13 +409,9 @@ def cni_definition(
             encryption=spec.encryption,
             gateway_api_crds=versions.cilium_gateway_api if "gateway-api" in features else "",
         )
-    allowed_options = {"egress-ip-range", "features"} if spec.cni == "antrea" else set()
-    unknown_options = sorted(set(spec.options) - allowed_options)
-    if unknown_options:
-        accepted = f" (it takes {', '.join(sorted(allowed_options))})" if allowed_options else ""
-        raise ConfigError(
-            f"--cni {spec.cni} takes no option {', '.join(unknown_options)}{accepted}"
-        )
+    check_options(
+        spec, frozenset({"egress-ip-range", "features"}) if spec.cni == "antrea" else frozenset()
+    )
     if "egress-ip-range" in spec.options:
         from cnibench.backends.kube.external import parse_ip_range
 
@@ -440,18 +484,6 @@ def cni_definition(
                 },
             ),
             encryption=spec.encryption,
-        )
-    if spec.cni == "flannel":
-        return CniDefinition(
-            name="flannel",
-            version=versions.flannel,
-            capabilities=frozenset(),
-            readiness=(Readiness("DaemonSet", "kube-flannel", "kube-flannel-ds"),),
-            manifest_urls=(
-                "https://github.com/flannel-io/flannel/releases/download/"
-                f"{versions.flannel}/kube-flannel.yml",
-            ),
-            needs_bridge_plugin=True,
         )
     if spec.cni == "kube-router":
         return CniDefinition(

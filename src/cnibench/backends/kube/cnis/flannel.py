@@ -1,0 +1,424 @@
+"""flannel v0.28.10 (VXLAN backend), rendered by cnibench as Kubernetes objects.
+
+flanneld runs as DaemonSet ``kube-flannel/kube-flannel-ds`` with ``--kube-subnet-mgr`` (each
+node's subnet is its ``spec.podCIDR``, the network comes from ``net-conf.json`` in ConfigMap
+``kube-flannel-cfg``) and ``--ip-masq`` (flanneld masquerades pod traffic leaving the pod
+network). flanneld writes the node's lease to ``/run/flannel/subnet.env``
+(``FLANNEL_NETWORK``, ``FLANNEL_SUBNET``, ``FLANNEL_MTU``, ``FLANNEL_IPMASQ``).
+
+Pods are wired by the reference CNI plugins ``bridge`` + ``host-local`` (+ ``portmap``), the
+way flannel's own CNI plugin delegates to ``bridge``: flannel's plugin cannot be built offline
+(its Go module is not served), while kind node images carry the reference plugins. So the
+container does what the plugin would do at every pod start once, at its own start
+(:data:`ENTRYPOINT_SCRIPT`): it waits for ``subnet.env`` and writes
+``/etc/cni/net.d/10-flannel.conflist`` with the node's subnet and MTU. A node's subnet is its
+``podCIDR``, fixed for the node's life, so writing it once is enough.
+
+The objects are written here from flannel's documentation (``Documentation/configuration.md``,
+``kubernetes.md``), not copied from its release manifest. They carry
+:data:`~cnibench.backends.kube.render.MANAGED_BY` but no session label: the CNI belongs to the
+cluster, and ``cnibench clean`` removes only session-labelled objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import TYPE_CHECKING, Any
+
+from cnibench.backends.base import Capability
+from cnibench.backends.kube.cni import CniDefinition, Readiness, check_options
+from cnibench.backends.kube.render import MANAGED_BY
+from cnibench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cnibench.backends.base import ClusterSpec
+    from cnibench.backends.kube.cni import CniVersions
+    from cnibench.backends.kube.images import Images
+
+__all__ = [
+    "CONFLIST_NAME",
+    "ENTRYPOINT_SCRIPT",
+    "FLANNEL",
+    "NAMESPACE",
+    "NETWORK_NAME",
+    "SUBNET_WAIT_SECONDS",
+    "FlannelDriver",
+    "conflist_template",
+    "entrypoint_script",
+    "net_conf",
+]
+
+NAMESPACE = "kube-flannel"
+DAEMONSET = "kube-flannel-ds"
+SERVICE_ACCOUNT = "flannel"
+CLUSTER_ROLE = "flannel"
+CONFIG_MAP = "kube-flannel-cfg"
+FLANNELD = "/opt/bin/flanneld"
+SUBNET_FILE = "/run/flannel/subnet.env"
+CNI_CONF_DIR = "/etc/cni/net.d"
+CONFLIST_NAME = "10-flannel.conflist"
+"""Sorts before other CNI configs a node may hold (the runtime uses the first)."""
+NETWORK_NAME = "cbr0"
+"""The CNI network's name, flannel's own."""
+CNI_VERSION = "1.0.0"
+"""CNI spec version of the conflist: the reference plugins speak it since v1.0.0, and kind node
+images carry v1.x."""
+SUBNET_WAIT_SECONDS = 120
+"""How long the container waits for flanneld's first ``subnet.env`` before giving up (the pod
+then restarts and shows the failure)."""
+POD_LABELS = {"app": "flannel", "tier": "node"}
+"""The DaemonSet's selector."""
+NETWORK_POLICY_HINT = (
+    "flannel only connects pods and enforces no NetworkPolicy: choose another --cni for"
+    " policy scenarios"
+)
+
+# Placeholders of conflist_template: JSON strings replaced by shell expansions, so the
+# conflist's structure is written once, in Python, and parsed by tests.
+_PLACEHOLDERS = {
+    '"@IPMASQ@"': "${bridge_ip_masq}",
+    '"@MTU@"': "${FLANNEL_MTU}",
+    '"@SUBNET@"': '"${node_subnet}"',
+    '"@NETWORK@"': '"${FLANNEL_NETWORK}"',
+}
+
+
+def net_conf(pod_subnet: str) -> str:
+    """flannel's ``net-conf.json``: the cluster's pod network and the VXLAN backend."""
+    return json.dumps({"Network": pod_subnet, "Backend": {"Type": "vxlan"}}, indent=2)
+
+
+def conflist_template() -> str:
+    """The conflist the entrypoint writes, as a shell here-document body.
+
+    ``bridge`` (``cni0``, the node's gateway and pods' default route, hairpin on, the MTU
+    flanneld chose for VXLAN) with ``host-local`` addresses from the node's subnet and a route
+    to the whole pod network, then ``portmap`` for ``hostPort``. Expanded by the shell:
+    ``node_subnet`` (``FLANNEL_SUBNET``'s network), ``FLANNEL_NETWORK``, ``FLANNEL_MTU`` and
+    ``bridge_ip_masq`` (``false`` when flanneld masquerades).
+    """
+    conflist = {
+        "name": NETWORK_NAME,
+        "cniVersion": CNI_VERSION,
+        "plugins": [
+            {
+                "type": "bridge",
+                "bridge": "cni0",
+                "isGateway": True,
+                # As flannel's own config asks of bridge: without a default route pods reach
+                # only the pod network, not Services or anything outside.
+                "isDefaultGateway": True,
+                "ipMasq": "@IPMASQ@",
+                "hairpinMode": True,
+                "mtu": "@MTU@",
+                "ipam": {
+                    "type": "host-local",
+                    "subnet": "@SUBNET@",
+                    "routes": [{"dst": "@NETWORK@"}],
+                    "dataDir": "/var/lib/cni/networks",
+                },
+            },
+            {"type": "portmap", "capabilities": {"portMappings": True}},
+        ],
+    }
+    text = json.dumps(conflist, indent=2)
+    # Everything but the placeholders must reach the file as written.
+    if any(c in text for c in "$`\\"):
+        raise ValueError("the conflist template holds shell-expanded characters")
+    for placeholder, expansion in _PLACEHOLDERS.items():
+        text = text.replace(placeholder, expansion)
+    return text
+
+
+def entrypoint_script(
+    *, conflist_name: str = CONFLIST_NAME, subnet_wait: int = SUBNET_WAIT_SECONDS
+) -> str:
+    """The flannel container's ``sh -c`` script (POSIX sh: busybox, dash and bash run it).
+
+    1. removes a ``subnet.env`` an earlier flanneld left on the node;
+    2. starts ``flanneld --ip-masq --kube-subnet-mgr`` in the background;
+    3. waits up to ``subnet_wait`` seconds for a ``subnet.env`` that defines
+       ``FLANNEL_NETWORK``, ``FLANNEL_SUBNET`` and ``FLANNEL_MTU`` (exiting with flanneld's
+       status if flanneld dies first, with 1 on timeout);
+    4. writes the conflist of :func:`conflist_template` to a temporary file and renames it
+       into place, so the runtime never reads half a file;
+    5. waits for flanneld and exits with its status, so the pod restarts when it dies.
+
+    ``CNIBENCH_FLANNELD``, ``CNIBENCH_SUBNET_FILE``, ``CNIBENCH_CNI_CONF_DIR`` and
+    ``CNIBENCH_SUBNET_WAIT`` override the flanneld binary, ``subnet.env``'s path (also passed
+    to flanneld), the CNI config directory and the wait (seconds); the pod sets none of them.
+    """
+    return f"""\
+set -u
+flanneld_bin=${{CNIBENCH_FLANNELD:-{FLANNELD}}}
+subnet_file=${{CNIBENCH_SUBNET_FILE:-{SUBNET_FILE}}}
+conf_dir=${{CNIBENCH_CNI_CONF_DIR:-{CNI_CONF_DIR}}}
+wait_limit=${{CNIBENCH_SUBNET_WAIT:-{subnet_wait:d}}}
+conflist="$conf_dir/{conflist_name}"
+tmp="$conf_dir/.{conflist_name}.tmp"
+
+log() {{ echo "cnibench-flannel: $*" >&2; }}
+
+# Sets status to flanneld's exit status. A trapped signal ends wait early, so wait again
+# until flanneld is really gone.
+wait_flanneld() {{
+    wait "$flanneld_pid"
+    status=$?
+    while kill -0 "$flanneld_pid" 2>/dev/null; do
+        wait "$flanneld_pid"
+        status=$?
+    done
+}}
+
+give_up() {{
+    log "$*: stopping flanneld"
+    kill -TERM "$flanneld_pid" 2>/dev/null
+    wait_flanneld
+    exit 1
+}}
+
+# Run in a subshell: a broken file must not end this shell.
+subnet_ready() {{
+    [ -s "$subnet_file" ] || return 1
+    . "$subnet_file" || return 1
+    [ -n "${{FLANNEL_NETWORK:-}}" ] && [ -n "${{FLANNEL_SUBNET:-}}" ] && [ -n "${{FLANNEL_MTU:-}}" ]
+}}
+
+# FLANNEL_SUBNET is the bridge's address with the prefix (10.244.1.1/24); host-local refuses
+# a subnet with host bits set, so keep the network part (10.244.1.0/24).
+# Runs in a command substitution, so set and IFS changes stay there.
+network_of() {{
+    prefix=${{1#*/}}
+    case $prefix in ''|*[!0-9]*) return 1 ;; esac
+    [ "$prefix" -ge 1 ] && [ "$prefix" -le 32 ] || return 1
+    set -f
+    IFS=.
+    set -- ${{1%/*}}
+    [ "$#" -eq 4 ] || return 1
+    for octet in "$@"; do
+        case $octet in ''|*[!0-9]*) return 1 ;; esac
+        [ "$octet" -le 255 ] || return 1
+    done
+    mask=$(( (0xFFFFFFFF << (32 - prefix)) & 0xFFFFFFFF ))
+    net=$(( (($1 << 24) | ($2 << 16) | ($3 << 8) | $4) & mask ))
+    a=$(( (net >> 24) & 255 )) b=$(( (net >> 16) & 255 ))
+    c=$(( (net >> 8) & 255 )) d=$(( net & 255 ))
+    echo "$a.$b.$c.$d/$prefix"
+}}
+
+rm -f "$subnet_file"
+"$flanneld_bin" --ip-masq --kube-subnet-mgr --subnet-file="$subnet_file" &
+flanneld_pid=$!
+# As PID 1 this shell ignores TERM unless trapped: hand the kubelet's TERM to flanneld.
+trap 'kill -TERM "$flanneld_pid" 2>/dev/null' TERM INT
+
+waited=0
+until (subnet_ready); do
+    if ! kill -0 "$flanneld_pid" 2>/dev/null; then
+        wait_flanneld
+        log "flanneld exited with status $status before writing $subnet_file"
+        [ "$status" -ne 0 ] || status=1
+        exit "$status"
+    fi
+    [ "$waited" -lt "$wait_limit" ] || give_up "no usable $subnet_file after $wait_limit s"
+    sleep 1
+    waited=$((waited + 1))
+done
+. "$subnet_file"
+
+case $FLANNEL_MTU in ''|*[!0-9]*) give_up "FLANNEL_MTU=$FLANNEL_MTU is not a number" ;; esac
+node_subnet=$(network_of "$FLANNEL_SUBNET") ||
+    give_up "FLANNEL_SUBNET=$FLANNEL_SUBNET is not an IPv4 address/prefix"
+if [ "${{FLANNEL_IPMASQ:-false}}" = true ]; then bridge_ip_masq=false; else bridge_ip_masq=true; fi
+
+mkdir -p "$conf_dir" || give_up "cannot create $conf_dir"
+cat > "$tmp" <<CNIBENCH_CONFLIST || give_up "cannot write $tmp"
+{conflist_template()}
+CNIBENCH_CONFLIST
+mv -f "$tmp" "$conflist" || give_up "cannot rename $tmp to $conflist"
+log "wrote $conflist: subnet $node_subnet of $FLANNEL_NETWORK, MTU $FLANNEL_MTU"
+
+wait_flanneld
+log "flanneld exited with status $status"
+exit "$status"
+"""
+
+
+ENTRYPOINT_SCRIPT = entrypoint_script()
+"""The flannel container's script (see :func:`entrypoint_script`)."""
+
+
+def _labels(**extra: str) -> dict[str, str]:
+    return {**MANAGED_BY, **extra}
+
+
+def _namespace() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": NAMESPACE,
+            # flanneld needs privileged, host-network pods with host paths.
+            "labels": _labels(**{"pod-security.kubernetes.io/enforce": "privileged"}),
+        },
+    }
+
+
+def _rbac() -> list[dict[str, Any]]:
+    rbac = "rbac.authorization.k8s.io/v1"
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE, "labels": _labels()},
+        },
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRole",
+            "metadata": {"name": CLUSTER_ROLE, "labels": _labels()},
+            "rules": [
+                # flanneld finds its node through its own pod (POD_NAME, POD_NAMESPACE).
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+                # It publishes its VTEP (MAC, public IP) as node annotations.
+                {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+            ],
+        },
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": CLUSTER_ROLE, "labels": _labels()},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": CLUSTER_ROLE,
+            },
+            "subjects": [
+                {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}
+            ],
+        },
+    ]
+
+
+def _config_map(pod_subnet: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": CONFIG_MAP, "namespace": NAMESPACE, "labels": _labels(**POD_LABELS)},
+        "data": {"net-conf.json": net_conf(pod_subnet)},
+    }
+
+
+def _field_env(name: str, path: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def _daemon_set(image: str) -> dict[str, Any]:
+    mounts = [
+        {"name": "run", "mountPath": "/run/flannel"},
+        {"name": "cni", "mountPath": CNI_CONF_DIR},
+        {"name": "flannel-cfg", "mountPath": "/etc/kube-flannel/"},
+        # iptables in the container and on the node (kube-proxy) share one lock.
+        {"name": "xtables-lock", "mountPath": "/run/xtables.lock"},
+    ]
+    volumes = [
+        {"name": "run", "hostPath": {"path": "/run/flannel", "type": "DirectoryOrCreate"}},
+        {"name": "cni", "hostPath": {"path": CNI_CONF_DIR, "type": "DirectoryOrCreate"}},
+        {"name": "flannel-cfg", "configMap": {"name": CONFIG_MAP}},
+        {"name": "xtables-lock", "hostPath": {"path": "/run/xtables.lock", "type": "FileOrCreate"}},
+    ]
+    container = {
+        "name": "kube-flannel",
+        "image": image,
+        "command": ["/bin/sh", "-c", ENTRYPOINT_SCRIPT],
+        "env": [
+            _field_env("POD_NAME", "metadata.name"),
+            _field_env("POD_NAMESPACE", "metadata.namespace"),
+            {"name": "EVENT_QUEUE_DEPTH", "value": "5000"},
+        ],
+        "resources": {"requests": {"cpu": "100m", "memory": "50Mi"}},
+        # VXLAN device, routes, iptables and the bridge's sysctls on the node.
+        "securityContext": {"privileged": True},
+        # Ready once this node's CNI config is in place, so pods scheduled after readiness
+        # find it.
+        "readinessProbe": {
+            "exec": {"command": ["/bin/sh", "-c", f"test -s {CNI_CONF_DIR}/{CONFLIST_NAME}"]},
+            "periodSeconds": 2,
+        },
+        "volumeMounts": mounts,
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": DAEMONSET, "namespace": NAMESPACE, "labels": _labels(**POD_LABELS)},
+        "spec": {
+            "selector": {"matchLabels": dict(POD_LABELS)},
+            "template": {
+                "metadata": {"labels": _labels(**POD_LABELS)},
+                "spec": {
+                    "hostNetwork": True,
+                    "priorityClassName": "system-node-critical",
+                    # Every node needs pod networking, whatever its taints.
+                    "tolerations": [{"operator": "Exists"}],
+                    "serviceAccountName": SERVICE_ACCOUNT,
+                    "nodeSelector": {"kubernetes.io/os": "linux"},
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
+class FlannelDriver:
+    """flannel as a :class:`~cnibench.backends.kube.cnis.CniDriver`: VXLAN, kube subnet
+    manager, no policy, no encryption, installed from :meth:`manifests`."""
+
+    name = "flannel"
+
+    def definition(
+        self,
+        spec: ClusterSpec,
+        *,
+        versions: CniVersions,
+        images: Images,
+        k8s_service_host: str = "",
+    ) -> CniDefinition:
+        """flannel's definition: no capabilities (it enforces no NetworkPolicy), readiness of
+        ``kube-flannel/kube-flannel-ds``, and its objects in
+        :attr:`~cnibench.backends.kube.cni.CniDefinition.manifests`. ``k8s_service_host`` is
+        not used: flannel keeps kube-proxy.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            Any cluster option, or WireGuard encryption.
+        """
+        check_options(spec)
+        if spec.encryption:
+            raise ConfigError(f"--cni {spec.cni} cannot encrypt with WireGuard")
+        base = CniDefinition(
+            name=self.name,
+            version=versions.flannel,
+            capabilities=frozenset(),
+            readiness=(Readiness("DaemonSet", NAMESPACE, DAEMONSET),),
+            capability_hints={Capability.NETWORK_POLICY: NETWORK_POLICY_HINT},
+        )
+        return dataclasses.replace(base, manifests=tuple(self.manifests(base, images)))
+
+    def manifests(self, definition: CniDefinition, images: Images) -> list[dict[str, Any]]:
+        """Namespace ``kube-flannel``, ServiceAccount, ClusterRole and ClusterRoleBinding
+        ``flannel``, ConfigMap ``kube-flannel-cfg`` (``net-conf.json`` with
+        ``definition.pod_subnet``) and DaemonSet ``kube-flannel-ds`` running
+        ``images.flannel``, in that order."""
+        return [
+            _namespace(),
+            *_rbac(),
+            _config_map(definition.pod_subnet),
+            _daemon_set(images.flannel),
+        ]
+
+
+FLANNEL = FlannelDriver()
+"""The flannel driver (registered in :data:`~cnibench.backends.kube.cnis.DRIVERS`)."""
