@@ -55,6 +55,11 @@ SYSTEM_TOOLS: tuple[SystemTool, ...] = (
     SystemTool("prometheus", "prometheus", "metrics store"),
     SystemTool("prometheus-node-exporter", "prometheus-node-exporter", "per-node metrics"),
     SystemTool("chromium", "chromium", "tests: render the HTML report headless"),
+    SystemTool(
+        "/usr/lib/cni/host-local",
+        "containernetworking-plugins",
+        "tests: flannel's CNI config read by the reference CNI plugins",
+    ),
 )
 
 
