@@ -162,6 +162,42 @@ def wait_kwok_nodes_ready(
         core.patch_node(name, {"spec": {"taints": list(taints)}})
 
 
+def delete_and_wait_gone(
+    api_client: Any, manifests: Sequence[Mapping[str, Any]], *, timeout: float = 90.0
+) -> None:
+    """Delete ``manifests`` (absent ones are fine) and wait until their Namespaces are gone,
+    so a later test can create them again (a Terminating namespace refuses new objects).
+
+    Raises
+    ------
+    AssertionError
+        A namespace still exists after ``timeout`` seconds.
+    """
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from cnibench.backends.kube.api import Applier
+
+    applier = Applier(api_client)
+    for manifest in reversed(manifests):
+        applier.delete(manifest)
+    core = client.CoreV1Api(api_client)
+    deadline = time.monotonic() + timeout
+    for manifest in manifests:
+        if manifest["kind"] != "Namespace":
+            continue
+        name = manifest["metadata"]["name"]
+        while True:
+            try:
+                core.read_namespace(name)
+            except ApiException as exc:
+                if exc.status == 404:
+                    break
+                raise
+            assert time.monotonic() < deadline, f"namespace {name} was not deleted in time"
+            time.sleep(0.5)
+
+
 @dataclass
 class _Child:
     name: str

@@ -7,8 +7,9 @@ a pod. These tests check that the command line fails there the way SPEC section 
 line, a non-zero exit, no traceback, no namespace or policy left, and results that load.
 
 The "installed CNI" is a stand-in: Calico's operator Deployment and ``calico-node`` DaemonSet
-with a placeholder image, which kwok reports as rolled out. The images named in the
-environment are never pulled (kwok runs nothing).
+with a placeholder image, which kwok reports as rolled out; or flannel's real objects, which
+cnibench renders itself, with a placeholder image. The images named in the environment are
+never pulled (kwok runs nothing).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_support import free_port, kwok_node, wait_kwok_nodes_ready
+from kube_support import delete_and_wait_gone, free_port, kwok_node, wait_kwok_nodes_ready
 
 from cnibench import load_results
 from cnibench.backends.base import NodeRole
@@ -104,6 +105,31 @@ def calico_stand_in(api_client: Any, role_nodes: list[str]) -> Iterator[None]:
     finally:
         for ns in namespaces:
             core.delete_namespace(ns)
+
+
+@pytest.fixture(scope="module")
+def flannel_installed(
+    api_client: Any, role_nodes: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """flannel's own objects (cnibench renders them), its DaemonSet rolled out on the kwok
+    nodes with a placeholder image."""
+    from cnibench.backends.base import ClusterSpec
+    from cnibench.backends.kube.addons import install_cni, wait_rollouts
+    from cnibench.backends.kube.cni import cni_definition
+    from cnibench.backends.kube.images import Images
+
+    definition = cni_definition(ClusterSpec(cni="flannel"), images=Images(flannel=PLACEHOLDER))
+    try:
+        install_cni(
+            api_client,
+            definition,
+            kubeconfig=tmp_path_factory.mktemp("flannel") / "kubeconfig",
+            timeout=10,
+        )
+        wait_rollouts(api_client, definition.readiness, timeout=ROLLOUT_TIMEOUT, owner="flannel")
+        yield
+    finally:
+        delete_and_wait_gone(api_client, definition.manifests)
 
 
 def _session_namespaces(api_client: Any) -> list[str]:
@@ -216,6 +242,32 @@ def test_run_where_every_condition_is_skipped_says_so_and_fails(
     ], done.stderr
     assert "nothing was measured: every condition was skipped" in lines
     assert "truncated mean" not in done.stdout + done.stderr
+    assert _wait_namespaces_gone(api_client) == []
+
+
+def test_policy_scenarios_on_flannel_are_skipped_saying_it_enforces_no_policy(
+    api_client: Any, kubeconfig: Path, flannel_installed: None, tmp_path: Path
+) -> None:
+    """Every priority condition needs NetworkPolicy, which flannel does not enforce: each is
+    skipped before anything is deployed, and the skip lines give the reason and the hint."""
+    from cnibench.backends.kube.cnis.flannel import NETWORK_POLICY_HINT
+    from cnibench.scenarios import build_scenarios
+
+    conditions = len(build_scenarios()["priority"].conditions())
+    done = _run_cli(kubeconfig, tmp_path / "results", "--cni", "flannel", "--scenario", "priority")
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    skips = [line for line in lines if line.startswith("skipped ")]
+    assert skips, done.stderr
+    skipped = 0
+    for line in skips:
+        assert line.startswith("skipped priority/flannel ("), line
+        assert ": kube/flannel lacks network-policy" in line, line
+        assert line.endswith(f" ({NETWORK_POLICY_HINT})"), line
+        skipped += int(line.split("(", 1)[1].split(" of ", 1)[0])
+    assert skipped == conditions, done.stderr
+    assert "nothing was measured: every condition was skipped" in lines
     assert _wait_namespaces_gone(api_client) == []
 
 
