@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -173,7 +174,26 @@ def _build_parser() -> _Parser:
         metavar="PATH",
         help="also delete cnibench-labelled namespaces and cluster-scoped objects in this cluster",
     )
+    _add_engine_parser(commands)
     return parser
+
+
+def _add_engine_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    engine = commands.add_parser(
+        "engine", help="a private dockerd for kind on machines where no container engine runs"
+    )
+    actions = engine.add_subparsers(
+        dest="engine_command", metavar="{up,down,status}", required=True, parser_class=_Parser
+    )
+    name_help = "engine name (default: cnibench)"
+    up = actions.add_parser(
+        "up", help='start it (if needed) and print its DOCKER_HOST: eval "$(cnibench engine up)"'
+    )
+    up.add_argument("--name", default="cnibench", metavar="N", help=name_help)
+    down = actions.add_parser("down", help="stop it and remove its run directory")
+    down.add_argument("--name", default="cnibench", metavar="N", help=name_help)
+    down.add_argument("--purge", action="store_true", help="also delete its image cache")
+    actions.add_parser("status", help="the private engines on this machine")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -216,6 +236,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _doctor()
         if args.command == "report":
             return _report(args)
+        if args.command == "engine":
+            return _engine(args)
         return _clean(args)
     except ConfigError as exc:
         print(f"cnibench: error: {exc}", file=sys.stderr)
@@ -433,6 +455,7 @@ def _doctor() -> int:
         table.add_column(column)
     for what, usable, why in _kube_rows(container_engine()):
         table.add_row(what, "yes" if usable else "no", why)
+    table.add_row("private engine", *_engine_row())
     lab_ok, lab_reason = LabBackend().available()
     table.add_row("lab backend", "yes" if lab_ok else "no", lab_reason)
     rows = doctor_rows()
@@ -477,6 +500,14 @@ def _kube_rows(engine: str) -> list[tuple[str, bool, str]]:
     return [kind_row, aks_row, ("existing", existing, why)]
 
 
+def _engine_row() -> tuple[str, str]:
+    """usable/why of the private engine (``cnibench engine up``)."""
+    from cnibench.backends.kube.engine import engine_doctor_row
+
+    usable, why = engine_doctor_row()
+    return ("yes" if usable else "no", why)
+
+
 def _kind_row(engine: str, kind: str) -> tuple[str, bool, str]:
     """kind is usable when it is recent enough for the pinned node image and helm is there."""
     from cnibench.backends.kube.providers import check_kind_version
@@ -519,10 +550,44 @@ def _report(args: argparse.Namespace) -> int:
 
 def _clean(args: argparse.Namespace) -> int:
     from cnibench.backends.kube import clean_kube_leftovers
+    from cnibench.backends.kube.engine import clean_engines
     from cnibench.backends.lab import clean_leftovers
 
     print(clean_leftovers(dry_run=args.dry_run).summary())
     print(clean_kube_leftovers(dry_run=args.dry_run, kubeconfig=args.kubeconfig).summary())
+    # Last: kind clusters above may live in one of these engines.
+    print(clean_engines(dry_run=args.dry_run).summary())
+    return EXIT_OK
+
+
+def _engine(args: argparse.Namespace) -> int:
+    """``cnibench engine up|down|status``: stdout of ``up`` is only the ``export`` line."""
+    from cnibench.backends.kube.engine import (
+        engine_down,
+        engine_status,
+        engine_up,
+        running_engines,
+    )
+
+    if args.engine_command == "up":
+        docker_host = engine_up(args.name)
+        status = engine_status(args.name)
+        print(
+            f"cnibench: engine {args.name} answers (dockerd pid {status.pid}, data root"
+            f" {status.paths.data_root}); stop it with: cnibench engine down --name {args.name}",
+            file=sys.stderr,
+        )
+        print(f"export DOCKER_HOST={shlex.quote(docker_host)}")
+    elif args.engine_command == "down":
+        stopped = engine_down(args.name, purge=args.purge)
+        what = "stopped" + (" and its image cache deleted" if args.purge else "")
+        print(f"engine {args.name}: {what if stopped else 'was not running'}", file=sys.stderr)
+    else:
+        engines = running_engines()
+        for status in engines:
+            print(status.summary())
+        if not engines:
+            print("no private engine on this machine")
     return EXIT_OK
 
 
