@@ -2,8 +2,8 @@
 
 ``CNIBENCH_REQUIRE=lab`` (set by ``.ci/run``) turns every skip in the tiers that need this
 machine's real tools and kernel (tests/integration, tests/lab, tests/bench, tests/reliability)
-into a failure; ``kube`` does the same for tests/kube. A skipped tier then shows up red, never
-as a green run that tested nothing.
+into a failure; ``kube`` does the same for tests/kube and ``kind`` for tests/kind. A skipped
+tier then shows up red, never as a green run that tested nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +16,12 @@ import pytest
 TIER_DIRS = {
     "lab": ("integration", "lab", "bench", "reliability"),
     "kube": ("kube",),
+    "kind": ("kind",),
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kind: needs root and a private dockerd (the kind tier)")
 
 
 def _required_dirs() -> set[str]:
