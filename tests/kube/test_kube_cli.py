@@ -107,23 +107,29 @@ def calico_stand_in(api_client: Any, role_nodes: list[str]) -> Iterator[None]:
             core.delete_namespace(ns)
 
 
-@pytest.fixture(scope="module")
-def flannel_installed(
-    api_client: Any, role_nodes: list[str], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[None]:
+@pytest.fixture
+def flannel_installed(api_client: Any, role_nodes: list[str], tmp_path: Path) -> Iterator[None]:
     """flannel's own objects (cnibench renders them), its DaemonSet rolled out on the kwok
-    nodes with a placeholder image."""
+    nodes with a placeholder image; removed again after the test, so no later test finds a
+    second CNI."""
+    from kubernetes import client
+
     from cnibench.backends.base import ClusterSpec
     from cnibench.backends.kube.addons import install_cni, wait_rollouts
     from cnibench.backends.kube.cni import cni_definition
     from cnibench.backends.kube.images import Images
 
     definition = cni_definition(ClusterSpec(cni="flannel"), images=Images(flannel=PLACEHOLDER))
+    core: Any = client.CoreV1Api(api_client)
+    for name in role_nodes:
+        # flannel's DaemonSet selects Linux nodes by the label every kubelet sets; kwok's
+        # nodes have no kubelet to set it.
+        core.patch_node(name, {"metadata": {"labels": {"kubernetes.io/os": "linux"}}})
     try:
         install_cni(
             api_client,
             definition,
-            kubeconfig=tmp_path_factory.mktemp("flannel") / "kubeconfig",
+            kubeconfig=tmp_path / "kubeconfig",
             timeout=10,
         )
         wait_rollouts(api_client, definition.readiness, timeout=ROLLOUT_TIMEOUT, owner="flannel")
