@@ -1047,6 +1047,7 @@ class KubeCluster:
                     session=self.session,
                     images=self.images,
                     tolerations=self.tolerations,
+                    node_addresses={node.name: node.ip for node in self._nodes},
                 )
             )
             self._cluster_objects.extend(

@@ -741,18 +741,45 @@ def http_route(
     )
 
 
-def prometheus_config(*, namespace: str, scrape_interval: float = 1.0) -> str:
-    """``prometheus.yml``: node-exporter pods of ``namespace`` found through the API, each
-    target's ``instance`` relabelled to its node's name (so queries group by node).
+def prometheus_config(
+    *,
+    namespace: str,
+    scrape_interval: float = 1.0,
+    node_addresses: Mapping[str, str] | None = None,
+) -> str:
+    """``prometheus.yml`` scraping the node-exporters, each target's ``instance`` set to its
+    node's name (so queries group by node).
 
     Parameters
     ----------
     scrape_interval:
         Seconds between scrapes; short, so ``irate(...[5s])`` has data within seconds.
+    node_addresses:
+        Node name -> address: static targets on :data:`NODE_EXPORTER_PORT` (node-exporter runs
+        in the host network), which every Prometheus build understands; Debian's, which the
+        offline image set uses, has no Kubernetes service discovery. ``None``: the
+        node-exporter pods of ``namespace`` found through the API.
     """
     if not 0.1 <= scrape_interval <= 60:
         raise ConfigError(f"scrape interval {scrape_interval} s is outside 0.1..60 s")
     interval = f"{round(scrape_interval * 1000)}ms"
+    if node_addresses is not None:
+        static = {
+            "global": {"scrape_interval": interval, "evaluation_interval": interval},
+            "scrape_configs": [
+                {
+                    "job_name": "node-exporter",
+                    "static_configs": [
+                        {
+                            "targets": [_host_port(address, NODE_EXPORTER_PORT)],
+                            "labels": {"instance": name},
+                        }
+                        for name, address in sorted(node_addresses.items())
+                    ],
+                }
+            ],
+        }
+        return yaml.safe_dump(static, sort_keys=False)
     config = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval},
         "scrape_configs": [
@@ -776,6 +803,10 @@ def prometheus_config(*, namespace: str, scrape_interval: float = 1.0) -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
+def _host_port(address: str, port: int) -> str:
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
 def monitoring_manifests(
     *,
     namespace: str,
@@ -784,10 +815,13 @@ def monitoring_manifests(
     scrape_interval: float = 1.0,
     prometheus_role: NodeRole = NodeRole.SERVER,
     tolerations: Sequence[Mapping[str, Any]] = (),
+    node_addresses: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Prometheus (Deployment + RBAC + config) and node-exporter (DaemonSet) in ``namespace``.
 
     Cluster-scoped RBAC objects are named after ``namespace`` so sessions never collide.
+    ``node_addresses`` (node name -> address) makes the targets static (see
+    :func:`prometheus_config`).
     """
     images = images or Images()
     labels = session_labels(session)
@@ -815,7 +849,11 @@ def monitoring_manifests(
                 "name": "prometheus",
                 "namespace": namespace,
                 "labels": labels,
-                "config": prometheus_config(namespace=namespace, scrape_interval=scrape_interval),
+                "config": prometheus_config(
+                    namespace=namespace,
+                    scrape_interval=scrape_interval,
+                    node_addresses=node_addresses,
+                ),
             },
         ),
         render_template(
@@ -831,7 +869,7 @@ def monitoring_manifests(
                 "tolerations": list(tolerations),
                 "image": images.prometheus,
                 "port": PROMETHEUS_PORT,
-                "port_text": str(PROMETHEUS_PORT),
+                "listen_argument": f"--web.listen-address=:{PROMETHEUS_PORT}",
                 "config_map": "prometheus",
             },
         ),
@@ -845,7 +883,7 @@ def monitoring_manifests(
                 "pod_labels": {**labels, **exporter},
                 "image": images.node_exporter,
                 "port": NODE_EXPORTER_PORT,
-                "port_text": str(NODE_EXPORTER_PORT),
+                "listen_argument": f"--web.listen-address=:{NODE_EXPORTER_PORT}",
             },
         ),
     ]
