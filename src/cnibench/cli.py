@@ -175,7 +175,24 @@ def _build_parser() -> _Parser:
         help="also delete cnibench-labelled namespaces and cluster-scoped objects in this cluster",
     )
     _add_engine_parser(commands)
+    _add_images_parser(commands)
     return parser
+
+
+def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    images = commands.add_parser(
+        "images",
+        help="the offline image set: every image kind and cnibench's pods need, built locally",
+    )
+    actions = images.add_subparsers(
+        dest="images_command", metavar="{build,list}", required=True, parser_class=_Parser
+    )
+    actions.add_parser(
+        "build",
+        help="build (or find) them in $DOCKER_HOST from Debian packages and Go modules;"
+        " select them with CNIBENCH_IMAGES=offline",
+    )
+    actions.add_parser("list", help="the offline image tags and whether the engine has them")
 
 
 def _add_engine_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -238,6 +255,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _report(args)
         if args.command == "engine":
             return _engine(args)
+        if args.command == "images":
+            return _images(args)
         return _clean(args)
     except ConfigError as exc:
         print(f"cnibench: error: {exc}", file=sys.stderr)
@@ -589,6 +608,29 @@ def _engine(args: argparse.Namespace) -> int:
         if not engines:
             print("no private engine on this machine")
     return EXIT_OK
+
+
+def _images(args: argparse.Namespace) -> int:
+    """``cnibench images build|list``: progress on stderr, the image tags on stdout."""
+    from cnibench.backends.kube.offline import OfflineBuilder, offline_bin_dir, pod_image_tags
+
+    builder = OfflineBuilder(log=lambda line: print(f"cnibench: {line}", file=sys.stderr))
+    tags = [builder.images.kind_node, *pod_image_tags(builder.images)]
+    if args.images_command == "build":
+        report = builder.build()
+        print(
+            f"cnibench: {report.summary()}; kind and kubectl in {offline_bin_dir()}",
+            file=sys.stderr,
+        )
+        for tag in tags:
+            print(tag)
+        return EXIT_OK
+    missing = 0
+    for tag in tags:
+        present = bool(builder.docker_host) and builder.image_exists(tag)
+        missing += not present
+        print(f"{tag}\t{'present' if present else 'missing'}")
+    return EXIT_OK if not missing else EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -60,6 +60,11 @@ SYSTEM_TOOLS: tuple[SystemTool, ...] = (
         "containernetworking-plugins",
         "tests: flannel's CNI config read by the reference CNI plugins",
     ),
+    SystemTool("dockerd", "docker.io", "kind: the private container engine (cnibench engine up)"),
+    SystemTool("containerd", "containerd", "kind: the private engine's runtime"),
+    SystemTool("runc", "runc", "kind: the private engine's OCI runtime"),
+    SystemTool("debootstrap", "debootstrap", "kind: root filesystems of the offline images"),
+    SystemTool("gcc", "gcc", "kind: the static pause binary of the offline images"),
 )
 
 

@@ -244,7 +244,9 @@ class KubeBackend:
             if made.created and self.provider.name != "existing":
                 install_cni(api_client, cni, kubeconfig=made.kubeconfig, context=made.context)
             wait_cni_ready(api_client, cni, installed_now=made.created)
-            if network is not None:
+            if network is not None and not self.images.offline:
+                # MetalLB comes from its release manifest; offline clusters have no
+                # LoadBalancer addresses (only traffic splitting uses them).
                 install_metallb(
                     api_client,
                     self.load_balancer_range(network, egress_range),

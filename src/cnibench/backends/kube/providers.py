@@ -188,7 +188,8 @@ class KindProvider:
     state_dir:
         Where configs and kubeconfigs are kept (``~/.cache/cnibench/kind`` by default).
     images:
-        Pinned node image.
+        Node image and the images loaded into clusters (``CNIBENCH_IMAGES`` and
+        ``CNIBENCH_IMAGE_<FIELD>`` when ``None``, as the backend reads them).
     recreate:
         Delete and recreate a cluster even if one with the same hash exists.
     runner:
@@ -208,7 +209,7 @@ class KindProvider:
     ) -> None:
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         self.state_dir = state_dir or cache / "cnibench" / "kind"
-        self.images = images or Images()
+        self.images = images or Images.from_environment(os.environ)
         self.recreate = recreate
         self._run = runner or _run
         if runner is None:

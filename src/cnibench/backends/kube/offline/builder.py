@@ -13,6 +13,7 @@ test tier's control plane also runs from.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -32,12 +33,15 @@ from cnibench.backends.kube.offline.recipes import (
     KUBERNETES_COMMANDS,
     KUBERNETES_IMPORTS,
     ROOTFS_PACKAGES,
+    TENCENT_VPC_MODULE,
+    TENCENT_VPC_STUB,
     ImageRecipe,
     OfflineVersions,
     containerd_config,
     debian_mirror,
     debootstrap_argv,
     etcd_go_mod,
+    flannel_go_mod,
     go_proxy,
     image_recipes,
     kubernetes_go_mod,
@@ -155,8 +159,10 @@ class OfflineBuilder:
 
     @property
     def kubernetes_bin(self) -> Path:
-        """``<cache>/kube/<version>/bin``: Kubernetes' commands (shared with the kube tier)."""
-        return self.root / "kube" / self.versions.kubernetes / "bin"
+        """``<cache>/kube/<version>/bin``: Kubernetes' commands (shared with the kube tier;
+        ``$CNIBENCH_KUBE_CACHE`` moves ``<cache>/kube`` as for ``scripts/kube-tier.sh``)."""
+        kube = self.environ.get("CNIBENCH_KUBE_CACHE") or str(self.root / "kube")
+        return Path(kube) / self.versions.kubernetes / "bin"
 
     @property
     def go_bin(self) -> Path:
@@ -351,9 +357,7 @@ class OfflineBuilder:
                     f"github.com/containernetworking/plugins/plugins/{plugin}@{v.cni_plugins}",
                     out / "cni",
                 )
-            # flanneld is the module's root package; `go install` names it after the module.
-            install(f"github.com/flannel-io/flannel@{v.flannel}", out)
-            os.replace(out / "flannel", out / "flanneld")
+            self._build_flanneld(out / "flanneld", env)
             work = self.offline / "src" / f"etcd-{v.etcd}"
             work.mkdir(parents=True, exist_ok=True)
             (work / "go.mod").write_text(etcd_go_mod(v))
@@ -384,6 +388,33 @@ class OfflineBuilder:
             )
             self._stamp(out, digest)
         return out
+
+    def _build_flanneld(self, target: Path, env: Mapping[str, str]) -> None:
+        """flanneld through a wrapper module (see :func:`~.recipes.flannel_go_mod`)."""
+        work = self.offline / "src" / f"flannel-{self.versions.flannel}"
+        stub = work / "tencent-vpc-stub"
+        (stub / "v20170312").mkdir(parents=True, exist_ok=True)
+        (stub / "go.mod").write_text(f"module {TENCENT_VPC_MODULE}\n\ngo 1.24.0\n")
+        (stub / "v20170312" / "stub.go").write_text(TENCENT_VPC_STUB)
+        (work / "go.mod").write_text(flannel_go_mod(self.versions))
+        # flannel is a main package: nothing can import it, so `go mod tidy` cannot see it;
+        # -mod=mod lets the build itself complete go.mod and go.sum. Its udp backend is cgo,
+        # so this one binary links glibc (the image's Debian is the build host's release).
+        self._run(
+            [
+                "go",
+                "build",
+                "-trimpath",
+                "-ldflags",
+                "-s -w",
+                "-o",
+                str(target),
+                "github.com/flannel-io/flannel",
+            ],
+            step="go-binaries",
+            cwd=work,
+            env=dict(env, CGO_ENABLED="1"),
+        )
 
     # -- root filesystems -------------------------------------------------------------------
 
@@ -447,9 +478,9 @@ class OfflineBuilder:
         ):
             tar_path = Path(tmp) / "image.tar"
             removed = {p.strip("/") for p in recipe.remove}
+            base = self.rootfs(recipe.rootfs) if recipe.rootfs else None
             with tarfile.open(tar_path, "w") as tar:
-                if recipe.rootfs:
-                    base = self.rootfs(recipe.rootfs)
+                if base is not None:
 
                     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
                         name = info.name.removeprefix("./")
@@ -457,7 +488,7 @@ class OfflineBuilder:
 
                     tar.add(base, arcname=".", filter=keep)
                 for inside, artefact in sorted(recipe.files.items()):
-                    _add_parents(tar, inside)
+                    _add_parents(tar, inside, present=base)
                     info = tar.gettarinfo(str(artefacts[artefact]), arcname=inside.lstrip("/"))
                     info.mode = 0o755
                     info.uid = info.gid = 0
@@ -699,6 +730,11 @@ class OfflineBuilder:
         cnibench.errors.ProvisioningError
             A step failed (the message names it, its last error line and its log file).
         """
+        self.offline.mkdir(parents=True, exist_ok=True)
+        with _exclusive(self.offline / ".build.lock", self._log):
+            return self._build_all()
+
+    def _build_all(self) -> BuildReport:
         with ThreadPoolExecutor(max_workers=2) as pool:
             go = pool.submit(lambda: (self.build_kubernetes(), self.build_go_binaries()))
             rootfs = pool.submit(lambda: [self.rootfs(name) for name in ROOTFS_PACKAGES])
@@ -726,6 +762,19 @@ mkdir -p /etc/kubernetes/manifests /var/lib/kubelet
 container must not run masked or removed)."""
 
 
+@contextmanager
+def _exclusive(lock_path: Path, log: Callable[[str], None]) -> Iterator[None]:
+    """One build at a time per cache: two builders sharing work directories would import
+    each other's half-copied root filesystems."""
+    with lock_path.open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log("another cnibench images build is running on this cache; waiting for it")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 def _install_kind_base_files(files: Path, root: Path) -> None:
     """Copy kind's ``images/base/files`` into ``root`` with the modes its Dockerfile sets
     (scripts executable, configuration 0644), leaving out the fuse-overlayfs unit."""
@@ -748,9 +797,13 @@ def _symlink(link: Path, target: str) -> None:
     link.symlink_to(target)
 
 
-def _add_parents(tar: tarfile.TarFile, inside: str) -> None:
+def _add_parents(tar: tarfile.TarFile, inside: str, *, present: Path | None) -> None:
+    """Directory entries above ``inside`` that the root filesystem ``present`` lacks (docker
+    refuses a layer that names a path twice)."""
     parts = inside.strip("/").split("/")[:-1]
     for depth in range(1, len(parts) + 1):
+        if present is not None and (present / "/".join(parts[:depth])).is_dir():
+            continue
         info = tarfile.TarInfo("/".join(parts[:depth]))
         info.type = tarfile.DIRTYPE
         info.mode = 0o755

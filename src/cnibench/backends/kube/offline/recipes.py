@@ -449,3 +449,110 @@ def debootstrap_argv(
 def unique(items: Iterable[str]) -> list[str]:
     """``items`` without repeats, first occurrence kept."""
     return list(dict.fromkeys(items))
+
+
+def flannel_go_mod(versions: OfflineVersions) -> str:
+    """go.mod of the wrapper module that builds flanneld.
+
+    flannel's Tencent Cloud backend imports the Tencent VPC SDK module, which the Go module
+    proxy does not serve; the wrapper replaces it with :data:`TENCENT_VPC_STUB` (every call
+    fails), so flanneld builds with every other backend, vxlan included.
+    """
+    return "\n".join(
+        [
+            "module cnibench.local/flannel",
+            "",
+            "go 1.24.0",
+            "",
+            f"require github.com/flannel-io/flannel {versions.flannel}",
+            "",
+            f"replace {TENCENT_VPC_MODULE} => ./tencent-vpc-stub",
+            "",
+        ]
+    )
+
+
+TENCENT_VPC_MODULE = "github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc"
+"""The one dependency of flannel the module proxy does not serve."""
+
+TENCENT_VPC_STUB = """\
+// Package v20170312 stands in for the Tencent Cloud VPC SDK, which the Go module proxy does not
+// serve. It has only what flannel's tencentvpc backend refers to, and every call fails: a
+// flanneld built by cnibench has no Tencent Cloud backend (cnibench runs flannel with vxlan).
+package v20170312
+
+import "errors"
+
+var errUnavailable = errors.New("the tencentvpc backend is not part of this flanneld build")
+
+type Client struct{}
+
+type Filter struct {
+	Name   *string
+	Values []*string
+}
+
+type Route struct {
+	DestinationCidrBlock *string
+	GatewayType          *string
+	GatewayId            *string
+	RouteType            *string
+	RouteId              *uint64
+	Enabled              *bool
+}
+
+type RouteTable struct {
+	RouteTableId *string
+	RouteSet     []*Route
+}
+
+type DescribeRouteTablesRequest struct{ Filters []*Filter }
+
+type DescribeRouteTablesResponseParams struct{ RouteTableSet []*RouteTable }
+
+type DescribeRouteTablesResponse struct {
+	Response *DescribeRouteTablesResponseParams
+}
+
+type DeleteRoutesRequest struct {
+	RouteTableId *string
+	Routes       []*Route
+}
+
+type DeleteRoutesResponse struct{}
+
+type CreateRoutesRequest struct {
+	RouteTableId *string
+	Routes       []*Route
+}
+
+type CreateRoutesResponse struct{}
+
+func NewClientWithSecretId(secretID, secretKey, region string) (*Client, error) {
+	return &Client{}, errUnavailable
+}
+
+func NewDescribeRouteTablesRequest() *DescribeRouteTablesRequest {
+	return &DescribeRouteTablesRequest{}
+}
+
+func NewDeleteRoutesRequest() *DeleteRoutesRequest { return &DeleteRoutesRequest{} }
+
+func NewCreateRoutesRequest() *CreateRoutesRequest { return &CreateRoutesRequest{} }
+
+func (c *Client) DescribeRouteTables(
+	*DescribeRouteTablesRequest,
+) (*DescribeRouteTablesResponse, error) {
+	return nil, errUnavailable
+}
+
+func (c *Client) DeleteRoutes(*DeleteRoutesRequest) (*DeleteRoutesResponse, error) {
+	return nil, errUnavailable
+}
+
+func (c *Client) CreateRoutes(*CreateRoutesRequest) (*CreateRoutesResponse, error) {
+	return nil, errUnavailable
+}
+"""
+"""Go source of the stand-in for the Tencent VPC SDK package flannel imports (written for
+cnibench from the names flannel's backend uses; no SDK code)."""
