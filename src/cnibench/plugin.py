@@ -122,6 +122,9 @@ def pytest_configure(config: pytest.Config) -> None:
         _scenario_options(config)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if config.getoption("--cni", default=None):
+        # Once, here: from collection the same error would be raised per test module.
+        _cnis_for(config)
     duration = config.getoption("--duration", default=None)
     if duration is not None:
         from cnibench.errors import ConfigError
@@ -210,8 +213,9 @@ def _cnis_for(config: pytest.Config) -> tuple[str, ...]:
     from cnibench.session import select_backend, validate_cnis
 
     try:
-        backend, _ = select_backend(config.getoption("--cluster"))
-        return validate_cnis(backend, config.getoption("--cni"))
+        requested = config.getoption("--cluster")
+        backend, _ = select_backend(requested)
+        return validate_cnis(backend, config.getoption("--cni"), requested=requested)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
 

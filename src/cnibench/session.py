@@ -145,16 +145,36 @@ def _check_aks_prerequisites() -> None:
         )
 
 
-def validate_cnis(backend: Backend, cnis: Sequence[str]) -> tuple[str, ...]:
-    """``cnis`` checked against what ``backend`` offers; its defaults when empty."""
+def validate_cnis(
+    backend: Backend, cnis: Sequence[str], *, requested: str = "auto"
+) -> tuple[str, ...]:
+    """``cnis`` checked against what ``backend`` offers; its defaults when empty.
+
+    ``requested`` is the ``--cluster`` the user gave: when ``auto`` fell back to the lab and a
+    Kubernetes CNI was asked for, the error says what is missing and what to run instead.
+    """
+    from cnibench.backends.kube.cni import CNI_NAMES
+
     if backend.name == "lab":
         for cni in cnis:
+            if cni in CNI_NAMES and requested == "auto":
+                raise ConfigError(
+                    f"--cni {cni} needs a Kubernetes cluster and none is at hand: no container"
+                    ' engine answers for kind (start one: eval "$(cnibench engine up)", then'
+                    " cnibench images build and CNIBENCH_IMAGES=offline) and no --cluster existing"
+                    f" was given (set KUBECONFIG); or measure a lab datapath: --cni"
+                    f" {' / '.join(LAB_PROFILES)}"
+                )
+            if cni in CNI_NAMES:
+                raise ConfigError(
+                    f"--cni {cni} is a Kubernetes CNI and --cluster lab runs lab datapaths:"
+                    f" choose --cni {' / '.join(LAB_PROFILES)}, or --cluster kind or existing"
+                )
             if cni not in LAB_PROFILES:
                 raise ConfigError(
                     f"unknown --cni {cni!r} for the lab: choose one of {', '.join(LAB_PROFILES)}"
                 )
         return tuple(dict.fromkeys(cnis)) or LAB_PROFILES
-    from cnibench.backends.kube.cni import CNI_NAMES
 
     for cni in cnis:
         if cni not in CNI_NAMES:
@@ -196,7 +216,7 @@ class BenchSession:
             keep_cluster=config.keep_cluster,
             recreate_cluster=config.recreate_cluster,
         )
-        self.cnis = validate_cnis(self.backend, config.cnis)
+        self.cnis = validate_cnis(self.backend, config.cnis, requested=config.cluster)
         self.scenarios = build_scenarios(config.scenario_options)
         self.store = ResultsStore(config.results_dir)
         self.pool = ClusterPool(self.backend)

@@ -43,3 +43,21 @@ def test_wireguard_on_needs_its_own_cluster():
 
 def test_cluster_spec_default_roles():
     assert ClusterSpec(cni="routed").roles == (NodeRole.CLIENT, NodeRole.SERVER, NodeRole.EGRESS_GW)
+
+
+def test_a_kubernetes_cni_without_any_cluster_says_what_is_missing_and_what_to_run() -> None:
+    backend, _ = select_backend("lab")
+    with pytest.raises(ConfigError) as caught:
+        validate_cnis(backend, ["antrea"], requested="auto")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "needs a Kubernetes cluster" in message
+    assert "no container engine answers" in message
+    assert "cnibench engine up" in message
+    assert "KUBECONFIG" in message
+
+
+def test_a_kubernetes_cni_on_the_explicit_lab_names_the_lab_datapaths() -> None:
+    backend, _ = select_backend("lab")
+    with pytest.raises(ConfigError, match="routed / vxlan"):
+        validate_cnis(backend, ["cilium"], requested="lab")
