@@ -573,7 +573,13 @@ def _clean(args: argparse.Namespace) -> int:
     from cnibench.backends.lab import clean_leftovers
 
     print(clean_leftovers(dry_run=args.dry_run).summary())
-    print(clean_kube_leftovers(dry_run=args.dry_run, kubeconfig=args.kubeconfig).summary())
+    from cnibench.backends.kube.engine import running_engines
+
+    engines = [e.paths.docker_host for e in running_engines() if e.running]
+    kube = clean_kube_leftovers(
+        dry_run=args.dry_run, kubeconfig=args.kubeconfig, docker_hosts=engines
+    )
+    print(kube.summary())
     # Last: kind clusters above may live in one of these engines.
     print(clean_engines(dry_run=args.dry_run).summary())
     return EXIT_OK

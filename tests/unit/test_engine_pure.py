@@ -443,3 +443,20 @@ def test_unchanged_spec_file_is_not_rewritten(tmp_path: Path) -> None:
     path.write_text(text)
     assert rewrite_spec_file(("process", str(path))) is False
     assert path.read_text() == text
+
+
+def test_bridge_names_are_those_dockerd_leaves_on_the_host() -> None:
+    from cnibench.backends.kube.engine import bridge_names
+
+    networks = [
+        {"Name": "bridge", "Driver": "bridge", "Id": "0" * 64, "Options": {}},
+        {"Name": "host", "Driver": "host", "Id": "1" * 64},
+        {"Name": "kind", "Driver": "bridge", "Id": "4f16f4515231" + "a" * 52, "Options": {}},
+        {
+            "Name": "named",
+            "Driver": "bridge",
+            "Id": "b" * 64,
+            "Options": {"com.docker.network.bridge.name": "cbtest0"},
+        },
+    ]
+    assert bridge_names(networks) == ["br-4f16f4515231", "cbtest0"]

@@ -13,6 +13,7 @@ resources (``terraform destroy`` in the state directory).
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 import time
@@ -98,9 +99,12 @@ class KubeCleanReport:
         return "\n".join(lines) if lines else "kube: nothing to clean"
 
 
-def _run(argv: Sequence[str]) -> str:
+def _run(argv: Sequence[str], *, docker_host: str = "") -> str:
+    env = dict(os.environ, DOCKER_HOST=docker_host) if docker_host else None
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=300, check=False)
+        done = subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=300, check=False, env=env
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ProvisioningError(f"{' '.join(argv[:3])} failed: {exc}") from exc
     if done.returncode != 0:
@@ -235,6 +239,7 @@ def clean_kube_leftovers(
     api_client: Any = None,
     runner: Callable[[Sequence[str]], str] | None = None,
     timeout: float = 120.0,
+    docker_hosts: Sequence[str] = (),
 ) -> KubeCleanReport:
     """Remove kind clusters named ``cnibench-*`` and labelled session objects of a cluster.
 
@@ -252,6 +257,9 @@ def clean_kube_leftovers(
         PATH, and the kind part is skipped with a note when it is missing).
     timeout:
         Seconds to wait for deleted namespaces to disappear.
+    docker_hosts:
+        Engines to look for kind clusters in besides ``$DOCKER_HOST`` (the private engines of
+        ``cnibench engine up``, whose address a shell may not have exported).
 
     Returns
     -------
@@ -260,12 +268,32 @@ def clean_kube_leftovers(
     """
     items: list[CleanedItem] = []
     notes: list[str] = []
+    if runner is None:
+        from cnibench.backends.kube.providers import add_offline_tools_to_path
+
+        add_offline_tools_to_path()
     if runner is None and shutil.which("kind") is None:
         notes.append("kind is not installed: no kind clusters looked at")
-    else:
-        kind_items, kind_notes = _clean_kind(runner or _run, dry_run=dry_run)
+    elif runner is not None:
+        kind_items, kind_notes = _clean_kind(runner, dry_run=dry_run)
         items.extend(kind_items)
         notes.extend(kind_notes)
+    else:
+        engines = dict.fromkeys([os.environ.get("DOCKER_HOST", ""), *docker_hosts])
+        for host in engines:
+            kind_items, kind_notes = _clean_kind(
+                functools.partial(_run, docker_host=host), dry_run=dry_run
+            )
+            items.extend(kind_items)
+            # An unreachable default engine is no news when private engines were looked at.
+            if host or not docker_hosts:
+                notes.extend(kind_notes)
+        removed = [i for i in items if i.kind == "kind-cluster" and i.outcome == "removed"]
+        if removed and len(removed) == len(items):
+            from cnibench.backends.kube.providers import release_lib_modules
+
+            if release_lib_modules():
+                notes.append("removed the empty /lib/modules created for kind")
     owned_client = None
     if api_client is None and kubeconfig is not None:
         from cnibench.backends.kube.backend import api_client_for

@@ -46,6 +46,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError
 
@@ -60,6 +61,7 @@ __all__ = [
     "EngineCleanReport",
     "EnginePaths",
     "EngineStatus",
+    "bridge_names",
     "capability_bounding_set",
     "clean_engines",
     "daemon_config",
@@ -544,8 +546,17 @@ def engine_down(
                 f"engine {name} answers at {paths.docker_host} but {paths.pidfile} names no"
                 " dockerd of it; not stopping an unknown process"
             )
+        bridges: list[str] = []
+        if pid is not None and _ping(paths.socket):
+            # Networks kind made (e.g. `kind`) live on as host bridges after dockerd stops:
+            # prune the unused ones and remember every bridge of this engine to remove.
+            _api(paths.socket, "POST", "/networks/prune")
+            bridges = bridge_names(json.loads(_api(paths.socket, "GET", "/networks") or "[]"))
         if pid is not None:
             _stop_pid(pid, timeout, what=f"dockerd of engine {name}")
+        for bridge in bridges:
+            if Path("/sys/class/net", bridge).exists():
+                subprocess.run(["ip", "link", "delete", bridge], check=False, capture_output=True)
         # dockerd stops its containerd; one left by a killed dockerd has its own pidfile.
         containerd = _pid_from(paths.exec_root / "containerd" / "containerd.pid")
         if containerd is not None and _is_child_daemon(containerd, "containerd", paths.exec_root):
@@ -662,6 +673,36 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
             sock.close()
             raise
         self.sock = sock
+
+
+def bridge_names(networks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Host bridge interfaces of an engine's user-defined bridge networks (``GET /networks``):
+    the ``com.docker.network.bridge.name`` option, else ``br-`` and the id's first 12 hex
+    digits, as dockerd names them. The default ``bridge`` network is left out (this engine
+    runs with ``--bridge=none``)."""
+    names = []
+    for network in networks:
+        if network.get("Driver") != "bridge" or network.get("Name") == "bridge":
+            continue
+        options = network.get("Options") or {}
+        names.append(
+            str(options.get("com.docker.network.bridge.name") or f"br-{network['Id'][:12]}")
+        )
+    return names
+
+
+def _api(sock: Path, method: str, path: str, timeout: float = 30.0) -> str:
+    """Body of one Docker API request over ``sock``, ``""`` when it fails (best effort)."""
+    connection = _UnixHTTPConnection(sock, timeout)
+    try:
+        connection.request(method, path)
+        response = connection.getresponse()
+        body = response.read().decode(errors="replace")
+        return body if response.status < 300 else ""
+    except (OSError, http.client.HTTPException):
+        return ""
+    finally:
+        connection.close()
 
 
 def _ping(sock: Path, timeout: float = 2.0) -> bool:

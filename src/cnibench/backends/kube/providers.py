@@ -37,11 +37,13 @@ __all__ = [
     "KindProvider",
     "Provider",
     "ProviderCluster",
+    "add_offline_tools_to_path",
     "aks_variables",
     "check_kind_version",
     "cluster_hash",
     "kind_create_argv",
     "kind_delete_argv",
+    "release_lib_modules",
     "terraform_dir",
 ]
 
@@ -213,7 +215,7 @@ class KindProvider:
         self.recreate = recreate
         self._run = runner or _run
         if runner is None:
-            _add_offline_tools_to_path()
+            add_offline_tools_to_path()
 
     def plan(self, spec: ClusterSpec, cni: CniDefinition) -> tuple[str, dict[str, Any]]:
         """Cluster name (``cnibench-<hash>``) and kind config for ``spec``."""
@@ -294,15 +296,8 @@ class KindProvider:
         left = [
             c for c in self._run(["kind", "get", "clusters"]).split() if c.startswith("cnibench-")
         ]
-        if left:
-            return
-        try:
-            Path("/lib/modules").rmdir()
-        except FileNotFoundError:
-            pass
-        except OSError:
-            return  # no longer empty: something else uses it now
-        self._lib_modules_marker.unlink()
+        if not left:
+            release_lib_modules(self.state_dir)
 
     def delete(self, cluster: ProviderCluster) -> None:
         """``kind delete cluster`` (and the ``/lib/modules`` cnibench created, with the last)."""
@@ -431,7 +426,25 @@ class AksProvider:
             raise ProvisioningError(f"terraform destroy failed for {cluster.name} (exit {code})")
 
 
-def _add_offline_tools_to_path() -> None:
+def release_lib_modules(state_dir: Path | None = None) -> bool:
+    """Remove ``/lib/modules`` if cnibench created it for kind (see
+    :meth:`KindProvider._ensure_lib_modules`) and it is still empty; whether it was removed.
+    Call it once no cnibench kind cluster is left."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    marker = (state_dir or cache / "cnibench" / "kind") / "created-lib-modules"
+    if not marker.is_file():
+        return False
+    try:
+        Path("/lib/modules").rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False  # no longer empty: something else uses it now
+    marker.unlink()
+    return True
+
+
+def add_offline_tools_to_path() -> None:
     """Append the offline build's tool links (``kind``, ``kubectl``) to ``$PATH`` when they
     exist, after everything already there, so installed tools keep precedence."""
     from cnibench.backends.kube.offline import offline_bin_dir
