@@ -2,7 +2,7 @@
 kube-controller-manager, kube-scheduler and kwok, as child processes on loopback.
 
 The binaries come from ``scripts/kube-tier.sh`` (built from Go modules, cached outside the
-repository); etcd from Debian's ``etcd-server``. Everything runs as a child of the test process
+repository), etcd 3.6 too (from the offline builder). Everything runs as a child of the test process
 on free loopback ports, with state in a temporary directory, and is stopped by PID.
 Pods never run here: kwok only pretends (it marks pods Running and gives them an IP).
 """
@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import yaml
 
-K8S_VERSION = "v1.33.4"
+K8S_VERSION = "v1.34.4"
 GATEWAY_API_MODULE = "sigs.k8s.io/gateway-api@v1.4.0"
 CILIUM_MODULE = "github.com/cilium/cilium@v1.18.4"
 CONTROL_PLANE_BINARIES = (
@@ -51,11 +51,19 @@ def bin_dir() -> Path:
     return root / K8S_VERSION / "bin"
 
 
+def etcd_binary() -> str | None:
+    """etcd 3.6 from the offline build (linked into :func:`bin_dir` by kube-tier.sh); an
+    API server of 1.34 with Debian's etcd 3.4 disables RequestWatchProgress, so kwok's
+    watch-list streams end and deleted pods are never finalized."""
+    built = bin_dir() / "etcd"
+    return str(built) if built.is_file() else None
+
+
 def missing_binaries() -> list[str]:
     """Names of the tier's binaries that are not available (empty when all are)."""
     missing = [name for name in CONTROL_PLANE_BINARIES if not (bin_dir() / name).is_file()]
-    if shutil.which("etcd") is None:
-        missing.append("etcd (Debian package etcd-server)")
+    if etcd_binary() is None:
+        missing.append("etcd (built by scripts/kube-tier.sh)")
     if shutil.which("openssl") is None:
         missing.append("openssl")
     return missing
@@ -264,7 +272,7 @@ class ControlPlane:
         self._spawn(
             "etcd",
             [
-                "etcd",
+                str(etcd_binary()),
                 "--name=cnibench",
                 f"--data-dir={self.workdir / 'etcd'}",
                 f"--listen-client-urls=http://127.0.0.1:{etcd_client}",

@@ -17,7 +17,13 @@ from typing import Any
 
 import pytest
 import yaml
-from kube_support import KWOK_NODE_ANNOTATION, bin_dir, kwok_node, wait_kwok_nodes_ready
+from kube_support import (
+    K8S_VERSION,
+    KWOK_NODE_ANNOTATION,
+    bin_dir,
+    kwok_node,
+    wait_kwok_nodes_ready,
+)
 
 from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.kube import render
@@ -226,7 +232,7 @@ def test_cilium_chart_renders_and_is_accepted(
         values,
         release="cilium",
         namespace="kube-system",
-        kube_version="1.33.4",
+        kube_version=K8S_VERSION.removeprefix("v"),
     )
     done = subprocess.run(
         [str(helm), *argv[1:]], capture_output=True, text=True, timeout=120, check=False
@@ -257,7 +263,7 @@ def test_cilium_values_reject_unknown_key_by_schema(cilium_module: Path, tmp_pat
         path,
         release="c",
         namespace="kube-system",
-        kube_version="1.33.4",
+        kube_version=K8S_VERSION.removeprefix("v"),
     )
     done = subprocess.run(
         [str(helm), *argv[1:]], capture_output=True, text=True, timeout=120, check=False

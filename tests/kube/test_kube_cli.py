@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_support import delete_and_wait_gone, free_port, kwok_node, wait_kwok_nodes_ready
+from kube_support import (
+    K8S_VERSION,
+    delete_and_wait_gone,
+    free_port,
+    kwok_node,
+    wait_kwok_nodes_ready,
+)
 
 from cnibench import load_results
 from cnibench.backends.base import NodeRole
@@ -383,7 +389,7 @@ def test_doctor_names_the_server_the_cni_and_the_roles(
     row = next(line for line in done.stdout.splitlines() if "│ existing" in line)
     cells = [cell.strip() for cell in row.strip("│ ").split("│")]
     assert cells[:2] == ["existing", "yes"], row
-    assert cells[2] == "Kubernetes v1.33.4; CNI: calico; every role labelled", row
+    assert cells[2] == f"Kubernetes {K8S_VERSION}; CNI: calico; every role labelled", row
 
 
 def test_doctor_on_an_unreachable_server_says_so_quickly(tmp_path: Path) -> None:
