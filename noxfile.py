@@ -27,13 +27,16 @@ def _system(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The whole suite: unit, integration, lab, reliability, kube (real apiserver), bench on lab."""
+    """The whole suite: unit, integration, lab, reliability, kube (real apiserver), kind (real
+    kind clusters from the offline image set, in a private engine), bench on lab."""
     _install(session)
     _system(session)
-    # Control-plane binaries of the kube tier, built once and cached outside the repository
-    # (cold: about 15 minutes on 2 cores; warm: seconds).
+    # Kubernetes' commands (shared by the kube tier's control plane and the kind tier's node
+    # image), kwok and helm, built once and cached outside the repository (cold: about 15
+    # minutes on 2 cores; warm: seconds). The kind tier builds the rest of the offline image
+    # set itself, through `cnibench images build`.
     session.run("nice", "-n", "19", "bash", "scripts/kube-tier.sh", external=True)
-    env = {"CNIBENCH_REQUIRE": os.environ.get("CNIBENCH_REQUIRE", "lab,kube")}
+    env = {"CNIBENCH_REQUIRE": os.environ.get("CNIBENCH_REQUIRE", "lab,kube,kind")}
     args = session.posargs or [
         "tests",
         "--cluster=lab",

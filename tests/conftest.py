@@ -20,10 +20,6 @@ TIER_DIRS = {
 }
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "kind: needs root and a private dockerd (the kind tier)")
-
-
 def _required_dirs() -> set[str]:
     tiers = {t.strip() for t in os.environ.get("CNIBENCH_REQUIRE", "").split(",") if t.strip()}
     return {d for tier in tiers for d in TIER_DIRS.get(tier, ())}

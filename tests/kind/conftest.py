@@ -1,0 +1,97 @@
+"""Fixtures of the kind tier: a private Docker engine, the offline images, real kind clusters.
+
+Everything goes through the commands a person types: ``cnibench engine up``, ``cnibench
+images build``, ``cnibench run --cluster kind``, ``cnibench clean``, ``cnibench engine down``.
+The engine lives for this package only and its address is passed to each command explicitly
+(never put into this process's environment), so tiers after this one keep seeing no engine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kind_support import ENGINE_NAME, cnibench
+
+BUILD_TIMEOUT = 3600.0
+"""Seconds ``cnibench images build`` may take cold (about 20 minutes on 2 cores)."""
+
+
+def _why_not() -> str:
+    if os.geteuid() != 0:
+        return "the kind tier needs root (a private dockerd)"
+    missing = [
+        tool for tool in ("dockerd", "docker", "debootstrap", "go", "gcc") if not shutil.which(tool)
+    ]
+    if missing:
+        return f"the kind tier needs {', '.join(missing)} (nox -s tests installs them)"
+    return ""
+
+
+def _host_state() -> dict[str, object]:
+    """What the tier may not leave behind on the host: bridges, /lib/modules, engine dirs."""
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=False)
+    bridges = sorted(
+        line.split(":")[1].strip().split("@")[0]
+        for line in links.stdout.splitlines()
+        if line.split(":")[1].strip().startswith("br-")
+    )
+    return {
+        "bridges": bridges,
+        "/lib/modules": Path("/lib/modules").exists(),
+        "engine run dir": Path(f"/run/cnibench-engine/{ENGINE_NAME}").exists(),
+    }
+
+
+@pytest.fixture(scope="package")
+def engine_env() -> Iterator[dict[str, str]]:
+    """Environment of every command of the tier: the private engine and the offline images.
+
+    At the end, ``cnibench clean`` and ``cnibench engine down`` must leave the host as the
+    tier found it: no kind cluster, no dockerd, no bridge, no /lib/modules it created.
+    """
+    reason = _why_not()
+    if reason:
+        pytest.skip(reason)
+    before = _host_state()
+    base = {k: v for k, v in os.environ.items() if k not in ("DOCKER_HOST", "KUBECONFIG")}
+    up = cnibench("engine", "up", "--name", ENGINE_NAME, env=base, timeout=180)
+    line = up.stdout.strip()
+    assert line.startswith("export DOCKER_HOST=unix://"), line
+    env = dict(
+        base, DOCKER_HOST=line.removeprefix("export DOCKER_HOST="), CNIBENCH_IMAGES="offline"
+    )
+    try:
+        yield env
+    finally:
+        cleaned = cnibench("clean", env=env, check=False, timeout=600)
+        down = cnibench("engine", "down", "--name", ENGINE_NAME, env=base, check=False, timeout=180)
+        after = _host_state()
+        left = {k: v for k, v in after.items() if v != before[k]}
+        if left or down.returncode != 0:
+            pytest.fail(
+                f"the kind tier left {left} (clean: {cleaned.stdout.strip()!r};"
+                f" engine down exit {down.returncode}: {down.stderr.strip()!r})"
+            )
+
+
+@pytest.fixture(scope="package")
+def offline_images(engine_env: dict[str, str]) -> dict[str, str]:
+    """The offline image set, built (or found) in the tier's engine."""
+    cnibench("images", "build", env=engine_env, timeout=BUILD_TIMEOUT)
+    return engine_env
+
+
+@pytest.fixture(scope="package")
+def kind_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Results directory shared by the tier's runs (kept as a test artefact)."""
+    keep = os.environ.get("CNIBENCH_KIND_RESULTS")
+    if keep:
+        path = Path(keep)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return tmp_path_factory.mktemp("kind-results")

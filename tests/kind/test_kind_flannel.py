@@ -1,0 +1,166 @@
+"""flannel on a real kind cluster, built offline: the baseline scenario measured on real pods.
+
+The cluster (control plane + client, server and egress-gw workers) is created by the first run
+with ``--keep-cluster`` and reused by the runs after it; the last test removes it with
+``cnibench clean``, as a person would.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from kind_support import ENGINE_NAME, cnibench
+
+from cnibench.backends.kube.render import SESSION_LABEL
+from cnibench.results import load_results
+
+pytestmark = pytest.mark.kind
+
+BASELINE_CONDITIONS = tuple(
+    f"{placement}-idle-{tool}"
+    for placement in ("same-node", "cross-node")
+    for tool in ("iperf3", "sockperf", "ab", "wrk")
+)
+"""All four tools on the same node and across nodes (idle cluster)."""
+
+
+def _run_args(results: Path, *extra: str) -> list[str]:
+    return [
+        "run",
+        "--cluster",
+        "kind",
+        "--cni",
+        "flannel",
+        "--profile",
+        "quick",
+        "--keep-cluster",
+        "--results-dir",
+        str(results),
+        *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def flannel_baseline(offline_images: dict[str, str], kind_results: Path) -> pd.DataFrame:
+    """``cnibench run --cluster kind --cni flannel --scenario baseline`` on real pods."""
+    results = kind_results / "flannel-baseline"
+    conditions = [arg for c in BASELINE_CONDITIONS for arg in ("--condition", c)]
+    done = cnibench(
+        *_run_args(results, "--scenario", "baseline", *conditions), env=offline_images, timeout=2400
+    )
+    print(done.stdout)
+    return load_results(results)
+
+
+def test_every_baseline_record_is_verified_on_kind(flannel_baseline: pd.DataFrame) -> None:
+    df = flannel_baseline
+    assert set(df["provider"]) == {"kind"}
+    assert set(df["cni"]) == {"flannel"}
+    assert bool(df["verified"].all())
+    assert set(df["status"]) == {"ok"}
+    assert set(df["condition"]) == set(BASELINE_CONDITIONS)
+
+
+def test_iperf3_throughput_is_plausible_in_gbits(flannel_baseline: pd.DataFrame) -> None:
+    df = flannel_baseline
+    throughput = df[(df["metric"] == "throughput") & (df["unit"] == "bits/s")]
+    assert len(throughput) >= 4  # 2 placements x 2 quick runs
+    gbits = throughput["value"] / 1e9
+    # A veth/vxlan path on one host: well above 0.05 Gbit/s, far below 400 Gbit/s.
+    assert gbits.between(0.05, 400).all(), gbits.tolist()
+
+
+def test_sockperf_latency_is_plausible_in_microseconds(flannel_baseline: pd.DataFrame) -> None:
+    df = flannel_baseline
+    latency = df[(df["metric"] == "latency_avg") & (df["unit"] == "us")]
+    sockperf = latency[latency["condition"].str.endswith("sockperf")]
+    assert len(sockperf) >= 4
+    assert sockperf["value"].between(1, 100_000).all(), sockperf["value"].tolist()
+
+
+def test_cpu_and_memory_come_from_the_cluster_prometheus(flannel_baseline: pd.DataFrame) -> None:
+    df = flannel_baseline
+    for metric, unit, low, high in (("cpu", "%", 0.0, 100.0), ("ram", "MB", 10.0, 1e6)):
+        values = df[(df["metric"] == metric) & (df["unit"] == unit)]
+        runs = df["run_id"].nunique()
+        assert values["run_id"].nunique() == runs, f"{metric} missing for some runs"
+        assert values["value"].between(low, high).all(), values["value"].tolist()
+        assert not any(math.isnan(v) for v in values["value"])
+
+
+def _kind(*args: str, env: dict[str, str]) -> str:
+    from cnibench.backends.kube.offline import offline_bin_dir
+
+    kind = shutil.which("kind") or str(offline_bin_dir() / "kind")
+    return subprocess.run(
+        [kind, *args], env=env, capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+
+
+def _cnibench_clusters(env: dict[str, str]) -> list[str]:
+    return [c for c in _kind("get", "clusters", env=env).split() if c.startswith("cnibench-")]
+
+
+def _session_namespaces(env: dict[str, str], cluster: str) -> list[str]:
+    from kubernetes import client, config
+
+    kubeconfig = _kind("get", "kubeconfig", "--name", cluster, env=env)
+    api = config.new_client_from_config_dict(yaml.safe_load(kubeconfig))
+    found = client.CoreV1Api(api).list_namespace(label_selector=SESSION_LABEL).items
+    return [ns.metadata.name for ns in found]
+
+
+def test_ctrl_c_during_a_kind_run_leaves_no_cnibench_namespace(
+    flannel_baseline: pd.DataFrame, offline_images: dict[str, str], tmp_path: Path
+) -> None:
+    (cluster,) = _cnibench_clusters(offline_images)  # kept by the baseline run
+    argv = [
+        sys.executable,
+        "-m",
+        "cnibench.cli",
+        *_run_args(tmp_path / "interrupted", "--scenario", "baseline"),
+        "--condition",
+        "cross-node-idle-iperf3",
+        "--runs",
+        "5",
+    ]
+    process = subprocess.Popen(
+        argv, env=offline_images, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while not _session_namespaces(offline_images, cluster):
+            assert process.poll() is None, process.communicate()[0][-3000:]
+            assert time.monotonic() < deadline, "the run never created its namespace"
+            time.sleep(1)
+        time.sleep(15)  # into pod creation or measuring
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, output[-3000:]
+    assert "Traceback" not in output
+    assert _session_namespaces(offline_images, cluster) == []
+
+
+def test_clean_removes_the_kept_cluster(
+    flannel_baseline: pd.DataFrame, offline_images: dict[str, str]
+) -> None:
+    (kept,) = _cnibench_clusters(offline_images)  # the baseline run kept its cluster
+    done = cnibench("clean", env=offline_images, timeout=600)
+    assert f"kube: kind-cluster {kept}: removed" in done.stdout
+    assert f"engine: {ENGINE_NAME}: stopped" in done.stdout  # clean stops leftover engines too
+    # The engine keeps its containers across restarts: a cluster clean missed would be back.
+    cnibench("engine", "up", "--name", ENGINE_NAME, env=offline_images, timeout=180)
+    assert _cnibench_clusters(offline_images) == []
