@@ -159,7 +159,7 @@ def validate_cnis(
         for cni in cnis:
             if cni in CNI_NAMES and requested == "auto":
                 raise ConfigError(
-                    f"--cni {cni} needs a Kubernetes cluster and none is at hand: no container"
+                    f"--cni {cni!r} needs a Kubernetes cluster and none is at hand: no container"
                     ' engine answers for kind (start one: eval "$(cnibench engine up)", then'
                     " cnibench images build and CNIBENCH_IMAGES=offline) and no --cluster existing"
                     f" was given (set KUBECONFIG); or measure a lab datapath: --cni"
@@ -167,7 +167,7 @@ def validate_cnis(
                 )
             if cni in CNI_NAMES:
                 raise ConfigError(
-                    f"--cni {cni} is a Kubernetes CNI and --cluster lab runs lab datapaths:"
+                    f"--cni {cni!r} is a Kubernetes CNI and --cluster lab runs lab datapaths:"
                     f" choose --cni {' / '.join(LAB_PROFILES)}, or --cluster kind or existing"
                 )
             if cni not in LAB_PROFILES:
