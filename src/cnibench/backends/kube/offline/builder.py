@@ -265,8 +265,12 @@ class OfflineBuilder:
 
     def image_exists(self, tag: str) -> bool:
         """Whether the engine holds ``tag``."""
+        return self._inspectable("image", tag)
+
+    def _inspectable(self, kind: str, name: str) -> bool:
+        """Whether ``docker <kind> inspect <name>`` finds it."""
         try:
-            self._docker("image", "inspect", "--format", "{{.Id}}", tag, step="inspect")
+            self._docker(kind, "inspect", "--format", "{{.Id}}", name, step="inspect")
         except ProvisioningError:
             return False
         return True
@@ -553,16 +557,23 @@ class OfflineBuilder:
         return tag
 
     def _import_dir(self, directory: Path, tag: str, changes: Sequence[str]) -> None:
-        tar = subprocess.Popen(["tar", "-C", str(directory), "-c", "."], stdout=subprocess.PIPE)
+        args = [arg for change in changes for arg in ("--change", change)]
+        self._pipe(["tar", "-C", str(directory), "-c", "."], ["import", *args, "-", tag], "images")
+
+    def _pipe(self, producer: Sequence[str], docker_args: Sequence[str], step: str) -> None:
+        """``producer | docker <docker_args>``; either failing fails the step."""
+        env = dict(self.environ, DOCKER_HOST=self.docker_host)
+        source = subprocess.Popen(list(producer), stdout=subprocess.PIPE, env=env)
         try:
-            args = [arg for change in changes for arg in ("--change", change)]
-            assert tar.stdout is not None
-            self._docker("import", *args, "-", tag, step="images", stdin=tar.stdout.fileno())
+            assert source.stdout is not None
+            self._docker(*docker_args, step=step, stdin=source.stdout.fileno())
         finally:
-            if tar.stdout is not None:
-                tar.stdout.close()
-            if tar.wait() != 0:
-                raise ProvisioningError(f"tar of {directory} failed (exit {tar.returncode})")
+            if source.stdout is not None:
+                source.stdout.close()
+            if source.wait() != 0:
+                raise ProvisioningError(
+                    f"{' '.join(producer[:3])} failed (exit {source.returncode})"
+                )
 
     def node_image(self) -> str:
         """The kind node image: base + kubelet/kubeadm/kubectl + the runtime images imported
@@ -576,9 +587,8 @@ class OfflineBuilder:
             self.import_image(recipe)
         with self._step(f"node image {tag}"):
             builder = f"cnibench-node-build-{os.getpid()}"
-            self._docker("rm", "-f", "-v", builder, step="node-image") if self._exists(
-                builder
-            ) else None
+            if self._inspectable("container", builder):  # left by an interrupted build
+                self._docker("rm", "-f", "-v", builder, step="node-image")
             self._docker(
                 "run",
                 "-d",
@@ -671,19 +681,10 @@ class OfflineBuilder:
         self.report.built.append(tag)
         return tag
 
-    def _exists(self, container: str) -> bool:
-        try:
-            self._docker("container", "inspect", container, step="inspect")
-        except ProvisioningError:
-            return False
-        return True
-
     def _pipe_image(self, tag: str, container: str) -> None:
-        env = dict(self.environ, DOCKER_HOST=self.docker_host)
-        save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE, env=env)
-        try:
-            assert save.stdout is not None
-            self._docker(
+        self._pipe(
+            ["docker", "save", tag],
+            [
                 "exec",
                 "-i",
                 container,
@@ -696,14 +697,9 @@ class OfflineBuilder:
                 "--no-unpack",
                 "--digests",
                 "-",
-                step="node-image",
-                stdin=save.stdout.fileno(),
-            )
-        finally:
-            if save.stdout is not None:
-                save.stdout.close()
-            if save.wait() != 0:
-                raise ProvisioningError(f"docker save {tag} failed (exit {save.returncode})")
+            ],
+            "node-image",
+        )
 
     # -- everything -------------------------------------------------------------------------
 
