@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kind_support import ENGINE_NAME, cnibench
+
+from .kind_support import ENGINE_NAME, cnibench
 
 BUILD_TIMEOUT = 3600.0
 """Seconds ``cnibench images build`` may take cold (about 20 minutes on 2 cores)."""
@@ -48,7 +49,13 @@ def _host_state() -> dict[str, object]:
 
 
 @pytest.fixture(scope="package")
-def engine_env() -> Iterator[dict[str, str]]:
+def host_before() -> dict[str, object]:
+    """The host's state before the tier started its engine."""
+    return _host_state()
+
+
+@pytest.fixture(scope="package")
+def engine_env(host_before: dict[str, object]) -> Iterator[dict[str, str]]:
     """Environment of every command of the tier: the private engine and the offline images.
 
     At the end, ``cnibench clean`` and ``cnibench engine down`` must leave the host as the
@@ -57,7 +64,6 @@ def engine_env() -> Iterator[dict[str, str]]:
     reason = _why_not()
     if reason:
         pytest.skip(reason)
-    before = _host_state()
     base = {k: v for k, v in os.environ.items() if k not in ("DOCKER_HOST", "KUBECONFIG")}
     up = cnibench("engine", "up", "--name", ENGINE_NAME, env=base, timeout=180)
     line = up.stdout.strip()
@@ -71,7 +77,7 @@ def engine_env() -> Iterator[dict[str, str]]:
         cleaned = cnibench("clean", env=env, check=False, timeout=600)
         down = cnibench("engine", "down", "--name", ENGINE_NAME, env=base, check=False, timeout=180)
         after = _host_state()
-        left = {k: v for k, v in after.items() if v != before[k]}
+        left = {k: v for k, v in after.items() if v != host_before[k]}
         if left or down.returncode != 0:
             pytest.fail(
                 f"the kind tier left {left} (clean: {cleaned.stdout.strip()!r};"

@@ -21,10 +21,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import kind_support
 import pytest
 
 from cnibench.backends.kube.engine import lacks_capability
+
+from . import kind_support
 
 pytestmark = pytest.mark.kind
 

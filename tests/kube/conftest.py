@@ -29,8 +29,18 @@ from kube_support import (
 
 from cnibench.backends.kube.addons import AddonVersions
 from cnibench.backends.kube.api import apply_manifest
+from cnibench.backends.kube.providers import LIB_MODULES
 
 CRD_TIMEOUT = 60.0
+
+
+@pytest.fixture(autouse=True)
+def _host_lib_modules_untouched() -> Iterator[None]:
+    """Providers here run with fake runners: none may create the host's /lib/modules (what a
+    real kind cluster needs), or it outlives the tests."""
+    before = LIB_MODULES.exists()
+    yield
+    assert LIB_MODULES.exists() == before, "a kube-tier test created or removed /lib/modules"
 
 
 @pytest.fixture(scope="session")

@@ -42,6 +42,11 @@ def _dockerfile_packages() -> list[str]:
     return install.group(1).split()
 
 
+def _kind(tmp_path: Path, **options: Any) -> KindProvider:
+    """A provider on a fake runner that keeps /lib/modules in ``tmp_path`` too."""
+    return KindProvider(tmp_path, modules_dir=tmp_path / "lib-modules", **options)
+
+
 @pytest.mark.parametrize("tool", POD_TOOLS)
 def test_tools_image_installs_the_lab_package_of(tool: str) -> None:
     package = next(t.package for t in SYSTEM_TOOLS if t.binary == tool)
@@ -83,9 +88,9 @@ def test_pods_use_the_tools_image_without_pulling_it() -> None:
     )
     containers = manifest["spec"]["containers"]
     assert {c["image"] for c in containers} == {LOCAL_TOOLS_IMAGE}
-    # A loaded image must never be pulled: no Always policy, and no ":latest" tag (which
-    # defaults to Always).
-    assert all(c.get("imagePullPolicy", "IfNotPresent") == "IfNotPresent" for c in containers)
+    # A loaded image must never be pulled: policy Never (a missing one fails at once with
+    # ErrImageNeverPull), and no ":latest" tag.
+    assert {c["imagePullPolicy"] for c in containers} == {"Never"}
     assert not LOCAL_TOOLS_IMAGE.endswith(":latest")
     assert ":" in LOCAL_TOOLS_IMAGE.rsplit("/", 1)[1]
 
@@ -115,7 +120,7 @@ class _FakeHost:
 def test_kind_builds_the_tools_image_once_then_loads_it(tmp_path: Path) -> None:
     host = _FakeHost(images=set())
     spec = ClusterSpec(cni="cilium")
-    made = KindProvider(tmp_path, runner=host).ensure(spec, cni_definition(spec))
+    made = _kind(tmp_path, runner=host).ensure(spec, cni_definition(spec))
     builds = [c for c in host.calls if c[:2] == ["docker", "build"]]
     assert len(builds) == 1
     context = Path(builds[0][-1])
@@ -128,7 +133,7 @@ def test_kind_builds_the_tools_image_once_then_loads_it(tmp_path: Path) -> None:
 
     host.calls.clear()
     host.clusters = [made.name]
-    KindProvider(tmp_path, runner=host).ensure(spec, cni_definition(spec))
+    _kind(tmp_path, runner=host).ensure(spec, cni_definition(spec))
     assert not [c for c in host.calls if c[:2] == ["docker", "build"]]
     assert [c for c in host.calls if c[:3] == ["kind", "load", "docker-image"]] == loads
 
@@ -137,7 +142,7 @@ def test_kind_loads_nothing_when_every_image_is_overridden(tmp_path: Path) -> No
     host = _FakeHost(images=set())
     spec = ClusterSpec(cni="kindnet")
     images = Images(tools="registry.example/tools:1", sockperf="registry.example/tools:1")
-    KindProvider(tmp_path, images=images, runner=host).ensure(spec, cni_definition(spec))
+    _kind(tmp_path, images=images, runner=host).ensure(spec, cni_definition(spec))
     assert not [c for c in host.calls if c[0] == "docker" or c[:2] == ["kind", "load"]]
 
 
@@ -160,7 +165,7 @@ def test_older_kind_is_refused_before_anything_is_created(tmp_path: Path, older:
 
     spec = ClusterSpec(cni="kindnet")
     with pytest.raises(ProvisioningError, match=f"kind {older} is older than v0.30.0"):
-        KindProvider(tmp_path, runner=runner).ensure(spec, cni_definition(spec))
+        _kind(tmp_path, runner=runner).ensure(spec, cni_definition(spec))
     assert not [c for c in host.calls if c[:2] in (["kind", "create"], ["docker", "build"])]
 
 

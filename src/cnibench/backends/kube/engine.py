@@ -569,6 +569,12 @@ def engine_down(
         # Held, so no one holds it now; one waiting on it goes on with an engine that is gone.
         with contextlib.suppress(OSError):
             paths.lock.unlink()
+    if not running_engines(environ=environ):
+        # No engine left, so no kind cluster of cnibench's can use the /lib/modules it made
+        # for kind: however the engine was stopped (`engine down`, `clean`, a test), it goes.
+        from cnibench.backends.kube.providers import release_lib_modules
+
+        release_lib_modules()
     return True
 
 

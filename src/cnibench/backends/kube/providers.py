@@ -182,6 +182,10 @@ class ExistingProvider:
         """Never deletes a cluster cnibench did not create."""
 
 
+LIB_MODULES = Path("/lib/modules")
+"""What kind bind-mounts into every node (tests of the provider pass another directory)."""
+
+
 class KindProvider:
     """kind clusters from generated configs, reused by config hash.
 
@@ -208,9 +212,11 @@ class KindProvider:
         images: Images | None = None,
         recreate: bool = False,
         runner: Any = None,
+        modules_dir: Path = LIB_MODULES,
     ) -> None:
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         self.state_dir = state_dir or cache / "cnibench" / "kind"
+        self.modules_dir = modules_dir
         self.images = images or Images.from_environment(os.environ)
         self.recreate = recreate
         self._run = runner or _run
@@ -283,10 +289,9 @@ class KindProvider:
     def _ensure_lib_modules(self) -> None:
         """kind bind-mounts ``/lib/modules`` into every node; a kernel with everything built
         in has none. Create it empty and remember to remove it with the last cluster."""
-        modules = Path("/lib/modules")
-        if modules.exists():
+        if self.modules_dir.exists():
             return
-        modules.mkdir(parents=True)
+        self.modules_dir.mkdir(parents=True)
         self._lib_modules_marker.write_text("cnibench created /lib/modules for kind\n")
 
     def _release_lib_modules(self) -> None:
@@ -297,7 +302,7 @@ class KindProvider:
             c for c in self._run(["kind", "get", "clusters"]).split() if c.startswith("cnibench-")
         ]
         if not left:
-            release_lib_modules(self.state_dir)
+            release_lib_modules(self.state_dir, modules_dir=self.modules_dir)
 
     def delete(self, cluster: ProviderCluster) -> None:
         """``kind delete cluster`` (and the ``/lib/modules`` cnibench created, with the last)."""
@@ -426,7 +431,7 @@ class AksProvider:
             raise ProvisioningError(f"terraform destroy failed for {cluster.name} (exit {code})")
 
 
-def release_lib_modules(state_dir: Path | None = None) -> bool:
+def release_lib_modules(state_dir: Path | None = None, *, modules_dir: Path = LIB_MODULES) -> bool:
     """Remove ``/lib/modules`` if cnibench created it for kind (see
     :meth:`KindProvider._ensure_lib_modules`) and it is still empty; whether it was removed.
     Call it once no cnibench kind cluster is left."""
@@ -435,7 +440,7 @@ def release_lib_modules(state_dir: Path | None = None) -> bool:
     if not marker.is_file():
         return False
     try:
-        Path("/lib/modules").rmdir()
+        modules_dir.rmdir()
     except FileNotFoundError:
         pass
     except OSError:
