@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
-from cnibench.errors import CnibenchError, ConfigError, VerificationError
+from cnibench.errors import CnibenchError, ConfigError, SetupError, VerificationError
 
 __all__ = ["main"]
 
@@ -321,6 +321,7 @@ def _run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     results: list[ConditionResult] = []
     problems: list[str] = []
+    unproven = 0  # conditions not set up or not verified
     skipped: dict[tuple[str, str, str], list[str]] = {}
     progress = Progress(
         TextColumn("{task.description}"),
@@ -354,7 +355,11 @@ def _run(args: argparse.Namespace) -> int:
                         skipped.setdefault((scenario.name, cni, str(exc)), []).append(condition.id)
                         progress.update(task, advance=profile.runs)
                     except VerificationError as exc:
-                        problems.append(f"NOT VERIFIED {exc}")
+                        # The session goes on: one condition that cannot be set up or
+                        # proven says nothing about the next.
+                        unproven += 1
+                        label = "NOT SET UP" if isinstance(exc, SetupError) else "NOT VERIFIED"
+                        problems.append(f"{label} {exc}")
                         progress.update(task, advance=profile.runs)
         results_dir = session.store.session_dir
     if results:
@@ -367,7 +372,7 @@ def _run(args: argparse.Namespace) -> int:
         for run in result.runs:
             if run.reason:
                 problems.append(f"failed {result.scenario}/{result.cni}/{run.run_id}: {run.reason}")
-    if not results and not any("NOT VERIFIED" in p for p in problems):
+    if not results and not unproven:
         problems.append("nothing was measured: every condition was skipped")
     for line in problems:
         # One line each, however narrow the terminal: people grep these.
@@ -378,7 +383,7 @@ def _run(args: argparse.Namespace) -> int:
 
         write_report(results_dir, html=args.report)
         console.print(f"report written to {args.report}")
-    failed = [r for r in results if not r.ok_runs] + [p for p in problems if "NOT VERIFIED" in p]
+    failed = unproven or any(not r.ok_runs for r in results)
     return EXIT_FAILED if failed or not results else EXIT_OK
 
 

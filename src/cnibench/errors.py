@@ -18,6 +18,7 @@ __all__ = [
     "ParseError",
     "ProvisioningError",
     "ResultsError",
+    "SetupError",
     "ToolError",
     "UnsupportedError",
     "VerificationError",
@@ -67,6 +68,14 @@ class ParseError(ToolError):
 
 class VerificationError(CnibenchError):
     """A scenario's set-up does not do what it claims; measuring it would be meaningless."""
+
+
+class SetupError(VerificationError):
+    """A condition's set-up could not be made (e.g. a pod never became Ready).
+
+    Like a failed verification, it ends that condition with nothing measured and a failed
+    record naming the reason; the session goes on with the next condition.
+    """
 
 
 class MetricsError(CnibenchError):

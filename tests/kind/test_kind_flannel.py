@@ -7,6 +7,7 @@ with ``--keep-cluster`` and reused by the runs after it; the last test removes i
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shutil
 import signal
@@ -18,10 +19,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from kind_support import ENGINE_NAME, cnibench
 
 from cnibench.backends.kube.render import SESSION_LABEL
+from cnibench.errors import SetupError
 from cnibench.results import load_results
+from cnibench.session import BenchSession, SessionConfig
+
+from .kind_support import ENGINE_NAME, cnibench
 
 pytestmark = pytest.mark.kind
 
@@ -119,6 +123,83 @@ def _session_namespaces(env: dict[str, str], cluster: str) -> list[str]:
     return [ns.metadata.name for ns in found]
 
 
+def test_a_pod_never_ready_fails_its_condition_with_the_reason_and_the_session_goes_on(
+    flannel_baseline: pd.DataFrame,
+    offline_images: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kept cluster, through the library: the first condition's server pod names an image
+    that is not in the cluster, so the real kubelet reports ErrImageNeverPull."""
+    for key in ("DOCKER_HOST", "CNIBENCH_IMAGES"):
+        monkeypatch.setenv(key, offline_images[key])
+    config = SessionConfig(
+        cluster="kind", cnis=("flannel",), keep_cluster=True, results_dir=tmp_path / "results"
+    )
+    with BenchSession(config) as session:
+        baseline = session.scenarios["baseline"]
+        first, second = (
+            next(c for c in baseline.conditions() if c.id == f"{placement}-idle-iperf3")
+            for placement in ("cross-node", "same-node")
+        )
+        cluster = session.runner.pool.get(baseline.cluster_spec("flannel", first))
+        good = cluster.images  # type: ignore[attr-defined]
+        cluster.images = dataclasses.replace(good, sockperf="localhost/cnibench-absent:never")  # type: ignore[attr-defined]
+        with pytest.raises(SetupError) as failed:
+            session.run_condition(baseline, "flannel", first)
+        cluster.images = good  # type: ignore[attr-defined]
+        went_on = session.run_condition(baseline, "flannel", second)
+    message = str(failed.value)
+    assert "set-up failed: pod bl-srv cannot start" in message
+    assert "ErrImageNeverPull" in message
+    assert "localhost/cnibench-absent:never" in message
+    assert went_on.verified
+    assert went_on.ok_runs
+    frame = load_results(tmp_path / "results")
+    failed_rows = frame[frame.status == "failed"]
+    assert set(failed_rows.condition) == {first.id}
+    assert failed_rows.reason.str.contains("ErrImageNeverPull").all()
+    assert set(frame[frame.status == "ok"].condition) == {second.id}
+
+
+SKIPPED_HERE = {
+    ("wireguard", "flannel"): "the wireguard kernel module, which this kernel lacks",
+    ("l7", "flannel"): "needs Envoy",
+    ("split", "flannel"): "Envoy-based ones cannot be built offline",
+    ("wireguard", "antrea"): "antrea needs the openvswitch kernel module, which this kernel lacks",
+    ("wireguard", "calico"): "Calico is not served by the Go module proxy",
+    ("wireguard", "kube-router"): "kube-router is not served by the Go module proxy",
+}
+"""What cannot run on this machine, and the words its skip line must give as the reason."""
+
+
+def test_what_cannot_run_here_is_skipped_with_the_reason(
+    flannel_baseline: pd.DataFrame, offline_images: dict[str, str], tmp_path: Path
+) -> None:
+    others = [arg for cni in ("antrea", "calico", "kube-router") for arg in ("--cni", cni)]
+    scenarios = [arg for s in ("wireguard", "l7", "split") for arg in ("--scenario", s)]
+    conditions = [
+        arg for c in ("on-iperf3", "policy-on", "v1-95-v2-5-u1") for arg in ("--condition", c)
+    ]
+    done = cnibench(
+        *_run_args(tmp_path / "skipped", *scenarios, *conditions, *others),
+        env=offline_images,
+        check=False,
+        timeout=900,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output[-3000:]  # nothing measured: every condition skipped
+    assert "Traceback" not in output
+    skips = {
+        tuple(line.split()[1].split("/")): line
+        for line in output.splitlines()
+        if line.startswith("skipped ")
+    }
+    for (scenario, cni), words in SKIPPED_HERE.items():
+        assert words in skips.get((scenario, cni), ""), (scenario, cni, skips)
+    assert len(skips) == 3 * 4  # three scenarios on each of four CNIs, one line each
+
+
 def test_ctrl_c_during_a_kind_run_leaves_no_cnibench_namespace(
     flannel_baseline: pd.DataFrame, offline_images: dict[str, str], tmp_path: Path
 ) -> None:
@@ -155,12 +236,16 @@ def test_ctrl_c_during_a_kind_run_leaves_no_cnibench_namespace(
 
 
 def test_clean_removes_the_kept_cluster(
-    flannel_baseline: pd.DataFrame, offline_images: dict[str, str]
+    flannel_baseline: pd.DataFrame,
+    offline_images: dict[str, str],
+    host_before: dict[str, object],
 ) -> None:
     (kept,) = _cnibench_clusters(offline_images)  # the baseline run kept its cluster
     done = cnibench("clean", env=offline_images, timeout=600)
     assert f"kube: kind-cluster {kept}: removed" in done.stdout
     assert f"engine: {ENGINE_NAME}: stopped" in done.stdout  # clean stops leftover engines too
+    if not host_before["/lib/modules"]:  # made for kind, gone with the last engine
+        assert not Path("/lib/modules").exists()
     # The engine keeps its containers across restarts: a cluster clean missed would be back.
     cnibench("engine", "up", "--name", ENGINE_NAME, env=offline_images, timeout=180)
     assert _cnibench_clusters(offline_images) == []

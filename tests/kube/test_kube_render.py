@@ -65,11 +65,6 @@ def test_unknown_cni_is_a_config_error() -> None:
         cni_definition(ClusterSpec(cni="weave"))
 
 
-def test_flannel_cannot_encrypt() -> None:
-    with pytest.raises(ConfigError, match="WireGuard"):
-        cni_definition(ClusterSpec(cni="flannel", encryption="wireguard"))
-
-
 def test_antrea_offers_egress_and_tiers() -> None:
     caps = cni_definition(ClusterSpec(cni="antrea")).capabilities
     assert {Capability.EGRESS_GATEWAY, Capability.POLICY_TIERS} <= caps
@@ -214,6 +209,7 @@ def test_kind_provider_reuses_a_cluster_with_the_same_hash(tmp_path: Path) -> No
     existing = KindProvider(
         tmp_path,
         runner=lambda argv: calls.append(list(argv)) or (name if argv[1] == "get" else ""),
+        modules_dir=tmp_path / "lib-modules",
     )
     made = existing.ensure(spec, cni_definition(spec))
     assert made.created is False

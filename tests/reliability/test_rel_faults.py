@@ -40,6 +40,7 @@ from rel_support import merge_summary, require_root_lab
 from cnibench import load_results
 from cnibench.backends.base import Cluster, CommandResult, Endpoint
 from cnibench.backends.lab import LabBackend
+from cnibench.errors import ProvisioningError, SetupError
 from cnibench.records import RunStatus
 from cnibench.results import ResultsStore
 from cnibench.scenarios.base import Condition, Prepared, RunOutput
@@ -259,3 +260,39 @@ def test_prometheus_killed_fails_every_later_run_with_the_reason(
     frame = load_results(results)
     assert set(frame.status) == {"failed"}
     _summary("prometheus-killed", result.runs[0].reason)
+
+
+class HalfSetUpEgress(EgressScenario):
+    """Egress whose first set-up places its pods and then fails, as a pod that never becomes
+    Ready makes it fail on Kubernetes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def prepare(self, cluster: Cluster, condition: Condition, profile: Profile) -> Prepared:
+        self.calls += 1
+        prepared = super().prepare(cluster, condition, profile)
+        if self.calls == 1:
+            raise ProvisioningError("pod eg-extra not Ready after 1 s (phase Pending)")
+        return prepared
+
+
+def test_a_set_up_that_fails_half_way_fails_its_condition_and_the_next_one_runs(
+    pool: ClusterPool, tmp_path: Path
+) -> None:
+    scenario = HalfSetUpEgress()
+    store = ResultsStore(tmp_path / "results")
+    runner = Runner(pool, store, profile_named("quick"))
+    condition = next(c for c in scenario.conditions() if c.id == "gateway-off")
+    with pytest.raises(SetupError, match="set-up failed: pod eg-extra not Ready"):
+        runner.run_condition(scenario, "routed", condition)
+    # The pods the failed set-up placed are gone: the lab refuses a second pod of a name.
+    again = runner.run_condition(scenario, "routed", condition)
+    assert again.verified
+    assert len(again.ok_runs) == 2
+    frame = load_results(tmp_path / "results")
+    failed = frame[frame.status == "failed"]
+    assert len(failed) == 1
+    assert failed.reason.iloc[0].startswith("set-up failed: pod eg-extra not Ready")
+    assert not failed.verified.iloc[0]

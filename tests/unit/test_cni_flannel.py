@@ -20,9 +20,14 @@ from cnibench.backends.kube import render
 from cnibench.backends.kube.addons import apply_order
 from cnibench.backends.kube.cni import CNI_NAMES, KIND_POD_SUBNET, CniVersions, cni_definition
 from cnibench.backends.kube.cnis import DRIVERS
-from cnibench.backends.kube.cnis.flannel import ENTRYPOINT_SCRIPT, FLANNEL, NETWORK_POLICY_HINT
+from cnibench.backends.kube.cnis.flannel import (
+    ENTRYPOINT_SCRIPT,
+    FLANNEL,
+    NETWORK_POLICY_HINT,
+    wireguard_reason,
+)
 from cnibench.backends.kube.images import Images
-from cnibench.errors import ConfigError
+from cnibench.errors import ConfigError, UnsupportedError
 from cnibench.scenarios import SCENARIOS
 
 IMAGES = Images(flannel="registry.example/flannel:v0.28.10-test")
@@ -192,11 +197,10 @@ def test_flannel_is_ready_when_its_daemonset_is() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        (ClusterSpec(cni="flannel", encryption="wireguard"), "--cni flannel cannot encrypt"),
         (ClusterSpec(cni="flannel", options={"mode": "kpr"}), "--cni flannel takes no option"),
         (ClusterSpec(cni="weave"), "unknown --cni 'weave': choose one of"),
     ],
-    ids=["wireguard", "option", "unknown-cni"],
+    ids=["option", "unknown-cni"],
 )
 def test_refusals_are_one_line_config_errors(spec: ClusterSpec, message: str) -> None:
     with pytest.raises(ConfigError) as raised:
@@ -388,3 +392,14 @@ def test_entrypoint_refuses_a_lease_it_cannot_write_as_json(
     assert done.returncode == 1, done.stderr
     assert f"{replacement} is not" in done.stderr
     assert not (tmp_path / "net.d" / "10-flannel.conflist").exists()
+
+
+@pytest.mark.parametrize("kernel_wireguard", [False, True])
+def test_wireguard_on_flannel_is_unsupported_with_the_kernels_part(
+    kernel_wireguard: bool,
+) -> None:
+    reason = wireguard_reason(kernel_wireguard)
+    assert reason.startswith("flannel runs its vxlan backend here")
+    assert ("which this kernel lacks" in reason) is not kernel_wireguard
+    with pytest.raises(UnsupportedError, match="wireguard kernel module"):
+        cni_definition(ClusterSpec(cni="flannel", encryption="wireguard"))

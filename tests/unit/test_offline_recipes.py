@@ -18,6 +18,7 @@ from cnibench.backends.kube.offline.recipes import (
     go_proxy,
     image_recipes,
     kubernetes_go_mod,
+    not_offline_reason,
     pod_image_tags,
     recipe_digest,
     runtime_images,
@@ -213,3 +214,21 @@ def test_offline_set_is_selected_by_environment() -> None:
     custom = Images.from_environment({"CNIBENCH_IMAGES": "offline", "CNIBENCH_IMAGE_TOOLS": "x:1"})
     assert custom.tools == "x:1"
     assert custom.prometheus == OFFLINE_IMAGES.prometheus
+
+
+def test_only_flannel_runs_offline_and_every_other_cni_says_why() -> None:
+    from cnibench.backends.kube.cni import CNI_NAMES
+
+    assert not_offline_reason("flannel") == ""
+    for cni in set(CNI_NAMES) - {"flannel"}:
+        reason = not_offline_reason(cni, loaded_modules=("openvswitch",))
+        assert reason.startswith(f"no offline image of {cni}: "), reason
+        assert reason.endswith("(the public images need a registry)")
+    assert "not served by the Go module proxy" in not_offline_reason("calico")
+
+
+def test_antrea_names_the_missing_kernel_module_first() -> None:
+    assert not_offline_reason("antrea", loaded_modules=("bridge", "veth")) == (
+        "antrea needs the openvswitch kernel module, which this kernel lacks"
+    )
+    assert "openvswitch" not in not_offline_reason("antrea", loaded_modules=("openvswitch",))

@@ -4,7 +4,8 @@ For one (scenario, CNI, condition) the runner gets a cluster from the :class:`Cl
 prepares, verifies, measures every repetition (retrying failed ones up to the profile's limit),
 adds CPU and memory from the cluster's Prometheus over each run's window, and writes every run
 atomically to the results store as soon as it ends. A failed attempt is recorded with its reason
-and never averaged in; an unverified set-up is recorded as failed and raises.
+and never averaged in; an unverified set-up, or one that cannot be made, is recorded as failed
+and raises.
 """
 
 from __future__ import annotations
@@ -16,15 +17,18 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any, cast
 
 from cnibench import stats
-from cnibench.backends.base import Backend, Cluster, ClusterSpec
+from cnibench.backends.base import Backend, Cluster, ClusterSpec, Endpoint
 from cnibench.errors import (
     CnibenchError,
     InsufficientDataError,
+    ProvisioningError,
+    SetupError,
     ToolError,
     UnsupportedError,
     VerificationError,
@@ -211,6 +215,29 @@ def new_session_id() -> str:
     return f"{stamp}-{uuid.uuid4().hex[:6]}"
 
 
+class _PlacingCluster:
+    """The cluster as a scenario's ``prepare`` sees it: every call goes through, and the pods
+    it placed are remembered so a set-up that fails half-way leaves none behind."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self._cluster = cluster
+        self._placed: list[Endpoint] = []
+
+    def place(self, name: str, **kwargs: Any) -> Endpoint:
+        endpoint = self._cluster.place(name, **kwargs)
+        self._placed.append(endpoint)
+        return endpoint
+
+    def remove_placed(self) -> None:
+        """Remove what was placed, newest first; the set-up's own error is the one to report."""
+        for endpoint in reversed(self._placed):
+            with suppress(CnibenchError):
+                self._cluster.remove(endpoint)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cluster, name)
+
+
 class Runner:
     """Runs conditions and records their results (see module docstring)."""
 
@@ -242,6 +269,9 @@ class Runner:
         VerificationError
             The set-up does not do what it claims, or a check of it could not run (recorded
             as a failed run first).
+        SetupError
+            The set-up could not be made, e.g. a pod never became Ready (recorded as a failed
+            run first; what was placed is removed).
         """
         cluster = self.pool.get(scenario.cluster_spec(cni, condition))
         missing = scenario.required_capabilities(condition) - cluster.capabilities
@@ -289,7 +319,17 @@ class Runner:
     def _prepared(
         self, scenario: Scenario, cluster: Cluster, condition: Condition
     ) -> Iterator[Prepared]:
-        prepared = scenario.prepare(cluster, condition, self.profile)
+        placing = _PlacingCluster(cluster)
+        try:
+            prepared = scenario.prepare(cast(Cluster, placing), condition, self.profile)
+        except ProvisioningError as exc:
+            # One condition that cannot be set up (a pod never Ready, a policy rejected) is
+            # recorded as failed with its reason; the cluster stays usable for the next one.
+            placing.remove_placed()
+            self._write_failed(cluster, scenario, condition, 0, f"set-up failed: {exc}")
+            raise SetupError(
+                f"{scenario.name}/{condition.id} on {cluster.spec.cni}: set-up failed: {exc}"
+            ) from exc
         try:
             yield prepared
         finally:

@@ -26,8 +26,9 @@ from cnibench.backends.kube.external import (
     top_of_subnet_range,
 )
 from cnibench.backends.kube.images import Images, require_pullable
+from cnibench.backends.kube.offline.recipes import not_offline_reason
 from cnibench.backends.kube.providers import Provider
-from cnibench.errors import CnibenchError, ConfigError, ProvisioningError
+from cnibench.errors import CnibenchError, ConfigError, ProvisioningError, UnsupportedError
 
 __all__ = ["KubeBackend", "api_client_for", "wait_cni_ready"]
 
@@ -217,7 +218,16 @@ class KubeBackend:
             registries (nothing is created).
         cnibench.errors.ProvisioningError
             With the failing step.
+        cnibench.errors.UnsupportedError
+            The offline image set has no build of the CNI, or the kernel lacks a module it
+            needs (nothing is created).
         """
+        if self.images.offline and self.provider.name != "existing":
+            # Before anything is created: the offline set installs only what it could build.
+            modules = [p.name for p in Path("/sys/module").glob("*")]
+            reason = not_offline_reason(spec.cni, loaded_modules=modules)
+            if reason:
+                raise UnsupportedError(reason)
         host = ""
         if self.provider.name == "kind":
             host = "cnibench-control-plane"  # replaced per cluster below

@@ -40,6 +40,7 @@ from cnibench.backends.kube.external import EXTERNAL_ADDRESS_ENV
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.pykube_bridge import pykube_client
 from cnibench.errors import (
+    CnibenchError,
     ConfigError,
     MetricsError,
     ProvisioningError,
@@ -51,12 +52,14 @@ from cnibench.records import Environment
 from cnibench.results import environment_fingerprint
 
 __all__ = [
+    "STUCK_REASONS",
     "KubeCluster",
     "KubePod",
     "PodPortForward",
     "Timeouts",
     "exec_returncode",
     "parse_cilium_encryption",
+    "pod_problem",
 ]
 
 _POLICY_NAME = "cnibench-policy"
@@ -109,6 +112,35 @@ def parse_cilium_encryption(text: str) -> tuple[bool, str, int]:
     interface = re.search(r"(cilium_wg\d+)", body)
     peers = re.search(r"Peers:\s*(\d+)", body)
     return True, interface.group(1) if interface else "", int(peers.group(1)) if peers else 0
+
+
+STUCK_REASONS = frozenset(
+    {"ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CrashLoopBackOff"}
+)
+"""Container waiting reasons that do not clear by waiting: a pod showing one fails at once."""
+
+
+def pod_problem(pod: Any) -> str:
+    """Why a pod is not Ready, from its status: each container's waiting or terminated reason
+    (init containers first) and an unschedulable pod's scheduler message; empty if none."""
+    status = pod.status
+    parts = []
+    for scheduled in status.conditions or []:
+        if scheduled.type == "PodScheduled" and scheduled.status == "False":
+            parts.append(f"not scheduled: {scheduled.reason or ''} {scheduled.message or ''}")
+    for container in [*(status.init_container_statuses or []), *(status.container_statuses or [])]:
+        state = container.state
+        if state is None:
+            continue
+        if state.waiting is not None and state.waiting.reason not in (None, "PodInitializing"):
+            detail = f" ({state.waiting.message})" if state.waiting.message else ""
+            parts.append(f"container {container.name}: {state.waiting.reason}{detail}")
+        elif state.terminated is not None and state.terminated.exit_code:
+            parts.append(
+                f"container {container.name}: {state.terminated.reason or 'exited'}"
+                f" with exit code {state.terminated.exit_code}"
+            )
+    return "; ".join(" ".join(part.split()) for part in parts)
 
 
 def exec_returncode(status: str, *, tool: str, pod: str) -> int:
@@ -576,7 +608,13 @@ class KubeCluster:
         """Apply a pod manifest, wait until Ready, and check it runs on a ``role`` node."""
         name = str(manifest["metadata"]["name"])
         self._applier.apply(manifest)
-        ready = self._wait_pod_ready(name)
+        try:
+            ready = self._wait_pod_ready(name)
+        except ProvisioningError:
+            # The pod that never came up goes, so the next condition can place its namesake.
+            with contextlib.suppress(CnibenchError):
+                self._delete_pod(name)
+            raise
         node_name = ready.spec.node_name
         node = next((n for n in self._nodes if n.name == node_name), None)
         if node is None or node.role is not role:
@@ -590,18 +628,26 @@ class KubeCluster:
         return KubePod(name, self.namespace, node, ready.status.pod_ip, self._api_client)
 
     def _wait_pod_ready(self, name: str) -> Any:
+        """The pod once Ready with an IP; a pod that cannot get there raises with the reason
+        the kubelet or scheduler gives (at once when the reason cannot clear by itself)."""
         deadline = time.monotonic() + self.timeouts.pod_ready
         while True:
             current = self._core.read_namespaced_pod(name, self.namespace)
             phase = current.status.phase
+            problem = pod_problem(current)
             if phase in ("Failed", "Succeeded"):
-                raise ProvisioningError(f"pod {name} ended ({phase}) before becoming Ready")
+                raise ProvisioningError(
+                    f"pod {name} ended ({phase}) before becoming Ready: {problem or 'no reason'}"
+                )
             conditions = {c.type: c.status for c in (current.status.conditions or [])}
             if conditions.get("Ready") == "True" and current.status.pod_ip:
                 return current
+            if any(reason in problem for reason in STUCK_REASONS):
+                raise ProvisioningError(f"pod {name} cannot start: {problem}")
             if time.monotonic() > deadline:
                 raise ProvisioningError(
-                    f"pod {name} not Ready after {self.timeouts.pod_ready:g} s (phase {phase})"
+                    f"pod {name} not Ready after {self.timeouts.pod_ready:g} s (phase {phase}"
+                    f"{': ' + problem if problem else ''})"
                 )
             time.sleep(0.25)
 

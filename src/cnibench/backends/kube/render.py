@@ -62,6 +62,7 @@ __all__ = [
     "pod",
     "priority_manifests",
     "prometheus_config",
+    "pull_policy",
     "render_template",
     "session_labels",
     "split_service",
@@ -180,6 +181,13 @@ def _workload_containers(workload: WorkloadSpec, images: Images) -> list[dict[st
     ]
 
 
+def pull_policy(image: str) -> str:
+    """``Never`` for a ``localhost/`` image (built here and loaded into the cluster; no
+    registry has it, so a missing one fails at once with ``ErrImageNeverPull`` instead of
+    backing off on pulls), ``IfNotPresent`` for any other."""
+    return "Never" if image.startswith("localhost/") else "IfNotPresent"
+
+
 def pod(
     name: str,
     *,
@@ -210,6 +218,8 @@ def pod(
     ]
     for workload in workloads:
         containers.extend(_workload_containers(workload, images))
+    for container in containers:
+        container["imagePullPolicy"] = pull_policy(container["image"])
     return render_template(
         "workloads/pod.yaml",
         {

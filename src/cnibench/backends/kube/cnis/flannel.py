@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cnibench.backends.base import Capability
 from cnibench.backends.kube.cni import CniDefinition, Readiness, check_options
 from cnibench.backends.kube.render import MANAGED_BY
-from cnibench.errors import ConfigError
+from cnibench.errors import UnsupportedError
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec
@@ -73,6 +74,21 @@ NETWORK_POLICY_HINT = (
     "flannel only connects pods and enforces no NetworkPolicy: choose another --cni for"
     " policy scenarios"
 )
+L7_POLICY_HINT = "flannel has no L7 policy (Cilium's needs Envoy, which cannot be built offline)"
+TRAFFIC_SPLIT_HINT = (
+    "flannel brings no Gateway API implementation (the Envoy-based ones cannot be built offline)"
+)
+
+
+def wireguard_reason(kernel_wireguard: bool) -> str:
+    """Why flannel cannot encrypt here: cnibench runs its vxlan backend, and its WireGuard
+    backend needs kernel WireGuard (``kernel_wireguard``: whether this kernel has it)."""
+    lacks = "" if kernel_wireguard else ", which this kernel lacks"
+    return (
+        "flannel runs its vxlan backend here; its wireguard backend needs the wireguard kernel"
+        f" module{lacks}"
+    )
+
 
 # Placeholders of conflist_template: JSON strings replaced by shell expansions, so the
 # conflist's structure is written once, in Python, and parsed by tests.
@@ -393,17 +409,23 @@ class FlannelDriver:
         Raises
         ------
         cnibench.errors.ConfigError
-            Any cluster option, or WireGuard encryption.
+            Any cluster option.
+        cnibench.errors.UnsupportedError
+            WireGuard encryption (the condition is skipped with the reason).
         """
         check_options(spec)
         if spec.encryption:
-            raise ConfigError(f"--cni {spec.cni} cannot encrypt with WireGuard")
+            raise UnsupportedError(wireguard_reason(Path("/sys/module/wireguard").exists()))
         base = CniDefinition(
             name=self.name,
             version=versions.flannel,
             capabilities=frozenset(),
             readiness=(Readiness("DaemonSet", NAMESPACE, DAEMONSET),),
-            capability_hints={Capability.NETWORK_POLICY: NETWORK_POLICY_HINT},
+            capability_hints={
+                Capability.NETWORK_POLICY: NETWORK_POLICY_HINT,
+                Capability.L7_POLICY: L7_POLICY_HINT,
+                Capability.TRAFFIC_SPLIT: TRAFFIC_SPLIT_HINT,
+            },
         )
         return dataclasses.replace(base, manifests=tuple(self.manifests(base, images)))
 

@@ -20,6 +20,7 @@ from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
 __all__ = [
     "CNI_PLUGINS",
     "KUBERNETES_COMMANDS",
+    "OFFLINE_CNIS",
     "ROOTFS_PACKAGES",
     "ImageRecipe",
     "OfflineVersions",
@@ -29,6 +30,7 @@ __all__ = [
     "go_proxy",
     "image_recipes",
     "kubernetes_go_mod",
+    "not_offline_reason",
     "pod_image_tags",
     "recipe_digest",
     "runtime_images",
@@ -139,6 +141,33 @@ ROOTFS_PACKAGES: Mapping[str, tuple[str, ...]] = {
     "monitoring": ("prometheus", "prometheus-node-exporter"),
 }
 """Debian packages of each root filesystem (``debootstrap --variant=minbase``)."""
+
+
+OFFLINE_CNIS = ("flannel",)
+"""CNIs the offline image set builds (from Go modules) and installs."""
+
+_NOT_OFFLINE = {
+    "kindnet": "kindnetd is a nested module of kind the Go module proxy does not serve",
+    "calico": "Calico is not served by the Go module proxy",
+    "kube-router": "kube-router is not served by the Go module proxy",
+    "antrea": "Antrea is not served by the Go module proxy",
+    "cilium": "building Cilium from its Go module is not in the offline set yet",
+}
+_KERNEL_MODULES = {"antrea": "openvswitch"}
+"""Kernel modules a CNI cannot run without, whatever is built."""
+
+
+def not_offline_reason(cni: str, *, loaded_modules: Iterable[str] = ()) -> str:
+    """Why ``cni`` cannot run with the offline image set (``""`` if it can): the kernel
+    module it needs and this host lacks (``loaded_modules``: names under ``/sys/module``),
+    else why it is not built."""
+    if cni in OFFLINE_CNIS:
+        return ""
+    module = _KERNEL_MODULES.get(cni)
+    if module and module not in set(loaded_modules):
+        return f"{cni} needs the {module} kernel module, which this kernel lacks"
+    why = _NOT_OFFLINE.get(cni, f"{cni} has no offline build")
+    return f"no offline image of {cni}: {why} (the public images need a registry)"
 
 
 def recipe_digest(*parts: object) -> str:
