@@ -29,7 +29,8 @@ from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, Workload
 from cnibench.backends.kube import render
 from cnibench.backends.kube.api import Applier
 from cnibench.backends.kube.cluster import KubeCluster, Timeouts
-from cnibench.backends.kube.cni import cilium_values, cni_definition
+from cnibench.backends.kube.cni import cni_definition
+from cnibench.backends.kube.cnis.cilium import cilium_values
 from cnibench.backends.kube.helm import helm_template_argv
 from cnibench.backends.kube.images import Images
 from cnibench.errors import ProvisioningError

@@ -7,34 +7,20 @@ release manifests, or objects cnibench renders itself), which kind settings the 
 which DaemonSets/Deployments must be ready before the cluster counts as up. Pure: nothing here
 talks to a cluster.
 
-CNIs with a driver module in :mod:`cnibench.backends.kube.cnis` (flannel) are defined there;
-the others still have their branch in :func:`cni_definition`.
+Each CNI is defined by its driver module in :mod:`cnibench.backends.kube.cnis`; this module
+holds what they share (the definition types, pinned versions, the option checks).
 
 Versions live in :class:`CniVersions` (override by passing another instance); they were current
 when written and must be checked upstream before a paper run (see REFERENCE-CNI.md).
 
-Options understood in ``ClusterSpec.options``:
-
-``mode`` (cilium)
-    ``kpr`` (default: eBPF kube-proxy replacement, kind ``kubeProxyMode: none``) or
-    ``kube-proxy`` (iptables kube-proxy kept), the two set-ups seed 001 compares.
-``features`` (cilium)
-    Comma-separated subset of ``egress-gateway``, ``gateway-api``, ``l7``; default
-    ``egress-gateway,l7`` in ``kpr`` mode and ``l7`` with kube-proxy (the egress gateway and
-    Gateway API need kube-proxy replacement). ``gateway-api`` needs the Gateway API CRDs
-    installed *before* Cilium (:attr:`CniDefinition.gateway_api_crds`): cilium-operator looks
-    for them once at start and otherwise leaves Gateway API off.
-``features`` (antrea)
-    ``gateway-api``: Antrea has no Gateway API of its own, so NGINX Gateway Fabric is
-    installed after it (Gateway API CRDs first, GatewayClass ``nginx``).
-``egress-ip-range`` (antrea)
-    ``FIRST-LAST`` IPv4 addresses for the ExternalIPPool on the egress-gw node; the first is
-    the egress IP. Without it kind clusters use the top of the kind network's subnet.
+Options in ``ClusterSpec.options`` are the driver's: each module's docstring lists what its
+CNI takes (``mode`` and ``features`` for Cilium, ``features`` and ``egress-ip-range`` for
+Antrea); the others take none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,24 +29,22 @@ from cnibench.backends.kube.images import Images
 from cnibench.errors import ConfigError
 
 __all__ = [
-    "ANTREA_FEATURES",
-    "CILIUM_FEATURES",
-    "CILIUM_MODES",
     "CNI_NAMES",
+    "KIND_POD_SUBNET",
+    "NGF_NAMESPACE",
+    "NGF_RELEASE",
     "CniDefinition",
     "CniVersions",
     "HelmChart",
     "Readiness",
     "check_options",
-    "cilium_values",
     "cni_definition",
+    "features_option",
     "nginx_gateway_fabric_chart",
+    "refuse_wireguard",
 ]
 
 CNI_NAMES = ("kindnet", "cilium", "antrea", "calico", "flannel", "kube-router")
-CILIUM_MODES = ("kpr", "kube-proxy")
-CILIUM_FEATURES = ("egress-gateway", "gateway-api", "l7")
-ANTREA_FEATURES = ("gateway-api",)
 NGF_RELEASE = "ngf"
 NGF_NAMESPACE = "nginx-gateway"
 KIND_POD_SUBNET = "10.244.0.0/16"
@@ -209,31 +193,34 @@ class CniDefinition:
     capability_hints: Mapping[Capability, str] = field(default_factory=dict)
 
 
-def _feature_set(spec: ClusterSpec, mode: str) -> frozenset[str]:
+def refuse_wireguard(spec: ClusterSpec) -> None:
+    """Refuse WireGuard encryption for a CNI that cannot encrypt.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        ``spec.encryption`` is ``"wireguard"``.
+    """
+    if spec.encryption == "wireguard":
+        raise ConfigError(f"--cni {spec.cni} cannot encrypt with WireGuard")
+
+
+def features_option(spec: ClusterSpec, allowed: Sequence[str]) -> frozenset[str] | None:
+    """The ``features`` option of ``spec`` as a set (``None`` when not given).
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        A feature not in ``allowed``, named with the choices.
+    """
     raw = spec.options.get("features")
     if raw is None:
-        return frozenset({"egress-gateway", "l7"} if mode == "kpr" else {"l7"})
+        return None
     features = frozenset(f.strip() for f in raw.split(",") if f.strip())
-    unknown = sorted(features - set(CILIUM_FEATURES))
+    unknown = sorted(features - set(allowed))
     if unknown:
         raise ConfigError(
-            f"unknown cilium feature {', '.join(unknown)}: choose from {', '.join(CILIUM_FEATURES)}"
-        )
-    needs_kpr = sorted(features & {"egress-gateway", "gateway-api"})
-    if mode != "kpr" and needs_kpr:
-        raise ConfigError(
-            f"cilium feature {', '.join(needs_kpr)} needs mode=kpr (kube-proxy replacement)"
-        )
-    return features
-
-
-def _antrea_features(spec: ClusterSpec) -> frozenset[str]:
-    raw = spec.options.get("features", "")
-    features = frozenset(f.strip() for f in raw.split(",") if f.strip())
-    unknown = sorted(features - set(ANTREA_FEATURES))
-    if unknown:
-        raise ConfigError(
-            f"unknown antrea feature {', '.join(unknown)}: choose from {', '.join(ANTREA_FEATURES)}"
+            f"unknown {spec.cni} feature {', '.join(unknown)}: choose from {', '.join(allowed)}"
         )
     return features
 
@@ -255,54 +242,6 @@ def nginx_gateway_fabric_chart(versions: CniVersions | None = None) -> HelmChart
         namespace=NGF_NAMESPACE,
         values={"nginxGateway": {"gatewayClassName": "nginx"}},
     )
-
-
-def cilium_values(
-    *,
-    mode: str,
-    features: frozenset[str],
-    wireguard: bool,
-    k8s_service_host: str = "",
-    k8s_service_port: int = 6443,
-) -> dict[str, Any]:
-    """Helm values of the Cilium chart for a mode and feature set.
-
-    Parameters
-    ----------
-    mode:
-        ``"kpr"`` or ``"kube-proxy"``.
-    features:
-        Subset of :data:`CILIUM_FEATURES`.
-    wireguard:
-        Encrypt pod-to-pod traffic with WireGuard (UDP 51871).
-    k8s_service_host, k8s_service_port:
-        API server address the agents use without kube-proxy (kind:
-        ``<cluster>-control-plane`` and 6443); omitted when empty.
-
-    Returns
-    -------
-    dict
-        Values accepted by the chart's ``values.schema.json``.
-    """
-    kpr = mode == "kpr"
-    values: dict[str, Any] = {
-        "ipam": {"mode": "kubernetes"},
-        "kubeProxyReplacement": kpr,
-        "routingMode": "tunnel",
-        "tunnelProtocol": "vxlan",
-        "bpf": {"masquerade": kpr},
-        "l7Proxy": "l7" in features or "gateway-api" in features,
-        "egressGateway": {"enabled": "egress-gateway" in features},
-        "gatewayAPI": {"enabled": "gateway-api" in features},
-        "encryption": {"enabled": wireguard, "type": "wireguard"},
-        "prometheus": {"enabled": True},
-        "operator": {"replicas": 1, "prometheus": {"enabled": True}},
-        "hubble": {"enabled": False},
-    }
-    if kpr and k8s_service_host:
-        values["k8sServiceHost"] = k8s_service_host
-        values["k8sServicePort"] = k8s_service_port
-    return values
 
 
 def check_options(spec: ClusterSpec, allowed: frozenset[str] = frozenset()) -> None:
@@ -330,8 +269,8 @@ def cni_definition(
 ) -> CniDefinition:
     """The :class:`CniDefinition` for ``spec``.
 
-    A CNI with a driver in :data:`cnibench.backends.kube.cnis.DRIVERS` is defined by it; the
-    others by the branches here (until they move to drivers too).
+    Every CNI is defined by its driver in :data:`cnibench.backends.kube.cnis.DRIVERS`; this
+    checks what is common (the encryption name) and finds the driver.
 
     Parameters
     ----------
@@ -344,7 +283,8 @@ def cni_definition(
         :class:`~cnibench.backends.kube.images.Images` defaults when ``None`` (the
         environment is not read here: the backend passes its own).
     k8s_service_host:
-        API server host for CNIs that replace kube-proxy (see :func:`cilium_values`).
+        API server host for CNIs that replace kube-proxy (see
+        :func:`cnibench.backends.kube.cnis.cilium.cilium_values`).
 
     Raises
     ------
@@ -364,144 +304,5 @@ def cni_definition(
             versions=versions,
             images=images or Images(),
             k8s_service_host=k8s_service_host,
-        )
-    wireguard = spec.encryption == "wireguard"
-    policy = {Capability.NETWORK_POLICY}
-    if spec.cni == "cilium":
-        mode = spec.options.get("mode", "kpr")
-        if mode not in CILIUM_MODES:
-            raise ConfigError(f"unknown cilium mode {mode!r}: choose {', '.join(CILIUM_MODES)}")
-        features = _feature_set(spec, mode)
-        caps = set(policy) | {Capability.WIREGUARD}
-        if "egress-gateway" in features:
-            caps.add(Capability.EGRESS_GATEWAY)
-        if "l7" in features:
-            caps.add(Capability.L7_POLICY)
-        if "gateway-api" in features:
-            caps.add(Capability.TRAFFIC_SPLIT)
-        readiness = [
-            Readiness("DaemonSet", "kube-system", "cilium"),
-            Readiness("Deployment", "kube-system", "cilium-operator"),
-        ]
-        if "l7" in features or "gateway-api" in features:
-            readiness.append(Readiness("DaemonSet", "kube-system", "cilium-envoy"))
-        return CniDefinition(
-            name="cilium",
-            version=versions.cilium,
-            capabilities=frozenset(caps),
-            readiness=tuple(readiness),
-            chart=HelmChart(
-                repo="https://helm.cilium.io",
-                chart="cilium",
-                version=versions.cilium,
-                release="cilium",
-                namespace="kube-system",
-                values=cilium_values(
-                    mode=mode,
-                    features=features,
-                    wireguard=wireguard,
-                    k8s_service_host=k8s_service_host,
-                ),
-            ),
-            replaces_kube_proxy=mode == "kpr",
-            egress_api="cilium" if "egress-gateway" in features else "",
-            gateway_class="cilium" if "gateway-api" in features else "",
-            encryption=spec.encryption,
-            gateway_api_crds=versions.cilium_gateway_api if "gateway-api" in features else "",
-        )
-    check_options(
-        spec, frozenset({"egress-ip-range", "features"}) if spec.cni == "antrea" else frozenset()
-    )
-    if "egress-ip-range" in spec.options:
-        from cnibench.backends.kube.external import parse_ip_range
-
-        parse_ip_range(spec.options["egress-ip-range"])
-    if spec.cni == "antrea":
-        config: dict[str, Any] = {"featureGates": {"Egress": True, "L7NetworkPolicy": True}}
-        config["disableTXChecksumOffload"] = True
-        if wireguard:
-            config["trafficEncryptionMode"] = "wireGuard"
-        gateway_api = "gateway-api" in _antrea_features(spec)
-        antrea_caps = policy | {
-            Capability.EGRESS_GATEWAY,
-            Capability.WIREGUARD,
-            Capability.L7_POLICY,
-            Capability.POLICY_TIERS,
-        }
-        antrea_ready = [
-            Readiness("DaemonSet", "kube-system", "antrea-agent"),
-            Readiness("Deployment", "kube-system", "antrea-controller"),
-        ]
-        if gateway_api:
-            antrea_caps.add(Capability.TRAFFIC_SPLIT)
-            antrea_ready.append(
-                Readiness("Deployment", NGF_NAMESPACE, f"{NGF_RELEASE}-nginx-gateway-fabric")
-            )
-        return CniDefinition(
-            name="antrea",
-            version=versions.antrea,
-            capabilities=frozenset(antrea_caps),
-            readiness=tuple(antrea_ready),
-            chart=HelmChart(
-                repo="https://charts.antrea.io",
-                chart="antrea",
-                version=versions.antrea,
-                release="antrea",
-                namespace="kube-system",
-                values=config,
-            ),
-            egress_api="antrea",
-            encryption=spec.encryption,
-            gateway_class="nginx" if gateway_api else "",
-            gateway_api_crds=versions.nginx_gateway_api if gateway_api else "",
-            addon_charts=(nginx_gateway_fabric_chart(versions),) if gateway_api else (),
-        )
-    if wireguard and spec.cni != "calico":
-        raise ConfigError(f"--cni {spec.cni} cannot encrypt with WireGuard")
-    if spec.cni == "calico":
-        return CniDefinition(
-            name="calico",
-            version=versions.calico,
-            capabilities=frozenset(policy | {Capability.WIREGUARD, Capability.POLICY_TIERS}),
-            readiness=(
-                Readiness("Deployment", "tigera-operator", "tigera-operator"),
-                Readiness("DaemonSet", "calico-system", "calico-node"),
-            ),
-            chart=HelmChart(
-                repo="https://docs.tigera.io/calico/charts",
-                chart="tigera-operator",
-                version=f"v{versions.calico}",
-                release="calico",
-                namespace="tigera-operator",
-                values={
-                    "installation": {
-                        "calicoNetwork": {
-                            "ipPools": [
-                                {"cidr": KIND_POD_SUBNET, "encapsulation": "VXLANCrossSubnet"}
-                            ]
-                        }
-                    }
-                },
-            ),
-            encryption=spec.encryption,
-        )
-    if spec.cni == "kube-router":
-        return CniDefinition(
-            name="kube-router",
-            version=versions.kube_router,
-            capabilities=frozenset(policy),
-            readiness=(Readiness("DaemonSet", "kube-system", "kube-router"),),
-            manifest_urls=(
-                "https://raw.githubusercontent.com/cloudnativelabs/kube-router/"
-                f"{versions.kube_router}/daemonset/generic-kuberouter.yaml",
-            ),
-        )
-    if spec.cni == "kindnet":
-        return CniDefinition(
-            name="kindnet",
-            version="kind",
-            capabilities=frozenset(policy),
-            readiness=(Readiness("DaemonSet", "kube-system", "kindnet"),),
-            disable_default_cni=False,
         )
     raise ConfigError(f"unknown --cni {spec.cni!r}: choose one of {', '.join(CNI_NAMES)}")

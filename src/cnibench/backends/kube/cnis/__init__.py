@@ -5,11 +5,11 @@ A driver turns a :class:`~cnibench.backends.base.ClusterSpec` into a
 objects it renders itself, renders those objects. Drivers are pure: nothing here talks to a
 cluster; :func:`~cnibench.backends.kube.addons.install_cni` applies what they describe.
 
-:func:`~cnibench.backends.kube.cni.cni_definition` asks :data:`DRIVERS` first; CNIs without a
-driver (cilium, antrea, calico, kube-router, kindnet) keep their branch in
-:mod:`cnibench.backends.kube.cni` until they move here. To add a CNI: one module in this
-package with a driver object, one line in :data:`DRIVERS`, its name in
-:data:`~cnibench.backends.kube.cni.CNI_NAMES`.
+:func:`~cnibench.backends.kube.cni.cni_definition` asks :data:`DRIVERS` for every CNI. To add
+a CNI: one module in this package with a driver object, its entry in :data:`DRIVERS`, its name
+in :data:`~cnibench.backends.kube.cni.CNI_NAMES`. (What a running cluster does per CNI —
+egress objects, priority objects, L7 rules, the encryption proof — still branches in
+:mod:`cnibench.backends.kube.cluster` and :mod:`cnibench.backends.kube.render`.)
 
 Driver modules import :mod:`cnibench.backends.kube.cni` (for ``CniDefinition``), so that
 module imports this one only inside :func:`~cnibench.backends.kube.cni.cni_definition`.
@@ -21,7 +21,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cnibench.backends.kube.cnis.antrea import ANTREA
+from cnibench.backends.kube.cnis.calico import CALICO
+from cnibench.backends.kube.cnis.cilium import CILIUM
 from cnibench.backends.kube.cnis.flannel import FLANNEL
+from cnibench.backends.kube.cnis.kindnet import KINDNET
+from cnibench.backends.kube.cnis.kube_router import KUBE_ROUTER
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec
@@ -76,6 +81,8 @@ class CniDriver(Protocol):
         ...
 
 
-DRIVERS: Mapping[str, CniDriver] = MappingProxyType({FLANNEL.name: FLANNEL})
-"""CNI drivers by ``--cni`` name, consulted before the branches of
-:func:`~cnibench.backends.kube.cni.cni_definition`."""
+DRIVERS: Mapping[str, CniDriver] = MappingProxyType(
+    {driver.name: driver for driver in (KINDNET, CILIUM, ANTREA, CALICO, FLANNEL, KUBE_ROUTER)}
+)
+"""CNI drivers by ``--cni`` name (the same names as
+:data:`~cnibench.backends.kube.cni.CNI_NAMES`, in its order)."""

@@ -1,0 +1,54 @@
+"""kindnet: kind's own CNI, left on (nothing to install). It takes no options."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cnibench.backends.base import Capability
+from cnibench.backends.kube.cni import CniDefinition, Readiness, check_options, refuse_wireguard
+
+if TYPE_CHECKING:
+    from cnibench.backends.base import ClusterSpec
+    from cnibench.backends.kube.cni import CniVersions
+    from cnibench.backends.kube.images import Images
+
+__all__ = ["KINDNET", "KindnetDriver"]
+
+
+class KindnetDriver:
+    """kindnet's driver."""
+
+    name = "kindnet"
+
+    def definition(
+        self,
+        spec: ClusterSpec,
+        *,
+        versions: CniVersions,
+        images: Images,
+        k8s_service_host: str = "",
+    ) -> CniDefinition:
+        """kind's default CNI kept on; NetworkPolicy (kindnet enforces it since kind v0.24).
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            Any option, or WireGuard encryption.
+        """
+        check_options(spec)
+        refuse_wireguard(spec)
+        return CniDefinition(
+            name=self.name,
+            version="kind",
+            capabilities=frozenset({Capability.NETWORK_POLICY}),
+            readiness=(Readiness("DaemonSet", "kube-system", "kindnet"),),
+            disable_default_cni=False,
+        )
+
+    def manifests(self, definition: CniDefinition, images: Images) -> list[dict[str, Any]]:
+        """None: kind installs kindnet itself."""
+        return []
+
+
+KINDNET = KindnetDriver()
+"""The driver registered in :data:`cnibench.backends.kube.cnis.DRIVERS`."""
