@@ -187,10 +187,20 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     actions = images.add_subparsers(
         dest="images_command", metavar="{build,list}", required=True, parser_class=_Parser
     )
-    actions.add_parser(
+    build = actions.add_parser(
         "build",
         help="build (or find) them in $DOCKER_HOST from Debian packages and Go modules;"
         " select them with CNIBENCH_IMAGES=offline",
+    )
+    build.add_argument(
+        "--cni",
+        action="append",
+        choices=("cilium",),
+        default=[],
+        metavar="CNI",
+        dest="cnis",
+        help="also build this CNI's images (cilium: a Go build of about 18 minutes on 2 cores"
+        " and a 1.1 GB image); flannel's is always built. Repeatable",
     )
     actions.add_parser("list", help="the offline image tags and whether the engine has them")
 
@@ -626,9 +636,10 @@ def _images(args: argparse.Namespace) -> int:
     from cnibench.backends.kube.offline import OfflineBuilder, offline_bin_dir, pod_image_tags
 
     builder = OfflineBuilder(log=lambda line: print(f"cnibench: {line}", file=sys.stderr))
-    tags = [builder.images.kind_node, *pod_image_tags(builder.images)]
+    cnis = getattr(args, "cnis", [])
+    tags = [builder.images.kind_node, *pod_image_tags(builder.images, cnis=cnis)]
     if args.images_command == "build":
-        report = builder.build()
+        report = builder.build(cnis=cnis)
         print(
             f"cnibench: {report.summary()}; kind and kubectl in {offline_bin_dir()}",
             file=sys.stderr,

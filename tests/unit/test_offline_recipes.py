@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
+from pathlib import Path
 
 import pytest
 
 from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
 from cnibench.backends.kube.offline.recipes import (
+    CILIUM_PACKAGES,
+    CILIUM_SOURCE,
+    CILIUM_UNSERVED_FORKS,
+    ROOTFS_PACKAGES,
     ImageRecipe,
     OfflineVersions,
+    cilium_go_mod,
+    cilium_image,
+    cilium_ldflags,
     containerd_config,
     debian_mirror,
     debootstrap_argv,
@@ -216,11 +226,12 @@ def test_offline_set_is_selected_by_environment() -> None:
     assert custom.prometheus == OFFLINE_IMAGES.prometheus
 
 
-def test_only_flannel_runs_offline_and_every_other_cni_says_why() -> None:
+def test_flannel_and_cilium_run_offline_and_every_other_cni_says_why() -> None:
     from cnibench.backends.kube.cni import CNI_NAMES
 
     assert not_offline_reason("flannel") == ""
-    for cni in set(CNI_NAMES) - {"flannel"}:
+    assert not_offline_reason("cilium") == ""
+    for cni in set(CNI_NAMES) - {"flannel", "cilium"}:
         reason = not_offline_reason(cni, loaded_modules=("openvswitch",))
         assert reason.startswith(f"no offline image of {cni}: "), reason
         assert reason.endswith("(the public images need a registry)")
@@ -232,3 +243,119 @@ def test_antrea_names_the_missing_kernel_module_first() -> None:
         "antrea needs the openvswitch kernel module, which this kernel lacks"
     )
     assert "openvswitch" not in not_offline_reason("antrea", loaded_modules=("openvswitch",))
+
+
+# -- Cilium ----------------------------------------------------------------------------------
+
+
+def _cilium_module() -> Path:
+    """The real Cilium module in the Go module cache (where ``cnibench images build --cni
+    cilium`` and the kube tier put it)."""
+    root = os.environ.get("GOMODCACHE") or str(Path.home() / "go" / "pkg" / "mod")
+    module = Path(root) / f"github.com/cilium/cilium@{OfflineVersions().cilium}"
+    if not (module / "go.mod").is_file():
+        pytest.skip(f"Cilium's module is not in the Go module cache ({module})")
+    return module
+
+
+def _cilium_upstream_go_mod() -> str:
+    return (_cilium_module() / "go.mod").read_text()
+
+
+def test_cilium_wrapper_repeats_every_replace_of_the_real_upstream_go_mod() -> None:
+    upstream = _cilium_upstream_go_mod()
+    upstream_replaces = re.findall(r"^replace\s+(\S+.*=>.*\S)\s*$", upstream, re.M)
+    assert upstream_replaces, "the upstream go.mod should have one-line replace directives"
+    text = cilium_go_mod(OfflineVersions(), upstream)
+    assert f"require github.com/cilium/cilium {OfflineVersions().cilium}" in text
+    wrapper = {line.strip() for line in text.splitlines() if "=>" in line}
+    for directive in upstream_replaces:
+        module = directive.split()[0]
+        if module in CILIUM_UNSERVED_FORKS:
+            assert f"{module} => {module} {CILIUM_UNSERVED_FORKS[module]}" in wrapper
+        else:
+            assert " ".join(directive.split()) in wrapper
+    assert len(wrapper) == len(upstream_replaces)
+
+
+def test_cilium_wrapper_reads_replace_blocks_and_ignores_comments() -> None:
+    upstream = (
+        "module github.com/cilium/cilium\n\n"
+        "// replace example.com/commented => example.com/other v1.0.0\n"
+        "replace (\n"
+        "\texample.com/a => example.com/a-fork v1.2.3 // why\n"
+        "\texample.com/b v0.1.0 => ./local/b\n"
+        ")\n"
+    )
+    text = cilium_go_mod(OfflineVersions(), upstream)
+    replaced = [line.strip() for line in text.splitlines() if "=>" in line]
+    assert replaced == [
+        "example.com/a => example.com/a-fork v1.2.3",
+        "example.com/b v0.1.0 => ./local/b",
+    ]
+
+
+def test_cilium_wrapper_refuses_a_go_mod_without_replaces() -> None:
+    with pytest.raises(ValueError, match="replaces nothing"):
+        cilium_go_mod(OfflineVersions(), "module example.com/x\n\ngo 1.24\n")
+
+
+def test_cilium_ldflags_stamp_the_version_without_v() -> None:
+    flags = cilium_ldflags(OfflineVersions(cilium="v1.18.4")).split()
+    assert flags[:2] == ["-s", "-w"]
+    assert "github.com/cilium/cilium/pkg/version.ciliumVersion=1.18.4" in flags
+
+
+def test_cilium_version_does_not_change_the_other_steps_digests() -> None:
+    assert recipe_digest("go-1", OfflineVersions()) == recipe_digest(
+        "go-1", OfflineVersions(cilium="v1.19.0")
+    )
+
+
+def test_cilium_image_has_the_official_layout() -> None:
+    recipe = cilium_image("localhost/c:1")
+    assert recipe.rootfs == "cilium"
+    for inside in ("/usr/bin/cilium-agent", "/usr/bin/cilium-dbg", "/opt/cni/bin/cilium-cni"):
+        assert inside in recipe.files
+    # every built binary lands somewhere, and each output name is a built package's last part
+    built = {name for name in recipe.files.values() if not name.startswith(CILIUM_SOURCE)}
+    assert built == {f"cilium/{p.rsplit('/', 1)[-1]}" for p in CILIUM_PACKAGES}
+    for script in ("/init-container.sh", "/install-plugin.sh", "/cni-uninstall.sh"):
+        assert recipe.files[script].startswith(CILIUM_SOURCE)
+        assert recipe.files[script].endswith(script)
+    assert recipe.trees == {"/var/lib/cilium/bpf": CILIUM_SOURCE + "bpf"}
+    assert recipe.links["/usr/local/bin/clang"] == "/usr/bin/clang-16"
+    assert recipe.links["/usr/local/bin/llc"] == "/usr/bin/llc-16"
+    assert recipe.links["/usr/bin/cilium-operator"] == "cilium-operator-generic"
+    assert "/usr/local/bin" in recipe.env["PATH"].split(":")
+    assert {"clang-16", "llvm-16", "bpftool", "ipset"} <= set(ROOTFS_PACKAGES["cilium"])
+
+
+def test_cilium_module_files_the_image_uses_exist_in_the_module() -> None:
+    module = _cilium_module()
+    recipe = cilium_image("localhost/c:1")
+    sources = [*recipe.files.values(), *recipe.trees.values()]
+    for name in sources:
+        if name.startswith(CILIUM_SOURCE):
+            assert (module / name.removeprefix(CILIUM_SOURCE)).exists(), name
+    for package in CILIUM_PACKAGES:
+        assert (module / package).is_dir(), package
+
+
+@pytest.mark.parametrize(
+    ("cnis", "has_cilium"),
+    [(None, True), (["cilium"], True), (["flannel"], False), ([], False)],
+    ids=["all", "cilium", "flannel", "none"],
+)
+def test_cilium_image_only_for_cilium(cnis: list[str] | None, has_cilium: bool) -> None:
+    tags = pod_image_tags(OFFLINE_IMAGES, cnis=cnis)
+    assert (OFFLINE_IMAGES.cilium in tags) is has_cilium
+    assert OFFLINE_IMAGES.flannel in tags
+
+
+def test_an_empty_image_field_has_no_recipe() -> None:
+    public = Images()
+    assert public.cilium == ""
+    tags = pod_image_tags(dataclasses.replace(OFFLINE_IMAGES, cilium=""))
+    assert "" not in tags
+    assert len(tags) == len(pod_image_tags(OFFLINE_IMAGES)) - 1

@@ -105,6 +105,9 @@ class HelmChart:
         Namespace of the release.
     values:
         Helm values (recorded in the environment fingerprint; never secrets).
+    path:
+        Local chart directory installed instead of ``chart`` from ``repo`` (e.g. Cilium's
+        chart in its Go module, when no registry is reachable); ``""`` for none.
     """
 
     repo: str
@@ -113,6 +116,7 @@ class HelmChart:
     release: str
     namespace: str
     values: Mapping[str, Any] = field(default_factory=dict)
+    path: str = ""
 
 
 @dataclass(frozen=True)

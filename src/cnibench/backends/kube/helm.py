@@ -22,19 +22,21 @@ def helm_install_argv(
     chart: HelmChart, values_file: Path, *, kubeconfig: Path, context: str = ""
 ) -> list[str]:
     """``helm upgrade --install`` of the pinned chart version from its repository (or an
-    ``oci://`` chart, which takes no ``--repo``), waiting for nothing (readiness is checked by
-    cnibench, per :class:`~cnibench.backends.kube.cni.Readiness`)."""
-    source = (
-        [chart.chart] if chart.chart.startswith("oci://") else [chart.chart, "--repo", chart.repo]
-    )
+    ``oci://`` chart, which takes no ``--repo``; or a local chart directory, whose version is
+    the directory's), waiting for nothing (readiness is checked by cnibench, per
+    :class:`~cnibench.backends.kube.cni.Readiness`)."""
+    if chart.path:
+        source = [chart.path]
+    elif chart.chart.startswith("oci://"):
+        source = [chart.chart, "--version", chart.version]
+    else:
+        source = [chart.chart, "--repo", chart.repo, "--version", chart.version]
     argv = [
         "helm",
         "upgrade",
         "--install",
         chart.release,
         *source,
-        "--version",
-        chart.version,
         "--namespace",
         chart.namespace,
         "--create-namespace",

@@ -248,12 +248,13 @@ class KindProvider:
             self._run(kind_create_argv(name, config_path))
         kubeconfig.write_text(self._run(["kind", "get", "kubeconfig", "--name", name]))
         kubeconfig.chmod(0o600)
-        self.load_local_images(name)
+        self.load_local_images(name, cni=cni.name)
         return ProviderCluster(name, kubeconfig, f"kind-{name}", created)
 
-    def load_local_images(self, name: str) -> None:
+    def load_local_images(self, name: str, *, cni: str = "") -> None:
         """Build (once per host) and load into cluster ``name`` every image cnibench builds
-        itself (:meth:`~cnibench.backends.kube.images.Images.local_builds`).
+        itself (:meth:`~cnibench.backends.kube.images.Images.local_builds`); with the offline
+        set, every pod image of it, a CNI's own (Cilium's) only into a cluster of ``cni``.
 
         ``kind load`` skips nodes that already hold the same image, so a reused cluster costs
         one comparison per node.
@@ -266,12 +267,15 @@ class KindProvider:
         if self.images.offline:
             from cnibench.backends.kube.offline import pod_image_tags
 
-            for image in pod_image_tags(self.images):
+            for image in pod_image_tags(self.images, cnis=[cni] if cni else []):
                 try:
                     self._run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
                 except ProvisioningError:
+                    build = "cnibench images build"
+                    if image == self.images.cilium:  # built only when asked for
+                        build += " --cni cilium"
                     raise ProvisioningError(
-                        f"offline image {image} is not in the engine: run cnibench images build"
+                        f"offline image {image} is not in the engine: run {build}"
                     ) from None
                 self._run(["kind", "load", "docker-image", image, "--name", name])
             return

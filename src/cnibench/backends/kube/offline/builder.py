@@ -21,7 +21,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +29,10 @@ from pathlib import Path
 
 from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
 from cnibench.backends.kube.offline.recipes import (
+    CILIUM_BUILD_TAGS,
+    CILIUM_MODULE,
+    CILIUM_PACKAGES,
+    CILIUM_SOURCE,
     CNI_PLUGINS,
     KUBERNETES_COMMANDS,
     KUBERNETES_IMPORTS,
@@ -37,6 +41,8 @@ from cnibench.backends.kube.offline.recipes import (
     TENCENT_VPC_STUB,
     ImageRecipe,
     OfflineVersions,
+    cilium_go_mod,
+    cilium_ldflags,
     containerd_config,
     debian_mirror,
     debootstrap_argv,
@@ -51,11 +57,12 @@ from cnibench.backends.kube.offline.recipes import (
 )
 from cnibench.errors import ConfigError, ProvisioningError
 
-__all__ = ["BuildReport", "OfflineBuilder", "cache_root", "offline_bin_dir"]
+__all__ = ["BuildReport", "OfflineBuilder", "cache_root", "module_cache_dir", "offline_bin_dir"]
 
 # Bumped when the way a step builds changes without its versions changing.
 _KUBERNETES_RECIPE = "k8s-2"
 _GO_RECIPE = "go-1"
+_CILIUM_RECIPE = "cilium-1"
 _ROOTFS_RECIPE = "rootfs-1"
 _NODE_RECIPE = "node-1"
 
@@ -81,6 +88,21 @@ def cache_root(environ: Mapping[str, str] | None = None) -> Path:
         return Path(env["CNIBENCH_CACHE"])
     base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "cnibench"
+
+
+def module_cache_dir(module: str, version: str, environ: Mapping[str, str] | None = None) -> Path:
+    """Where ``module@version`` is (or would be) in the Go module cache (``$GOMODCACHE``, else
+    ``go env GOMODCACHE``), without downloading it: how a chart built with the module (Cilium's
+    ``install/kubernetes/cilium``) is found when the module cache is the only copy.
+
+    Module paths with capitals are escaped as the cache does (``A`` -> ``!a``).
+    """
+    env = dict(os.environ if environ is None else environ)
+    root = env.get("GOMODCACHE") or _go_env_value("GOMODCACHE", env)
+    if not root:
+        raise ProvisioningError("go env GOMODCACHE names no module cache")
+    escaped = "".join(f"!{c.lower()}" if c.isupper() else c for c in module)
+    return Path(root) / f"{escaped}@{version}"
 
 
 def offline_bin_dir(
@@ -178,7 +200,23 @@ class OfflineBuilder:
         for plugin in CNI_PLUGINS:
             name = plugin.rsplit("/", 1)[1]
             found[f"cni/{name}"] = self.go_bin / "cni" / name
+        for package in CILIUM_PACKAGES:
+            name = package.rsplit("/", 1)[-1]
+            found[f"cilium/{name}"] = self.cilium_bin / name
         return found
+
+    @property
+    def cilium_bin(self) -> Path:
+        """Cilium's commands (:data:`~.recipes.CILIUM_PACKAGES`), per release."""
+        return self.offline / "cilium" / self.versions.cilium / "bin"
+
+    def _artefact(self, name: str, found: Mapping[str, Path]) -> Path:
+        """A built artefact, or a path inside the Cilium module (:data:`~.recipes.
+        CILIUM_SOURCE`), which is used in place from the module cache."""
+        if name.startswith(CILIUM_SOURCE):
+            module = self.module_dir(CILIUM_MODULE, self.versions.cilium)
+            return module / name.removeprefix(CILIUM_SOURCE)
+        return found[name]
 
     @staticmethod
     def _current(directory: Path, digest: str) -> bool:
@@ -420,6 +458,90 @@ class OfflineBuilder:
             env=dict(env, CGO_ENABLED="1"),
         )
 
+    def build_cilium(self) -> Path:
+        """Cilium's commands in one ``go build`` (compilation shared between them) through a
+        wrapper module (see :func:`~.recipes.cilium_go_mod`); returns the bin directory.
+
+        Cold, this takes about 18 minutes on 2 cores.
+        """
+        v = self.versions
+        packages = [f"{CILIUM_MODULE}/{package}" for package in CILIUM_PACKAGES]
+        ldflags = cilium_ldflags(v)
+        digest = recipe_digest(_CILIUM_RECIPE, v.cilium, ldflags, CILIUM_BUILD_TAGS, packages)
+        out = self.cilium_bin
+        names = [package.rsplit("/", 1)[-1] for package in packages]
+        if self._current(out, digest) and all((out / name).is_file() for name in names):
+            return out
+        with self._step(f"cilium {v.cilium}: go build of {len(packages)} commands"):
+            env = self._go_env()
+            module = self.module_dir(CILIUM_MODULE, v.cilium)
+            upstream = module / "go.mod"
+            work = self.offline / "src" / f"cilium-{v.cilium}"
+            work.mkdir(parents=True, exist_ok=True)
+            (work / "go.mod").write_text(cilium_go_mod(v, upstream.read_text()))
+            # Cilium's own go.sum (verified with its module) vouches for its forks, which the
+            # checksum database does not know (it answers 404 for github.com/cilium/gobgp/v3).
+            (work / "go.sum").write_text((module / "go.sum").read_text())
+            (work / "doc.go").write_text(
+                "// Package cilium only holds the go.mod that builds Cilium's commands.\n"
+                "package cilium\n"
+            )
+            staging = out.parent / "bin.new"
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir(parents=True)
+            # Main packages of a dependency: -mod=mod (from _go_env) lets the build complete
+            # go.mod and go.sum, as for flanneld.
+            self._run(
+                [
+                    "go",
+                    "build",
+                    "-tags",
+                    CILIUM_BUILD_TAGS,
+                    "-ldflags",
+                    ldflags,
+                    "-o",
+                    str(staging) + "/",
+                    *packages,
+                ],
+                step="cilium",
+                cwd=work,
+                env=env,
+            )
+            out.mkdir(parents=True, exist_ok=True)
+            for name in names:
+                os.replace(staging / name, out / name)
+            shutil.rmtree(staging, ignore_errors=True)
+            self._stamp(out, digest)
+        return out
+
+    @property
+    def helm_bin(self) -> Path:
+        """Directory of the helm that installs Cilium's chart, per helm release."""
+        return self.offline / "helm" / self.versions.helm
+
+    def build_helm(self) -> Path:
+        """helm (``go install``), which installs Cilium's chart; returns its directory."""
+        out = self.helm_bin
+        digest = recipe_digest(_GO_RECIPE, self.versions.helm)
+        if self._current(out, digest) and (out / "helm").is_file():
+            return out
+        with self._step(f"helm {self.versions.helm}: go install"):
+            out.mkdir(parents=True, exist_ok=True)
+            self._run(
+                [
+                    "go",
+                    "install",
+                    "-trimpath",
+                    "-ldflags",
+                    "-s -w",
+                    f"helm.sh/helm/v3/cmd/helm@{self.versions.helm}",
+                ],
+                step="helm",
+                env=dict(self._go_env(), GOBIN=str(out)),
+            )
+            self._stamp(out, digest)
+        return out
+
     # -- root filesystems -------------------------------------------------------------------
 
     def rootfs(self, name: str) -> Path:
@@ -493,12 +615,27 @@ class OfflineBuilder:
                     tar.add(base, arcname=".", filter=keep)
                 for inside, artefact in sorted(recipe.files.items()):
                     _add_parents(tar, inside, present=base)
-                    info = tar.gettarinfo(str(artefacts[artefact]), arcname=inside.lstrip("/"))
+                    path = self._artefact(artefact, artefacts)
+                    info = tar.gettarinfo(str(path), arcname=inside.lstrip("/"))
                     info.mode = 0o755
                     info.uid = info.gid = 0
                     info.uname = info.gname = "root"
-                    with artefacts[artefact].open("rb") as handle:
+                    with path.open("rb") as handle:
                         tar.addfile(info, handle)
+                for inside, artefact in sorted(recipe.trees.items()):
+                    _add_parents(tar, inside, present=base)
+                    tar.add(
+                        self._artefact(artefact, artefacts),
+                        arcname=inside.strip("/"),
+                        filter=_owned_by_root,
+                    )
+                for inside, target in sorted(recipe.links.items()):
+                    _add_parents(tar, inside, present=base)
+                    info = tarfile.TarInfo(inside.strip("/"))
+                    info.type = tarfile.SYMTYPE
+                    info.linkname = target
+                    info.mode = 0o777
+                    tar.addfile(info)
             changes = [arg for change in recipe.changes() for arg in ("--change", change)]
             self._docker("import", *changes, str(tar_path), recipe.tag, step="images")
         self.report.built.append(recipe.tag)
@@ -704,22 +841,28 @@ class OfflineBuilder:
     # -- everything -------------------------------------------------------------------------
 
     def link_tools(self) -> Path:
-        """Link ``kind`` and ``kubectl`` into :func:`offline_bin_dir` (the front ends look
-        there when they are not on ``$PATH``)."""
+        """Link ``kind``, ``kubectl`` and (once built with Cilium) ``helm`` into
+        :func:`offline_bin_dir` (the front ends look there when they are not on ``$PATH``)."""
         target = self.offline / "bin"
         target.mkdir(parents=True, exist_ok=True)
-        for name, source in (
-            ("kind", self.go_bin / "kind"),
-            ("kubectl", self.kubernetes_bin / "kubectl"),
-        ):
+        tools = [("kind", self.go_bin / "kind"), ("kubectl", self.kubernetes_bin / "kubectl")]
+        if (self.helm_bin / "helm").is_file():  # built with Cilium only
+            tools.append(("helm", self.helm_bin / "helm"))
+        for name, source in tools:
             link = target / name
             if link.is_symlink() or link.exists():
                 link.unlink()
             link.symlink_to(source)
         return target
 
-    def build(self) -> BuildReport:
+    def build(self, *, cnis: Iterable[str] = ()) -> BuildReport:
         """Everything: Go builds and root filesystems side by side, then the images.
+
+        Parameters
+        ----------
+        cnis:
+            CNIs whose own images are built too (``"cilium"``: its Go build, root filesystem
+            and image); flannel's is always built.
 
         Raises
         ------
@@ -728,17 +871,28 @@ class OfflineBuilder:
         """
         self.offline.mkdir(parents=True, exist_ok=True)
         with _exclusive(self.offline / ".build.lock", self._log):
-            return self._build_all()
+            return self._build_all(frozenset(cnis))
 
-    def _build_all(self) -> BuildReport:
+    def _build_all(self, cnis: frozenset[str]) -> BuildReport:
+        recipes = image_recipes(self.images, cnis=cnis)
+        cilium = any(recipe.rootfs == "cilium" for recipe in recipes)
+        rootfs_names = [name for name in ROOTFS_PACKAGES if name != "cilium" or cilium]
+
+        def go_builds() -> None:
+            self.build_kubernetes()
+            self.build_go_binaries()
+            if cilium:
+                self.build_cilium()
+                self.build_helm()
+
         with ThreadPoolExecutor(max_workers=2) as pool:
-            go = pool.submit(lambda: (self.build_kubernetes(), self.build_go_binaries()))
-            rootfs = pool.submit(lambda: [self.rootfs(name) for name in ROOTFS_PACKAGES])
+            go = pool.submit(go_builds)
+            rootfs = pool.submit(lambda: [self.rootfs(name) for name in rootfs_names])
             go.result()
             rootfs.result()
         self.link_tools()
         self.node_image()
-        for recipe in image_recipes(self.images):
+        for recipe in recipes:
             self.import_image(recipe)
         return self.report
 
@@ -784,6 +938,15 @@ def _install_kind_base_files(files: Path, root: Path) -> None:
         executable = relative.parts[0] == "usr" or relative.parts[:2] == ("kind", "bin")
         target.chmod(0o755 if executable else 0o644)
     (root / "kind/bin").chmod(0o755)
+
+
+def _owned_by_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """A tree's entry owned by root and writable by it (the module cache's copies are
+    read-only)."""
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    info.mode |= 0o200
+    return info
 
 
 def _symlink(link: Path, target: str) -> None:

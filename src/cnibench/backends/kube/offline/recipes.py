@@ -18,12 +18,20 @@ from dataclasses import dataclass, field, fields
 from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
 
 __all__ = [
+    "CILIUM_BUILD_TAGS",
+    "CILIUM_MODULE",
+    "CILIUM_PACKAGES",
+    "CILIUM_SOURCE",
+    "CNI_IMAGE_FIELDS",
     "CNI_PLUGINS",
     "KUBERNETES_COMMANDS",
     "OFFLINE_CNIS",
     "ROOTFS_PACKAGES",
     "ImageRecipe",
     "OfflineVersions",
+    "cilium_go_mod",
+    "cilium_image",
+    "cilium_ldflags",
     "containerd_config",
     "debian_mirror",
     "etcd_go_mod",
@@ -57,6 +65,13 @@ class OfflineVersions:
         ``github.com/containernetworking/plugins`` release (bridge, host-local, ...).
     flannel:
         ``github.com/flannel-io/flannel`` release.
+    cilium:
+        ``github.com/cilium/cilium`` release: its binaries, and the chart, ``bpf/`` tree and
+        init scripts used in place from the Go module cache (keep it equal to
+        :attr:`~cnibench.backends.kube.cni.CniVersions.cilium`).
+    helm:
+        ``helm.sh/helm/v3`` release that installs Cilium's chart (built with Cilium; the
+        release the kube tier builds, ``scripts/kube-tier.sh``).
     debian:
         Debian suite of every root filesystem.
     """
@@ -68,6 +83,10 @@ class OfflineVersions:
     pause: str = "3.10.1"
     cni_plugins: str = "v1.7.1"
     flannel: str = "v0.28.10"
+    # Out of repr: the steps that do not build Cilium digest the whole version set's repr
+    # (recipe_digest), so Cilium's and helm's versions must not rebuild them.
+    cilium: str = field(default="v1.18.4", repr=False)
+    helm: str = field(default="v3.18.6", repr=False)
     debian: str = "bookworm"
 
     @property
@@ -139,19 +158,36 @@ ROOTFS_PACKAGES: Mapping[str, tuple[str, ...]] = {
         "nginx-light",
     ),
     "monitoring": ("prometheus", "prometheus-node-exporter"),
+    # The Cilium agent compiles its BPF programs at run time (clang, llc) and programs
+    # netfilter, routes, ipsets and BPF objects. Debian's default iptables backend stays: the
+    # upstream image's iptables-wrapper picks legacy or nft at first run, but kube-proxy in
+    # these images uses the same Debian default, so both program the same tables.
+    "cilium": (
+        "iptables",
+        "nftables",
+        "conntrack",
+        "iproute2",
+        "kmod",
+        "clang-16",
+        "llvm-16",
+        "bpftool",
+        "ipset",
+        "ca-certificates",
+        "procps",
+    ),
 }
 """Debian packages of each root filesystem (``debootstrap --variant=minbase``)."""
 
 
-OFFLINE_CNIS = ("flannel",)
-"""CNIs the offline image set builds (from Go modules) and installs."""
+OFFLINE_CNIS = ("flannel", "cilium")
+"""CNIs the offline image set builds (from Go modules) and installs (cilium only when asked:
+``cnibench images build --cni cilium``)."""
 
 _NOT_OFFLINE = {
     "kindnet": "kindnetd is a nested module of kind the Go module proxy does not serve",
     "calico": "Calico is not served by the Go module proxy",
     "kube-router": "kube-router is not served by the Go module proxy",
     "antrea": "Antrea is not served by the Go module proxy",
-    "cilium": "building Cilium from its Go module is not in the offline set yet",
 }
 _KERNEL_MODULES = {"antrea": "openvswitch"}
 """Kernel modules a CNI cannot run without, whatever is built."""
@@ -297,6 +333,99 @@ def etcd_go_mod(versions: OfflineVersions) -> str:
     return "\n".join(lines)
 
 
+CILIUM_MODULE = "github.com/cilium/cilium"
+
+CILIUM_PACKAGES: Mapping[str, str] = {
+    "daemon": "/usr/bin/cilium-agent",
+    "cilium-dbg": "/usr/bin/cilium-dbg",
+    "cilium-health": "/usr/bin/cilium-health",
+    "cilium-health/responder": "/usr/bin/cilium-health-responder",
+    "plugins/cilium-cni": "/opt/cni/bin/cilium-cni",
+    "operator": "/usr/bin/cilium-operator-generic",
+    "tools/mount": "/usr/bin/cilium-mount",
+    "tools/sysctlfix": "/usr/bin/cilium-sysctlfix",
+    "bugtool": "/usr/bin/cilium-bugtool",
+}
+"""Package of :data:`CILIUM_MODULE` -> where the official image has the binary ``go build``
+makes of it (named after the package's last element, e.g. ``responder``)."""
+
+CILIUM_BUILD_TAGS = "osusergo,ipam_provider_operator"
+"""Build tags of the official agent image; ``ipam_provider_operator`` makes the operator the
+generic (cloud-less) one, ``cilium-operator-generic``."""
+
+CILIUM_SOURCE = "cilium-src/"
+"""Prefix of artefact names that are paths inside the Cilium module (used in place from the Go
+module cache, never copied into cnibench)."""
+
+CILIUM_UNSERVED_FORKS: Mapping[str, str] = {"k8s.io/apimachinery": "v0.33.3"}
+"""Modules Cilium's go.mod replaces with a fork the Go module proxy does not serve (it answers
+403 for ``github.com/cilium/apimachinery v0.33.3-1``) -> the upstream release the fork is
+based on, which the wrapper uses instead (the fork only adds ``omitzero`` conversions)."""
+
+
+def cilium_go_mod(versions: OfflineVersions, upstream_go_mod: str) -> str:
+    """go.mod of the wrapper module that builds Cilium's commands.
+
+    A dependency's ``replace`` directives do not apply to the module that requires it, so the
+    wrapper repeats each of Cilium's (its forks of gobgp, controller-tools, ...); a fork in
+    :data:`CILIUM_UNSERVED_FORKS` is replaced with its upstream release instead.
+
+    Parameters
+    ----------
+    upstream_go_mod:
+        Text of ``github.com/cilium/cilium``'s own go.mod at ``versions.cilium``.
+    """
+    replaced = [
+        (left.split(), right.split())
+        for left, _, right in (line.partition("=>") for line in _replace_lines(upstream_go_mod))
+    ]
+    if not replaced:
+        raise ValueError("github.com/cilium/cilium go.mod replaces nothing: not its go.mod?")
+    lines = [
+        "module cnibench.local/cilium",
+        "",
+        "go 1.24.0",
+        "",
+        f"require {CILIUM_MODULE} {versions.cilium}",
+        "",
+        "replace (",
+    ]
+    for old, new in replaced:
+        if old[0] in CILIUM_UNSERVED_FORKS:
+            new = [old[0], CILIUM_UNSERVED_FORKS[old[0]]]
+        lines.append(f"\t{' '.join(old)} => {' '.join(new)}")
+    return "\n".join([*lines, ")", ""])
+
+
+def _replace_lines(go_mod: str) -> list[str]:
+    """The ``old => new`` lines of a go.mod's ``replace`` directives (one-line and blocks)."""
+    found: list[str] = []
+    in_block = False
+    for raw in go_mod.splitlines():
+        line = raw.split("//", 1)[0].strip()
+        if in_block:
+            if line == ")":
+                in_block = False
+            elif line:
+                found.append(line)
+        elif line.startswith("replace") and line.removeprefix("replace").strip() == "(":
+            in_block = True
+        elif line.startswith("replace ") and "=>" in line:
+            found.append(line.removeprefix("replace").strip())
+    return found
+
+
+def cilium_ldflags(versions: OfflineVersions) -> str:
+    """``-ldflags`` of Cilium's commands: stripped, with the release version stamped so
+    ``cilium-dbg version`` and the agent report it (unstamped they say ``v-``).
+
+    Envoy's required version (``pkg/envoy.requiredEnvoyVersionSHA``) is not stamped: the
+    offline image set runs Cilium without Envoy, the only thing that checks it.
+    """
+    version = versions.cilium.removeprefix("v")
+    return f"-s -w -X {CILIUM_MODULE}/pkg/version.ciliumVersion={version}"
+
+
 def containerd_config(kind_config: str, *, pause_tag: str) -> str:
     """kind's containerd config for the node image, changed for machines like this one.
 
@@ -346,6 +475,10 @@ class ImageRecipe:
         ``uid:gid`` to run as, ``""`` for root.
     remove:
         Paths deleted from the root filesystem copy (e.g. nginx's default site).
+    trees:
+        Directory in the image -> name of a built (or module) directory copied in whole.
+    links:
+        Symbolic link in the image -> its target.
     """
 
     tag: str
@@ -356,6 +489,8 @@ class ImageRecipe:
     env: Mapping[str, str] = field(default_factory=dict)
     user: str = ""
     remove: tuple[str, ...] = ()
+    trees: Mapping[str, str] = field(default_factory=dict)
+    links: Mapping[str, str] = field(default_factory=dict)
 
     def changes(self) -> list[str]:
         """``docker import --change`` instructions of this image."""
@@ -413,9 +548,55 @@ def runtime_images(versions: OfflineVersions) -> tuple[ImageRecipe, ...]:
     )
 
 
-def image_recipes(images: Images = OFFLINE_IMAGES) -> tuple[ImageRecipe, ...]:
+CNI_IMAGE_FIELDS: Mapping[str, str] = {"cilium": "cilium"}
+"""Image fields only a cluster of that CNI needs (field -> CNI): built and loaded only when the
+CNI is asked for (Cilium's image is 1.1 GB)."""
+
+
+def cilium_image(tag: str) -> ImageRecipe:
+    """Cilium's agent image as the official one lays it out: the binaries of
+    :data:`CILIUM_PACKAGES`, the init scripts the chart runs at ``/``, the BPF sources the agent
+    compiles at ``/var/lib/cilium/bpf``, and ``clang``/``llc`` on ``PATH``."""
+    files = {
+        inside: f"cilium/{package.rsplit('/', 1)[-1]}"
+        for package, inside in CILIUM_PACKAGES.items()
+    }
+    for script in (
+        "images/cilium/init-container.sh",
+        "plugins/cilium-cni/install-plugin.sh",
+        "plugins/cilium-cni/cni-uninstall.sh",
+    ):
+        files["/" + script.rsplit("/", 1)[-1]] = CILIUM_SOURCE + script
+    return ImageRecipe(
+        tag=tag,
+        rootfs="cilium",
+        files=files,
+        trees={"/var/lib/cilium/bpf": CILIUM_SOURCE + "bpf"},
+        links={
+            "/usr/bin/cilium-operator": "cilium-operator-generic",
+            "/usr/local/bin/clang": "/usr/bin/clang-16",
+            "/usr/local/bin/llc": "/usr/bin/llc-16",
+        },
+        env=_PATH,
+    )
+
+
+def image_recipes(
+    images: Images = OFFLINE_IMAGES, *, cnis: Iterable[str] | None = None
+) -> tuple[ImageRecipe, ...]:
     """The images cnibench's pods run (loaded with ``kind load``), one per distinct tag of
-    ``images`` except the node image (built by :mod:`.builder` from the runtime images)."""
+    ``images`` except the node image (built by :mod:`.builder` from the runtime images).
+
+    Parameters
+    ----------
+    images:
+        The tags; an empty field (e.g. the public set's ``cilium``: the chart's own images) has
+        no recipe.
+    cnis:
+        CNIs the images are for: a field of :data:`CNI_IMAGE_FIELDS` is left out unless its CNI
+        is one of them; ``None`` keeps every field.
+    """
+    wanted = None if cnis is None else set(cnis)
     by_field: dict[str, ImageRecipe] = {
         "tools": ImageRecipe(
             tag=images.tools,
@@ -444,11 +625,15 @@ def image_recipes(images: Images = OFFLINE_IMAGES) -> tuple[ImageRecipe, ...]:
             files={"/opt/bin/flanneld": "flanneld"},
             env=_PATH,
         ),
+        "cilium": cilium_image(images.cilium),
     }
     seen: dict[str, ImageRecipe] = {}
     for f in fields(images):
         tag = getattr(images, f.name)
-        if f.name == "kind_node" or tag in seen:
+        if f.name == "kind_node" or not tag or tag in seen:
+            continue
+        only_for = CNI_IMAGE_FIELDS.get(f.name)
+        if only_for and wanted is not None and only_for not in wanted:
             continue
         recipe = by_field.get(f.name)
         if recipe is None:
@@ -460,9 +645,12 @@ def image_recipes(images: Images = OFFLINE_IMAGES) -> tuple[ImageRecipe, ...]:
     return tuple(seen.values())
 
 
-def pod_image_tags(images: Images = OFFLINE_IMAGES) -> tuple[str, ...]:
-    """Tags ``kind load`` puts into an offline cluster (every pod image, not the node)."""
-    return tuple(recipe.tag for recipe in image_recipes(images))
+def pod_image_tags(
+    images: Images = OFFLINE_IMAGES, *, cnis: Iterable[str] | None = None
+) -> tuple[str, ...]:
+    """Tags ``kind load`` puts into an offline cluster (every pod image, not the node; see
+    :func:`image_recipes` for ``cnis``)."""
+    return tuple(recipe.tag for recipe in image_recipes(images, cnis=cnis))
 
 
 def debootstrap_argv(
