@@ -347,31 +347,46 @@ class OfflineBuilder:
             (work / "go.mod").write_text(kubernetes_go_mod(v, go_mod_text))
             (work / "tools.go").write_text(KUBERNETES_IMPORTS)
             self._run(["go", "mod", "tidy"], step="kubernetes", cwd=work, env=env)
-            staging = out.parent / "bin.new"
-            shutil.rmtree(staging, ignore_errors=True)
-            staging.mkdir(parents=True)
-            packages = [f"k8s.io/kubernetes/cmd/{c}" for c in KUBERNETES_COMMANDS]
-            self._run(
-                [
-                    "go",
-                    "build",
-                    "-trimpath",
-                    "-ldflags",
-                    version_ldflags(v.kubernetes),
-                    "-o",
-                    str(staging) + "/",
-                    *packages,
-                ],
+            self._go_build_into(
+                out,
+                [f"k8s.io/kubernetes/cmd/{c}" for c in KUBERNETES_COMMANDS],
+                ["-trimpath", "-ldflags", version_ldflags(v.kubernetes)],
+                digest=digest,
                 step="kubernetes",
                 cwd=work,
                 env=env,
             )
-            out.mkdir(parents=True, exist_ok=True)
-            for command in KUBERNETES_COMMANDS:
-                os.replace(staging / command, out / command)
-            shutil.rmtree(staging, ignore_errors=True)
-            self._stamp(out, digest)
         return out
+
+    def _go_build_into(
+        self,
+        out: Path,
+        packages: Sequence[str],
+        flags: Sequence[str],
+        *,
+        digest: str,
+        step: str,
+        cwd: Path,
+        env: Mapping[str, str],
+    ) -> None:
+        """One ``go build`` of ``packages`` (compilation shared between them) into a staging
+        directory beside ``out``; the commands then replace those in ``out``, which is stamped
+        with ``digest``. An interrupted build leaves ``out`` as it was."""
+        staging = out.parent / "bin.new"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        self._run(
+            ["go", "build", *flags, "-o", str(staging) + "/", *packages],
+            step=step,
+            cwd=cwd,
+            env=env,
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        for package in packages:
+            name = package.rsplit("/", 1)[-1]
+            os.replace(staging / name, out / name)
+        shutil.rmtree(staging, ignore_errors=True)
+        self._stamp(out, digest)
 
     def build_go_binaries(self) -> Path:
         """kind, etcd, CoreDNS, flanneld, the reference CNI plugins and pause."""
@@ -486,44 +501,30 @@ class OfflineBuilder:
                 "// Package cilium only holds the go.mod that builds Cilium's commands.\n"
                 "package cilium\n"
             )
-            staging = out.parent / "bin.new"
-            shutil.rmtree(staging, ignore_errors=True)
-            staging.mkdir(parents=True)
             # Main packages of a dependency: -mod=mod (from _go_env) lets the build complete
             # go.mod and go.sum, as for flanneld.
-            self._run(
-                [
-                    "go",
-                    "build",
-                    "-tags",
-                    CILIUM_BUILD_TAGS,
-                    "-ldflags",
-                    ldflags,
-                    "-o",
-                    str(staging) + "/",
-                    *packages,
-                ],
+            self._go_build_into(
+                out,
+                packages,
+                ["-tags", CILIUM_BUILD_TAGS, "-ldflags", ldflags],
+                digest=digest,
                 step="cilium",
                 cwd=work,
                 env=env,
             )
-            out.mkdir(parents=True, exist_ok=True)
-            for name in names:
-                os.replace(staging / name, out / name)
-            shutil.rmtree(staging, ignore_errors=True)
-            self._stamp(out, digest)
         return out
 
     @property
     def helm_bin(self) -> Path:
-        """Directory of the helm that installs Cilium's chart, per helm release."""
-        return self.offline / "helm" / self.versions.helm
+        """Directory of the helm that installs Cilium's chart: the Kubernetes bin directory,
+        where ``scripts/kube-tier.sh`` installs the same release, so one build serves both."""
+        return self.kubernetes_bin
 
     def build_helm(self) -> Path:
-        """helm (``go install``), which installs Cilium's chart; returns its directory."""
+        """helm (``go install``) into :attr:`helm_bin` unless one is there; returns the
+        directory. Not stamped: the directory's stamp is the Kubernetes build's."""
         out = self.helm_bin
-        digest = recipe_digest(_GO_RECIPE, self.versions.helm)
-        if self._current(out, digest) and (out / "helm").is_file():
+        if (out / "helm").is_file():
             return out
         with self._step(f"helm {self.versions.helm}: go install"):
             out.mkdir(parents=True, exist_ok=True)
@@ -539,7 +540,6 @@ class OfflineBuilder:
                 step="helm",
                 env=dict(self._go_env(), GOBIN=str(out)),
             )
-            self._stamp(out, digest)
         return out
 
     # -- root filesystems -------------------------------------------------------------------
@@ -841,12 +841,13 @@ class OfflineBuilder:
     # -- everything -------------------------------------------------------------------------
 
     def link_tools(self) -> Path:
-        """Link ``kind``, ``kubectl`` and (once built with Cilium) ``helm`` into
-        :func:`offline_bin_dir` (the front ends look there when they are not on ``$PATH``)."""
+        """Link ``kind``, ``kubectl`` and (once built, with Cilium or by the kube tier)
+        ``helm`` into :func:`offline_bin_dir` (the front ends look there when they are not on
+        ``$PATH``)."""
         target = self.offline / "bin"
         target.mkdir(parents=True, exist_ok=True)
         tools = [("kind", self.go_bin / "kind"), ("kubectl", self.kubernetes_bin / "kubectl")]
-        if (self.helm_bin / "helm").is_file():  # built with Cilium only
+        if (self.helm_bin / "helm").is_file():
             tools.append(("helm", self.helm_bin / "helm"))
         for name, source in tools:
             link = target / name
