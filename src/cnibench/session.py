@@ -153,11 +153,13 @@ def validate_cnis(
     ``requested`` is the ``--cluster`` the user gave: when ``auto`` fell back to the lab and a
     Kubernetes CNI was asked for, the error says what is missing and what to run instead.
     """
-    from cnibench.backends.kube.cni import CNI_NAMES
+    from cnibench.backends.kube.cnis import cni_names
+
+    kube_cnis = cni_names()
 
     if backend.name == "lab":
         for cni in cnis:
-            if cni in CNI_NAMES and requested == "auto":
+            if cni in kube_cnis and requested == "auto":
                 raise ConfigError(
                     f"--cni {cni!r} needs a Kubernetes cluster and none is at hand: no container"
                     ' engine answers for kind (start one: eval "$(cnibench engine up)", then'
@@ -165,7 +167,7 @@ def validate_cnis(
                     f" was given (set KUBECONFIG); or measure a lab datapath: --cni"
                     f" {' / '.join(LAB_PROFILES)}"
                 )
-            if cni in CNI_NAMES:
+            if cni in kube_cnis:
                 raise ConfigError(
                     f"--cni {cni!r} is a Kubernetes CNI and --cluster lab runs lab datapaths:"
                     f" choose --cni {' / '.join(LAB_PROFILES)}, or --cluster kind or existing"
@@ -177,9 +179,10 @@ def validate_cnis(
         return tuple(dict.fromkeys(cnis)) or LAB_PROFILES
 
     for cni in cnis:
-        if cni not in CNI_NAMES:
-            raise ConfigError(f"unknown --cni {cni!r}: choose one of {', '.join(CNI_NAMES)}")
-    return tuple(dict.fromkeys(cnis)) or ("kindnet",)
+        if cni not in kube_cnis:
+            raise ConfigError(f"unknown --cni {cni!r}: choose one of {', '.join(kube_cnis)}")
+    # The first registered driver is kind's own CNI: what a plain kind cluster runs.
+    return tuple(dict.fromkeys(cnis)) or kube_cnis[:1]
 
 
 def add_scenario_options(add: Callable[..., object]) -> None:

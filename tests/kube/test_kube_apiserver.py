@@ -30,11 +30,17 @@ from cnibench.backends.kube import render
 from cnibench.backends.kube.api import Applier
 from cnibench.backends.kube.cluster import KubeCluster, Timeouts
 from cnibench.backends.kube.cni import cni_definition
-from cnibench.backends.kube.cnis.cilium import cilium_values
+from cnibench.backends.kube.cnis import DRIVERS
+from cnibench.backends.kube.cnis.base import ObjectScope
+from cnibench.backends.kube.cnis.cilium import (
+    cilium_egress_gateway_policy,
+    cilium_l7_policy,
+    cilium_values,
+)
 from cnibench.backends.kube.helm import helm_template_argv
 from cnibench.backends.kube.images import Images
 from cnibench.errors import ProvisioningError
-from cnibench.policy import PolicyPeer, PolicySpec, PortRange
+from cnibench.policy import PolicyPeer, PolicySpec, PortRange, PriorityCase, PriorityLayer
 
 pytestmark = pytest.mark.kube
 
@@ -126,7 +132,7 @@ def test_core_manifest_accepted(applier: Applier, render_namespace: str, case: s
 def test_cilium_egress_gateway_policy_accepted(
     applier: Applier, render_namespace: str, cilium_crds: list[str]
 ) -> None:
-    manifest = render.cilium_egress_gateway_policy(
+    manifest = cilium_egress_gateway_policy(
         "eg",
         session=SESSION,
         namespace=render_namespace,
@@ -143,7 +149,7 @@ def test_cilium_egress_gateway_policy_accepted(
 def test_cilium_l7_policy_accepted(
     applier: Applier, render_namespace: str, cilium_crds: list[str], method: str, path: str
 ) -> None:
-    manifest = render.cilium_l7_policy(
+    manifest = cilium_l7_policy(
         "l7",
         namespace=render_namespace,
         session=SESSION,
@@ -382,24 +388,25 @@ PRIORITY_SPEC = PolicySpec(
 
 @pytest.mark.parametrize(
     "layers",
-    [[render.PolicyLayer("allow")], [render.PolicyLayer("deny")],
-     [render.PolicyLayer("allow"), render.PolicyLayer("deny")]],
+    [[PriorityLayer("allow")], [PriorityLayer("deny")],
+     [PriorityLayer("allow", priority=5.0), PriorityLayer("deny", priority=6.0)]],
     ids=["k8s-deny+cilium-allow", "k8s-deny+cilium-deny", "k8s-deny+cilium-allow+deny"],
 )  # fmt: skip
 def test_priority_case_objects_accepted(
     applier: Applier,
     render_namespace: str,
     cilium_crds: list[str],
-    layers: list[render.PolicyLayer],
+    layers: list[PriorityLayer],
 ) -> None:
-    objects = render.priority_manifests(
-        "cilium",
-        PRIORITY_SPEC,
-        namespace=render_namespace,
-        session=SESSION,
-        layers=layers,
-        kubernetes_deny=True,
-    )
+    case = PriorityCase("k8s-deny-and-layers", kubernetes_deny=True, layers=tuple(layers))
+    objects = [
+        render.deny_all_ingress(
+            "srv", name="cnibench-prio-k8s", namespace=render_namespace, session=SESSION
+        ),
+        *DRIVERS["cilium"].priority_objects(
+            ObjectScope(session=SESSION, namespace=render_namespace), PRIORITY_SPEC, case
+        ),
+    ]
     answers = [applier.apply(m, dry_run=True) for m in objects]
     assert [a["kind"] for a in answers] == ["NetworkPolicy"] + ["CiliumNetworkPolicy"] * len(layers)
     assert answers[0]["spec"].get("ingress") in (None, [])

@@ -14,6 +14,7 @@ import pytest
 from cnibench.backends.kube import render
 from cnibench.backends.kube.api import Applier
 from cnibench.backends.kube.clean import clean_kube_leftovers
+from cnibench.backends.kube.cnis.cilium import cilium_egress_gateway_policy
 
 pytestmark = pytest.mark.kube
 
@@ -77,7 +78,7 @@ def egress_policies(api_client: Any, cilium_crds: list[str]) -> Iterator[dict[st
     made = {"cnibench-left-egress": True, "not-ours-egress": False}
     manifests = []
     for name, labelled in made.items():
-        manifest = render.cilium_egress_gateway_policy(
+        manifest = cilium_egress_gateway_policy(
             name,
             session="gone",
             namespace="cnibench-x",

@@ -15,8 +15,18 @@ import yaml
 
 from cnibench.backends.base import Capability, ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.kube import render
-from cnibench.backends.kube.cluster import exec_returncode, parse_cilium_encryption
-from cnibench.backends.kube.cni import CNI_NAMES, cni_definition
+from cnibench.backends.kube.cluster import exec_returncode
+from cnibench.backends.kube.cni import cni_definition
+from cnibench.backends.kube.cnis import DRIVERS, cni_names
+from cnibench.backends.kube.cnis.antrea import (
+    ANTREA_TIERS,
+    antrea_cluster_network_policy,
+    antrea_egress,
+    antrea_external_ip_pool,
+    antrea_l7_policy,
+)
+from cnibench.backends.kube.cnis.base import ObjectScope
+from cnibench.backends.kube.cnis.cilium import cilium_network_policy, parse_cilium_encryption
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.providers import (
     AksProvider,
@@ -24,8 +34,8 @@ from cnibench.backends.kube.providers import (
     aks_variables,
     kind_create_argv,
 )
-from cnibench.errors import ConfigError, ToolError
-from cnibench.policy import PolicyPeer, PolicySpec, PortRange
+from cnibench.errors import ConfigError, ToolError, UnsupportedError
+from cnibench.policy import PolicyPeer, PolicySpec, PortRange, PriorityCase, PriorityLayer
 
 
 @pytest.mark.parametrize(
@@ -53,7 +63,7 @@ def test_cilium_wireguard_sets_encryption_values() -> None:
     assert cni.chart.values["encryption"] == {"enabled": True, "type": "wireguard"}
 
 
-@pytest.mark.parametrize("name", CNI_NAMES, ids=CNI_NAMES)
+@pytest.mark.parametrize("name", cni_names())
 def test_every_cni_declares_readiness(name: str) -> None:
     cni = cni_definition(ClusterSpec(cni=name))
     assert cni.readiness
@@ -116,7 +126,7 @@ def test_template_values_cannot_break_the_document() -> None:
 
 def test_antrea_egress_structure() -> None:
     # Upstream API: crd.antrea.io/v1beta1 Egress (appliedTo, externalIPPool), Antrea >= 1.13.
-    egress = render.antrea_egress("eg", session="s", namespace="ns", pool="pool")
+    egress = antrea_egress("eg", session="s", namespace="ns", pool="pool")
     assert egress["apiVersion"] == "crd.antrea.io/v1beta1"
     assert egress["spec"]["externalIPPool"] == "pool"
     assert egress["spec"]["appliedTo"]["podSelector"]["matchLabels"]["cnibench.io/egress"] == "eg"
@@ -125,7 +135,7 @@ def test_antrea_egress_structure() -> None:
 def test_antrea_l7_policy_structure() -> None:
     # Upstream API: crd.antrea.io/v1beta1 NetworkPolicy, ingress rule with ports and
     # l7Protocols [{http: {method, path}}] (Antrea docs/antrea-l7-network-policy.md).
-    policy = render.antrea_l7_policy(
+    policy = antrea_l7_policy(
         "l7", namespace="ns", session="s", target="srv", port=80, method="get", path="/api/x"
     )
     assert (policy["apiVersion"], policy["kind"]) == ("crd.antrea.io/v1beta1", "NetworkPolicy")
@@ -140,14 +150,14 @@ def test_antrea_l7_policy_structure() -> None:
 @pytest.mark.parametrize("path", ["api/x", "/api/*"], ids=["relative", "glob"])
 def test_antrea_l7_policy_refuses_paths_it_would_not_match_exactly(path: str) -> None:
     with pytest.raises(ConfigError, match="L7 policy path"):
-        render.antrea_l7_policy(
+        antrea_l7_policy(
             "l7", namespace="ns", session="s", target="srv", port=80, method="GET", path=path
         )
 
 
 def test_antrea_external_ip_pool_structure() -> None:
     # Upstream API: crd.antrea.io/v1beta1 ExternalIPPool (ipRanges start/end, nodeSelector).
-    pool = render.antrea_external_ip_pool(
+    pool = antrea_external_ip_pool(
         "pool", session="s", first_ip="172.18.0.200", last_ip="172.18.0.209"
     )
     assert pool["spec"]["ipRanges"] == [{"start": "172.18.0.200", "end": "172.18.0.209"}]
@@ -274,16 +284,15 @@ def test_aks_without_credentials_is_a_config_error(tmp_path: Path) -> None:
 
 def test_antrea_egress_pins_the_egress_ip() -> None:
     # Upstream API: crd.antrea.io/v1beta1 Egress spec.egressIP (must lie in the pool).
-    egress = render.antrea_egress(
+    egress = antrea_egress(
         "eg", session="s", namespace="ns", pool="pool", egress_ip="172.18.255.251"
     )
     assert egress["spec"]["egressIP"] == "172.18.255.251"
-    assert (
-        "egressIP" not in render.antrea_egress("eg", session="s", namespace="ns", pool="p")["spec"]
-    )
+    assert "egressIP" not in antrea_egress("eg", session="s", namespace="ns", pool="p")["spec"]
 
 
 ENDPOINT = render.ENDPOINT_LABEL
+SCOPE = ObjectScope(session="s", namespace="ns")
 PRIO_SPEC = PolicySpec(
     target=PolicyPeer("srv", "10.0.0.2"),
     allowed=(PolicyPeer("cli", "10.0.0.3"), PolicyPeer("cli2", "10.0.0.4")),
@@ -293,7 +302,7 @@ PRIO_SPEC = PolicySpec(
 
 def test_antrea_tiers_match_upstream_priorities() -> None:
     # Antrea's static tiers (docs/antrea-network-policy.md, crd.antrea.io/v1beta1 Tier).
-    assert dict(render.ANTREA_TIERS) == {
+    assert dict(ANTREA_TIERS) == {
         "emergency": 50, "securityops": 100, "networkops": 150, "platform": 200,
         "application": 250, "baseline": 253,
     }  # fmt: skip
@@ -302,16 +311,14 @@ def test_antrea_tiers_match_upstream_priorities() -> None:
 def test_antrea_tier_pair_renders_drop_above_allow() -> None:
     # Upstream API: crd.antrea.io/v1beta1 ClusterNetworkPolicy (tier, priority, appliedTo,
     # ingress[].action Allow/Drop, from[].podSelector+namespaceSelector, ports[].endPort).
-    objects = render.priority_manifests(
-        "antrea",
-        PRIO_SPEC,
-        namespace="ns",
-        session="s",
-        layers=[
-            render.PolicyLayer("deny", tier="securityops", priority=5.0),
-            render.PolicyLayer("allow", tier="application", priority=10.0),
-        ],
+    case = PriorityCase(
+        "tier-pair",
+        layers=(
+            PriorityLayer("deny", tier="securityops", priority=5.0),
+            PriorityLayer("allow", tier="application", priority=10.0),
+        ),
     )
+    objects = DRIVERS["antrea"].priority_objects(SCOPE, PRIO_SPEC, case)
     assert [o["kind"] for o in objects] == ["ClusterNetworkPolicy", "ClusterNetworkPolicy"]
     assert [o["apiVersion"] for o in objects] == ["crd.antrea.io/v1beta1"] * 2
     assert [(o["spec"]["tier"], o["spec"]["priority"]) for o in objects] == [
@@ -334,7 +341,7 @@ def test_antrea_tier_pair_renders_drop_above_allow() -> None:
 )
 def test_antrea_rejects_unknown_tier_or_priority(tier: str, priority: float) -> None:
     with pytest.raises(ConfigError):
-        render.antrea_cluster_network_policy(
+        antrea_cluster_network_policy(
             PRIO_SPEC, name="p", namespace="ns", session="s", tier=tier, priority=priority
         )
 
@@ -342,17 +349,12 @@ def test_antrea_rejects_unknown_tier_or_priority(tier: str, priority: float) -> 
 def test_kubernetes_deny_plus_calico_allow() -> None:
     # Upstream API: projectcalico.org/v3 NetworkPolicy (order, selector, types, ingress[].action
     # Allow/Deny, source.selector, destination.ports with "first:last" ranges).
-    objects = render.priority_manifests(
-        "calico",
-        PRIO_SPEC,
-        namespace="ns",
-        session="s",
-        layers=[render.PolicyLayer("allow", priority=100.0)],
+    case = PriorityCase(
+        "k8s-deny-calico-allow",
         kubernetes_deny=True,
+        layers=(PriorityLayer("allow", priority=100.0),),
     )
-    deny, allow = objects
-    assert (deny["kind"], deny["spec"]["ingress"]) == ("NetworkPolicy", [])
-    assert deny["apiVersion"] == "networking.k8s.io/v1"
+    (allow,) = DRIVERS["calico"].priority_objects(SCOPE, PRIO_SPEC, case)
     assert allow["apiVersion"] == "projectcalico.org/v3"
     assert allow["spec"]["order"] == 100.0
     assert allow["spec"]["selector"] == "cnibench.io/endpoint == 'srv'"
@@ -363,10 +365,9 @@ def test_kubernetes_deny_plus_calico_allow() -> None:
 
 
 def test_priority_case_needs_a_cni_policy_api() -> None:
-    with pytest.raises(ConfigError, match="flannel"):
-        render.priority_manifests(
-            "flannel", PRIO_SPEC, namespace="ns", session="s", layers=[render.PolicyLayer("allow")]
-        )
+    case = PriorityCase("allow-only", layers=(PriorityLayer("allow"),))
+    with pytest.raises(UnsupportedError, match="flannel has no policy API of its own"):
+        DRIVERS["flannel"].priority_objects(SCOPE, PRIO_SPEC, case)
 
 
 @pytest.mark.parametrize(
@@ -397,6 +398,4 @@ def test_exec_that_never_ran_is_a_tool_error(status: str) -> None:
 
 def test_cilium_policy_refuses_a_pass_action() -> None:
     with pytest.raises(ConfigError, match="no pass action"):
-        render.cilium_network_policy(
-            PRIO_SPEC, name="p", namespace="ns", session="s1", action="pass"
-        )
+        cilium_network_policy(PRIO_SPEC, name="p", namespace="ns", session="s1", action="pass")

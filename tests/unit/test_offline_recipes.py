@@ -227,11 +227,11 @@ def test_offline_set_is_selected_by_environment() -> None:
 
 
 def test_flannel_and_cilium_run_offline_and_every_other_cni_says_why() -> None:
-    from cnibench.backends.kube.cni import CNI_NAMES
+    from cnibench.backends.kube.cnis import cni_names
 
     assert not_offline_reason("flannel") == ""
     assert not_offline_reason("cilium") == ""
-    for cni in set(CNI_NAMES) - {"flannel", "cilium"}:
+    for cni in set(cni_names()) - {"flannel", "cilium"}:
         reason = not_offline_reason(cni, loaded_modules=("openvswitch",))
         assert reason.startswith(f"no offline image of {cni}: "), reason
         assert reason.endswith("(the public images need a registry)")

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from cnibench.backends.base import ClusterSpec
+from cnibench.backends.base import Capability, ClusterSpec
 from cnibench.backends.kube.addons import AddonVersions, install_cni, install_metallb, wait_rollouts
 from cnibench.backends.kube.cluster import KubeCluster, Timeouts
 from cnibench.backends.kube.cni import CniDefinition, CniVersions, cni_definition
+from cnibench.backends.kube.cnis import DRIVERS
 from cnibench.backends.kube.external import (
     EGRESS_IP_RANGE_ENV,
     DockerNetwork,
@@ -102,8 +103,9 @@ class KubeBackend:
         ``$CNIBENCH_EXTERNAL_ADDRESS`` and, on kind, the kind network's gateway. AKS and
         existing clusters have no external host without it (egress is then skipped).
     egress_ip_range:
-        ``FIRST-LAST`` addresses for Antrea egress (overrides ``$CNIBENCH_EGRESS_IP_RANGE``
-        and the kind default; the cluster option ``egress-ip-range`` overrides all).
+        ``FIRST-LAST`` egress IPs, for a CNI whose egress gateway needs them (overrides
+        ``$CNIBENCH_EGRESS_IP_RANGE`` and the kind default; the cluster option
+        ``egress-ip-range`` overrides all).
     network_runner:
         Runs ``docker network inspect`` (argv to stdout); tests pass a fake.
     addon_versions:
@@ -143,11 +145,13 @@ class KubeBackend:
     def host_side(
         self, spec: ClusterSpec, cni: CniDefinition, *, network: DockerNetwork | None = None
     ) -> tuple[HostExternal | None, tuple[str, str] | None]:
-        """The external host and Antrea egress IP range for a cluster of ``spec``.
+        """The external host and egress IP range for a cluster of ``spec``.
 
         The external address is the configured one, else (kind) the kind network's gateway,
-        else none. The egress range is the cluster option ``egress-ip-range``, else the
-        configured one, else (kind, Antrea) the top four addresses of the kind subnet.
+        else none. The egress range, for a CNI whose driver's egress gateway needs one
+        (:attr:`~cnibench.backends.kube.cnis.base.CniDriver.egress_needs_ip_range`), is the
+        cluster option ``egress-ip-range``, else the configured one, else (kind) the top four
+        addresses of the kind subnet.
         ``network`` is the kind network when already inspected.
 
         Raises
@@ -155,7 +159,12 @@ class KubeBackend:
         cnibench.errors.ProvisioningError
             The kind network cannot be inspected when it is needed.
         """
-        needs_range = cni.egress_api == "antrea"
+        driver = DRIVERS.get(cni.name)
+        needs_range = (
+            driver is not None
+            and driver.egress_needs_ip_range
+            and Capability.EGRESS_GATEWAY in cni.capabilities
+        )
         option = spec.options.get("egress-ip-range", "")
         egress_range = parse_ip_range(option) if option else self.egress_ip_range
         if (
@@ -189,7 +198,7 @@ class KubeBackend:
         self, network: DockerNetwork, egress_range: tuple[str, str] | None
     ) -> tuple[str, str]:
         """MetalLB's address range on a kind network: 16 addresses right below the top four
-        (which the default Antrea egress range takes).
+        (which the default egress IP range takes).
 
         Raises
         ------

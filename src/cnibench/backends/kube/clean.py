@@ -4,9 +4,9 @@ Two kinds of leftovers can outlive an interrupted session: kind clusters named w
 :data:`KIND_PREFIX` (every cluster :class:`~cnibench.backends.kube.providers.KindProvider`
 creates), and, in any cluster a kubeconfig reaches, namespaces and cluster-scoped objects
 labelled ``cnibench.io/session``: RBAC, and the CNI objects that have no namespace to go with
-(:data:`CLUSTER_SCOPED_KINDS`: Cilium egress policies, Antrea Egress/ExternalIPPool/
-ClusterNetworkPolicy, Calico GlobalNetworkPolicy). A kind whose CRD the cluster does not serve is
-skipped. Anything else is never touched: unlabelled objects, clusters with other names, AKS
+(:func:`cluster_scoped_kinds`: what each CNI driver declares, e.g. egress gateway objects and
+cluster-wide policies). A kind whose CRD the cluster does not serve is skipped. Anything else
+is never touched: unlabelled objects, clusters with other names, AKS
 resources (``terraform destroy`` in the state directory).
 """
 
@@ -23,30 +23,31 @@ from pathlib import Path
 from typing import Any
 
 from cnibench.backends.kube.api import api_error_message
+from cnibench.backends.kube.cnis import DRIVERS
 from cnibench.backends.kube.providers import kind_delete_argv
 from cnibench.backends.kube.render import SESSION_LABEL
 from cnibench.errors import CnibenchError, ProvisioningError
 
 __all__ = [
-    "CLUSTER_SCOPED_KINDS",
     "KIND_PREFIX",
     "CleanedItem",
     "KubeCleanReport",
     "clean_kube_leftovers",
+    "cluster_scoped_kinds",
 ]
 
 KIND_PREFIX = "cnibench-"
 """Name prefix of the kind clusters cnibench creates."""
-CLUSTER_SCOPED_KINDS: tuple[tuple[str, str], ...] = (
-    ("cilium.io/v2", "CiliumEgressGatewayPolicy"),
-    ("cilium.io/v2", "CiliumClusterwideNetworkPolicy"),
-    ("crd.antrea.io/v1beta1", "Egress"),
-    ("crd.antrea.io/v1beta1", "ExternalIPPool"),
-    ("crd.antrea.io/v1beta1", "ClusterNetworkPolicy"),
-    ("projectcalico.org/v3", "GlobalNetworkPolicy"),
-)
-"""Cluster-scoped CNI kinds (apiVersion, kind) a session may create: deleting the session's
-namespace does not remove them, so ``clean`` looks for labelled ones."""
+
+
+def cluster_scoped_kinds() -> tuple[tuple[str, str], ...]:
+    """Cluster-scoped CNI kinds (apiVersion, kind) a session may create, as every registered
+    driver declares them: deleting the session's namespace does not remove them, so ``clean``
+    looks for labelled ones."""
+    kinds: dict[tuple[str, str], None] = {}
+    for driver in DRIVERS.values():
+        kinds.update(dict.fromkeys(driver.cluster_scoped_kinds))
+    return tuple(kinds)
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class CleanedItem:
     ----------
     kind:
         ``"kind-cluster"``, ``"namespace"``, ``"clusterrole"``, ``"clusterrolebinding"`` or a
-        lower-cased :data:`CLUSTER_SCOPED_KINDS` kind (e.g. ``"ciliumegressgatewaypolicy"``).
+        lower-cased :func:`cluster_scoped_kinds` kind (e.g. ``"egress"``).
     name:
         Its name.
     outcome:
@@ -221,7 +222,7 @@ def _clean_custom(api_client: Any, *, dry_run: bool) -> list[CleanedItem]:
     factory: Any = dynamic.DynamicClient
     resources = factory(api_client).resources
     items: list[CleanedItem] = []
-    for api_version, kind in CLUSTER_SCOPED_KINDS:
+    for api_version, kind in cluster_scoped_kinds():
         try:
             resource = resources.get(api_version=api_version, kind=kind)
         except ResourceNotFoundError:

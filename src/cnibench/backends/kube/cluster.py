@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import socket
 import threading
 import time
@@ -35,7 +34,8 @@ from cnibench.backends.base import (
 from cnibench.backends.kube import capture, render
 from cnibench.backends.kube.api import Applier, api_error_message
 from cnibench.backends.kube.cni import CniDefinition
-from cnibench.backends.kube.encryption import WIREGUARD_KEY_ANNOTATIONS, wireguard_from_annotations
+from cnibench.backends.kube.cnis import DRIVERS, CniDriver
+from cnibench.backends.kube.cnis.base import ObjectScope
 from cnibench.backends.kube.external import EXTERNAL_ADDRESS_ENV
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.pykube_bridge import pykube_client
@@ -58,20 +58,14 @@ __all__ = [
     "PodPortForward",
     "Timeouts",
     "exec_returncode",
-    "parse_cilium_encryption",
     "pod_problem",
 ]
 
 _POLICY_NAME = "cnibench-policy"
-_PRIORITY_CNIS = ("cilium", "antrea", "calico")
-"""CNIs with a policy API of their own that :func:`render.priority_manifests` renders."""
 _L7_NAME = "cnibench-l7"
 _SPLIT_GATEWAY = "cnibench-split"
 _ERROR_CHANNEL = 3
 """Channel of the exec protocol that carries the final ``v1.Status``."""
-_WG_RE = re.compile(
-    r"^Encryption:\s+Wireguard\s+\[(?P<body>.*)\]\s*$", re.IGNORECASE | re.MULTILINE
-)
 
 
 @dataclass(frozen=True)
@@ -91,27 +85,6 @@ class Timeouts:
     pod_ready: float = 300.0
     delete: float = 120.0
     monitoring: float = 300.0
-
-
-def parse_cilium_encryption(text: str) -> tuple[bool, str, int]:
-    """Encryption state from ``cilium-dbg status`` output.
-
-    Cilium prints a line such as ``Encryption: Wireguard [NodeEncryption: Disabled, cilium_wg0
-    (Pubkey: ..., Port: 51871, Peers: 2)]`` when WireGuard is on and ``Encryption: Disabled``
-    otherwise.
-
-    Returns
-    -------
-    tuple
-        ``(enabled, interface, peers)``; ``(False, "", 0)`` when WireGuard is not reported.
-    """
-    match = _WG_RE.search(text)
-    if not match:
-        return False, "", 0
-    body = match.group("body")
-    interface = re.search(r"(cilium_wg\d+)", body)
-    peers = re.search(r"Peers:\s*(\d+)", body)
-    return True, interface.group(1) if interface else "", int(peers.group(1)) if peers else 0
 
 
 STUCK_REASONS = frozenset(
@@ -415,8 +388,9 @@ class KubeCluster:
     timeouts:
         Operation timeouts.
     egress_ip_range:
-        ``(first, last)`` IPv4 addresses for Antrea's ExternalIPPool on the egress-gw node;
-        the first is the egress IP. ``None``: Antrea egress is unsupported on this cluster.
+        ``(first, last)`` IPv4 egress IPs on the egress-gw node, for a CNI whose driver
+        needs them (:attr:`~cnibench.backends.kube.cnis.base.CniDriver.egress_needs_ip_range`);
+        ``None``: none known, and such a CNI's egress gateway is unsupported.
     release:
         Called by :meth:`teardown` instead of deleting the namespace: it deletes the whole
         cluster (kind/aks clusters not kept). ``None`` keeps the cluster.
@@ -469,6 +443,17 @@ class KubeCluster:
         self._torn_down = False
 
     # -- identity -------------------------------------------------------------------------
+    @property
+    def _driver(self) -> CniDriver:
+        driver = DRIVERS.get(self._cni.name)
+        if driver is None:
+            raise ConfigError(f"no CNI driver is registered for {self._cni.name!r}")
+        return driver
+
+    @property
+    def _scope(self) -> ObjectScope:
+        return ObjectScope(session=self.session, namespace=self.namespace)
+
     @property
     def backend(self) -> str:
         """``"kube"``."""
@@ -693,60 +678,32 @@ class KubeCluster:
         return self._external
 
     def egress_manifests(self, clients: Sequence[str], *, destination: str) -> list[dict[str, Any]]:
-        """The CNI's egress objects sending ``clients`` to ``destination`` via the gateway.
-
-        Cilium: one CiliumEgressGatewayPolicy limited to ``destination``. Antrea: an
-        ExternalIPPool of :attr:`egress_ip_range` on the egress-gw node, then an Egress with
-        the range's first address as ``egressIP``; Antrea's Egress (v1beta1) has no
-        destination field, so it applies to all traffic leaving the cluster. The last object
-        is always the one whose ``cnibench.io/egress`` label value the clients must carry.
+        """The CNI driver's egress objects sending ``clients`` to ``destination`` via the
+        gateway (:meth:`~cnibench.backends.kube.cnis.base.CniDriver.egress_objects`). The
+        last object is always the one whose ``cnibench.io/egress`` label value the clients
+        must carry.
 
         Raises
         ------
         cnibench.errors.UnsupportedError
-            The CNI has no egress gateway, or Antrea has no egress IP range.
+            The CNI has no egress gateway (as configured), or lacks what it needs (an egress
+            IP range).
         """
-        name = f"cnibench-egress-{self.session}"
-        if self._cni.egress_api == "cilium":
-            return [
-                render.cilium_egress_gateway_policy(
-                    name,
-                    session=self.session,
-                    namespace=self.namespace,
-                    clients=clients,
-                    destinations=[destination],
-                )
-            ]
-        if self._cni.egress_api == "antrea":
-            if self.egress_ip_range is None:
-                raise UnsupportedError(
-                    "antrea egress needs an egress IP range: cluster option"
-                    " egress-ip-range=FIRST-LAST or $CNIBENCH_EGRESS_IP_RANGE (kind: derived"
-                    " from the kind network)"
-                )
-            first, last = self.egress_ip_range
-            pool = f"cnibench-pool-{self.session}"
-            return [
-                render.antrea_external_ip_pool(
-                    pool, session=self.session, first_ip=first, last_ip=last
-                ),
-                render.antrea_egress(
-                    name,
-                    session=self.session,
-                    namespace=self.namespace,
-                    pool=pool,
-                    egress_ip=first,
-                ),
-            ]
-        raise UnsupportedError(f"{self._cni.name} has no egress gateway")
+        if Capability.EGRESS_GATEWAY not in self._cni.capabilities:
+            raise UnsupportedError(f"{self._cni.name} has no egress gateway")
+        return self._driver.egress_objects(
+            self._scope,
+            clients=clients,
+            destination=destination,
+            egress_ip_range=self.egress_ip_range,
+        )
 
     def expected_egress_source(self) -> str:
-        """Source address the external host sees with the gateway on: Antrea's egress IP
-        (first of :attr:`egress_ip_range`), or the egress-gw node's address (Cilium SNATs to
-        the gateway node's address when the policy sets no ``egressIP``)."""
-        if self._cni.egress_api == "antrea" and self.egress_ip_range is not None:
-            return self.egress_ip_range[0]
-        return self.node(NodeRole.EGRESS_GW).ip
+        """Source address the external host sees with the gateway on, as the driver says
+        (e.g. an egress IP of :attr:`egress_ip_range`, or the egress-gw node's address)."""
+        return self._driver.egress_source(
+            gateway_ip=self.node(NodeRole.EGRESS_GW).ip, egress_ip_range=self.egress_ip_range
+        )
 
     def enable_egress_gateway(self, clients: Sequence[Endpoint], *, destination: str) -> str:
         """Label ``clients`` and apply the CNI's egress objects (:meth:`egress_manifests`).
@@ -771,7 +728,7 @@ class KubeCluster:
         """Delete the egress objects and unlabel the client pods. Safe to repeat."""
         from kubernetes.client.exceptions import ApiException
 
-        # The Egress goes before its pool: Antrea refuses to free a pool still in use.
+        # Last applied, first deleted: a CNI may refuse to free an address pool still in use.
         for manifest in reversed(self._egress_objects):
             self._applier.delete(manifest)
         self._egress_objects.clear()
@@ -788,52 +745,46 @@ class KubeCluster:
         self._egress_pods.clear()
 
     def encryption_status(self) -> EncryptionStatus:
-        """The CNI's own account of its encryption.
-
-        Cilium: ``cilium-dbg status`` in the cilium agent of every node. Antrea and Calico:
-        the WireGuard public key each agent publishes on its Node
-        (:func:`~cnibench.backends.kube.encryption.wireguard_from_annotations`).
+        """The CNI's own account of its encryption, as its driver reads it (Node annotations
+        or the agents' status; :meth:`node_annotations`, :meth:`exec_in_agents`).
 
         Raises
         ------
         cnibench.errors.UnsupportedError
             For CNIs that cannot encrypt.
         """
-        if self._cni.name in WIREGUARD_KEY_ANNOTATIONS:
-            nodes = self._core.list_node().items
-            return wireguard_from_annotations(
-                self._cni.name,
-                [(n.metadata.name, dict(n.metadata.annotations or {})) for n in nodes],
-            )
-        if self._cni.name != "cilium":
-            raise UnsupportedError(f"{self._cni.name} has no encryption to report")
-        agents = self._core.list_namespaced_pod("kube-system", label_selector="k8s-app=cilium")
-        interfaces: dict[str, str] = {}
-        peers: dict[str, int] = {}
-        details: list[str] = []
-        enabled = bool(agents.items)
+        return self._driver.encryption_status(self)
+
+    def node_annotations(self) -> list[tuple[str, Mapping[str, str]]]:
+        """``(node name, annotations)`` of every node of the cluster."""
+        return [
+            (n.metadata.name, dict(n.metadata.annotations or {}))
+            for n in self._core.list_node().items
+        ]
+
+    def exec_in_agents(
+        self, namespace: str, selector: str, container: str, argv: Sequence[str]
+    ) -> list[tuple[str, str]]:
+        """``(node name, output)`` of ``argv`` in ``container`` of every pod matching
+        ``selector`` in ``namespace`` (a CNI's agents), 30 s each.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            A command fails.
+        """
+        agents = self._core.list_namespaced_pod(namespace, label_selector=selector)
+        outputs: list[tuple[str, str]] = []
         for agent in agents.items:
             pod = KubePod(
                 agent.metadata.name,
-                "kube-system",
+                namespace,
                 Node(agent.spec.node_name, NodeRole.CLIENT, ""),
                 agent.status.pod_ip or "",
                 self._api_client,
             )
-            result = _exec_in(pod, "cilium-agent", ["cilium-dbg", "status"], timeout=30)
-            on, interface, count = parse_cilium_encryption(result)
-            enabled = enabled and on
-            details.append(f"{agent.spec.node_name}: {result.strip()}")
-            if on:
-                interfaces[agent.spec.node_name] = interface
-                peers[agent.spec.node_name] = count
-        return EncryptionStatus(
-            enabled=enabled,
-            kind="wireguard" if enabled else "",
-            interfaces=interfaces,
-            peers=peers,
-            detail="\n".join(details),
-        )
+            outputs.append((agent.spec.node_name, _exec_in(pod, container, list(argv), timeout=30)))
+        return outputs
 
     def capture_underlay(self, marker: bytes, send: Sequence[str], *, source: Endpoint) -> bool:
         """Capture on the uplink of ``source``'s node while ``send`` runs in ``source``; look
@@ -929,49 +880,34 @@ class KubeCluster:
 
     def priority_case_manifests(self, case: PriorityCase, spec: PolicySpec) -> list[dict[str, Any]]:
         """The objects :meth:`apply_priority_case` applies for ``case``: a deny-all
-        NetworkPolicy when ``case.kubernetes_deny``, then one CNI policy per layer
-        (:func:`cnibench.backends.kube.render.priority_manifests`).
-
-        Cilium has neither tiers nor priorities (its deny always wins), so it takes only cases
-        without tiers; Antrea maps tier and priority one to one; Calico's ``order`` receives the
-        layer's priority (tiers are not rendered), so a case whose tier order differs from its
-        priority order cannot be expressed.
+        NetworkPolicy when ``case.kubernetes_deny``, then the driver's CNI policies, one per
+        layer (:meth:`~cnibench.backends.kube.cnis.base.CniDriver.priority_objects`).
 
         Raises
         ------
         cnibench.errors.UnsupportedError
             No NetworkPolicy enforcement; CNI layers on a CNI without a policy API of its own;
-            a tiered or ``pass`` case without :attr:`Capability.POLICY_TIERS` (Cilium); or a
-            Calico case its ``order`` cannot express.
+            a tiered or ``pass`` case without :attr:`Capability.POLICY_TIERS`; or a case the
+            CNI's policy API cannot express.
         """
         cni = self._cni.name
         if Capability.NETWORK_POLICY not in self.capabilities:
             raise UnsupportedError(f"{cni} does not enforce NetworkPolicy")
-        if case.layers and cni not in _PRIORITY_CNIS:
-            raise UnsupportedError(
-                f"{cni} has no policy API of its own: priority case {case.name} needs one"
-            )
         if case.needs_tiers and Capability.POLICY_TIERS not in self.capabilities:
             raise UnsupportedError(f"{cni} has no policy tiers: priority case {case.name}")
-        if cni == "calico":
-            by_order = sorted(case.layers, key=lambda layer: layer.priority)
-            priorities = [layer.priority for layer in case.layers]
-            if list(case.ordered_layers) != by_order or len(set(priorities)) < len(priorities):
-                raise UnsupportedError(
-                    f"priority case {case.name}: Calico order alone cannot express its tiers"
+        objects: list[dict[str, Any]] = []
+        if case.kubernetes_deny:
+            objects.append(
+                render.deny_all_ingress(
+                    spec.target.name,
+                    name="cnibench-prio-k8s",
+                    namespace=self.namespace,
+                    session=self.session,
                 )
-        layers = [
-            render.PolicyLayer(layer.action.value, tier=layer.tier, priority=layer.priority)
-            for layer in case.layers
-        ]
-        return render.priority_manifests(
-            cni,
-            spec,
-            namespace=self.namespace,
-            session=self.session,
-            layers=layers,
-            kubernetes_deny=case.kubernetes_deny,
-        )
+            )
+        if case.layers:
+            objects.extend(self._driver.priority_objects(self._scope, spec, case))
+        return objects
 
     def apply_priority_case(self, case: PriorityCase, spec: PolicySpec) -> None:
         """Apply :meth:`priority_case_manifests` (replacing an earlier case); on a rejected
@@ -995,28 +931,25 @@ class KubeCluster:
                 raise
 
     def remove_priority_case(self) -> None:
-        """Delete the case's objects (Antrea's are cluster-scoped). Safe to repeat."""
+        """Delete the case's objects (some CNIs' are cluster-scoped). Safe to repeat."""
         while self._priority_objects:
             self._applier.delete(self._priority_objects.pop())
 
     def apply_l7_policy(self, server: Endpoint, *, port: int, method: str, path: str) -> None:
-        """Apply the CNI's HTTP rule: a CiliumNetworkPolicy (Envoy answers 403 to other
-        requests) or an Antrea NetworkPolicy with ``l7Protocols`` (its L7 engine rejects them).
+        """Apply the CNI driver's HTTP rule allowing only ``method`` on ``path`` to
+        ``server``'s ``port`` (:meth:`~cnibench.backends.kube.cnis.base.CniDriver.l7_policy`).
         """
-        renderers = {"cilium": render.cilium_l7_policy, "antrea": render.antrea_l7_policy}
-        renderer = renderers.get(self._cni.name)
-        if renderer is None or Capability.L7_POLICY not in self.capabilities:
+        if Capability.L7_POLICY not in self.capabilities:
             raise UnsupportedError(f"{self._cni.name} has no L7 (HTTP) policy")
-        self.remove_l7_policy()
-        manifest = renderer(
-            _L7_NAME,
-            namespace=self.namespace,
-            session=self.session,
+        manifest = self._driver.l7_policy(
+            self._scope,
+            name=_L7_NAME,
             target=server.name,
             port=port,
             method=method,
             path=path,
         )
+        self.remove_l7_policy()
         self._applier.apply(manifest)
         self._l7_objects.append(manifest)
 

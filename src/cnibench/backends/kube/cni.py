@@ -29,7 +29,6 @@ from cnibench.backends.kube.images import Images
 from cnibench.errors import ConfigError
 
 __all__ = [
-    "CNI_NAMES",
     "KIND_POD_SUBNET",
     "NGF_NAMESPACE",
     "NGF_RELEASE",
@@ -44,7 +43,6 @@ __all__ = [
     "refuse_wireguard",
 ]
 
-CNI_NAMES = ("kindnet", "cilium", "antrea", "calico", "flannel", "kube-router")
 NGF_RELEASE = "ngf"
 NGF_NAMESPACE = "nginx-gateway"
 KIND_POD_SUBNET = "10.244.0.0/16"
@@ -162,8 +160,6 @@ class CniDefinition:
         Whether kind's own CNI (kindnet) must be off.
     pod_subnet:
         Pod CIDR the CNI expects.
-    egress_api:
-        Which egress objects to render: ``"cilium"``, ``"antrea"`` or ``""``.
     gateway_class:
         GatewayClass for traffic splitting, ``""`` without Gateway API.
     encryption:
@@ -189,7 +185,6 @@ class CniDefinition:
     replaces_kube_proxy: bool = False
     disable_default_cni: bool = True
     pod_subnet: str = KIND_POD_SUBNET
-    egress_api: str = ""
     gateway_class: str = ""
     encryption: str = ""
     gateway_api_crds: str = ""
@@ -299,7 +294,7 @@ def cni_definition(
     if spec.encryption not in ("", "wireguard"):
         raise ConfigError(f"unknown encryption {spec.encryption!r}: use '' or 'wireguard'")
     # Imported here: the driver modules import this one for CniDefinition.
-    from cnibench.backends.kube.cnis import DRIVERS
+    from cnibench.backends.kube.cnis import DRIVERS, cni_names
 
     driver = DRIVERS.get(spec.cni)
     if driver is not None:
@@ -309,4 +304,4 @@ def cni_definition(
             images=images or Images(),
             k8s_service_host=k8s_service_host,
         )
-    raise ConfigError(f"unknown --cni {spec.cni!r}: choose one of {', '.join(CNI_NAMES)}")
+    raise ConfigError(f"unknown --cni {spec.cni!r}: choose one of {', '.join(cni_names())}")

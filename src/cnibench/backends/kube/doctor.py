@@ -10,7 +10,8 @@ from typing import Any
 
 from cnibench.backends.base import ClusterSpec, NodeRole
 from cnibench.backends.kube.api import api_error_message
-from cnibench.backends.kube.cni import CNI_NAMES, Readiness, cni_definition
+from cnibench.backends.kube.cni import Readiness, cni_definition
+from cnibench.backends.kube.cnis import cni_names
 from cnibench.backends.kube.render import ROLE_LABEL
 from cnibench.errors import CnibenchError
 
@@ -34,7 +35,7 @@ def installed_cnis(api_client: Any) -> list[str]:
 
     apps = client.AppsV1Api(api_client)
     found = []
-    for name in CNI_NAMES:
+    for name in cni_names():
         readiness = cni_definition(ClusterSpec(cni=name)).readiness
         agent = next((r for r in readiness if r.kind == "DaemonSet"), None)
         if agent is not None and _daemon_set_exists(apps, agent):

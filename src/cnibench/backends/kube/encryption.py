@@ -1,11 +1,11 @@
-"""WireGuard state as Antrea and Calico publish it: a public key annotation on every Node.
+"""WireGuard state as some CNIs publish it: a public key annotation on every Node.
 
-Both agents generate a WireGuard key pair per node and publish the public half on the
-Kubernetes Node object (Antrea ``node.antrea.io/wireguard-public-key``, Calico
-``projectcalico.org/WireguardPublicKey``); every agent configures one peer per other node that
-has published a key. So the CNI's own account of "encryption is on, with peers" is readable from
-the API alone. Cilium's account comes from ``cilium-dbg status`` instead (see
-:func:`cnibench.backends.kube.cluster.parse_cilium_encryption`).
+Such a CNI's agents generate a WireGuard key pair per node and publish the public half on the
+Kubernetes Node object, under an annotation the CNI's driver names
+(:class:`WireguardAnnotation`); every agent configures one peer per other node that has
+published a key. So the CNI's own account of "encryption is on, with peers" is readable from the
+API alone. Drivers whose CNI reports otherwise read their agents instead (see
+:meth:`~cnibench.backends.kube.cnis.base.CniDriver.encryption_status`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from cnibench.backends.base import EncryptionStatus
 
-__all__ = ["WIREGUARD_KEY_ANNOTATIONS", "WireguardAnnotation", "wireguard_from_annotations"]
+__all__ = ["WireguardAnnotation", "wireguard_from_annotations"]
 
 
 @dataclass(frozen=True)
@@ -36,14 +36,6 @@ class WireguardAnnotation:
     interface: str
 
 
-WIREGUARD_KEY_ANNOTATIONS: Mapping[str, WireguardAnnotation] = {
-    "antrea": WireguardAnnotation("node.antrea.io/wireguard-public-key", "antrea-wg0"),
-    "calico": WireguardAnnotation("projectcalico.org/WireguardPublicKey", "wireguard.cali"),
-}
-"""Per CNI (REFERENCE-CNI.md; Antrea docs/traffic-encryption.md, Calico's
-encrypt-cluster-pod-traffic page)."""
-
-
 def _is_public_key(value: str) -> bool:
     try:
         return len(base64.b64decode(value, validate=True)) == 32
@@ -52,14 +44,14 @@ def _is_public_key(value: str) -> bool:
 
 
 def wireguard_from_annotations(
-    cni: str, nodes: Sequence[tuple[str, Mapping[str, str]]]
+    where: WireguardAnnotation, nodes: Sequence[tuple[str, Mapping[str, str]]]
 ) -> EncryptionStatus:
     """Encryption status of a cluster from its Nodes' annotations.
 
     Parameters
     ----------
-    cni:
-        ``"antrea"`` or ``"calico"`` (:data:`WIREGUARD_KEY_ANNOTATIONS`).
+    where:
+        The CNI's annotation and interface.
     nodes:
         ``(node name, annotations)`` of every node of the cluster.
 
@@ -69,13 +61,7 @@ def wireguard_from_annotations(
         Enabled when every node published a valid 32-byte key; each node with a key has one
         peer per other node with a key (the agents build a full mesh). ``detail`` says, per
         node, which key was found (public keys are not secrets) or what was wrong.
-
-    Raises
-    ------
-    KeyError
-        ``cni`` does not publish WireGuard keys on Nodes.
     """
-    where = WIREGUARD_KEY_ANNOTATIONS[cni]
     keyed: list[str] = []
     details: list[str] = []
     for name, published in nodes:

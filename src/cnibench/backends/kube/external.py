@@ -47,7 +47,8 @@ KIND_NETWORK = "kind"
 EXTERNAL_ADDRESS_ENV = "CNIBENCH_EXTERNAL_ADDRESS"
 """Environment variable overriding the external host's address."""
 EGRESS_IP_RANGE_ENV = "CNIBENCH_EGRESS_IP_RANGE"
-"""Environment variable giving the Antrea egress IP range (``first-last``)."""
+"""Environment variable giving the egress IP range (``first-last``) of a CNI whose egress
+gateway SNATs to IPs of its own."""
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ def top_of_subnet_range(subnet: str, count: int = 4) -> tuple[str, str]:
 def load_balancer_range(subnet: str, *, count: int = 16, reserved_top: int = 4) -> tuple[str, str]:
     """``count`` host addresses of ``subnet`` just below its top ``reserved_top`` ones.
 
-    On kind the top four addresses are Antrea's egress IPs (:func:`top_of_subnet_range`), so
+    On kind the top four addresses are the default egress IPs (:func:`top_of_subnet_range`), so
     MetalLB's pool sits right under them: still far from the bottom, where docker hands out
     node addresses, and never overlapping the egress range.
 

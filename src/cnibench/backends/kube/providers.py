@@ -254,7 +254,7 @@ class KindProvider:
     def load_local_images(self, name: str, *, cni: str = "") -> None:
         """Build (once per host) and load into cluster ``name`` every image cnibench builds
         itself (:meth:`~cnibench.backends.kube.images.Images.local_builds`); with the offline
-        set, every pod image of it, a CNI's own (Cilium's) only into a cluster of ``cni``.
+        set, every pod image of it, a CNI's own images only into a cluster of that ``cni``.
 
         ``kind load`` skips nodes that already hold the same image, so a reused cluster costs
         one comparison per node.
@@ -267,13 +267,14 @@ class KindProvider:
         if self.images.offline:
             from cnibench.backends.kube.offline import pod_image_tags
 
+            shared = set(pod_image_tags(self.images, cnis=[]))
             for image in pod_image_tags(self.images, cnis=[cni] if cni else []):
                 try:
                     self._run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
                 except ProvisioningError:
                     build = "cnibench images build"
-                    if image == self.images.cilium:  # built only when asked for
-                        build += " --cni cilium"
+                    if image not in shared:  # a CNI's own: built only when asked for
+                        build += f" --cni {cni}"
                     raise ProvisioningError(
                         f"offline image {image} is not in the engine: run {build}"
                     ) from None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,27 +31,20 @@ from cnibench.policy import PolicySpec
 from cnibench.tools.sockperf import sockperf_server_argv
 
 __all__ = [
-    "ANTREA_TIERS",
     "ENDPOINT_LABEL",
     "MANAGED_BY",
     "PROMETHEUS_PORT",
     "ROLE_LABEL",
     "SESSION_LABEL",
     "TOOLS_CONTAINER",
-    "PolicyLayer",
-    "antrea_cluster_network_policy",
-    "antrea_egress",
-    "antrea_external_ip_pool",
-    "antrea_l7_policy",
-    "calico_network_policy",
     "capture_pod",
-    "cilium_egress_gateway_policy",
-    "cilium_l7_policy",
-    "cilium_network_policy",
+    "check_policy_action",
     "deny_all_ingress",
     "gateway",
     "http_route",
     "kind_cluster_config",
+    "l4_ports",
+    "l7_values",
     "manifests_dir",
     "metallb_ip_address_pool",
     "metallb_l2_advertisement",
@@ -60,7 +52,6 @@ __all__ = [
     "namespace",
     "network_policy",
     "pod",
-    "priority_manifests",
     "prometheus_config",
     "pull_policy",
     "render_template",
@@ -260,72 +251,6 @@ def capture_pod(
     )
 
 
-def cilium_egress_gateway_policy(
-    name: str, *, session: str, namespace: str, clients: Sequence[str], destinations: Sequence[str]
-) -> dict[str, Any]:
-    """CiliumEgressGatewayPolicy sending ``clients``' traffic to ``destinations`` through the
-    egress-gw node (``cilium.io/v2``, cluster-scoped; one policy per client pod because
-    ``podSelector`` matches labels, and the endpoint label differs per pod)."""
-    if not clients or not destinations:
-        raise ConfigError("an egress gateway policy needs clients and destination CIDRs")
-    return render_template(
-        "egress/cilium/egress-gateway-policy.yaml",
-        {
-            "name": name,
-            "labels": session_labels(session),
-            "pod_labels": {
-                "io.kubernetes.pod.namespace": namespace,
-                SESSION_LABEL: session,
-                "cnibench.io/egress": name,
-            },
-            "destinations": list(destinations),
-            "gateway_node_labels": {ROLE_LABEL: NodeRole.EGRESS_GW.value},
-        },
-    )
-
-
-def antrea_external_ip_pool(
-    name: str, *, session: str, first_ip: str, last_ip: str
-) -> dict[str, Any]:
-    """ExternalIPPool (``crd.antrea.io/v1beta1``) of egress IPs hosted by the egress-gw node."""
-    return render_template(
-        "egress/antrea/external-ip-pool.yaml",
-        {
-            "name": name,
-            "labels": session_labels(session),
-            "ip_ranges": [{"start": first_ip, "end": last_ip}],
-            "gateway_node_labels": {ROLE_LABEL: NodeRole.EGRESS_GW.value},
-        },
-    )
-
-
-def antrea_egress(
-    name: str, *, session: str, namespace: str, pool: str, egress_ip: str = ""
-) -> dict[str, Any]:
-    """Egress (``crd.antrea.io/v1beta1``) applying ``pool`` to the session's pods labelled
-    ``cnibench.io/egress=<name>`` in ``namespace``.
-
-    Parameters
-    ----------
-    egress_ip:
-        Address of ``pool`` to SNAT to (``spec.egressIP``), so the source the external host
-        sees is known in advance; ``""`` lets Antrea pick one from the pool.
-    """
-    manifest = render_template(
-        "egress/antrea/egress.yaml",
-        {
-            "name": name,
-            "labels": session_labels(session),
-            "namespace_labels": {"kubernetes.io/metadata.name": namespace},
-            "pod_labels": {SESSION_LABEL: session, "cnibench.io/egress": name},
-            "pool": pool,
-        },
-    )
-    if egress_ip:
-        manifest["spec"]["egressIP"] = egress_ip
-    return manifest
-
-
 def network_policy(spec: PolicySpec, *, name: str, namespace: str, session: str) -> dict[str, Any]:
     """NetworkPolicy letting only ``spec.allowed`` reach ``spec.target`` on ``spec.ports``.
 
@@ -363,21 +288,11 @@ def network_policy(spec: PolicySpec, *, name: str, namespace: str, session: str)
     )
 
 
-ANTREA_TIERS: Mapping[str, int] = {
-    "emergency": 50,
-    "securityops": 100,
-    "networkops": 150,
-    "platform": 200,
-    "application": 250,
-    "baseline": 253,
-}
-"""Antrea's built-in tiers and their priorities (lower is evaluated first)."""
 _POLICY_ACTIONS = ("allow", "deny", "pass")
-_ANTREA_ACTIONS = {"allow": "Allow", "deny": "Drop", "pass": "Pass"}
-_CALICO_ACTIONS = {"allow": "Allow", "deny": "Deny", "pass": "Pass"}
 
 
-def _l4_ports(spec: PolicySpec) -> list[dict[str, Any]]:
+def l4_ports(spec: PolicySpec) -> list[dict[str, Any]]:
+    """``spec.ports`` as NetworkPolicy port entries (``protocol``, ``port``, ``endPort``)."""
     protocol = spec.protocol.value.upper()
     ports: list[dict[str, Any]] = []
     for port in spec.ports:
@@ -388,7 +303,14 @@ def _l4_ports(spec: PolicySpec) -> list[dict[str, Any]]:
     return ports
 
 
-def _check_action(action: str) -> str:
+def check_policy_action(action: str) -> str:
+    """``action`` when it is ``allow``, ``deny`` or ``pass``.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        Any other action.
+    """
     if action not in _POLICY_ACTIONS:
         raise ConfigError(f"policy action {action!r}: choose {', '.join(_POLICY_ACTIONS)}")
     return action
@@ -408,267 +330,7 @@ def deny_all_ingress(target: str, *, name: str, namespace: str, session: str) ->
     )
 
 
-def cilium_network_policy(
-    spec: PolicySpec, *, name: str, namespace: str, session: str, action: str = "allow"
-) -> dict[str, Any]:
-    """CiliumNetworkPolicy (``cilium.io/v2``) allowing or denying ``spec.allowed`` to
-    ``spec.target`` on ``spec.ports``.
-
-    Cilium has no policy priority: a deny (``ingressDeny``) always wins over an allow.
-
-    Raises
-    ------
-    cnibench.errors.ConfigError
-        Unknown action, or ``pass`` (Cilium has no pass action).
-    """
-    if _check_action(action) == "pass":
-        raise ConfigError("CiliumNetworkPolicy has no pass action (use allow or deny)")
-    protocol = spec.protocol.value.upper()
-    ports: list[dict[str, Any]] = []
-    for port in spec.ports:
-        entry: dict[str, Any] = {"port": str(port.first), "protocol": protocol}
-        if port.last != port.first:
-            entry["endPort"] = port.last
-        ports.append(entry)
-    rule = {
-        "fromEndpoints": [{"matchLabels": {ENDPOINT_LABEL: p.name}} for p in spec.allowed],
-        "toPorts": [{"ports": ports}],
-    }
-    manifest = render_template(
-        "policy/cilium/network-policy.yaml",
-        {
-            "name": name,
-            "namespace": namespace,
-            "labels": session_labels(session),
-            "target_labels": {ENDPOINT_LABEL: spec.target.name},
-        },
-    )
-    manifest["spec"]["ingress" if action == "allow" else "ingressDeny"] = [rule]
-    return manifest
-
-
-def antrea_cluster_network_policy(
-    spec: PolicySpec,
-    *,
-    name: str,
-    namespace: str,
-    session: str,
-    tier: str = "application",
-    priority: float = 5.0,
-    action: str = "allow",
-) -> dict[str, Any]:
-    """ClusterNetworkPolicy (``crd.antrea.io/v1beta1``) in ``tier`` at ``priority`` allowing
-    (``Allow``), dropping (``Drop``) or passing on (``Pass``: skip the remaining Antrea policies
-    of the non-baseline tiers, on to Kubernetes NetworkPolicy) ``spec.allowed`` to
-    ``spec.target`` on ``spec.ports``.
-
-    Parameters
-    ----------
-    tier:
-        One of :data:`ANTREA_TIERS`.
-    priority:
-        Policy priority within the tier, 1.0 .. 10000.0 (lower first).
-
-    Raises
-    ------
-    cnibench.errors.ConfigError
-        Unknown tier or action, or priority out of range.
-    """
-    _check_action(action)
-    if tier not in ANTREA_TIERS:
-        raise ConfigError(f"unknown Antrea tier {tier!r}: choose {', '.join(ANTREA_TIERS)}")
-    if not 1.0 <= priority <= 10000.0:
-        raise ConfigError(f"Antrea policy priority {priority} is outside 1.0..10000.0")
-    namespace_labels = {"kubernetes.io/metadata.name": namespace}
-    rule = {
-        "name": f"{action}-{spec.target.name}",
-        "action": _ANTREA_ACTIONS[action],
-        "from": [
-            {
-                "namespaceSelector": {"matchLabels": namespace_labels},
-                "podSelector": {"matchLabels": {ENDPOINT_LABEL: p.name}},
-            }
-            for p in spec.allowed
-        ],
-        "ports": _l4_ports(spec),
-    }
-    return render_template(
-        "policy/antrea/cluster-network-policy.yaml",
-        {
-            "name": name,
-            "labels": session_labels(session),
-            "tier": tier,
-            "priority": float(priority),
-            "namespace_labels": namespace_labels,
-            "target_labels": {ENDPOINT_LABEL: spec.target.name},
-            "ingress": [rule],
-        },
-    )
-
-
-def calico_network_policy(
-    spec: PolicySpec,
-    *,
-    name: str,
-    namespace: str,
-    session: str,
-    order: float = 100.0,
-    action: str = "allow",
-) -> dict[str, Any]:
-    """Calico NetworkPolicy (``projectcalico.org/v3``) at ``order`` allowing, denying or
-    passing (``Pass``: on to the next tier) ``spec.allowed`` to ``spec.target`` on
-    ``spec.ports`` (lower order is applied first).
-
-    Raises
-    ------
-    cnibench.errors.ConfigError
-        Unknown action or negative order.
-    """
-    _check_action(action)
-    if order < 0:
-        raise ConfigError(f"Calico policy order must be >= 0, got {order}")
-    sources = ", ".join(f"'{p.name}'" for p in spec.allowed)
-    ports: list[int | str] = [
-        p.first if p.first == p.last else f"{p.first}:{p.last}" for p in spec.ports
-    ]
-    rule = {
-        "action": _CALICO_ACTIONS[action],
-        "protocol": spec.protocol.value.upper(),
-        "source": {"selector": f"{ENDPOINT_LABEL} in {{{sources}}}"},
-        "destination": {"ports": ports},
-    }
-    return render_template(
-        "policy/calico/network-policy.yaml",
-        {
-            "name": name,
-            "namespace": namespace,
-            "labels": session_labels(session),
-            "order": float(order),
-            "selector": f"{ENDPOINT_LABEL} == '{spec.target.name}'",
-            "ingress": [rule],
-        },
-    )
-
-
-@dataclass(frozen=True)
-class PolicyLayer:
-    """One CNI policy of a priority case (seed 003's precedence experiments).
-
-    Attributes
-    ----------
-    action:
-        ``"allow"`` or ``"deny"`` for the spec's peers and ports.
-    tier:
-        Antrea tier (ignored by other CNIs).
-    priority:
-        Antrea priority within the tier, or Calico ``order`` (Cilium has none).
-    """
-
-    action: str
-    tier: str = "application"
-    priority: float = 5.0
-
-
-def priority_manifests(
-    cni: str,
-    spec: PolicySpec,
-    *,
-    namespace: str,
-    session: str,
-    layers: Sequence[PolicyLayer],
-    kubernetes_deny: bool = False,
-) -> list[dict[str, Any]]:
-    """The objects of one priority case: optionally a Kubernetes NetworkPolicy denying all
-    ingress of ``spec.target``, plus one CNI policy per layer (named ``cnibench-prio-<i>``).
-
-    The reachability of ``spec.target`` from ``spec.allowed`` afterwards is the result: e.g.
-    a Kubernetes deny with an Antrea ``application`` allow, or a ``securityops`` drop at
-    priority 5 against an ``application`` allow at priority 10.
-
-    Raises
-    ------
-    cnibench.errors.ConfigError
-        A CNI without its own policy API, or an invalid layer.
-    """
-    objects: list[dict[str, Any]] = []
-    if kubernetes_deny:
-        objects.append(
-            deny_all_ingress(
-                spec.target.name, name="cnibench-prio-k8s", namespace=namespace, session=session
-            )
-        )
-    for index, layer in enumerate(layers):
-        name = f"cnibench-prio-{index}"
-        if cni == "cilium":
-            objects.append(
-                cilium_network_policy(
-                    spec, name=name, namespace=namespace, session=session, action=layer.action
-                )
-            )
-        elif cni == "antrea":
-            objects.append(
-                antrea_cluster_network_policy(
-                    spec,
-                    name=f"{namespace}-prio-{index}",
-                    namespace=namespace,
-                    session=session,
-                    tier=layer.tier,
-                    priority=layer.priority,
-                    action=layer.action,
-                )
-            )
-        elif cni == "calico":
-            objects.append(
-                calico_network_policy(
-                    spec,
-                    name=name,
-                    namespace=namespace,
-                    session=session,
-                    order=layer.priority,
-                    action=layer.action,
-                )
-            )
-        else:
-            raise ConfigError(f"{cni} has no policy API of its own for priority cases")
-    return objects
-
-
-def cilium_l7_policy(
-    name: str, *, namespace: str, session: str, target: str, port: int, method: str, path: str
-) -> dict[str, Any]:
-    """CiliumNetworkPolicy allowing only ``method`` on exactly ``path`` to ``target:port``."""
-    return render_template(
-        "l7/cilium/http-policy.yaml",
-        {
-            **_l7_values(name, namespace, session, target, path),
-            "port": str(port),
-            # Cilium matches path as a regular expression: anchor it to mean "exactly".
-            "http_rules": [{"method": method.upper(), "path": f"^{_regex_escape(path)}$"}],
-        },
-    )
-
-
-def antrea_l7_policy(
-    name: str, *, namespace: str, session: str, target: str, port: int, method: str, path: str
-) -> dict[str, Any]:
-    """Antrea NetworkPolicy allowing only ``method`` on exactly ``path`` to ``target:port``
-    (``l7Protocols: [{http: {method, path}}]``; Antrea matches ``path`` as a glob only when it
-    contains ``*``, so a plain path means exactly that path)."""
-    values = _l7_values(name, namespace, session, target, path)
-    if "*" in path:
-        raise ConfigError(f"L7 policy path {path!r}: '*' would make Antrea match a glob")
-    return render_template(
-        "l7/antrea/http-policy.yaml",
-        {
-            **values,
-            "rule_name": f"allow-http-{method.lower()}",
-            "port": port,
-            "http": {"method": method.upper(), "path": path},
-        },
-    )
-
-
-def _l7_values(name: str, namespace: str, session: str, target: str, path: str) -> dict[str, Any]:
+def l7_values(name: str, namespace: str, session: str, target: str, path: str) -> dict[str, Any]:
     """Template values every L7 policy shares, once ``path`` is known to be absolute."""
     if not path.startswith("/"):
         raise ConfigError(f"L7 policy path {path!r} must start with '/'")
@@ -678,10 +340,6 @@ def _l7_values(name: str, namespace: str, session: str, target: str, path: str) 
         "labels": session_labels(session),
         "target_labels": {ENDPOINT_LABEL: target},
     }
-
-
-def _regex_escape(text: str) -> str:
-    return "".join(f"\\{c}" if c in r".^$*+?()[]{}|\\" else c for c in text)
 
 
 def split_service(

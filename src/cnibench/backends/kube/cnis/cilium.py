@@ -17,11 +17,13 @@ built from that module. That build has no Envoy, so L7 policy and traffic splitt
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cnibench.backends.base import Capability
+from cnibench.backends.base import Capability, EncryptionStatus, NodeRole
+from cnibench.backends.kube import render
 from cnibench.backends.kube.cni import (
     CniDefinition,
     HelmChart,
@@ -29,12 +31,14 @@ from cnibench.backends.kube.cni import (
     check_options,
     features_option,
 )
+from cnibench.backends.kube.cnis.base import AgentAccess, DriverBase, ObjectScope
 from cnibench.errors import ConfigError
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec
     from cnibench.backends.kube.cni import CniVersions
     from cnibench.backends.kube.images import Images
+    from cnibench.policy import PolicySpec, PriorityCase
 
 __all__ = [
     "CHART_CAPABILITIES",
@@ -42,7 +46,11 @@ __all__ = [
     "CILIUM_FEATURES",
     "CILIUM_MODES",
     "CiliumDriver",
+    "cilium_egress_gateway_policy",
+    "cilium_l7_policy",
+    "cilium_network_policy",
     "cilium_values",
+    "parse_cilium_encryption",
 ]
 
 CILIUM_MODES = ("kpr", "kube-proxy")
@@ -198,7 +206,115 @@ def host_lacks_sys_resource() -> bool:
     return lacks_capability()
 
 
-class CiliumDriver:
+def cilium_egress_gateway_policy(
+    name: str, *, session: str, namespace: str, clients: Sequence[str], destinations: Sequence[str]
+) -> dict[str, Any]:
+    """CiliumEgressGatewayPolicy sending ``clients``' traffic to ``destinations`` through the
+    egress-gw node (``cilium.io/v2``, cluster-scoped; one policy per client pod because
+    ``podSelector`` matches labels, and the endpoint label differs per pod)."""
+    if not clients or not destinations:
+        raise ConfigError("an egress gateway policy needs clients and destination CIDRs")
+    return render.render_template(
+        "egress/cilium/egress-gateway-policy.yaml",
+        {
+            "name": name,
+            "labels": render.session_labels(session),
+            "pod_labels": {
+                "io.kubernetes.pod.namespace": namespace,
+                render.SESSION_LABEL: session,
+                "cnibench.io/egress": name,
+            },
+            "destinations": list(destinations),
+            "gateway_node_labels": {render.ROLE_LABEL: NodeRole.EGRESS_GW.value},
+        },
+    )
+
+
+def cilium_network_policy(
+    spec: PolicySpec, *, name: str, namespace: str, session: str, action: str = "allow"
+) -> dict[str, Any]:
+    """CiliumNetworkPolicy (``cilium.io/v2``) allowing or denying ``spec.allowed`` to
+    ``spec.target`` on ``spec.ports``.
+
+    Cilium has no policy priority: a deny (``ingressDeny``) always wins over an allow.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        Unknown action, or ``pass`` (Cilium has no pass action).
+    """
+    if render.check_policy_action(action) == "pass":
+        raise ConfigError("CiliumNetworkPolicy has no pass action (use allow or deny)")
+    protocol = spec.protocol.value.upper()
+    ports: list[dict[str, Any]] = []
+    for port in spec.ports:
+        entry: dict[str, Any] = {"port": str(port.first), "protocol": protocol}
+        if port.last != port.first:
+            entry["endPort"] = port.last
+        ports.append(entry)
+    rule = {
+        "fromEndpoints": [{"matchLabels": {render.ENDPOINT_LABEL: p.name}} for p in spec.allowed],
+        "toPorts": [{"ports": ports}],
+    }
+    manifest = render.render_template(
+        "policy/cilium/network-policy.yaml",
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": render.session_labels(session),
+            "target_labels": {render.ENDPOINT_LABEL: spec.target.name},
+        },
+    )
+    manifest["spec"]["ingress" if action == "allow" else "ingressDeny"] = [rule]
+    return manifest
+
+
+def cilium_l7_policy(
+    name: str, *, namespace: str, session: str, target: str, port: int, method: str, path: str
+) -> dict[str, Any]:
+    """CiliumNetworkPolicy allowing only ``method`` on exactly ``path`` to ``target:port``."""
+    return render.render_template(
+        "l7/cilium/http-policy.yaml",
+        {
+            **render.l7_values(name, namespace, session, target, path),
+            "port": str(port),
+            # Cilium matches path as a regular expression: anchor it to mean "exactly".
+            "http_rules": [{"method": method.upper(), "path": f"^{_regex_escape(path)}$"}],
+        },
+    )
+
+
+def _regex_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in r".^$*+?()[]{}|\\" else c for c in text)
+
+
+_WG_RE = re.compile(
+    r"^Encryption:\s+Wireguard\s+\[(?P<body>.*)\]\s*$", re.IGNORECASE | re.MULTILINE
+)
+
+
+def parse_cilium_encryption(text: str) -> tuple[bool, str, int]:
+    """Encryption state from ``cilium-dbg status`` output.
+
+    Cilium prints a line such as ``Encryption: Wireguard [NodeEncryption: Disabled, cilium_wg0
+    (Pubkey: ..., Port: 51871, Peers: 2)]`` when WireGuard is on and ``Encryption: Disabled``
+    otherwise.
+
+    Returns
+    -------
+    tuple
+        ``(enabled, interface, peers)``; ``(False, "", 0)`` when WireGuard is not reported.
+    """
+    match = _WG_RE.search(text)
+    if not match:
+        return False, "", 0
+    body = match.group("body")
+    interface = re.search(r"(cilium_wg\d+)", body)
+    peers = re.search(r"Peers:\s*(\d+)", body)
+    return True, interface.group(1) if interface else "", int(peers.group(1)) if peers else 0
+
+
+class CiliumDriver(DriverBase):
     """Cilium's driver (see the module docstring for its options).
 
     Parameters
@@ -213,6 +329,10 @@ class CiliumDriver:
     """
 
     name = "cilium"
+    cluster_scoped_kinds = (
+        ("cilium.io/v2", "CiliumEgressGatewayPolicy"),
+        ("cilium.io/v2", "CiliumClusterwideNetworkPolicy"),
+    )
 
     def __init__(
         self,
@@ -283,15 +403,84 @@ class CiliumDriver:
                 path=str(self._chart_dir(versions.cilium)) if own_image else "",
             ),
             replaces_kube_proxy=mode == "kpr",
-            egress_api="cilium" if "egress-gateway" in features else "",
             gateway_class="cilium" if "gateway-api" in features else "",
             encryption=spec.encryption,
             gateway_api_crds=versions.cilium_gateway_api if "gateway-api" in features else "",
         )
 
-    def manifests(self, definition: CniDefinition, images: Images) -> list[dict[str, Any]]:
-        """None: Cilium is installed from its chart."""
-        return []
+    def egress_objects(
+        self,
+        scope: ObjectScope,
+        *,
+        clients: Sequence[str],
+        destination: str,
+        egress_ip_range: tuple[str, str] | None,
+    ) -> list[dict[str, Any]]:
+        """One CiliumEgressGatewayPolicy limited to ``destination``; with no ``egressIP``,
+        Cilium SNATs to the gateway node's address (the default :meth:`egress_source`)."""
+        return [
+            cilium_egress_gateway_policy(
+                f"cnibench-egress-{scope.session}",
+                session=scope.session,
+                namespace=scope.namespace,
+                clients=clients,
+                destinations=[destination],
+            )
+        ]
+
+    def priority_objects(
+        self, scope: ObjectScope, spec: PolicySpec, case: PriorityCase
+    ) -> list[dict[str, Any]]:
+        """One CiliumNetworkPolicy per layer. Cilium has neither tiers nor priorities (a deny
+        always wins), so a case needing tiers is refused by the cluster before it gets here
+        (the definition declares no :attr:`Capability.POLICY_TIERS`)."""
+        return [
+            cilium_network_policy(
+                spec,
+                name=f"cnibench-prio-{index}",
+                namespace=scope.namespace,
+                session=scope.session,
+                action=layer.action.value,
+            )
+            for index, layer in enumerate(case.layers)
+        ]
+
+    def l7_policy(
+        self, scope: ObjectScope, *, name: str, target: str, port: int, method: str, path: str
+    ) -> dict[str, Any]:
+        """A CiliumNetworkPolicy with an HTTP rule (Envoy answers 403 to other requests)."""
+        return cilium_l7_policy(
+            name,
+            namespace=scope.namespace,
+            session=scope.session,
+            target=target,
+            port=port,
+            method=method,
+            path=path,
+        )
+
+    def encryption_status(self, access: AgentAccess) -> EncryptionStatus:
+        """``cilium-dbg status`` in the agent of every node: on when every agent reports
+        WireGuard (:func:`parse_cilium_encryption`)."""
+        outputs = access.exec_in_agents(
+            "kube-system", "k8s-app=cilium", "cilium-agent", ["cilium-dbg", "status"]
+        )
+        interfaces: dict[str, str] = {}
+        peers: dict[str, int] = {}
+        enabled = bool(outputs)
+        for node, output in outputs:
+            on, interface, count = parse_cilium_encryption(output)
+            enabled = enabled and on
+            if on:
+                interfaces[node] = interface
+                peers[node] = count
+        return EncryptionStatus(
+            enabled=enabled,
+            kind="wireguard" if enabled else "",
+            interfaces=interfaces,
+            peers=peers,
+            detail="\n".join(f"{node}: {output.strip()}" for node, output in outputs),
+        )
 
 
 CILIUM = CiliumDriver()

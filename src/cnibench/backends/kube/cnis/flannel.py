@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from cnibench.backends.base import Capability
 from cnibench.backends.kube.cni import CniDefinition, Readiness, check_options
+from cnibench.backends.kube.cnis.base import DriverBase
 from cnibench.backends.kube.render import MANAGED_BY
 from cnibench.errors import UnsupportedError
 
@@ -387,7 +388,7 @@ def _daemon_set(image: str) -> dict[str, Any]:
     }
 
 
-class FlannelDriver:
+class FlannelDriver(DriverBase):
     """flannel as a :class:`~cnibench.backends.kube.cnis.CniDriver`: VXLAN, kube subnet
     manager, no policy, no encryption, installed from :meth:`manifests`."""
 

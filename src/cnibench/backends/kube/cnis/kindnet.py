@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cnibench.backends.base import Capability
 from cnibench.backends.kube.cni import CniDefinition, Readiness, check_options, refuse_wireguard
+from cnibench.backends.kube.cnis.base import DriverBase
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["KINDNET", "KindnetDriver"]
 
 
-class KindnetDriver:
+class KindnetDriver(DriverBase):
     """kindnet's driver."""
 
     name = "kindnet"
@@ -44,10 +45,6 @@ class KindnetDriver:
             readiness=(Readiness("DaemonSet", "kube-system", "kindnet"),),
             disable_default_cni=False,
         )
-
-    def manifests(self, definition: CniDefinition, images: Images) -> list[dict[str, Any]]:
-        """None: kind installs kindnet itself."""
-        return []
 
 
 KINDNET = KindnetDriver()

@@ -3,10 +3,11 @@ encryption). It takes no options."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cnibench.backends.base import Capability
 from cnibench.backends.kube.cni import CniDefinition, Readiness, check_options, refuse_wireguard
+from cnibench.backends.kube.cnis.base import DriverBase
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["KUBE_ROUTER", "KubeRouterDriver"]
 
 
-class KubeRouterDriver:
+class KubeRouterDriver(DriverBase):
     """kube-router's driver."""
 
     name = "kube-router"
@@ -48,10 +49,6 @@ class KubeRouterDriver:
                 f"{versions.kube_router}/daemonset/generic-kuberouter.yaml",
             ),
         )
-
-    def manifests(self, definition: CniDefinition, images: Images) -> list[dict[str, Any]]:
-        """None: kube-router is installed from its release manifest."""
-        return []
 
 
 KUBE_ROUTER = KubeRouterDriver()

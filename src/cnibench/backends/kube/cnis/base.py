@@ -1,0 +1,224 @@
+"""What every CNI driver shares: the :class:`CniDriver` Protocol, what a running cluster hands a
+driver (:class:`ObjectScope`, :class:`AgentAccess`) and :class:`DriverBase`, whose defaults say
+"this CNI has no such feature".
+
+A driver is pure where it can be: it renders objects and parses what agents print; the
+cluster (:class:`~cnibench.backends.kube.cluster.KubeCluster`) applies, deletes, lists and
+executes. The one place a driver reads a running cluster is :meth:`CniDriver.encryption_status`,
+and then only through :class:`AgentAccess`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from cnibench.errors import UnsupportedError
+
+if TYPE_CHECKING:
+    from cnibench.backends.base import ClusterSpec, EncryptionStatus
+    from cnibench.backends.kube.cni import CniDefinition, CniVersions
+    from cnibench.backends.kube.images import Images
+    from cnibench.policy import PolicySpec, PriorityCase
+
+__all__ = ["AgentAccess", "CniDriver", "DriverBase", "ObjectScope"]
+
+
+@dataclass(frozen=True)
+class ObjectScope:
+    """Where the objects a driver renders for a session belong.
+
+    Attributes
+    ----------
+    session:
+        Session id (every object is labelled with it).
+    namespace:
+        The session's namespace (``cnibench-<session>``).
+    """
+
+    session: str
+    namespace: str
+
+
+class AgentAccess(Protocol):
+    """What a driver may read from a running cluster to give the CNI's own account of its
+    encryption."""
+
+    def node_annotations(self) -> list[tuple[str, Mapping[str, str]]]:
+        """``(node name, annotations)`` of every node."""
+        ...
+
+    def exec_in_agents(
+        self, namespace: str, selector: str, container: str, argv: Sequence[str]
+    ) -> list[tuple[str, str]]:
+        """``(node name, output)`` of ``argv`` run in ``container`` of every pod matching
+        the label ``selector`` in ``namespace``."""
+        ...
+
+
+class CniDriver(Protocol):
+    """One CNI: how to install it and what its running datapath needs from cnibench.
+
+    Every method but :meth:`definition` has a default in :class:`DriverBase` that refuses
+    with :class:`~cnibench.errors.UnsupportedError`, so a driver implements only what its CNI
+    offers (and declares it in the definition's capabilities).
+    """
+
+    @property
+    def name(self) -> str:
+        """The CNI's ``--cni`` name (its key in :data:`~cnibench.backends.kube.cnis.DRIVERS`)."""
+        ...
+
+    @property
+    def cluster_scoped_kinds(self) -> tuple[tuple[str, str], ...]:
+        """``(apiVersion, kind)`` of the cluster-scoped objects the driver renders (session
+        labelled, so ``cnibench clean`` finds them outside the session's namespace)."""
+        ...
+
+    @property
+    def egress_needs_ip_range(self) -> bool:
+        """Whether :meth:`egress_objects` needs an egress IP range (the backend derives one on
+        kind, else reads the cluster option or the environment)."""
+        ...
+
+    def definition(
+        self,
+        spec: ClusterSpec,
+        *,
+        versions: CniVersions,
+        images: Images,
+        k8s_service_host: str,
+    ) -> CniDefinition:
+        """The CNI's definition for ``spec``, with :attr:`CniDefinition.manifests` filled when
+        cnibench renders the CNI's objects itself.
+
+        Parameters
+        ----------
+        spec:
+            Cluster spec; ``spec.encryption`` is already known to be ``""`` or
+            ``"wireguard"``.
+        versions:
+            Pinned versions.
+        images:
+            Images of the objects rendered for the CNI.
+        k8s_service_host:
+            API server host, for CNIs that replace kube-proxy (``""`` when unknown).
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            An option or encryption the CNI does not take (one line).
+        """
+        ...
+
+    def manifests(self, definition: CniDefinition, images: Images) -> list[dict[str, Any]]:
+        """The objects that install the CNI as ``definition`` describes it, in apply order
+        (namespaces and RBAC before workloads); empty for a CNI installed by chart or release
+        manifest."""
+        ...
+
+    def egress_objects(
+        self,
+        scope: ObjectScope,
+        *,
+        clients: Sequence[str],
+        destination: str,
+        egress_ip_range: tuple[str, str] | None,
+    ) -> list[dict[str, Any]]:
+        """The objects sending the pods ``clients`` to ``destination`` through the egress-gw
+        node. The last one's name is the ``cnibench.io/egress`` label value the clients must
+        carry.
+
+        Raises
+        ------
+        cnibench.errors.UnsupportedError
+            No egress gateway, or a needed egress IP range is missing.
+        """
+        ...
+
+    def egress_source(self, *, gateway_ip: str, egress_ip_range: tuple[str, str] | None) -> str:
+        """The source address an external host sees with the gateway on."""
+        ...
+
+    def priority_objects(
+        self, scope: ObjectScope, spec: PolicySpec, case: PriorityCase
+    ) -> list[dict[str, Any]]:
+        """One CNI policy per layer of ``case`` (a Kubernetes deny-all, when the case has one,
+        is the cluster's and not included).
+
+        Raises
+        ------
+        cnibench.errors.UnsupportedError
+            No policy API of its own, or a case it cannot express.
+        """
+        ...
+
+    def l7_policy(
+        self, scope: ObjectScope, *, name: str, target: str, port: int, method: str, path: str
+    ) -> dict[str, Any]:
+        """The CNI's HTTP rule allowing only ``method`` on exactly ``path`` to
+        ``target:port``.
+
+        Raises
+        ------
+        cnibench.errors.UnsupportedError
+            No L7 policy.
+        """
+        ...
+
+    def encryption_status(self, access: AgentAccess) -> EncryptionStatus:
+        """The CNI's own account of its encryption, read through ``access``.
+
+        Raises
+        ------
+        cnibench.errors.UnsupportedError
+            The CNI cannot encrypt.
+        """
+        ...
+
+
+class DriverBase:
+    """Defaults of :class:`CniDriver` for a CNI with none of the runtime features: each
+    feature method refuses with :class:`~cnibench.errors.UnsupportedError` naming the CNI."""
+
+    name = ""
+    cluster_scoped_kinds: tuple[tuple[str, str], ...] = ()
+    egress_needs_ip_range = False
+
+    def manifests(self, definition: CniDefinition, images: Images) -> list[dict[str, Any]]:
+        """None: installed by chart, release manifest, or kind itself."""
+        return []
+
+    def egress_objects(
+        self,
+        scope: ObjectScope,
+        *,
+        clients: Sequence[str],
+        destination: str,
+        egress_ip_range: tuple[str, str] | None,
+    ) -> list[dict[str, Any]]:
+        """Refused: no egress gateway."""
+        raise UnsupportedError(f"{self.name} has no egress gateway")
+
+    def egress_source(self, *, gateway_ip: str, egress_ip_range: tuple[str, str] | None) -> str:
+        """The egress-gw node's address."""
+        return gateway_ip
+
+    def priority_objects(
+        self, scope: ObjectScope, spec: PolicySpec, case: PriorityCase
+    ) -> list[dict[str, Any]]:
+        """Refused: no policy API of its own."""
+        raise UnsupportedError(
+            f"{self.name} has no policy API of its own: priority case {case.name} needs one"
+        )
+
+    def l7_policy(
+        self, scope: ObjectScope, *, name: str, target: str, port: int, method: str, path: str
+    ) -> dict[str, Any]:
+        """Refused: no L7 policy."""
+        raise UnsupportedError(f"{self.name} has no L7 (HTTP) policy")
+
+    def encryption_status(self, access: AgentAccess) -> EncryptionStatus:
+        """Refused: nothing to report."""
+        raise UnsupportedError(f"{self.name} has no encryption to report")
