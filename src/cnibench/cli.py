@@ -77,7 +77,13 @@ def _build_parser() -> _Parser:
     # would print a traceback, so the module itself stays cheap to import.
     from cnibench.session import add_scenario_options
 
-    parser = _Parser(prog="cnibench", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(
+        prog="cnibench",
+        description="Which CNI should we run, and what does each feature cost? cnibench sets"
+        " up a scenario on a cluster (the embedded lab, kind, AKS or an existing one), proves it"
+        " is in effect, measures it with real tools and reports the cost with an interval.",
+        epilog="e.g. cnibench run --scenario egress --profile quick; cnibench report results/",
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = commands.add_parser("run", help="run scenarios and record results")
@@ -256,7 +262,11 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 def _main(argv: Sequence[str] | None) -> int:
     try:
-        args = _build_parser().parse_args(argv)
+        parser = _build_parser()
+        if not (sys.argv[1:] if argv is None else argv):
+            parser.print_help()
+            return EXIT_USAGE
+        args = parser.parse_args(argv)
         if args.command == "run":
             return _run(args)
         if args.command == "doctor":
@@ -327,7 +337,11 @@ def _run(args: argparse.Namespace) -> int:
         if not args.condition or condition.id in args.condition
     ]
     if not plan:
-        raise ConfigError(f"no condition matches --condition {', '.join(args.condition)}")
+        known = [c.id for scenario, _ in scenarios for c in scenario.conditions()]
+        raise ConfigError(
+            f"no condition matches --condition {', '.join(args.condition)}:"
+            f" choose from {', '.join(dict.fromkeys(known))}"
+        )
     console = Console(stderr=True)
     results: list[ConditionResult] = []
     problems: list[str] = []

@@ -404,7 +404,7 @@ class ResultsStore:
     Raises
     ------
     ConfigError
-        If ``session_id`` is not a plain file name.
+        If ``session_id`` is not a plain file name, or ``results_dir`` is a file.
     ResultsError
         If the directory cannot be created.
 
@@ -419,6 +419,8 @@ class ResultsStore:
         self, results_dir: str | os.PathLike[str], *, session_id: str | None = None
     ) -> None:
         self.results_dir = Path(results_dir)
+        if self.results_dir.exists() and not self.results_dir.is_dir():
+            raise ConfigError(f"results directory {self.results_dir} is a file, not a directory")
         self.session_id = _check_name(session_id or new_session_id(), "session id")
         self.session_dir = self.results_dir / self.session_id
 

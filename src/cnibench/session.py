@@ -220,6 +220,7 @@ class BenchSession:
             recreate_cluster=config.recreate_cluster,
         )
         self.cnis = validate_cnis(self.backend, config.cnis, requested=config.cluster)
+        self.backend.preflight()
         self.scenarios = build_scenarios(config.scenario_options)
         self.store = ResultsStore(config.results_dir)
         self.pool = ClusterPool(self.backend)

@@ -22,6 +22,10 @@ BAD_INPUT = [
     (["run", "--duration=1.5s"], "whole number of seconds"),
     (["run", "--cluster", "kind", "--cni", "weave"], "unknown --cni 'weave': choose one of"),
     (["explode"], "invalid choice: 'explode'"),
+    (
+        ["run", "--cluster", "lab", "--scenario", "baseline", "--condition", "nope"],
+        "no condition matches --condition nope: choose from same-node-idle-iperf3,",
+    ),
 ]
 
 
@@ -71,3 +75,66 @@ def test_few_runs_note_is_silent_otherwise(n: int) -> None:
     from cnibench.cli import _few_runs_note
 
     assert _few_runs_note(n) == ""
+
+
+def _cli(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cnibench.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_bare_cnibench_prints_the_usage_and_exits_2() -> None:
+    done = _cli([])
+    assert done.returncode == 2
+    assert done.stdout.startswith("usage: cnibench ")
+    for command in ("run", "report", "doctor", "clean", "engine", "images"):
+        assert f"    {command} " in done.stdout, done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_a_results_dir_that_is_a_file_is_refused_before_anything_starts(tmp_path) -> None:
+    taken = tmp_path / "results"
+    taken.write_text("not a directory\n")
+    done = _cli(["run", "--cluster", "lab", "--scenario", "baseline", "--results-dir", str(taken)])
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"cnibench: error: results directory {taken} is a file, not a directory"
+    ]
+    assert taken.read_text() == "not a directory\n"
+
+
+@pytest.mark.parametrize(
+    ("commands", "message"),
+    [
+        ((), "--cluster kind needs the kind command on PATH"),
+        (("kind",), "--cluster kind needs a container engine and none answers"),
+    ],
+    ids=["no-kind", "no-engine"],
+)
+def test_kind_without_kind_or_an_engine_is_refused_before_anything_starts(
+    tmp_path, commands: tuple[str, ...], message: str
+) -> None:
+    """PATH holds only what the case names: a stand-in ``kind`` that must never run, and no
+    ``docker``, so no engine can answer."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    ran = tmp_path / "ran"
+    for command in commands:
+        script = bin_dir / command
+        script.write_text(f'#!/bin/sh\necho "$0 $*" >> {ran}\nexit 1\n')
+        script.chmod(0o755)
+    results = tmp_path / "results"
+    done = _cli(
+        ["run", "--cluster", "kind", "--scenario", "baseline", "--results-dir", str(results)],
+        env={"PATH": str(bin_dir), "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"cnibench: error: {message}"), line
+    assert not ran.exists()
+    assert not results.exists()

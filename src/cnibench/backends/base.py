@@ -416,6 +416,16 @@ class Backend(Protocol):
     def available(self) -> tuple[bool, str]:
         """Whether clusters can be provisioned here, and why not."""
 
+    def preflight(self) -> None:
+        """Refuse, before anything is started, what cannot work here at all (e.g. kind with no
+        container engine answering).
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            One line naming what is missing and what to do.
+        """
+
     def provision(self, spec: ClusterSpec) -> Cluster:
         """Create (or reuse) a cluster for ``spec``.
 

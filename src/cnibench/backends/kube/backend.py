@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -194,6 +195,30 @@ class KubeBackend:
             return False, f"missing tools: {', '.join(missing)}"
         return True, f"provider {self.provider.name}"
 
+    def preflight(self) -> None:
+        """kind: the ``kind`` command is on PATH and a container engine answers
+        (``docker info``, through ``DOCKER_HOST`` when set); the other providers check their
+        own prerequisites when they are made.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            kind or the engine is missing.
+        """
+        if self.provider.name != "kind":
+            return
+        if shutil.which("kind") is None:
+            raise ConfigError(
+                "--cluster kind needs the kind command on PATH, and it is not there (install"
+                " kind, or choose --cluster lab or existing)"
+            )
+        if not _engine_answers():
+            raise ConfigError(
+                "--cluster kind needs a container engine and none answers"
+                f" (DOCKER_HOST={os.environ.get('DOCKER_HOST', 'unset')}): start one with"
+                ' eval "$(cnibench engine up)", or choose --cluster lab or existing'
+            )
+
     def load_balancer_range(
         self, network: DockerNetwork, egress_range: tuple[str, str] | None
     ) -> tuple[str, str]:
@@ -300,3 +325,14 @@ if TYPE_CHECKING:
     ) -> tuple[Backend, Cluster, Endpoint]:
         # mypy proves here that the kube backend satisfies the scenarios' Protocols.
         return backend, cluster, pod
+
+
+def _engine_answers(timeout: float = 10.0) -> bool:
+    """Whether ``docker info`` succeeds (the engine kind will use)."""
+    if shutil.which("docker") is None:
+        return False
+    try:
+        done = subprocess.run(["docker", "info"], capture_output=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0

@@ -47,6 +47,10 @@ class LabBackend:
         not."""
         return check_available()
 
+    def preflight(self) -> None:
+        """Nothing up front: a host that cannot run labs fails at the first provision, with
+        the reason (see :meth:`available`)."""
+
     def doctor(self) -> list[FeatureCheck]:
         """Every kernel feature and tool the lab uses, usable or not and why (see
         :func:`cnibench.backends.lab.features.doctor_rows`)."""
