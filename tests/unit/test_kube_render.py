@@ -313,6 +313,7 @@ def test_antrea_tier_pair_renders_drop_above_allow() -> None:
     # ingress[].action Allow/Drop, from[].podSelector+namespaceSelector, ports[].endPort).
     case = PriorityCase(
         "tier-pair",
+        kubernetes_deny=False,
         layers=(
             PriorityLayer("deny", tier="securityops", priority=5.0),
             PriorityLayer("allow", tier="application", priority=10.0),
@@ -365,7 +366,7 @@ def test_kubernetes_deny_plus_calico_allow() -> None:
 
 
 def test_priority_case_needs_a_cni_policy_api() -> None:
-    case = PriorityCase("allow-only", layers=(PriorityLayer("allow"),))
+    case = PriorityCase("allow-only", kubernetes_deny=False, layers=(PriorityLayer("allow"),))
     with pytest.raises(UnsupportedError, match="flannel has no policy API of its own"):
         DRIVERS["flannel"].priority_objects(SCOPE, PRIO_SPEC, case)
 
