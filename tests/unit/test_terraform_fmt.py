@@ -1,7 +1,7 @@
 """The AKS Terraform is canonically formatted (``terraform fmt -check``), where terraform exists.
 
 No Azure here, so this is as far as the Terraform can be checked on this machine; the
-arguments python-terraform is called with are checked in tests/kube/test_kube_render.py.
+arguments python-terraform is called with are checked in tests/unit/test_kube_render.py.
 """
 
 from __future__ import annotations
