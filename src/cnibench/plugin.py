@@ -255,7 +255,7 @@ def cluster(cnibench_session: BenchSession, cni: str) -> Cluster:
     """The cluster for ``cni`` with the default spec (provisioned once per session)."""
     from cnibench.backends.base import ClusterSpec
 
-    return cnibench_session.pool.get(ClusterSpec(cni=cni))
+    return cnibench_session.pool.get(ClusterSpec.from_label(cni))
 
 
 class Bench:

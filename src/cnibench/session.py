@@ -148,17 +148,23 @@ def _check_aks_prerequisites() -> None:
 def validate_cnis(
     backend: Backend, cnis: Sequence[str], *, requested: str = "auto"
 ) -> tuple[str, ...]:
-    """``cnis`` checked against what ``backend`` offers; its defaults when empty.
+    """``cnis`` (``--cni`` labels, see :meth:`ClusterSpec.from_label`) checked against what
+    ``backend`` offers, options included, and written the one way results record them
+    (:attr:`ClusterSpec.label`); the backend's defaults when empty.
 
     ``requested`` is the ``--cluster`` the user gave: when ``auto`` fell back to the lab and a
     Kubernetes CNI was asked for, the error says what is missing and what to run instead.
     """
+    from cnibench.backends.base import ClusterSpec
+    from cnibench.backends.kube.cni import cni_definition
     from cnibench.backends.kube.cnis import cni_names
 
     kube_cnis = cni_names()
+    specs = [ClusterSpec.from_label(cni) for cni in cnis]
 
     if backend.name == "lab":
-        for cni in cnis:
+        for spec in specs:
+            cni = spec.cni
             if cni in kube_cnis and requested == "auto":
                 raise ConfigError(
                     f"--cni {cni!r} needs a Kubernetes cluster and none is at hand: no container"
@@ -176,13 +182,16 @@ def validate_cnis(
                 raise ConfigError(
                     f"unknown --cni {cni!r} for the lab: choose one of {', '.join(LAB_PROFILES)}"
                 )
-        return tuple(dict.fromkeys(cnis)) or LAB_PROFILES
+            if spec.options:
+                raise ConfigError(f"--cni {spec.label!r}: lab datapaths take no options")
+        return tuple(dict.fromkeys(spec.label for spec in specs)) or LAB_PROFILES
 
-    for cni in cnis:
-        if cni not in kube_cnis:
-            raise ConfigError(f"unknown --cni {cni!r}: choose one of {', '.join(kube_cnis)}")
+    for spec in specs:
+        if spec.cni not in kube_cnis:
+            raise ConfigError(f"unknown --cni {spec.cni!r}: choose one of {', '.join(kube_cnis)}")
+        cni_definition(spec)  # the driver refuses options and features it does not take
     # The first registered driver is kind's own CNI: what a plain kind cluster runs.
-    return tuple(dict.fromkeys(cnis)) or kube_cnis[:1]
+    return tuple(dict.fromkeys(spec.label for spec in specs)) or kube_cnis[:1]
 
 
 def add_scenario_options(add: Callable[..., object]) -> None:

@@ -9,6 +9,7 @@ Pods never run here: kwok only pretends (it marks pods Running and gives them an
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -418,3 +419,52 @@ class ControlPlane:
                     child.process.wait(timeout=10)
             child.log.close()
         self._children.clear()
+
+
+PLACEHOLDER_IMAGE = "registry.invalid/cnibench/placeholder:0"
+"""An image no node ever pulls (kwok runs nothing): stand-ins and CLI runs name it."""
+ROLE_LOOPBACK = {"127.0.0.2", "127.0.0.3", "127.0.0.4"}
+
+
+@contextlib.contextmanager
+def role_nodes(core: Any, prefix: str) -> Iterator[list[str]]:
+    """One kwok node per cnibench role (client, server, egress-gw), Ready and untainted, on
+    loopback addresses; deleted on exit."""
+    from cnibench.backends.base import NodeRole
+    from cnibench.backends.kube.render import ROLE_LABEL
+
+    names: list[str] = []
+    try:
+        for index, role in enumerate((NodeRole.CLIENT, NodeRole.SERVER, NodeRole.EGRESS_GW)):
+            name = f"{prefix}-{role.value}"
+            labels = {ROLE_LABEL: role.value, "type": "kwok"}
+            core.create_node(kwok_node(name, address=f"127.0.0.{index + 2}", labels=labels))
+            names.append(name)
+        wait_kwok_nodes_ready(core, names, taints=[])
+        for name in names:
+            # Guard: every dial the API server makes to this "kubelet" must stay on loopback.
+            status = core.read_node(name).status
+            assert {a.address for a in status.addresses} <= ROLE_LOOPBACK, status.addresses
+        yield names
+    finally:
+        for name in names:
+            core.delete_node(name)
+
+
+def stand_in_workload(kind: str, namespace: str, name: str) -> dict[str, Any]:
+    """A Deployment (one replica) or DaemonSet named like a CNI's own, running the placeholder
+    image: kwok reports it rolled out, so cnibench's readiness check of that CNI passes."""
+    labels = {"app": name}
+    template = {
+        "metadata": {"labels": labels},
+        "spec": {"containers": [{"name": name, "image": PLACEHOLDER_IMAGE}]},
+    }
+    spec: dict[str, Any] = {"selector": {"matchLabels": labels}, "template": template}
+    if kind == "Deployment":
+        spec["replicas"] = 1
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }

@@ -27,11 +27,12 @@ from typing import Any
 import pytest
 from kube_support import (
     K8S_VERSION,
+    PLACEHOLDER_IMAGE,
     delete_and_wait_gone,
     free_port,
-    kwok_node,
-    wait_kwok_nodes_ready,
+    stand_in_workload,
 )
+from kube_support import role_nodes as kube_role_nodes
 
 from cnibench import load_results
 from cnibench.backends.base import NodeRole
@@ -39,8 +40,7 @@ from cnibench.backends.kube import render
 
 pytestmark = pytest.mark.kube
 
-_LOOPBACK = {"127.0.0.2", "127.0.0.3", "127.0.0.4"}
-PLACEHOLDER = "registry.invalid/cnibench/placeholder:0"
+PLACEHOLDER = PLACEHOLDER_IMAGE
 ROLLOUT_TIMEOUT = 90.0
 RUN_TIMEOUT = 300.0
 """Well below the 600 s a CNI gets to roll out: a run that waited for a workload nobody is
@@ -52,40 +52,8 @@ def role_nodes(api_client: Any) -> Iterator[list[str]]:
     """One kwok node per role, Ready and untainted (the CLI adds no kwok toleration)."""
     from kubernetes import client
 
-    core: Any = client.CoreV1Api(api_client)
-    names: list[str] = []
-    try:
-        for index, role in enumerate((NodeRole.CLIENT, NodeRole.SERVER, NodeRole.EGRESS_GW)):
-            name = f"cbt-cli-{role.value}"
-            labels = {render.ROLE_LABEL: role.value, "type": "kwok"}
-            core.create_node(kwok_node(name, address=f"127.0.0.{index + 2}", labels=labels))
-            names.append(name)
-        wait_kwok_nodes_ready(core, names, taints=[])
-        for name in names:
-            # Guard: every dial the API server makes to this "kubelet" must stay on loopback.
-            status = core.read_node(name).status
-            assert {a.address for a in status.addresses} <= _LOOPBACK, status.addresses
+    with kube_role_nodes(client.CoreV1Api(api_client), "cbt-cli") as names:
         yield names
-    finally:
-        for name in names:
-            core.delete_node(name)
-
-
-def _workload(kind: str, namespace: str, name: str) -> dict[str, Any]:
-    labels = {"app": name}
-    template = {
-        "metadata": {"labels": labels},
-        "spec": {"containers": [{"name": name, "image": PLACEHOLDER}]},
-    }
-    spec: dict[str, Any] = {"selector": {"matchLabels": labels}, "template": template}
-    if kind == "Deployment":
-        spec["replicas"] = 1
-    return {
-        "apiVersion": "apps/v1",
-        "kind": kind,
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +70,7 @@ def calico_stand_in(api_client: Any, role_nodes: list[str]) -> Iterator[None]:
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces
     ]
-    objects += [_workload(item.kind, item.namespace, item.name) for item in readiness]
+    objects += [stand_in_workload(item.kind, item.namespace, item.name) for item in readiness]
     core: Any = client.CoreV1Api(api_client)
     try:
         install_manifests(api_client, objects, timeout=10)

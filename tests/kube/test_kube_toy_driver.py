@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_support import kwok_node, wait_kwok_nodes_ready
+from kube_support import PLACEHOLDER_IMAGE, delete_and_wait_gone, role_nodes, stand_in_workload
 
 from cnibench import load_results
-from cnibench.backends.base import Capability, ClusterSpec, NodeRole
+from cnibench.backends.base import Capability, ClusterSpec
 from cnibench.backends.kube import render
 from cnibench.backends.kube.cni import CniDefinition, Readiness, cni_definition
 from cnibench.backends.kube.cnis import DRIVERS, cni_names, register, unregister
@@ -30,7 +30,7 @@ from cnibench.errors import UnsupportedError
 pytestmark = pytest.mark.kube
 
 TOY_NAMESPACE = "toy-system"
-PLACEHOLDER = "registry.invalid/cnibench/placeholder:0"
+PLACEHOLDER = PLACEHOLDER_IMAGE
 
 
 class ToyDriver(DriverBase):
@@ -84,37 +84,18 @@ def toy_cluster(api_client: Any, toy: ToyDriver) -> Iterator[None]:
     from cnibench.backends.kube.addons import install_manifests, wait_rollouts
 
     core: Any = client.CoreV1Api(api_client)
-    nodes: list[str] = []
-    try:
-        for index, role in enumerate((NodeRole.CLIENT, NodeRole.SERVER, NodeRole.EGRESS_GW)):
-            name = f"cbt-toy-{role.value}"
-            labels = {render.ROLE_LABEL: role.value, "type": "kwok"}
-            core.create_node(kwok_node(name, address=f"127.0.0.{index + 2}", labels=labels))
-            nodes.append(name)
-        wait_kwok_nodes_ready(core, nodes, taints=[])
-        labels = {"app": "toy-agent"}
-        objects: list[dict[str, Any]] = [
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TOY_NAMESPACE}},
-            {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": {"name": "toy-agent", "namespace": TOY_NAMESPACE},
-                "spec": {
-                    "selector": {"matchLabels": labels},
-                    "template": {
-                        "metadata": {"labels": labels},
-                        "spec": {"containers": [{"name": "agent", "image": PLACEHOLDER}]},
-                    },
-                },
-            },
-        ]
-        install_manifests(api_client, objects, timeout=10)
-        wait_rollouts(api_client, cni_definition(ClusterSpec(cni="toy")).readiness, timeout=90)
-        yield
-    finally:
-        core.delete_namespace(TOY_NAMESPACE)
-        for name in nodes:
-            core.delete_node(name)
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TOY_NAMESPACE}},
+        stand_in_workload("DaemonSet", TOY_NAMESPACE, "toy-agent"),
+    ]
+    with role_nodes(core, "cbt-toy"):
+        try:
+            install_manifests(api_client, objects, timeout=10)
+            readiness = cni_definition(ClusterSpec(cni="toy")).readiness
+            wait_rollouts(api_client, readiness, timeout=90, owner="toy")
+            yield
+        finally:
+            delete_and_wait_gone(api_client, objects)
 
 
 def test_a_registered_driver_is_a_cni_everywhere_the_names_are_read(toy: ToyDriver) -> None:

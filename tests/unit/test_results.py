@@ -168,10 +168,17 @@ def test_write_json_refuses_environment_name(store: ResultsStore) -> None:
         store.write_json("environment.json", {})
 
 
-def test_results_dir_that_is_a_file_raises_results_error(tmp_path: Path) -> None:
+def test_results_dir_that_is_a_file_is_refused_up_front(tmp_path: Path) -> None:
+    (tmp_path / "results").write_text("not a directory")
+    with pytest.raises(ConfigError, match="is a file, not a directory"):
+        ResultsStore(tmp_path / "results")
+
+
+def test_results_dir_that_becomes_a_file_raises_results_error(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path / "results")
     (tmp_path / "results").write_text("not a directory")
     with pytest.raises(ResultsError, match="cannot create results directory"):
-        ResultsStore(tmp_path / "results").write_json("summary", {})
+        store.write_json("summary", {})
 
 
 def test_write_into_unwritable_session_dir_raises_results_error(store: ResultsStore) -> None:

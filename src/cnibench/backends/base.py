@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from cnibench.errors import ConfigError
 from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
 from cnibench.records import Environment
 
@@ -119,6 +120,56 @@ class ClusterSpec:
     encryption: str = ""
     roles: tuple[NodeRole, ...] = (NodeRole.CLIENT, NodeRole.SERVER, NodeRole.EGRESS_GW)
     options: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_label(cls, label: str, *, encryption: str = "") -> ClusterSpec:
+        """The spec a ``--cni`` value names: ``NAME`` or ``NAME:ITEM,ITEM,...`` where an item
+        is ``key=value`` (an option, e.g. ``mode=kube-proxy``) or a bare feature name
+        (collected, in order, into the ``features`` option), e.g.
+        ``cilium:mode=kpr,gateway-api``. The driver of ``NAME`` decides which options and
+        features it takes.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            An empty name or item, a key given twice, or both ``features=`` and bare features.
+        """
+        name, colon, rest = label.partition(":")
+        if not name or (colon and not rest):
+            raise ConfigError(f"--cni {label!r}: use NAME or NAME:OPTION,... (e.g. cilium:l7)")
+        options: dict[str, str] = {}
+        features: list[str] = []
+        for item in rest.split(",") if rest else ():
+            key, equals, value = (part.strip() for part in item.partition("="))
+            if not key or (equals and not value):
+                raise ConfigError(f"--cni {label!r}: empty option in {rest!r}")
+            if not equals:
+                features.append(key)
+            elif key in options:
+                raise ConfigError(f"--cni {label!r}: option {key} given twice")
+            else:
+                options[key] = value
+        if features:
+            if "features" in options:
+                raise ConfigError(f"--cni {label!r}: give features either bare or as features=")
+            options["features"] = ",".join(features)
+        return cls(cni=name, encryption=encryption, options=options)
+
+    @property
+    def label(self) -> str:
+        """The ``--cni`` value naming this spec's CNI and options (the inverse of
+        :meth:`from_label`, options sorted): results record it as the run's CNI, so two
+        configurations of one CNI stay apart."""
+        items = [f"{k}={v}" for k, v in sorted(self.options.items()) if k != "features"]
+        features = self.options.get("features")
+        if features:
+            items = [f for f in features.split(",") if f] + items
+        return f"{self.cni}:{','.join(items)}" if items else self.cni
+
+    @property
+    def slug(self) -> str:
+        """:attr:`label` as a file-name part (``:`` and ``,`` become ``_``)."""
+        return self.label.replace(":", "_").replace(",", "_").replace("=", "-")
 
     @property
     def key(self) -> str:

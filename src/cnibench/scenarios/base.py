@@ -123,8 +123,9 @@ class Scenario(abc.ABC):
         return frozenset()
 
     def cluster_spec(self, cni: str, condition: Condition) -> ClusterSpec:
-        """The cluster ``condition`` needs for ``cni``; equal specs share a cluster."""
-        return ClusterSpec(cni=cni)
+        """The cluster ``condition`` needs for ``cni`` (a ``--cni`` label, see
+        :meth:`ClusterSpec.from_label`); equal specs share a cluster."""
+        return ClusterSpec.from_label(cni)
 
     @abc.abstractmethod
     def prepare(self, cluster: Cluster, condition: Condition, profile: Profile) -> Prepared:

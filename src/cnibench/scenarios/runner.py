@@ -298,7 +298,7 @@ class Runner:
                     f"{scenario.name}/{condition.id} on {cni}: {verification.detail}"
                 )
             self.store.write_json(
-                f"verification-{scenario.name}-{cni}-{condition.id}",
+                f"verification-{scenario.name}-{cluster.spec.slug}-{condition.id}",
                 {"ok": verification.ok, "detail": verification.detail, **verification.evidence},
             )
             runs = [
@@ -328,7 +328,7 @@ class Runner:
             placing.remove_placed()
             self._write_failed(cluster, scenario, condition, 0, f"set-up failed: {exc}")
             raise SetupError(
-                f"{scenario.name}/{condition.id} on {cluster.spec.cni}: set-up failed: {exc}"
+                f"{scenario.name}/{condition.id} on {cluster.spec.label}: set-up failed: {exc}"
             ) from exc
         try:
             yield prepared
@@ -350,7 +350,7 @@ class Runner:
             if run.status is RunStatus.OK:
                 break
         if self.progress is not None:
-            self.progress(f"{scenario.name} {cluster.spec.cni} {condition.id} #{repetition}")
+            self.progress(f"{scenario.name} {cluster.spec.label} {condition.id} #{repetition}")
         return attempts
 
     def _attempt(
@@ -362,7 +362,7 @@ class Runner:
         repetition: int,
         attempt: int,
     ) -> RunResult:
-        run_id = f"{scenario.name}-{cluster.spec.cni}-{condition.id}-r{repetition}a{attempt}"
+        run_id = f"{scenario.name}-{cluster.spec.slug}-{condition.id}-r{repetition}a{attempt}"
         started = time.time()
         raw: Mapping[str, str] = {}
         try:
@@ -468,7 +468,7 @@ class Runner:
         repetition: int,
         reason: str,
     ) -> None:
-        run_id = f"{scenario.name}-{cluster.spec.cni}-{condition.id}-unverified"
+        run_id = f"{scenario.name}-{cluster.spec.slug}-{condition.id}-unverified"
         self._write(
             cluster,
             scenario,
@@ -503,7 +503,7 @@ class Runner:
             time=datetime.fromtimestamp(started, UTC).isoformat(),
             backend=cluster.backend,
             provider=cluster.provider,
-            cni=cluster.spec.cni,
+            cni=cluster.spec.label,
             cni_version=cluster.cni_version,
             scenario=scenario.name,
             condition=condition.id,

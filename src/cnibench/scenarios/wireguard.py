@@ -57,7 +57,7 @@ class WireguardScenario(Scenario):
     def cluster_spec(self, cni: str, condition: Condition) -> ClusterSpec:
         """A separate cluster with encryption for the ``on`` conditions."""
         encryption = "wireguard" if condition.parameters["encryption"] == "on" else ""
-        return ClusterSpec(cni=cni, encryption=encryption)
+        return ClusterSpec.from_label(cni, encryption=encryption)
 
     def prepare(self, cluster: Cluster, condition: Condition, profile: Profile) -> Prepared:
         """HTTP echo + iperf3 server on the server node, client on the client node."""

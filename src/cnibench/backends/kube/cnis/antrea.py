@@ -260,6 +260,9 @@ class AntreaDriver(DriverBase):
             gateway_class="nginx" if gateway_api else "",
             gateway_api_crds=versions.nginx_gateway_api if gateway_api else "",
             addon_charts=(nginx_gateway_fabric_chart(versions),) if gateway_api else (),
+            capability_hints={}
+            if gateway_api
+            else {Capability.TRAFFIC_SPLIT: "add the feature: --cni antrea:gateway-api"},
         )
 
     def egress_objects(

@@ -99,6 +99,33 @@ def _features(spec: ClusterSpec, mode: str, *, envoy: bool) -> frozenset[str]:
     return features
 
 
+_FEATURE_OF = {
+    Capability.EGRESS_GATEWAY: "egress-gateway",
+    Capability.L7_POLICY: "l7",
+    Capability.TRAFFIC_SPLIT: "gateway-api",
+}
+
+
+def _feature_hints(features: frozenset[str], mode: str, *, envoy: bool) -> dict[Capability, str]:
+    """For each feature capability missing, the ``--cni`` value that adds it (in kpr mode
+    when the feature needs it), or why it cannot be had."""
+    hints: dict[Capability, str] = {}
+    for capability, feature in _FEATURE_OF.items():
+        if feature in features:
+            continue
+        if feature in _NEEDS_ENVOY and not envoy:
+            hints[capability] = f"cilium {feature} needs Envoy, which the offline set lacks"
+            continue
+        wanted = sorted(features | {feature})
+        note = ""
+        if mode != "kpr" and feature in _NEEDS_KPR:
+            note = " (kube-proxy replacement: the default mode)"
+        elif mode != "kpr":
+            wanted.append(f"mode={mode}")
+        hints[capability] = f"add the feature: --cni cilium:{','.join(wanted)}{note}"
+    return hints
+
+
 def _without_sys_resource() -> dict[str, list[str]]:
     return {
         container: [cap for cap in caps if cap != "SYS_RESOURCE"]
@@ -406,6 +433,7 @@ class CiliumDriver(DriverBase):
             gateway_class="cilium" if "gateway-api" in features else "",
             encryption=spec.encryption,
             gateway_api_crds=versions.cilium_gateway_api if "gateway-api" in features else "",
+            capability_hints=_feature_hints(features, mode, envoy=not own_image),
         )
 
     def egress_objects(
