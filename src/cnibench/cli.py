@@ -455,7 +455,8 @@ def _print_table(results: Sequence[object], console: object) -> None:
                 ci,
                 summary.unit,
                 ("verified" if result.verified else "NOT verified")
-                + (f", {failed} failed" if failed else ""),
+                + (f", {failed} failed" if failed else "")
+                + (f", {summary.excluded} outlier excluded" if summary.excluded else ""),
             )
     console.print(table)
     note = _few_runs_note(smallest_n)

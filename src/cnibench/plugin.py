@@ -292,9 +292,10 @@ def _summary_text(result: ConditionResult) -> str:
     ]
     lines += [f"  {run.run_id} failed: {run.reason}" for run in result.runs if run.reason]
     for s in result.summaries():
+        ci = f"95% CI [{s.low:.6g}, {s.high:.6g}]" if s.n >= 2 else "no CI (n < 2)"
+        excluded = f" ({s.excluded} outlier excluded)" if s.excluded else ""
         lines.append(
-            f"  {s.metric:<22} n={s.n} mean={s.truncated_mean:.6g} "
-            f"95% CI [{s.low:.6g}, {s.high:.6g}] {s.unit}"
+            f"  {s.metric:<22} n={s.n} mean={s.truncated_mean:.6g} {ci} {s.unit}{excluded}"
         )
     return "\n".join(lines)
 

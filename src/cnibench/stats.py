@@ -40,6 +40,7 @@ __all__ = [
     "Histogram",
     "Interval",
     "Outlier",
+    "RunSummary",
     "SplitResult",
     "Summary",
     "compare",
@@ -51,6 +52,7 @@ __all__ = [
     "outlier_runs",
     "requests_needed",
     "splitting_error",
+    "summarize_runs",
     "trimmed_sample",
     "truncated_mean",
     "truncated_mean_interval",
@@ -669,7 +671,8 @@ def truncated_mean_interval(
 ) -> Interval:
     """Truncated mean with the Student-t interval of the values it keeps.
 
-    The one summary the CLI table and the report both show, so they always agree.
+    The interval of the runs a summary keeps (see :func:`summarize_runs`, which excludes
+    outliers first and is what the CLI table and the report show).
 
     Parameters
     ----------
@@ -689,6 +692,69 @@ def truncated_mean_interval(
         t interval of the mean.
     """
     return confidence_interval(trimmed_sample(values, proportion=proportion), level=level)
+
+
+OUTLIER_METHOD: Literal["mad", "iqr"] = "mad"
+"""The outlier rule of every per-condition summary: modified z-score (Iglewicz & Hoaglin)."""
+OUTLIER_THRESHOLD = 3.5
+"""A run is excluded from a summary when its modified z-score's magnitude exceeds this."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a table row, a bar and a report line say about one metric of one condition.
+
+    Attributes
+    ----------
+    n:
+        Runs kept (outliers excluded).
+    mean:
+        Truncated mean of the kept runs.
+    low, high:
+        Student-t interval of :func:`truncated_mean_interval` over the kept runs; NaN with
+        fewer than two.
+    outliers:
+        The excluded runs (index into the finite values given, in order) and why.
+    """
+
+    n: int
+    mean: float
+    low: float
+    high: float
+    outliers: tuple[Outlier, ...]
+
+
+def summarize_runs(
+    values: npt.ArrayLike, *, proportion: float = 0.1, level: float = 0.95
+) -> RunSummary:
+    """The one per-condition summary: outlier runs (:data:`OUTLIER_METHOD` above
+    :data:`OUTLIER_THRESHOLD`) excluded, then the truncated mean and interval of the rest.
+
+    ``cnibench run``'s table, the plugin's lines and the report all call this, so they
+    always agree. Degenerate data (one run, identical runs) gives a NaN or zero-width interval
+    without a warning: the ``n`` beside it says why.
+
+    Raises
+    ------
+    InsufficientDataError
+        No finite value.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        raise InsufficientDataError("no finite value to summarise")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        outliers = outlier_report(x, method=OUTLIER_METHOD, threshold=OUTLIER_THRESHOLD)
+        out = {outlier.index for outlier in outliers}
+        kept = np.asarray([v for i, v in enumerate(x) if i not in out], dtype=np.float64)
+        mean = truncated_mean(kept, proportion=proportion)
+        if kept.size < 2:
+            low = high = math.nan
+        else:
+            interval = truncated_mean_interval(kept, proportion=proportion, level=level)
+            low, high = interval.low, interval.high
+    return RunSummary(int(kept.size), mean, low, high, tuple(outliers))
 
 
 def outlier_report(

@@ -45,9 +45,10 @@ TRIM_PROPORTION = 0.1
 """Fraction cut from each end before averaging (:func:`cnibench.stats.truncated_mean`)."""
 LEVEL = 0.95
 """Confidence level of every interval and comparison in a report."""
-OUTLIER_METHOD: Final = "mad"
-"""Outlier rule: modified z-score (Iglewicz & Hoaglin) of :func:`cnibench.stats.outlier_report`."""
-OUTLIER_THRESHOLD = 3.5
+OUTLIER_METHOD: Final = stats.OUTLIER_METHOD
+"""Outlier rule: modified z-score (Iglewicz & Hoaglin) of :func:`cnibench.stats.outlier_report`
+(defined once, in :mod:`cnibench.stats`, for every summary)."""
+OUTLIER_THRESHOLD: Final = stats.OUTLIER_THRESHOLD
 """A run is excluded when the magnitude of its modified z-score exceeds this."""
 GROUP_COLUMNS: tuple[str, ...] = ("cni", "condition")
 """One bar, line or table per distinct value of these columns."""
@@ -107,12 +108,6 @@ def quiet_truncated_mean_interval(
         return stats.truncated_mean_interval(values, proportion=proportion, level=level)
 
 
-def _quiet_outliers(values: np.ndarray[Any, Any]) -> list[stats.Outlier]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        return stats.outlier_report(values, method=OUTLIER_METHOD, threshold=OUTLIER_THRESHOLD)
-
-
 def bar_summary(
     df: pd.DataFrame,
     *,
@@ -158,23 +153,22 @@ def bar_summary(
     for (cni, condition), group in rows.groupby(list(GROUP_COLUMNS), sort=False):
         group = group.sort_values(["time", "run_id"])
         values = group["value"].to_numpy(dtype=np.float64)
-        run_ids = group["run_id"].astype(str).tolist()
-        outliers = _quiet_outliers(values)
-        out_index = {outlier.index for outlier in outliers}
-        kept = np.asarray(
-            [value for index, value in enumerate(values) if index not in out_index],
-            dtype=np.float64,
-        )
-        interval = quiet_truncated_mean_interval(kept, proportion, level)
+        finite = np.isfinite(values)
+        run_ids = [
+            run_id for run_id, ok in zip(group["run_id"].astype(str), finite, strict=True) if ok
+        ]
+        # The same summary as cnibench run's table (stats.summarize_runs), so they agree.
+        runs = stats.summarize_runs(values[finite], proportion=proportion, level=level)
+        outliers = runs.outliers
         summary.append(
             {
                 "cni": str(cni),
                 "condition": str(condition),
                 "label": group_label(str(cni), str(condition)),
-                "n": int(kept.size),
-                "mean": stats.truncated_mean(kept, proportion=proportion),
-                "ci_low": interval.low,
-                "ci_high": interval.high,
+                "n": runs.n,
+                "mean": runs.mean,
+                "ci_low": runs.low,
+                "ci_high": runs.high,
                 "excluded": [run_ids[outlier.index] for outlier in outliers],
                 "excluded_values": [outlier.value for outlier in outliers],
                 "reasons": [outlier.reason for outlier in outliers],

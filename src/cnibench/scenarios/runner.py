@@ -15,7 +15,6 @@ import json
 import math
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -95,12 +94,14 @@ class MetricSummary:
     metric, unit:
         What was summarised.
     n:
-        Number of ok runs.
+        Number of ok runs kept (outliers excluded).
     truncated_mean:
-        10 %-trimmed mean, in ``unit``.
+        10 %-trimmed mean of the kept runs, in ``unit``.
     low, high:
-        :func:`cnibench.stats.truncated_mean_interval`: Student-t 95 % interval of the kept
-        values (equal to the mean when n < 2).
+        :func:`cnibench.stats.summarize_runs`: Student-t 95 % interval of the kept values
+        (NaN when n < 2).
+    excluded:
+        Outlier runs left out, as in the report.
     """
 
     metric: str
@@ -109,6 +110,7 @@ class MetricSummary:
     truncated_mean: float
     low: float
     high: float
+    excluded: int = 0
 
 
 @dataclass(frozen=True)
@@ -151,27 +153,29 @@ class ConditionResult:
         return [m.value for run in self.ok_runs for m in run.measurements if m.metric == metric]
 
     def summaries(self) -> list[MetricSummary]:
-        """One :class:`MetricSummary` per metric measured in the ok runs."""
+        """One :class:`MetricSummary` per metric measured in the ok runs: the report's own
+        summary (:func:`cnibench.stats.summarize_runs`, outlier runs excluded)."""
         units: dict[str, str] = {}
         for run in self.ok_runs:
             for m in run.measurements:
                 units.setdefault(m.metric, m.unit)
         out = []
         for metric, unit in units.items():
-            values = [v for v in self.values(metric) if math.isfinite(v)]
-            if not values:
-                continue
-            mean = stats.truncated_mean(values)
             try:
-                with warnings.catch_warnings():
-                    # Two identical runs give a zero-width interval: expected, not news.
-                    warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-                    # The same summary the report draws, so table and figures agree.
-                    interval = stats.truncated_mean_interval(values)
-                low, high = interval.low, interval.high
+                summary = stats.summarize_runs(self.values(metric))
             except InsufficientDataError:
-                low = high = mean
-            out.append(MetricSummary(metric, unit, len(values), mean, low, high))
+                continue
+            out.append(
+                MetricSummary(
+                    metric,
+                    unit,
+                    summary.n,
+                    summary.mean,
+                    summary.low,
+                    summary.high,
+                    excluded=len(summary.outliers),
+                )
+            )
         return out
 
 

@@ -1,0 +1,70 @@
+"""``cnibench run``'s table (``ConditionResult.summaries``) and the report
+(``report.bar_summary``) show one summary of a condition, outlier policy included."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from cnibench.records import Measurement, RunStatus
+from cnibench.report.data import bar_summary
+from cnibench.scenarios.base import Condition, Verification
+from cnibench.scenarios.runner import ConditionResult, RunResult
+
+# Eight runs near 9.4 Gbit/s and one at 2 Gbit/s (a run disturbed by something else).
+VALUES = [9.41e9, 9.38e9, 9.45e9, 9.40e9, 9.36e9, 9.43e9, 9.39e9, 9.42e9, 2.0e9]
+CONDITION = Condition("baseline", "cross-node-idle-iperf3", {"tool": "iperf3"})
+
+
+def _result(values: list[float]) -> ConditionResult:
+    runs = tuple(
+        RunResult(f"r{i}", i, 0, RunStatus.OK, "", (Measurement("throughput", v, "bits/s"),))
+        for i, v in enumerate(values)
+    )
+    return ConditionResult("baseline", "vxlan", CONDITION, Verification(True, "ok"), runs, "")
+
+
+def _frame(values: list[float]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "scenario": "baseline",
+            "cni": "vxlan",
+            "condition": CONDITION.id,
+            "metric": "throughput",
+            "unit": "bits/s",
+            "status": "ok",
+            "value": values,
+            "run_id": [f"r{i}" for i in range(len(values))],
+            "time": [f"2026-11-24T00:00:{i:02d}" for i in range(len(values))],
+        }
+    )
+
+
+def test_table_and_report_exclude_the_same_outlier_and_agree() -> None:
+    (table,) = _result(VALUES).summaries()
+    (report,) = bar_summary(_frame(VALUES), scenario="baseline", metric="throughput").itertuples()
+    assert report.excluded == ["r8"]
+    assert table.excluded == 1
+    assert (table.n, table.truncated_mean, table.low, table.high) == pytest.approx(
+        (report.n, report.mean, report.ci_low, report.ci_high)
+    )
+    # Independently: the eight kept runs, 10 % cut from each end (none of 8), Student-t.
+    kept = np.asarray(VALUES[:8])
+    half = sps.t.ppf(0.975, kept.size - 1) * kept.std(ddof=1) / math.sqrt(kept.size)
+    assert table.n == 8
+    assert table.truncated_mean == pytest.approx(kept.mean())
+    assert (table.low, table.high) == pytest.approx((kept.mean() - half, kept.mean() + half))
+
+
+def test_one_run_has_no_interval_in_either() -> None:
+    (table,) = _result(VALUES[:1]).summaries()
+    (report,) = bar_summary(
+        _frame(VALUES[:1]), scenario="baseline", metric="throughput"
+    ).itertuples()
+    assert table.n == report.n == 1
+    assert math.isnan(table.low)
+    assert math.isnan(report.ci_low)
