@@ -53,29 +53,10 @@ class _Parser(argparse.ArgumentParser):
         raise ConfigError(message)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _duration(text: str) -> float:
-    from cnibench.scenarios.profiles import parse_duration
-
-    try:
-        return parse_duration(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _build_parser() -> _Parser:
     # Imported here, not at module level: until main() has installed its handlers, a Ctrl-C
     # would print a traceback, so the module itself stays cheap to import.
-    from cnibench.session import add_scenario_options
+    from cnibench.session import add_session_options
 
     parser = _Parser(
         prog="cnibench",
@@ -95,42 +76,7 @@ def _build_parser() -> _Parser:
         help="scenario to run (repeatable or comma-separated; NAME@cni1+cni2 runs it only on "
         "those CNIs); default: all",
     )
-    run.add_argument(
-        "--cluster",
-        default="auto",
-        metavar="KIND",
-        help="auto, lab, kind, aks or existing (default: auto)",
-    )
-    run.add_argument(
-        "--cni",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="CNI or lab profile (repeatable); default: the backend's",
-    )
-    run.add_argument(
-        "--profile",
-        default="quick",
-        metavar="NAME",
-        help="quick, standard or paper (default: quick)",
-    )
-    run.add_argument(
-        "--runs",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="repetitions per condition (overrides the profile)",
-    )
-    run.add_argument(
-        "--duration",
-        type=_duration,
-        default=None,
-        metavar="TIME",
-        help="length of each timed measurement, e.g. 30s or 12m",
-    )
-    run.add_argument("--results-dir", type=Path, default=Path("results"), metavar="DIR")
-    run.add_argument("--keep-cluster", action="store_true")
-    run.add_argument("--recreate-cluster", action="store_true")
+    add_session_options(run.add_argument)
     run.add_argument(
         "--condition",
         action="append",
@@ -138,7 +84,6 @@ def _build_parser() -> _Parser:
         metavar="ID",
         help="only these condition ids (repeatable)",
     )
-    add_scenario_options(run.add_argument)
     run.add_argument(
         "--report",
         type=Path,
@@ -301,35 +246,18 @@ def _run(args: argparse.Namespace) -> int:
 
     from cnibench.errors import UnsupportedError
     from cnibench.scenarios import build_scenarios, scenario_named
-    from cnibench.scenarios.options import parse_scenario_options
-    from cnibench.scenarios.profiles import profile_named
     from cnibench.scenarios.runner import ConditionResult
-    from cnibench.session import BenchSession, SessionConfig, validate_cnis
+    from cnibench.session import BenchSession, session_config, validate_cnis
 
-    options = parse_scenario_options(
-        weights=args.weights,
-        users=args.users,
-        rules=args.rules,
-        clients=args.clients,
-        engine=args.engine,
-    )
-    registry = build_scenarios(options)
+    config = session_config(vars(args))
+    registry = build_scenarios(config.scenario_options)
     # "egress" runs on every --cni; "baseline@vxlan" or "egress@routed+vxlan" only on those.
     items = [item for arg in args.scenario for item in arg.split(",") if item] or list(registry)
     scenarios = []
     for item in items:
         name, _, only = item.partition("@")
         scenarios.append((scenario_named(name, registry), tuple(c for c in only.split("+") if c)))
-    profile = profile_named(args.profile).with_overrides(runs=args.runs, duration=args.duration)
-    config = SessionConfig(
-        cluster=args.cluster,
-        cnis=tuple(args.cni),
-        profile=profile,
-        results_dir=args.results_dir,
-        keep_cluster=args.keep_cluster,
-        recreate_cluster=args.recreate_cluster,
-        scenario_options=options,
-    )
+    profile = config.profile
     plan = [
         (scenario, condition, only)
         for scenario, only in scenarios

@@ -44,68 +44,21 @@ SCENARIO_MARKERS = {
     "split": "weighted traffic splitting (seed 000)",
 }
 _STATE_KEY = pytest.StashKey["_BenchState"]()
+_CONFIG_KEY = pytest.StashKey[Any]()
+"""The session options, checked once (:func:`_session_config`)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The ``cnibench`` option group (same options as ``cnibench run``)."""
     group = parser.getgroup("cnibench", "cnibench benchmark suite")
-    group.addoption(
-        "--cluster",
-        default="auto",
-        metavar="KIND",
-        choices=("auto", "lab", "kind", "aks", "existing"),
-        help="where to benchmark: auto (kind if a container engine answers, else "
-        "lab), lab, kind, aks or existing (default: auto)",
-    )
-    group.addoption(
-        "--cni",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="CNI or lab profile to benchmark (repeatable); default: the backend's",
-    )
-    group.addoption(
-        "--profile",
-        default="standard",
-        metavar="NAME",
-        choices=("quick", "standard", "paper"),
-        help="repetitions and durations: quick, standard or paper",
-    )
-    group.addoption(
-        "--runs",
-        type=int,
-        default=None,
-        metavar="N",
-        help="repetitions per condition (overrides the profile)",
-    )
-    group.addoption(
-        "--duration",
-        default=None,
-        metavar="TIME",
-        help="length of each timed measurement, e.g. 30s or 12m",
-    )
-    group.addoption(
-        "--results-dir",
-        default="results",
-        metavar="DIR",
-        help="where results are written (default: results)",
-    )
-    group.addoption(
-        "--keep-cluster",
-        action="store_true",
-        help="leave Kubernetes clusters running after the session",
-    )
-    from cnibench.session import add_scenario_options
+    from cnibench.session import add_session_options
 
-    add_scenario_options(group.addoption)
+    add_session_options(group.addoption)
     group.addoption(
         "--report",
         default=None,
         metavar="FILE",
         help="write a self-contained HTML report of this session's results at the end",
-    )
-    group.addoption(
-        "--recreate-cluster", action="store_true", help="do not reuse a cached Kubernetes cluster"
     )
 
 
@@ -113,59 +66,35 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register one marker per scenario and validate option values early."""
     for name, description in SCENARIO_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
-    runs = config.getoption("--runs", default=None)
-    if runs is not None and runs < 1:
-        raise pytest.UsageError(f"--runs must be a positive integer, got {runs}")
-    from cnibench.errors import ConfigError
-
-    try:
-        _scenario_options(config)
-    except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    # Every option checked once, by the same code and with the same one-line errors as
+    # cnibench run; the CNI names once here too (from collection the same error would come
+    # once per test module).
+    _session_config(config)
     if config.getoption("--cni", default=None):
-        # Once, here: from collection the same error would be raised per test module.
         _cnis_for(config)
-    duration = config.getoption("--duration", default=None)
-    if duration is not None:
-        from cnibench.errors import ConfigError
-        from cnibench.scenarios.profiles import parse_duration
-
-        try:
-            parse_duration(duration)
-        except ConfigError as exc:
-            raise pytest.UsageError(f"--duration: {exc}") from None
-
-
-def _scenario_options(config: pytest.Config) -> Any:
-    from cnibench.scenarios.options import parse_scenario_options
-
-    return parse_scenario_options(
-        weights=config.getoption("--weights", default=None),
-        users=config.getoption("--users", default=None),
-        rules=config.getoption("--rules", default=None),
-        clients=config.getoption("--clients", default=None),
-        engine=config.getoption("--engine", default=None),
-    )
 
 
 def _session_config(config: pytest.Config) -> Any:
-    from cnibench.scenarios.profiles import parse_duration, profile_named
-    from cnibench.session import SessionConfig
+    """:func:`cnibench.session.session_config` of the option group's values.
 
-    duration = config.getoption("--duration")
-    profile = profile_named(config.getoption("--profile")).with_overrides(
-        runs=config.getoption("--runs"),
-        duration=parse_duration(duration) if duration else None,
-    )
-    return SessionConfig(
-        cluster=config.getoption("--cluster"),
-        cnis=tuple(config.getoption("--cni")),
-        profile=profile,
-        results_dir=Path(config.getoption("--results-dir")),
-        keep_cluster=config.getoption("--keep-cluster"),
-        recreate_cluster=config.getoption("--recreate-cluster"),
-        scenario_options=_scenario_options(config),
-    )
+    Raises
+    ------
+    pytest.UsageError
+        A bad value, in the words ``cnibench run`` uses.
+    """
+    from cnibench.errors import ConfigError
+    from cnibench.session import SESSION_OPTIONS, session_config
+
+    known = config.stash.get(_CONFIG_KEY, None)
+    if known is not None:
+        return known
+    values = {name: config.getoption(name) for name in SESSION_OPTIONS}
+    try:
+        checked = session_config(values)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[_CONFIG_KEY] = checked
+    return checked
 
 
 class _BenchState:
@@ -232,7 +161,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
         names = [m.name for m in metafunc.definition.iter_markers() if m.name in SCENARIO_MARKERS]
         if names:
-            scenario = build_scenarios(_scenario_options(metafunc.config))[names[0]]
+            options = _session_config(metafunc.config).scenario_options
+            scenario = build_scenarios(options)[names[0]]
             conditions = scenario.conditions()
             metafunc.parametrize("condition", conditions, ids=[c.id for c in conditions])
 

@@ -11,18 +11,19 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from cnibench.backends.base import Backend
 from cnibench.errors import ConfigError
 from cnibench.results import ResultsStore
 from cnibench.scenarios import Condition, Scenario, build_scenarios, scenario_named
-from cnibench.scenarios.options import ScenarioOptions
-from cnibench.scenarios.profiles import Profile, profile_named
+from cnibench.scenarios.options import ScenarioOptions, parse_scenario_options
+from cnibench.scenarios.profiles import Profile, parse_duration, profile_named
 from cnibench.scenarios.runner import ClusterPool, ConditionResult, ProgressCallback, Runner
 
 __all__ = [
@@ -66,7 +67,7 @@ class SessionConfig:
 
     cluster: str = "auto"
     cnis: tuple[str, ...] = ()
-    profile: Profile = field(default_factory=lambda: profile_named("quick"))
+    profile: Profile = field(default_factory=lambda: profile_named(DEFAULT_PROFILE))
     results_dir: Path = Path("results")
     keep_cluster: bool = False
     recreate_cluster: bool = False
@@ -192,6 +193,127 @@ def validate_cnis(
         cni_definition(spec)  # the driver refuses options and features it does not take
     # The first registered driver is kind's own CNI: what a plain kind cluster runs.
     return tuple(dict.fromkeys(spec.label for spec in specs)) or kube_cnis[:1]
+
+
+DEFAULT_PROFILE = "quick"
+"""The profile of ``cnibench run`` and of the pytest plugin alike. ``quick``: the default is what
+runs when someone first tries cnibench or a CI job smoke-tests it, and must end in minutes;
+numbers meant to be quoted ask for ``standard`` or ``paper`` (the table warns how wide an
+interval of two runs is)."""
+
+
+def add_session_options(add: Callable[..., object]) -> None:
+    """The options of a session, one table for ``cnibench run`` (argparse) and the pytest
+    plugin (its option group): same names, defaults and help. Values stay text here and are
+    checked once, by :func:`session_config`, so both front ends give the same one-line
+    errors."""
+    add(
+        "--cluster",
+        default="auto",
+        metavar="KIND",
+        help="where to benchmark: auto (kind when a container engine answers, else the lab),"
+        " lab, kind, aks or existing (default: auto)",
+    )
+    add(
+        "--cni",
+        action="append",
+        default=[],
+        metavar="NAME[:FEATURE,...]",
+        help="lab datapath (routed, vxlan) or Kubernetes CNI, with features and options, e.g."
+        " cilium:gateway-api or cilium:mode=kube-proxy (repeatable); default: the backend's",
+    )
+    add(
+        "--profile",
+        default=DEFAULT_PROFILE,
+        metavar="NAME",
+        help=f"quick, standard or paper (default: {DEFAULT_PROFILE})",
+    )
+    add("--runs", default=None, metavar="N", help="repetitions per condition (overrides it)")
+    add(
+        "--duration",
+        default=None,
+        metavar="TIME",
+        help="length of each timed measurement, e.g. 30s or 12m (overrides the profile)",
+    )
+    add("--results-dir", default="results", metavar="DIR", help="default: results")
+    add(
+        "--keep-cluster",
+        action="store_true",
+        help="leave Kubernetes clusters running after the session",
+    )
+    add(
+        "--recreate-cluster",
+        action="store_true",
+        help="do not reuse a cached Kubernetes cluster",
+    )
+    add_scenario_options(add)
+
+
+SESSION_OPTIONS = (
+    "cluster",
+    "cni",
+    "profile",
+    "runs",
+    "duration",
+    "results_dir",
+    "keep_cluster",
+    "recreate_cluster",
+    "weights",
+    "users",
+    "rules",
+    "clients",
+    "engine",
+)
+"""Destination names of :func:`add_session_options`, the keys :func:`session_config` reads."""
+
+
+def session_config(values: Mapping[str, Any]) -> SessionConfig:
+    """A :class:`SessionConfig` from the options of :func:`add_session_options` (keys as
+    argparse names them: ``results_dir``), every value checked here and only here.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        One line naming the option and the bad value.
+    """
+    cluster = str(values["cluster"])
+    if cluster not in CLUSTER_CHOICES:
+        raise ConfigError(
+            f"unknown --cluster {cluster!r}: choose one of {', '.join(CLUSTER_CHOICES)}"
+        )
+    runs = _positive_int("--runs", values.get("runs"))
+    duration = values.get("duration")
+    profile = profile_named(str(values["profile"])).with_overrides(
+        runs=runs, duration=parse_duration(str(duration)) if duration is not None else None
+    )
+    options = parse_scenario_options(
+        weights=values.get("weights"),
+        users=values.get("users"),
+        rules=values.get("rules"),
+        clients=values.get("clients"),
+        engine=values.get("engine"),
+    )
+    return SessionConfig(
+        cluster=cluster,
+        cnis=tuple(values.get("cni") or ()),
+        profile=profile,
+        results_dir=Path(values.get("results_dir") or "results"),
+        keep_cluster=bool(values.get("keep_cluster")),
+        recreate_cluster=bool(values.get("recreate_cluster")),
+        scenario_options=options,
+    )
+
+
+def _positive_int(option: str, text: object) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(str(text))
+    except ValueError:
+        raise ConfigError(f"{option}: {str(text)!r} is not an integer") from None
+    if value < 1:
+        raise ConfigError(f"{option} must be a positive integer, got {value}")
+    return value
 
 
 def add_scenario_options(add: Callable[..., object]) -> None:

@@ -49,8 +49,8 @@ def test_cni_defaults_to_both_lab_profiles():
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--cluster=moon"], "invalid choice: 'moon'"),
-        (["--profile=turbo"], "invalid choice: 'turbo'"),
+        (["--cluster=moon"], "unknown --cluster 'moon'"),
+        (["--profile=turbo"], "unknown profile 'turbo'"),
         (["--runs=0"], "--runs must be a positive integer, got 0"),
         (["--duration=soon"], "invalid duration 'soon'"),
         (["--cluster=lab", "--cni=weave"], "unknown --cni 'weave' for the lab"),
