@@ -299,7 +299,10 @@ class _RegressionGate:
             return pytest.ExitCode.USAGE_ERROR
         self.text = comparison.text()
         self.lines = [f"cnibench: {line}" for line in comparison.regression_lines()]
-        return pytest.ExitCode.TESTS_FAILED if self.fail and comparison.regressed else None
+        if not (self.fail and comparison.regressed):
+            return None
+        self.lines.append("cnibench: the session fails: --fail-on-regression found a regression")
+        return pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.section("cnibench compare")

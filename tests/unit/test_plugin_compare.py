@@ -53,6 +53,7 @@ def test_regression_fails_the_session_with_the_cli_lines(pytester, sets):
             "*cnibench compare*",
             "1 REGRESSION beyond 5% in 1 metric comparison of 1 matched condition*",
             "cnibench: REGRESSION throughput of baseline/routed/same-node-idle-iperf3: ratio 0.5*",
+            "cnibench: the session fails: --fail-on-regression found a regression",
         ]
     )
 
@@ -80,6 +81,7 @@ def test_compare_to_alone_reports_but_does_not_fail(pytester, sets):
     result = pytester.runpytest_subprocess("--compare-to", str(sets["base"]))
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["cnibench: REGRESSION throughput of *"])
+    assert "the session fails" not in result.stdout.str()
 
 
 def test_a_session_without_results_is_a_usage_error(pytester, sets):

@@ -573,7 +573,9 @@ class ResultComparison:
             "note",
         ]
         rows = [header, *self._cells()]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        if not any(row[-1] for row in rows[1:]):
+            rows = [row[:-1] for row in rows]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         right = {3, 4, 5}
         lines = [self.headline()]
         for row in rows:
