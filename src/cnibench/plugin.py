@@ -17,6 +17,10 @@ cluster
 bench
     Runs a scenario condition: provisions (or reuses) the cluster, verifies, measures every
     repetition, records results and attaches a summary to the test report.
+
+``--compare-to DIR [--fail-on-regression 5%]`` compares the session's results with DIR when it
+ends, as ``cnibench compare`` does (:mod:`cnibench.report.compare`), and with the second option
+fails the session on a regression.
 """
 
 from __future__ import annotations
@@ -305,6 +309,8 @@ class _RegressionGate:
         return pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not (self.text or self.lines):
+            return  # the session was interrupted: nothing was compared
         terminalreporter.section("cnibench compare")
         if self.text:
             terminalreporter.line(self.text)
