@@ -409,3 +409,21 @@ def test_markdown_into_a_missing_directory_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="cannot write --markdown"):
         write_markdown(comparison, tmp_path / "missing" / "comment.md")
     assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"threshold": -0.05}, "threshold must be a fraction in"),
+        ({"threshold": 5}, "threshold must be a fraction in"),
+        ({"threshold": "5%"}, "threshold must be a fraction in"),
+        ({"level": 1.0}, "level must be strictly between 0 and 1"),
+    ],
+    ids=["negative-threshold", "percent-number", "text-threshold", "level-1"],
+)
+def test_library_options_are_checked(tmp_path, options, message):
+    base, cand = _sets(
+        tmp_path, [Condition({"throughput": BASE})], [Condition({"throughput": BASE})]
+    )
+    with pytest.raises(ConfigError, match=message):
+        compare_results(base, cand, **options)

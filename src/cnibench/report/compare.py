@@ -681,6 +681,8 @@ def compare_result_sets(
         Bad ``threshold``, ``level`` or ``proportion``.
     """
     chosen = _checked_threshold(threshold)
+    if not 0.0 < level < 1.0:
+        raise ConfigError(f"level must be strictly between 0 and 1, got {level!r}")
     base_rows, cand_rows = comparable_runs(baseline), comparable_runs(candidate)
     for name, runs in (("baseline", base_rows), ("candidate", cand_rows)):
         if runs.empty:
