@@ -112,6 +112,7 @@ def _build_parser() -> _Parser:
         help="also write every figure as a PNG here",
     )
 
+    _add_compare_parser(commands)
     commands.add_parser("doctor", help="which backends and tools are usable here, and why not")
 
     clean = commands.add_parser(
@@ -128,6 +129,40 @@ def _build_parser() -> _Parser:
     _add_engine_parser(commands)
     _add_images_parser(commands)
     return parser
+
+
+def _threshold(text: str) -> float:
+    from cnibench.report.compare import parse_threshold
+
+    try:
+        return parse_threshold(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
+    compare = commands.add_parser(
+        "compare",
+        help="regression gate: exit 1 when a metric of CANDIDATE_DIR is worse than"
+        " BASELINE_DIR's beyond the threshold with its whole 95%% interval",
+    )
+    compare.add_argument("baseline", type=Path, metavar="BASELINE_DIR")
+    compare.add_argument("candidate", type=Path, metavar="CANDIDATE_DIR")
+    compare.add_argument(
+        "--threshold",
+        type=_threshold,
+        default="5%",
+        metavar="T",
+        help="worsening that fails the gate: a percentage (5%%) or a fraction below 1 (0.05);"
+        " default 5%%",
+    )
+    compare.add_argument(
+        "--markdown",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the comparison as Markdown (for a pull-request comment)",
+    )
 
 
 def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -218,6 +253,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _doctor()
         if args.command == "report":
             return _report(args)
+        if args.command == "compare":
+            return _compare(args)
         if args.command == "engine":
             return _engine(args)
         if args.command == "images":
@@ -523,6 +560,32 @@ def _report(args: argparse.Namespace) -> int:
     if paths.pngs:
         print(f"wrote {len(paths.pngs)} PNG figures to {args.png_dir}")
     return EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """``cnibench compare``: the table on stdout, one line per regression on stderr.
+
+    Exit 0 without regression, 1 with one, 2 on bad input (every input problem is a
+    ``ConfigError`` here, so that 1 always means "regressed").
+    """
+    from cnibench.errors import InsufficientDataError
+    from cnibench.report.compare import compare_result_sets, load_result_set, write_markdown
+
+    if args.markdown is not None and not args.markdown.parent.is_dir():
+        raise ConfigError(f"--markdown {args.markdown}: directory {args.markdown.parent} missing")
+    baseline = load_result_set(args.baseline, what="baseline")
+    candidate = load_result_set(args.candidate, what="candidate")
+    try:
+        comparison = compare_result_sets(baseline, candidate, threshold=args.threshold)
+    except InsufficientDataError as exc:
+        raise ConfigError(str(exc)) from exc
+    print(comparison.text())
+    if args.markdown is not None:
+        write_markdown(comparison, args.markdown)
+        print(f"wrote {args.markdown}")
+    for line in comparison.regression_lines():
+        print(f"cnibench: {line}", file=sys.stderr)
+    return EXIT_FAILED if comparison.regressed else EXIT_OK
 
 
 def _clean(args: argparse.Namespace) -> int:

@@ -17,6 +17,10 @@ cluster
 bench
     Runs a scenario condition: provisions (or reuses) the cluster, verifies, measures every
     repetition, records results and attaches a summary to the test report.
+
+``--compare-to DIR [--fail-on-regression 5%]`` compares the session's results with DIR when it
+ends, as ``cnibench compare`` does (:mod:`cnibench.report.compare`), and with the second option
+fails the session on a regression.
 """
 
 from __future__ import annotations
@@ -60,6 +64,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="write a self-contained HTML report of this session's results at the end",
     )
+    group.addoption(
+        "--compare-to",
+        default=None,
+        metavar="DIR",
+        help="at the end, compare this session's results with the results in DIR and print the"
+        " table of cnibench compare",
+    )
+    group.addoption(
+        "--fail-on-regression",
+        default=None,
+        metavar="THRESHOLD",
+        help="with --compare-to: fail the session when a metric is worse than THRESHOLD (5%%"
+        " or 0.05) with its whole 95%% interval",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -72,6 +90,36 @@ def pytest_configure(config: pytest.Config) -> None:
     _session_config(config)
     if config.getoption("--cni", default=None):
         _cnis_for(config)
+    _register_regression_gate(config)
+
+
+def _register_regression_gate(config: pytest.Config) -> None:
+    """Validate ``--compare-to``/``--fail-on-regression`` and load the baseline now, so that a
+    bad value stops the session before anything is benchmarked; register the gate.
+
+    On an xdist worker nothing is registered: the controller sees every worker's test reports
+    (and the session directories they name), so it alone compares.
+    """
+    compare_to = config.getoption("--compare-to", default=None)
+    fail_on = config.getoption("--fail-on-regression", default=None)
+    if compare_to is None:
+        if fail_on is not None:
+            raise pytest.UsageError("--fail-on-regression needs --compare-to DIR")
+        return
+    from cnibench.errors import ConfigError
+    from cnibench.report.compare import DEFAULT_THRESHOLD, load_result_set, parse_threshold
+
+    try:
+        threshold = DEFAULT_THRESHOLD if fail_on is None else parse_threshold(fail_on)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"--fail-on-regression: {exc}") from None
+    try:
+        baseline = load_result_set(Path(compare_to), what="--compare-to")
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if not hasattr(config, "workerinput"):
+        gate = _RegressionGate(baseline, threshold=threshold, fail=fail_on is not None)
+        config.pluginmanager.register(gate, "cnibench-regression-gate")
 
 
 def _session_config(config: pytest.Config) -> Any:
@@ -135,6 +183,68 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
             write_report(session_dir, html=Path(report))
             config.get_terminal_writer().line(f"cnibench: report written to {report}")
+
+
+class _RegressionGate:
+    """``--compare-to``: compares this session's results with a baseline when the session ends.
+
+    The session's result directories are the ones its test reports name (``Bench.run`` adds a
+    ``cnibench_session`` user property, which xdist carries from the workers), plus this
+    process's own session directory.
+    """
+
+    def __init__(self, baseline: Any, *, threshold: float, fail: bool) -> None:
+        self.baseline = baseline
+        self.threshold = threshold
+        self.fail = fail
+        self.session_dirs: dict[str, None] = {}
+        self.text = ""
+        self.lines: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, value in report.user_properties:
+            if name == "cnibench_session":
+                self.session_dirs.setdefault(str(value))
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            return  # interrupted, usage or internal error: nothing worth comparing
+        state = session.config.stash.get(_STATE_KEY, None)
+        if state is not None:
+            self.session_dirs.setdefault(str(state.session.store.session_dir))
+        failed = self._compare()
+        if failed is not None and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = failed
+
+    def _compare(self) -> pytest.ExitCode | None:
+        """Fill ``text`` and ``lines``; the exit status the session deserves, if not OK."""
+        from cnibench.errors import ConfigError, InsufficientDataError
+        from cnibench.report.compare import compare_result_sets, load_result_set
+
+        dirs = [Path(d) for d in self.session_dirs if Path(d).is_dir()]
+        try:
+            if not dirs:
+                raise ConfigError("--compare-to: this session recorded no results to compare")
+            candidate = load_result_set(dirs, what="this session's")
+            comparison = compare_result_sets(self.baseline, candidate, threshold=self.threshold)
+        except (ConfigError, InsufficientDataError) as exc:
+            self.lines = [f"cnibench: error: {exc}"]
+            return pytest.ExitCode.USAGE_ERROR
+        self.text = comparison.text()
+        self.lines = [f"cnibench: {line}" for line in comparison.regression_lines()]
+        if not (self.fail and comparison.regressed):
+            return None
+        self.lines.append("cnibench: the session fails: --fail-on-regression found a regression")
+        return pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not (self.text or self.lines):
+            return  # the session was interrupted: nothing was compared
+        terminalreporter.section("cnibench compare")
+        if self.text:
+            terminalreporter.line(self.text)
+        for line in self.lines:
+            terminalreporter.line(line, red=True)
 
 
 def _cnis_for(config: pytest.Config) -> tuple[str, ...]:

@@ -10,10 +10,12 @@ This is the only layer of cnibench that imports Matplotlib (always on the Agg ca
     report.figure_bars(df, "egress", "throughput")
     report.table_runs(df, "egress", "gateway-on", cni="vxlan")
     report.write_report("results", html="report.html", markdown="report.md", png_dir="png")
+    report.compare_results(load_results("main"), load_results("branch"), threshold=0.05)
 """
 
 from __future__ import annotations
 
+from cnibench.report.compare import compare_results
 from cnibench.report.data import (
     bar_summary,
     load_request_times,
@@ -40,6 +42,7 @@ __all__ = [
     "ComparisonRow",
     "ReportPaths",
     "bar_summary",
+    "compare_results",
     "comparisons",
     "figure_bars",
     "figure_pod_scaling",

@@ -1,0 +1,217 @@
+"""``cnibench compare`` and the plugin's ``--fail-on-regression`` on real lab result sets.
+
+Three real sessions, all on the ``quick`` profile and the ``routed`` datapath:
+
+* baseline: ``cnibench run`` of ``baseline/same-node-idle-iperf3``;
+* candidate: the same condition through the benchmark suite (``pytest tests/bench ...
+  --compare-to BASELINE --fail-on-regression 5%``), made slower for real: the whole run, and so
+  every iperf3, namespace and Prometheus process it starts, is confined to a CPU cgroup with a
+  quota of a fifth of one CPU. No scenario parameter caps the rate without also changing the
+  condition (the policy scenario's rule count is part of its condition id, so it would not
+  match, which is right), so the slowdown comes from outside cnibench, where a regression of a
+  real datapath would come from too;
+* another condition (``same-node-idle-sockperf``, one run), which matches nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.stats
+from lab_support import unavailable
+
+from cnibench import load_results
+
+pytestmark = pytest.mark.lab
+
+ROOT = Path(__file__).resolve().parents[2]
+CONDITION = "same-node-idle-iperf3"
+LABEL = f"baseline/routed/{CONDITION}"
+CPU_QUOTA = 0.2
+"""Share of one CPU the slowed-down candidate gets."""
+_CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
+_CGROUP_V2 = Path("/sys/fs/cgroup")
+
+
+def _cnibench(*args: object, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cnibench.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _run(results: Path, condition: str, *extra: str) -> None:
+    done = _cnibench(
+        "run",
+        "--cluster",
+        "lab",
+        "--cni",
+        "routed",
+        "--scenario",
+        "baseline",
+        "--condition",
+        condition,
+        "--profile",
+        "quick",
+        "--results-dir",
+        results,
+        *extra,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@contextmanager
+def _cpu_capped_cgroup(name: str, share: float) -> Iterator[Path]:
+    """A CPU cgroup limited to ``share`` of one CPU; yields its ``cgroup.procs`` file."""
+    period = 100_000
+    if (_CGROUP_V1_CPU / "cpu.cfs_quota_us").is_file():
+        group = _CGROUP_V1_CPU / name
+        settings = {"cpu.cfs_period_us": str(period), "cpu.cfs_quota_us": str(int(share * period))}
+    elif "cpu" in (_CGROUP_V2 / "cgroup.controllers").read_text(errors="replace").split():
+        group = _CGROUP_V2 / name
+        (_CGROUP_V2 / "cgroup.subtree_control").write_text("+cpu")
+        settings = {"cpu.max": f"{int(share * period)} {period}"}
+    else:
+        unavailable("no cgroup CPU controller to slow a candidate run down with")
+    try:
+        group.mkdir()
+        for file, value in settings.items():
+            (group / file).write_text(value)
+    except OSError as exc:
+        unavailable(f"cannot make a CPU-limited cgroup at {group}: {exc}")
+    try:
+        yield group / "cgroup.procs"
+    finally:
+        # Every process of the run has exited (cnibench stops what it started); the kernel
+        # may need a moment to let go of the group.
+        for _ in range(50):
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def sets(tmp_path_factory: pytest.TempPathFactory, lab_backend: object) -> dict[str, object]:
+    """The three real result sets, and the slowed-down pytest session's outcome."""
+    root = tmp_path_factory.mktemp("compare")
+    base, slow, other = root / "base", root / "slow", root / "other"
+    _run(base, CONDITION)
+    with _cpu_capped_cgroup(f"cnibench-compare-test-{os.getpid()}", CPU_QUOTA) as procs:
+        suite = subprocess.run(
+            [
+                "sh",
+                "-c",
+                'echo $$ > "$0" && exec "$@"',
+                str(procs),
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                f"tests/bench/test_baseline.py::test_baseline[routed-{CONDITION}]",
+                "--cluster=lab",
+                "--cni=routed",
+                "--profile=quick",
+                f"--results-dir={slow}",
+                f"--compare-to={base}",
+                "--fail-on-regression=5%",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    _run(other, "same-node-idle-sockperf", "--runs", "1")
+    empty = root / "empty"
+    empty.mkdir()
+    return {"base": base, "slow": slow, "other": other, "empty": empty, "suite": suite}
+
+
+def _log_interval(baseline: np.ndarray, candidate: np.ndarray) -> tuple[float, float, float]:
+    """Ratio of geometric means and the 95 % Welch interval of the log difference (scipy)."""
+    ci = scipy.stats.ttest_ind(
+        np.log(candidate), np.log(baseline), equal_var=False
+    ).confidence_interval(0.95)
+    ratio = scipy.stats.gmean(candidate) / scipy.stats.gmean(baseline)
+    return ratio, math.exp(ci.low), math.exp(ci.high)
+
+
+def _throughput(results: object) -> np.ndarray:
+    frame = load_results(str(results))
+    rows = frame[
+        (frame.metric == "throughput") & (frame.status == "ok") & frame.verified.astype(bool)
+    ]
+    return rows.value.to_numpy(dtype=float)
+
+
+def test_same_directory_against_itself_exits_0(sets):
+    done = _cnibench("compare", sets["base"], sets["base"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr == ""
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("no regression beyond 5%")
+    throughput = [line for line in lines[2:] if re.search(r"\bthroughput\b", line)]
+    assert len(throughput) == 1
+    assert throughput[0].startswith("no detectable change")
+    assert LABEL in throughput[0]
+
+
+def test_slower_candidate_exits_1_naming_metric_and_condition(sets, tmp_path):
+    markdown = tmp_path / "comment.md"
+    done = _cnibench("compare", sets["base"], sets["slow"], "--markdown", markdown)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if "REGRESSION throughput" in line]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"cnibench: REGRESSION throughput of {LABEL}: ratio ")
+
+    # The printed ratio and interval are scipy's Welch interval on the logs of the real runs.
+    baseline, candidate = _throughput(sets["base"]), _throughput(sets["slow"])
+    assert candidate.mean() < 0.5 * baseline.mean(), (baseline, candidate)
+    ratio, low, high = _log_interval(baseline, candidate)
+    shown = re.search(r"ratio ([0-9.]+) \(95% CI ([0-9.]+)-([0-9.]+), n = (\d) vs (\d)\)", lines[0])
+    assert shown is not None, lines[0]
+    assert [float(x) for x in shown.groups()[:3]] == pytest.approx([ratio, low, high], abs=6e-4)
+    assert (int(shown.group(4)), int(shown.group(5))) == (baseline.size, candidate.size)
+    assert high < 0.95
+
+    assert done.stdout.splitlines()[0].split()[1:2] in (["REGRESSION"], ["REGRESSIONS"])
+    assert f"| **REGRESSION** | throughput | {LABEL} |" in markdown.read_text()
+
+
+def test_pytest_gate_fails_the_slowed_session(sets):
+    suite = sets["suite"]
+    output = suite.stdout + suite.stderr
+    assert re.search(r"\b1 passed\b", output), output
+    assert suite.returncode == 1, output
+    assert f"cnibench: REGRESSION throughput of {LABEL}: ratio " in output
+
+
+def test_mismatched_result_sets_exit_2_with_one_line(sets):
+    done = _cnibench("compare", sets["base"], sets["other"])
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("cnibench: error: no condition is in both result sets")
+    assert "baseline/routed/same-node-idle-sockperf" in line
+
+
+def test_empty_result_set_exits_2_with_one_line(sets):
+    done = _cnibench("compare", sets["empty"], sets["base"])
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line == f"cnibench: error: baseline results in {sets['empty']} hold no run records"

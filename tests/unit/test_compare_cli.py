@@ -1,0 +1,106 @@
+"""``cnibench compare`` as a person types it: exit 0/1/2, one line per regression or error."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from compare_support import Condition, write_result_set
+
+NOISE = (1.0, 1.01, 0.99)
+
+
+def _set(tmp_path, name, conditions):
+    return write_result_set(tmp_path / name, conditions, session_id=f"20261122T100000Z-{name}")
+
+
+def _throughput(scale, **kwargs):
+    return Condition({"throughput": [scale * 1e9 * v for v in NOISE]}, **kwargs)
+
+
+def _compare(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "cnibench.cli", "compare", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_regression_exits_1_with_one_line_naming_metric_and_condition(tmp_path):
+    base = _set(tmp_path, "base", [_throughput(10.0)])
+    cand = _set(tmp_path, "cand", [_throughput(5.0)])
+    markdown = tmp_path / "comment.md"
+    done = _compare(base, cand, "--threshold", "5%", "--markdown", markdown)
+    assert done.returncode == 1, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        "cnibench: REGRESSION throughput of baseline/routed/same-node-idle-iperf3: ratio 0.500"
+    )
+    assert done.stdout.splitlines()[0].startswith("1 REGRESSION beyond 5%")
+    assert "| **REGRESSION** | throughput |" in markdown.read_text()
+
+
+def test_no_regression_exits_0_and_says_so_first(tmp_path):
+    base = _set(tmp_path, "base", [_throughput(10.0)])
+    done = _compare(base, base)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.splitlines()[0].startswith("no regression beyond 5%")
+
+
+def test_a_loss_inside_a_wider_threshold_passes(tmp_path):
+    base = _set(tmp_path, "base", [_throughput(10.0)])
+    cand = _set(tmp_path, "cand", [_throughput(9.0)])
+    assert _compare(base, cand, "--threshold", "0.05").returncode == 1
+    assert _compare(base, cand, "--threshold", "50%").returncode == 0
+
+
+BAD_INPUT = [
+    (["{tmp}/missing", "{tmp}/base"], "baseline results directory {tmp}/missing does not exist"),
+    (["{tmp}/base", "{tmp}/file"], "candidate results path {tmp}/file is not a directory"),
+    (["{tmp}/base", "{tmp}/empty"], "candidate results in {tmp}/empty hold no run records"),
+    (["{tmp}/base", "{tmp}/corrupt"], "candidate results in {tmp}/corrupt cannot be read"),
+    (["{tmp}/base", "{tmp}/other"], "no condition is in both result sets"),
+    (["{tmp}/base", "{tmp}/unverified"], "the candidate has no successful verified run"),
+    # "--threshold -5%" would read -5% as an option (argparse): one line too, but a vaguer one.
+    (
+        ["{tmp}/base", "{tmp}/base", "--threshold=-5%"],
+        "invalid threshold '-5%': it must not be negative",
+    ),
+    (["{tmp}/base", "{tmp}/base", "--threshold", "150%"], "must be at most 100%"),
+    (["{tmp}/base", "{tmp}/base", "--threshold", "5"], "write 5% for per cent"),
+    (["{tmp}/base", "{tmp}/base", "--threshold", "lots"], "invalid threshold 'lots'"),
+    (
+        ["{tmp}/base", "{tmp}/base", "--markdown", "{tmp}/nodir/c.md"],
+        "directory {tmp}/nodir missing",
+    ),
+    (["{tmp}/base"], "the following arguments are required: CANDIDATE_DIR"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    BAD_INPUT,
+    ids=[" ".join(argv).replace("{tmp}/", "") for argv, _ in BAD_INPUT],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, argv, message):
+    _set(tmp_path, "base", [_throughput(10.0)])
+    _set(tmp_path, "other", [_throughput(10.0, condition="cross-node-idle-iperf3")])
+    _set(tmp_path, "unverified", [_throughput(10.0, verified=False)])
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file").write_text("not results")
+    runs = tmp_path / "corrupt" / "20261122T100000Z-broken" / "runs"
+    runs.mkdir(parents=True)
+    (runs / "r0.json").write_text('{"schema": "cnibench.run", "records": [')
+
+    done = _compare(*[arg.format(tmp=tmp_path) for arg in argv])
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("cnibench: error: ")
+    assert message.format(tmp=tmp_path) in lines[0]
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "nodir").exists()

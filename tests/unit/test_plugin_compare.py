@@ -1,0 +1,128 @@
+"""The pytest plugin's regression gate: ``--compare-to DIR --fail-on-regression 5%``.
+
+Each case runs a real pytest session (``pytester``, in a subprocess) whose test names a results
+session the way ``Bench.run`` does (the ``cnibench_session`` user property). The results are
+written by the real results store with made-up values, so no lab is needed here; the lab tier
+(tests/lab/test_lab_compare.py) runs the gate on a real benchmark.
+"""
+
+from __future__ import annotations
+
+import pytest
+from compare_support import Condition, write_result_set
+
+pytest_plugins = ["pytester"]
+
+NOISE = (1.0, 1.01, 0.99)
+
+
+def _set(path, scale):
+    condition = Condition({"throughput": [scale * 1e9 * v for v in NOISE]})
+    write_result_set(path, [condition], session_id="20261122T100000Z-abcdef")
+    return path / "20261122T100000Z-abcdef"
+
+
+@pytest.fixture
+def sets(tmp_path):
+    return {
+        "base": _set(tmp_path / "base", 10.0).parent,
+        "fast": _set(tmp_path / "fast", 10.0),
+        "slow": _set(tmp_path / "slow", 5.0),
+    }
+
+
+def _suite(pytester, session_dir):
+    """A test that reports ``session_dir`` as its results, as the ``bench`` fixture does."""
+    record = (
+        f"    request.node.user_properties.append(('cnibench_session', {str(session_dir)!r}))\n"
+        if session_dir
+        else ""
+    )
+    pytester.makepyfile(f"def test_benchmark(request):\n{record}    assert True\n")
+
+
+def test_regression_fails_the_session_with_the_cli_lines(pytester, sets):
+    _suite(pytester, sets["slow"])
+    result = pytester.runpytest_subprocess(
+        "--compare-to", str(sets["base"]), "--fail-on-regression", "5%"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*cnibench compare*",
+            "1 REGRESSION beyond 5% in 1 metric comparison of 1 matched condition*",
+            "cnibench: REGRESSION throughput of baseline/routed/same-node-idle-iperf3: ratio 0.5*",
+            "cnibench: the session fails: --fail-on-regression found a regression",
+        ]
+    )
+
+
+def test_regression_through_xdist_workers(pytester, sets):
+    _suite(pytester, sets["slow"])
+    result = pytester.runpytest_subprocess(
+        "-p", "xdist", "-n", "2", "--compare-to", str(sets["base"]), "--fail-on-regression", "5%"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["cnibench: REGRESSION throughput of *"])
+
+
+def test_no_regression_passes_and_prints_the_table(pytester, sets):
+    _suite(pytester, sets["fast"])
+    result = pytester.runpytest_subprocess(
+        "--compare-to", str(sets["base"]), "--fail-on-regression", "0.05"
+    )
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["no regression beyond 5%*", "no detectable change*throughput*"])
+
+
+def test_compare_to_alone_reports_but_does_not_fail(pytester, sets):
+    _suite(pytester, sets["slow"])
+    result = pytester.runpytest_subprocess("--compare-to", str(sets["base"]))
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["cnibench: REGRESSION throughput of *"])
+    assert "the session fails" not in result.stdout.str()
+
+
+def test_a_session_without_results_is_a_usage_error(pytester, sets):
+    _suite(pytester, None)
+    result = pytester.runpytest_subprocess(
+        "--compare-to", str(sets["base"]), "--fail-on-regression", "5%"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        ["cnibench: error: --compare-to: this session recorded no results to compare"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--fail-on-regression=-5%"], "--fail-on-regression: invalid threshold '-5%'*"),
+        (["--fail-on-regression", "5"], "*write 5% for per cent"),
+        (["--fail-on-regression", "garbage"], "*invalid threshold 'garbage'*"),
+        (["--fail-on-regression", "200%"], "*must be at most 100%"),
+        (["--compare-to", "{missing}"], "--compare-to results directory */missing does not exist"),
+        (["--compare-to", "{empty}"], "--compare-to results in */empty hold no run records"),
+    ],
+    ids=["negative", "bare-number", "garbage", "over-100", "missing-dir", "empty-dir"],
+)
+def test_bad_values_are_one_line_usage_errors(pytester, sets, tmp_path, args, message):
+    (tmp_path / "empty").mkdir()
+    paths = {"missing": tmp_path / "missing", "empty": tmp_path / "empty"}
+    argv = [arg.format(**paths) for arg in args]
+    if not any(arg.startswith("--compare-to") for arg in argv):
+        argv = ["--compare-to", str(sets["base"]), *argv]
+    _suite(pytester, sets["fast"])
+    result = pytester.runpytest_subprocess(*argv)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.strip()]
+    assert len(errors) == 1, result.stderr.str()
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
+def test_fail_on_regression_needs_compare_to(pytester):
+    _suite(pytester, None)
+    result = pytester.runpytest_subprocess("--fail-on-regression", "5%")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --fail-on-regression needs --compare-to DIR"])
