@@ -1,13 +1,13 @@
 """Adding a CNI is one driver module and one registration: a toy CNI defined here, registered
 the way the built-in drivers are (:func:`cnibench.backends.kube.cnis.register`), goes through
-the kube tier's whole orchestration with nothing else changed.
+the kube tier's orchestration with nothing else changed.
 
 ``cnibench run --cluster existing --cni toy --scenario priority`` runs in this process against
 the tier's real API server: ``--cni toy`` is accepted, the toy's agent is waited for, the
-session's pods are placed on kwok nodes, the toy's own priority objects are rendered by the
-driver and accepted by the API server, and everything is removed again. kwok runs no container,
-so the first probe's exec fails and the condition is reported unverified, as for the built-in
-CNIs (``test_kube_cli.py``).
+session's pods are placed on kwok nodes, and the first probe fails at its exec (kwok runs no
+container), as for the built-in CNIs (``test_kube_cli.py``). A second test provisions the toy
+cluster through the library and applies a priority case: its CNI policy is the toy driver's
+own object, stored by the API server and removed again.
 """
 
 from __future__ import annotations
@@ -141,10 +141,6 @@ def test_the_kube_orchestration_runs_a_toy_cni_from_one_module_and_one_line(
     text = output.out + output.err
     assert "Traceback" not in text, text
     assert "cnibench: error:" not in text, text
-    # The driver rendered the case's one CNI layer and the API server took it (an object it
-    # refused would have ended the condition with "set-up failed").
-    assert [o["metadata"]["name"] for o in toy.rendered] == ["toy-prio-0"], text
-    assert "NOT SET UP" not in text, text
     not_verified = [line for line in text.splitlines() if line.startswith("NOT VERIFIED")]
     assert len(not_verified) == 1, text
     assert (
@@ -158,3 +154,38 @@ def test_the_kube_orchestration_runs_a_toy_cni_from_one_module_and_one_line(
         label_selector=render.SESSION_LABEL
     )
     assert policies.items == []
+
+
+def test_a_toy_cluster_applies_the_toy_drivers_own_priority_objects(
+    api_client: Any,
+    kubeconfig: Path,
+    toy: ToyDriver,
+    toy_cluster: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the run above cannot reach on kwok (its first probe needs a running pod): the
+    priority case's objects come from the toy driver, the API server stores them in the
+    session's namespace, and removing the case and tearing down leave nothing."""
+    from kubernetes import client
+
+    from cnibench.backends.kube import ExistingProvider, KubeBackend
+    from cnibench.policy import PolicyPeer, PolicySpec, PortRange, priority_case_named
+
+    monkeypatch.setenv("CNIBENCH_IMAGE_TOOLS", PLACEHOLDER)
+    monkeypatch.setenv("CNIBENCH_IMAGE_SOCKPERF", PLACEHOLDER)
+    networking = client.NetworkingV1Api(api_client)
+    spec = PolicySpec(
+        target=PolicyPeer("srv", "10.0.0.2"),
+        allowed=(PolicyPeer("cli", "10.0.0.3"),),
+        ports=(PortRange.single(80),),
+    )
+    cluster = KubeBackend(ExistingProvider(kubeconfig)).provision(ClusterSpec.from_label("toy"))
+    try:
+        cluster.apply_priority_case(priority_case_named("k8s-deny-and-cni-allow"), spec)
+        stored = networking.list_namespaced_network_policy(cluster.namespace).items
+        assert sorted(p.metadata.name for p in stored) == ["cnibench-prio-k8s", "toy-prio-0"]
+        assert [o["metadata"]["name"] for o in toy.rendered] == ["toy-prio-0"]
+        cluster.remove_priority_case()
+        assert networking.list_namespaced_network_policy(cluster.namespace).items == []
+    finally:
+        cluster.teardown()
