@@ -27,6 +27,7 @@ from cnibench.backends.kube.cni import (
 from cnibench.backends.kube.cnis.base import AgentAccess, DriverBase, ObjectScope
 from cnibench.backends.kube.encryption import WireguardAnnotation, wireguard_from_annotations
 from cnibench.errors import ConfigError, UnsupportedError
+from cnibench.policy import TIERS
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec
@@ -95,15 +96,9 @@ def antrea_egress(
     return manifest
 
 
-ANTREA_TIERS: Mapping[str, int] = {
-    "emergency": 50,
-    "securityops": 100,
-    "networkops": 150,
-    "platform": 200,
-    "application": 250,
-    "baseline": 253,
-}
-"""Antrea's built-in tiers and their priorities (lower is evaluated first)."""
+ANTREA_TIERS: Mapping[str, int] = TIERS
+"""Antrea's built-in tiers and their priorities (lower is evaluated first): the tiers priority
+cases are written in (:data:`cnibench.policy.TIERS`) are Antrea's own."""
 
 
 _ANTREA_ACTIONS = {"allow": "Allow", "deny": "Drop", "pass": "Pass"}
