@@ -9,6 +9,7 @@ tier then shows up red, never as a green run that tested nothing.
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,15 @@ TIER_DIRS = {
     "kube": ("kube",),
     "kind": ("kind",),
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A shell starts a background job (``.ci/run &``, ``nohup``) with SIGINT ignored, and every
+    child inherits that: the cnibench runs the interrupt tests start would then ignore the
+    Ctrl-C they are sent and time out. Give this process, and so each child, Python's usual
+    SIGINT handling (nothing changes when SIGINT is not ignored)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _required_dirs() -> set[str]:
