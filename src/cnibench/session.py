@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -76,18 +75,9 @@ class SessionConfig:
 
 def container_engine(timeout: float = 5.0) -> str:
     """Name of a container engine that answers (``docker``/``podman``), or ``""``."""
-    for engine in ("docker", "podman"):
-        if shutil.which(engine) is None:
-            continue
-        try:
-            done = subprocess.run(
-                [engine, "info"], capture_output=True, timeout=timeout, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if done.returncode == 0:
-            return engine
-    return ""
+    from cnibench.backends.kube.engine import answering_engine
+
+    return answering_engine(timeout=timeout)
 
 
 def select_backend(
@@ -281,7 +271,7 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         raise ConfigError(
             f"unknown --cluster {cluster!r}: choose one of {', '.join(CLUSTER_CHOICES)}"
         )
-    runs = _positive_int("--runs", values.get("runs"))
+    runs = _integer("--runs", values.get("runs"))
     duration = values.get("duration")
     profile = profile_named(str(values["profile"])).with_overrides(
         runs=runs, duration=parse_duration(str(duration)) if duration is not None else None
@@ -304,16 +294,15 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
     )
 
 
-def _positive_int(option: str, text: object) -> int | None:
+def _integer(option: str, text: object) -> int | None:
+    """``text`` as an int (its range is checked where it is used, e.g.
+    :meth:`Profile.with_overrides` for ``--runs``)."""
     if text is None:
         return None
     try:
-        value = int(str(text))
+        return int(str(text))
     except ValueError:
         raise ConfigError(f"{option}: {str(text)!r} is not an integer") from None
-    if value < 1:
-        raise ConfigError(f"{option} must be a positive integer, got {value}")
-    return value
 
 
 def add_scenario_options(add: Callable[..., object]) -> None:

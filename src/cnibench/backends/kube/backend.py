@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +15,7 @@ from cnibench.backends.kube.addons import AddonVersions, install_cni, install_me
 from cnibench.backends.kube.cluster import KubeCluster, Timeouts
 from cnibench.backends.kube.cni import CniDefinition, CniVersions, cni_definition
 from cnibench.backends.kube.cnis import DRIVERS
+from cnibench.backends.kube.engine import answering_engine
 from cnibench.backends.kube.external import (
     EGRESS_IP_RANGE_ENV,
     DockerNetwork,
@@ -212,7 +212,7 @@ class KubeBackend:
                 "--cluster kind needs the kind command on PATH, and it is not there (install"
                 " kind, or choose --cluster lab or existing)"
             )
-        if not _engine_answers():
+        if not answering_engine(("docker",), timeout=10.0):
             raise ConfigError(
                 "--cluster kind needs a container engine and none answers"
                 f" (DOCKER_HOST={os.environ.get('DOCKER_HOST', 'unset')}): start one with"
@@ -325,14 +325,3 @@ if TYPE_CHECKING:
     ) -> tuple[Backend, Cluster, Endpoint]:
         # mypy proves here that the kube backend satisfies the scenarios' Protocols.
         return backend, cluster, pod
-
-
-def _engine_answers(timeout: float = 10.0) -> bool:
-    """Whether ``docker info`` succeeds (the engine kind will use)."""
-    if shutil.which("docker") is None:
-        return False
-    try:
-        done = subprocess.run(["docker", "info"], capture_output=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0

@@ -61,6 +61,7 @@ __all__ = [
     "EngineCleanReport",
     "EnginePaths",
     "EngineStatus",
+    "answering_engine",
     "bridge_names",
     "capability_bounding_set",
     "clean_engines",
@@ -438,6 +439,25 @@ def _readable(line: str) -> str:
         return line
     text = ": ".join(fields[key] for key in ("msg", "error") if fields.get(key))
     return text.replace('\\"', '"')
+
+
+def answering_engine(
+    candidates: Sequence[str] = ("docker", "podman"), *, timeout: float = 5.0
+) -> str:
+    """The first of ``candidates`` whose ``<engine> info`` succeeds (the docker client follows
+    ``DOCKER_HOST``), or ``""`` when none answers within ``timeout`` seconds each."""
+    for engine in candidates:
+        if shutil.which(engine) is None:
+            continue
+        try:
+            done = subprocess.run(
+                [engine, "info"], capture_output=True, timeout=timeout, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            return engine
+    return ""
 
 
 def engine_up(
