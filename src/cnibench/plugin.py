@@ -50,6 +50,8 @@ SCENARIO_MARKERS = {
 _STATE_KEY = pytest.StashKey["_BenchState"]()
 _CONFIG_KEY = pytest.StashKey[Any]()
 """The session options, checked once (:func:`_session_config`)."""
+_CNIS_KEY = pytest.StashKey[tuple[str, ...]]()
+"""The session's CNIs, checked once (:func:`_cnis_for`)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -248,15 +250,21 @@ class _RegressionGate:
 
 
 def _cnis_for(config: pytest.Config) -> tuple[str, ...]:
+    """The session's CNIs, checked once (collection asks for them per test function)."""
+    known = config.stash.get(_CNIS_KEY, None)
+    if known is not None:
+        return known
     from cnibench.errors import ConfigError
     from cnibench.session import select_backend, validate_cnis
 
     try:
         requested = config.getoption("--cluster")
         backend, _ = select_backend(requested)
-        return validate_cnis(backend, config.getoption("--cni"), requested=requested)
+        cnis = validate_cnis(backend, config.getoption("--cni"), requested=requested)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
+    config.stash[_CNIS_KEY] = cnis
+    return cnis
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
