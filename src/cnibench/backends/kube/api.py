@@ -13,11 +13,33 @@ from typing import Any
 
 from cnibench.errors import ProvisioningError
 
-__all__ = ["DEFAULT_NAMESPACE", "FIELD_MANAGER", "Applier", "api_error_message", "apply_manifest"]
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "FIELD_MANAGER",
+    "Applier",
+    "api_error_message",
+    "apply_manifest",
+    "websocket_core_api",
+]
 
 FIELD_MANAGER = "cnibench"
 DEFAULT_NAMESPACE = "default"
 """Where a namespaced object that names no namespace goes (kubectl's rule)."""
+
+
+def websocket_core_api(api_client: Any) -> Any:
+    """A ``CoreV1Api`` on an API client of its own, for one ``stream`` (exec) or
+    ``portforward`` call of the kubernetes client.
+
+    Those calls replace ``call_api`` on the API client they are given while the websocket
+    opens, then put back what they found. On a client shared between threads that routes a
+    concurrent plain request through the websocket ("Handshake status 200 OK"), and two
+    overlapping streams can leave the client's ``call_api`` replaced for good. The websocket
+    does not use the client's connection pool, so the returned client needs no closing.
+    """
+    from kubernetes import client
+
+    return client.CoreV1Api(client.ApiClient(api_client.configuration))
 
 
 def api_error_message(exc: BaseException) -> str:

@@ -32,7 +32,7 @@ from cnibench.backends.base import (
     WorkloadSpec,
 )
 from cnibench.backends.kube import capture, render
-from cnibench.backends.kube.api import Applier, api_error_message
+from cnibench.backends.kube.api import Applier, api_error_message, websocket_core_api
 from cnibench.backends.kube.cni import CniDefinition
 from cnibench.backends.kube.cnis import DRIVERS, CniDriver
 from cnibench.backends.kube.cnis.base import ObjectScope
@@ -192,16 +192,14 @@ class KubePod:
             When exec cannot start, or the command does not finish within ``timeout`` seconds
             (the stream is then closed, which ends the command's session).
         """
-        from kubernetes import client
         from kubernetes.client.exceptions import ApiException
         from kubernetes.stream import stream
 
         tool = argv[0] if argv else ""
-        core = client.CoreV1Api(self._api_client)
         started = time.monotonic()
         try:
             session = stream(
-                core.connect_get_namespaced_pod_exec,
+                websocket_core_api(self._api_client).connect_get_namespaced_pod_exec,
                 self._name,
                 self.namespace,
                 container=render.TOOLS_CONTAINER,
@@ -299,12 +297,11 @@ class PodPortForward:
     def _open(self) -> tuple[Any, socket.socket]:
         """One port-forward websocket and its socket for the pod port (raises what the
         client raises)."""
-        from kubernetes import client
         from kubernetes.stream import portforward
 
         namespace, pod, port = self._target
         forward = portforward(
-            client.CoreV1Api(self._api_client).connect_get_namespaced_pod_portforward,
+            websocket_core_api(self._api_client).connect_get_namespaced_pod_portforward,
             pod,
             namespace,
             ports=str(port),
@@ -1124,13 +1121,12 @@ def _internal_ip(node: Any) -> str:
 
 
 def _exec_in(pod: KubePod, container: str, argv: Sequence[str], *, timeout: float) -> str:
-    from kubernetes import client
     from kubernetes.client.exceptions import ApiException
     from kubernetes.stream import stream
 
     try:
         output = stream(
-            client.CoreV1Api(pod._api_client).connect_get_namespaced_pod_exec,
+            websocket_core_api(pod._api_client).connect_get_namespaced_pod_exec,
             pod.name,
             pod.namespace,
             container=container,
