@@ -188,6 +188,12 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="also build this CNI's images (cilium: a Go build of about 18 minutes on 2 cores"
         " and a 1.1 GB image); flannel's is always built. Repeatable",
     )
+    build.add_argument(
+        "--prepare",
+        action="store_true",
+        help="only the Go builds and root filesystems (no engine needed); a later build"
+        " makes the images from them in seconds",
+    )
     actions.add_parser("list", help="the offline image tags and whether the engine has them")
 
 
@@ -645,11 +651,13 @@ def _images(args: argparse.Namespace) -> int:
     cnis = getattr(args, "cnis", [])
     tags = [builder.images.kind_node, *pod_image_tags(builder.images, cnis=cnis)]
     if args.images_command == "build":
-        report = builder.build(cnis=cnis)
+        report = builder.build(cnis=cnis, images=not args.prepare)
         print(
             f"cnibench: {report.summary()}; kind and kubectl in {offline_bin_dir()}",
             file=sys.stderr,
         )
+        if args.prepare:
+            return EXIT_OK
         for tag in tags:
             print(tag)
         return EXIT_OK

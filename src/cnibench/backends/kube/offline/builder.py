@@ -856,7 +856,7 @@ class OfflineBuilder:
             link.symlink_to(source)
         return target
 
-    def build(self, *, cnis: Iterable[str] = ()) -> BuildReport:
+    def build(self, *, cnis: Iterable[str] = (), images: bool = True) -> BuildReport:
         """Everything: Go builds and root filesystems side by side, then the images.
 
         Parameters
@@ -864,6 +864,10 @@ class OfflineBuilder:
         cnis:
             CNIs whose own images are built too (``"cilium"``: its Go build, root filesystem
             and image); flannel's is always built.
+        images:
+            Also make the node image and import the images into the engine. ``False``
+            prepares everything that needs no engine (the long part: Go builds and root
+            filesystems), so a later build only assembles the images.
 
         Raises
         ------
@@ -872,9 +876,9 @@ class OfflineBuilder:
         """
         self.offline.mkdir(parents=True, exist_ok=True)
         with _exclusive(self.offline / ".build.lock", self._log):
-            return self._build_all(frozenset(cnis))
+            return self._build_all(frozenset(cnis), images=images)
 
-    def _build_all(self, cnis: frozenset[str]) -> BuildReport:
+    def _build_all(self, cnis: frozenset[str], *, images: bool) -> BuildReport:
         recipes = image_recipes(self.images, cnis=cnis)
         cilium = any(recipe.rootfs == "cilium" for recipe in recipes)
         rootfs_names = [name for name in ROOTFS_PACKAGES if name != "cilium" or cilium]
@@ -892,6 +896,8 @@ class OfflineBuilder:
             go.result()
             rootfs.result()
         self.link_tools()
+        if not images:
+            return self.report
         self.node_image()
         for recipe in recipes:
             self.import_image(recipe)

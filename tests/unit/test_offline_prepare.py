@@ -1,0 +1,51 @@
+"""``cnibench images build --prepare``: the long steps without an engine, the images later.
+
+The steps themselves (Go builds, debootstrap, docker import) run for real in the kind tier;
+here they are replaced by recorders, to check which ones each kind of build runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cnibench import cli
+from cnibench.backends.kube.offline import OfflineBuilder
+from cnibench.backends.kube.offline.recipes import ROOTFS_PACKAGES
+
+STEPS = ("build_kubernetes", "build_go_binaries", "build_cilium", "build_helm", "link_tools")
+ENGINE_STEPS = ("node_image", "import_image")
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    made: list[str] = []
+
+    def recorder(name: str) -> Any:
+        def step(self: OfflineBuilder, *args: object) -> None:
+            made.append(name if not args else f"{name}:{getattr(args[0], 'rootfs', args[0])}")
+
+        return step
+
+    for name in (*STEPS, *ENGINE_STEPS, "rootfs"):
+        monkeypatch.setattr(OfflineBuilder, name, recorder(name))
+    monkeypatch.setenv("CNIBENCH_CACHE", str(tmp_path))
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    return made
+
+
+def test_prepare_runs_every_long_step_and_touches_no_engine(calls: list[str]) -> None:
+    assert cli.main(["images", "build", "--cni", "cilium", "--prepare"]) == 0
+    assert set(STEPS) <= set(calls)
+    assert {f"rootfs:{name}" for name in ROOTFS_PACKAGES} <= set(calls)
+    assert not [c for c in calls if c.split(":")[0] in ENGINE_STEPS]
+
+
+def test_a_full_build_also_makes_the_images(calls: list[str]) -> None:
+    assert cli.main(["images", "build"]) == 0
+    assert "node_image" in calls
+    assert any(c.startswith("import_image") for c in calls)
+    assert "build_cilium" not in calls  # opt-in
+    assert "rootfs:cilium" not in calls
