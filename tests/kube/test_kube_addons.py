@@ -12,7 +12,6 @@ whereas with the Service present it would dial the Service's cluster IP, which i
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kube_support import GATEWAY_API_MODULE, delete_and_wait_gone, go_module_dir
+from kube_support import GATEWAY_API_MODULE, go_module_dir
 
 from cnibench.backends.base import ClusterSpec
 from cnibench.backends.kube import render
@@ -38,9 +37,7 @@ from cnibench.backends.kube.addons import (
 )
 from cnibench.backends.kube.api import Applier
 from cnibench.backends.kube.cni import CniVersions, cni_definition
-from cnibench.backends.kube.cnis.flannel import ENTRYPOINT_SCRIPT
 from cnibench.backends.kube.external import load_balancer_range
-from cnibench.backends.kube.images import Images
 from cnibench.errors import ProvisioningError
 
 WEBHOOK_CONFIGURATION = "metallb-webhook-configuration"
@@ -349,59 +346,6 @@ def test_gateway_api_crds_are_established_before_helm(
         assert {name: crds.get(name) for name in expected} == {
             name: (True, gateway_api) for name in expected
         }
-
-
-# -- a CNI installed from the objects cnibench renders (flannel) ----------------------------
-
-
-def test_flannel_goes_in_from_its_own_objects_without_helm_or_downloads(
-    api_client: Any, tmp_path: Path
-) -> None:
-    from kubernetes import client
-
-    image = "registry.invalid/cnibench/flannel:test"
-    definition = cni_definition(ClusterSpec(cni="flannel"), images=Images(flannel=image))
-
-    def no_helm(argv: Any) -> None:
-        raise AssertionError(f"helm called for flannel: {list(argv)}")
-
-    def no_download(url: str) -> str:
-        raise AssertionError(f"download for flannel: {url}")
-
-    core, apps = client.CoreV1Api(api_client), client.AppsV1Api(api_client)
-    rbac = client.RbacAuthorizationV1Api(api_client)
-    try:
-        install_cni(
-            api_client,
-            definition,
-            kubeconfig=tmp_path / "kubeconfig",
-            helm=no_helm,
-            fetch=no_download,
-            timeout=30,
-        )
-        namespace = core.read_namespace("kube-flannel")
-        assert render.MANAGED_BY.items() <= namespace.metadata.labels.items()
-        assert render.SESSION_LABEL not in namespace.metadata.labels
-        config = core.read_namespaced_config_map("kube-flannel-cfg", "kube-flannel")
-        assert json.loads(config.data["net-conf.json"]) == {
-            "Network": definition.pod_subnet,
-            "Backend": {"Type": "vxlan"},
-        }
-        daemon_set = apps.read_namespaced_daemon_set("kube-flannel-ds", "kube-flannel")
-        pod = daemon_set.spec.template.spec
-        (container,) = pod.containers
-        assert container.image == image
-        assert container.command == ["/bin/sh", "-c", ENTRYPOINT_SCRIPT]
-        assert (pod.host_network, pod.service_account_name) == (True, "flannel")
-        lock = next(v for v in pod.volumes if v.name == "xtables-lock")
-        assert lock.host_path.type == "FileOrCreate"
-        binding = rbac.read_cluster_role_binding("flannel")
-        assert [(s.kind, s.namespace, s.name) for s in binding.subjects] == [
-            ("ServiceAccount", "kube-flannel", "flannel")
-        ]
-        assert rbac.read_cluster_role("flannel").rules
-    finally:
-        delete_and_wait_gone(api_client, definition.manifests, timeout=NAMESPACE_GONE_TIMEOUT)
 
 
 # -- objects that name no namespace (kubectl's rule: namespaced kinds go to "default") --------

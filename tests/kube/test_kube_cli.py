@@ -307,12 +307,12 @@ def test_underlay_capture_places_a_host_network_pod_and_fails_cleanly_without_ku
     assert _wait_namespaces_gone(api_client) == []
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_interrupted_kube_run_exits_130_and_leaves_nothing(
-    api_client: Any, kubeconfig: Path, calico_stand_in: None, tmp_path: Path, signum: int
+def test_terminated_kube_run_exits_130_and_leaves_nothing(
+    api_client: Any, kubeconfig: Path, calico_stand_in: None, tmp_path: Path
 ) -> None:
-    """Ctrl-C (or SIGTERM) once the run's first pod exists: the session namespace and
-    everything in it go, and the command exits 130."""
+    """SIGTERM once the run's first pod exists: the session namespace and everything in it
+    go, and the command exits 130 (Ctrl-C is tested on a real cluster by the kind tier)."""
+    signum = signal.SIGTERM
     from kubernetes import client
 
     core: Any = client.CoreV1Api(api_client)
