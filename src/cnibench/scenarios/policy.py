@@ -23,6 +23,7 @@ import itertools
 import json
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -45,6 +46,10 @@ from cnibench.tools import ab, iperf3
 
 __all__ = ["MAX_CLIENT_PODS", "PolicyScenario", "ProbeResult", "probe_matrix"]
 
+KUBE_POLICY_SETTLE = 30.0
+"""Seconds a Kubernetes CNI may take to program a policy: until then a wrong probe matrix is
+probed again (Cilium computes and loads the policy map a few seconds after the object is
+stored)."""
 MAX_CLIENT_PODS = 4
 """Client pods per condition; ``clients`` connections are spread over them."""
 HTTP_PORT = DEFAULT_PORTS[WorkloadKind.HTTP_ECHO]
@@ -257,7 +262,8 @@ class PolicyScenario(Scenario):
 
     def verify(self, cluster: Cluster, prepared: Prepared, condition: Condition) -> Verification:
         """Probe matrix: every client pod reaches HTTP and its iperf3 port; the pod outside the
-        policy is blocked (timeout or refusal) when the policy is on, and open when off."""
+        policy is blocked (timeout or refusal) when the policy is on, and open when off. Off
+        the lab, a wrong matrix is probed again for up to :data:`KUBE_POLICY_SETTLE` s."""
         server: Endpoint = prepared.endpoints["server"]
         on = condition.parameters["policy"] == "on"
         probes: list[tuple[Endpoint, list[tuple[str, str, int, bool]]]] = []
@@ -272,16 +278,26 @@ class PolicyScenario(Scenario):
                 )
             )
         probes.append((prepared.endpoints["denied"], [(server.name, server.ip, HTTP_PORT, not on)]))
-        cells = probe_matrix(probes)
+        # A Kubernetes CNI programs a policy after the API server stored it; the lab's
+        # nftables load is synchronous, so there the first matrix is the answer.
+        deadline = time.monotonic() + (0.0 if cluster.backend == "lab" else KUBE_POLICY_SETTLE)
+        attempts = 0
+        while True:
+            attempts += 1
+            cells = probe_matrix(probes)
+            wrong = [str(cell) for cell in cells if not cell.ok]
+            if not wrong or time.monotonic() >= deadline:
+                break
+            time.sleep(1.0)
         matrix = ";".join(str(cell) for cell in cells)
         evidence: dict[str, ParamValue] = {
             "probe_matrix": matrix,
             "probes": len(cells),
             "probes_ok": sum(cell.ok for cell in cells),
+            "attempts": attempts,
             "rules_see": str(condition.parameters.get("rules_see", "none")),
             "engine": str(condition.parameters.get("engine", "none")),
         }
-        wrong = [str(cell) for cell in cells if not cell.ok]
         if wrong:
             return Verification(False, f"{condition.id}: probe matrix wrong: {wrong}", evidence)
         return Verification(
