@@ -40,7 +40,7 @@ from cnibench.report.figures import (
 )
 from cnibench.report.scrub import scrub_mapping, scrub_text
 from cnibench.report.tables import table_runs
-from cnibench.report.verdict import plan_contrasts, verdict, verdict_lines
+from cnibench.report.verdict import plan_contrasts, verdict, verdict_lines, verdict_summary
 
 __all__ = [
     "ReportPaths",
@@ -66,5 +66,6 @@ __all__ = [
     "table_runs",
     "verdict",
     "verdict_lines",
+    "verdict_summary",
     "write_report",
 ]

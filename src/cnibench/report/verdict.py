@@ -69,6 +69,7 @@ __all__ = [
     "reference_cni",
     "verdict",
     "verdict_lines",
+    "verdict_summary",
 ]
 
 CORRECTION = "Holm"
@@ -691,3 +692,24 @@ def verdict(
 def verdict_lines(frame: pd.DataFrame) -> list[str]:
     """The verdict lines of :func:`verdict`'s frame, in its order (largest effect first)."""
     return [str(text) for text in frame["verdict"]]
+
+
+def verdict_summary(frame: pd.DataFrame) -> list[str]:
+    """What ``cnibench run`` and ``pytest --report`` print at the end: a heading line, then
+    :func:`verdict_lines` (the heading alone says so when there is no contrast)."""
+    if frame.empty:
+        notes = [f"  {note}" for note in frame.attrs.get("notes", [])]
+        return [
+            "verdict: no planned contrast in these results (a feature needs its control"
+            " condition, a CNI comparison a second CNI on the same condition)",
+            *notes,
+        ]
+    level = float(frame["level"].iloc[0])
+    heading = (
+        f"verdict: {len(frame)} planned contrast(s), ratio treatment / control of truncated"
+        f" means with its {100 * level:g} % CI, {CORRECTION}-corrected, largest effect first"
+    )
+    cnis = set(frame["cni"]) | set(frame["control_cni"])
+    if len(cnis) > 1:
+        heading += f"; reference CNI {frame.attrs.get('reference', '')}"
+    return [heading + ":", *(f"  {line}" for line in verdict_lines(frame))]
