@@ -417,3 +417,15 @@ def test_forest_plot_has_one_row_per_contrast_on_a_log_axis_with_a_line_at_one()
 def test_forest_plot_of_something_else_is_a_one_line_error():
     with pytest.raises(ConfigError, match="figure_forest needs the verdict"):
         report.figure_forest(pd.DataFrame({"a": [1]}))
+
+
+def test_a_narrow_interval_prints_bounds_that_differ():
+    # nginx's weighted round robin is nearly exact: shares agree to 1e-5 between runs (as in a
+    # real lab split run), and the printed interval must still have two different bounds.
+    built = _Frame()
+    params = {"weights": json.dumps({"v1": 60, "v2": 40}), "users": 10}
+    built.add("split", "vxlan", "v1-60-v2-40-u10", params, "share@v1", [0.600000, 0.600016])
+    line = report.verdict(built.frame()).iloc[0].verdict
+    low, high = re.search(r"CI (\d\.\d+)-(\d\.\d+)", line).groups()
+    assert low != high, line
+    assert float(low) <= 1.0 <= float(high), line

@@ -553,8 +553,12 @@ def _number(value: float, *, digits: int = 2) -> str:
 
 
 def _digits(low: float, high: float) -> int:
-    # Two decimals unless that would print a narrow interval as e.g. "1.00-1.00".
-    return 3 if high - low < 0.05 else 2
+    """Decimals that keep an interval's bounds apart (at least 2, at most 6): a narrow
+    interval must not print as "1.00-1.00"."""
+    digits = 2
+    while digits < 6 and 10.0**-digits > (high - low) / 2.0:
+        digits += 1
+    return digits
 
 
 def _n_text(row: Mapping[str, Any]) -> str:

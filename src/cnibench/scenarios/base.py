@@ -135,7 +135,7 @@ class Contrast:
     Attributes
     ----------
     feature:
-        What is switched on, as a verdict line names it, e.g. ``"gateway"``, ``"WireGuard"``.
+        What is switched on, as a verdict line names it, e.g. ``"gateway"``, ``"encryption"``.
     treatment:
         Parameter values a treatment condition has, e.g. ``{"gateway": "on"}``;
         :data:`OTHER_THAN_CONTROL` accepts every value but the control's.

@@ -39,7 +39,7 @@ class L7Scenario(Scenario):
 
     name = "l7"
     primary_metrics = ("requests_per_second", "latency_mean", "cpu", "ram")
-    contrasts = (Contrast("L7 policy", treatment={"policy": "on"}, control={"policy": "off"}),)
+    contrasts = (Contrast("policy", treatment={"policy": "on"}, control={"policy": "off"}),)
 
     def __init__(self, options: ScenarioOptions | None = None) -> None:
         self.options = options or DEFAULT_OPTIONS

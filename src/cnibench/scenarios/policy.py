@@ -175,14 +175,14 @@ class PolicyScenario(Scenario):
     contrasts = (
         # The cost of the rules in front of the matching one, per engine: N rules vs 0.
         Contrast(
-            "policy rules",
+            "rules",
             treatment={"policy": "on", "rules": OTHER_THAN_CONTROL},
             control={"policy": "on", "rules": 0},
         ),
         # The cost of enforcing a policy at all: on with 0 extra rules vs off (which has no
         # engine and no rules_see).
         Contrast(
-            "policy",
+            "enforcement",
             treatment={"policy": "on", "rules": 0},
             control={"policy": "off"},
             varies=("engine", "rules_see"),

@@ -41,7 +41,7 @@ class WireguardScenario(Scenario):
     name = "wireguard"
     primary_metrics = ("throughput", "rr_mean", "rr_p99", "cpu", "ram")
     contrasts = (
-        Contrast("WireGuard", treatment={"encryption": "on"}, control={"encryption": "off"}),
+        Contrast("encryption", treatment={"encryption": "on"}, control={"encryption": "off"}),
     )
 
     def conditions(self) -> list[Condition]:
