@@ -98,6 +98,12 @@ def pytest_configure(config: pytest.Config) -> None:
     _session_config(config)
     if config.getoption("--cni", default=None):
         _cnis_for(config)
+    reference = config.getoption("--reference", default=None)
+    if reference is not None and reference not in _cnis_for(config):
+        raise pytest.UsageError(
+            f"--reference {reference!r} is not one of the CNIs of this session:"
+            f" {', '.join(_cnis_for(config))}"
+        )
     _register_regression_gate(config)
 
 
