@@ -787,17 +787,23 @@ def figure_forest(
     significant = rows["significant"].to_numpy(dtype=bool)
     colors = [_color(0) if s else "#777777" for s in significant]
     ax.hlines(y, low[shown], high[shown], colors=colors, linewidth=2)
-    ax.scatter(
-        ratio[shown][significant], y[significant], color=_color(0), zorder=3, label="difference"
-    )
-    ax.scatter(
-        ratio[shown][~significant],
-        y[~significant],
-        facecolors="white",
-        edgecolors="#777777",
-        zorder=3,
-        label="no detectable difference",
-    )
+    if significant.any():
+        ax.scatter(
+            ratio[shown][significant],
+            y[significant],
+            color=_color(0),
+            zorder=3,
+            label="difference",
+        )
+    if not significant.all():
+        ax.scatter(
+            ratio[shown][~significant],
+            y[~significant],
+            facecolors="white",
+            edgecolors="#777777",
+            zorder=3,
+            label="no detectable difference",
+        )
     ax.axvline(1.0, color="black", linewidth=1, linestyle="--")
     ax.set_xscale("log")
     # Room around the outermost bounds (and 1) so no dot sits on the frame.
