@@ -91,6 +91,13 @@ def _build_parser() -> _Parser:
         metavar="FILE",
         help="write a self-contained HTML report of this session at the end",
     )
+    run.add_argument(
+        "--reference",
+        default=None,
+        metavar="CNI",
+        help="CNI the end-of-run verdict (and --report) compares every other CNI with"
+        " (default: the first --cni)",
+    )
 
     report = commands.add_parser("report", help="figures, tables and an HTML report of results")
     report.add_argument("results", type=Path, metavar="RESULTS_DIR")
@@ -110,6 +117,12 @@ def _build_parser() -> _Parser:
         default=None,
         metavar="DIR",
         help="also write every figure as a PNG here",
+    )
+    report.add_argument(
+        "--reference",
+        default=None,
+        metavar="CNI",
+        help="CNI the verdict compares every other CNI with (default: the first measured)",
     )
 
     _add_compare_parser(commands)
@@ -333,6 +346,11 @@ def _run(args: argparse.Namespace) -> int:
             id(only): validate_cnis(session.backend, only) if only else session.cnis
             for _, _, only in plan
         }
+        if args.reference is not None and args.reference not in session.cnis:
+            raise ConfigError(
+                f"--reference {args.reference!r} is not one of the CNIs of this run:"
+                f" {', '.join(session.cnis)}"
+            )
         console.print(session.backend_reason)
         all_cnis = tuple(dict.fromkeys(c for cnis in cnis_of.values() for c in cnis))
         total = sum(len(cnis_of[id(only)]) for _, _, only in plan) * profile.runs
@@ -359,6 +377,8 @@ def _run(args: argparse.Namespace) -> int:
         results_dir = session.store.session_dir
     if results:
         _print_table(results, Console(width=max(console.width, 150)))
+        if results_dir.is_dir():
+            _print_verdict(results_dir, args.reference)
     planned = Counter(
         (scenario.name, cni) for scenario, _, only in plan for cni in cnis_of[id(only)]
     )
@@ -376,7 +396,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.report is not None and results_dir.is_dir():
         from cnibench.report import write_report
 
-        write_report(results_dir, html=args.report)
+        write_report(results_dir, html=args.report, reference=args.reference)
         console.print(f"report written to {args.report}")
     failed = unproven or any(not r.ok_runs for r in results)
     return EXIT_FAILED if failed or not results else EXIT_OK
@@ -433,6 +453,16 @@ def _print_table(results: Sequence[object], console: object) -> None:
     note = _few_runs_note(smallest_n)
     if note:
         console.print(note, markup=False, highlight=False)
+
+
+def _print_verdict(results_dir: Path, reference: str | None) -> None:
+    """The session's verdict on stdout: a heading, then one line per planned contrast."""
+    from cnibench.report import verdict, verdict_summary
+    from cnibench.results import load_results
+
+    for line in verdict_summary(verdict(load_results(results_dir), reference=reference)):
+        # One line each, however narrow the terminal: people grep these.
+        print(line, flush=True)
 
 
 def _few_runs_note(n: int) -> str:
@@ -559,7 +589,13 @@ def _report(args: argparse.Namespace) -> int:
     html = args.html
     if html is None and args.markdown is None and args.png_dir is None:
         html = args.results / "report.html"
-    paths = write_report(args.results, html=html, markdown=args.markdown, png_dir=args.png_dir)
+    paths = write_report(
+        args.results,
+        html=html,
+        markdown=args.markdown,
+        png_dir=args.png_dir,
+        reference=args.reference,
+    )
     for path in (paths.html, paths.markdown):
         if path is not None:
             print(f"wrote {path}")

@@ -67,6 +67,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write a self-contained HTML report of this session's results at the end",
     )
     group.addoption(
+        "--reference",
+        default=None,
+        metavar="CNI",
+        help="CNI the report's verdict compares every other CNI with (default: the first --cni)",
+    )
+    group.addoption(
         "--compare-to",
         default=None,
         metavar="DIR",
@@ -92,6 +98,12 @@ def pytest_configure(config: pytest.Config) -> None:
     _session_config(config)
     if config.getoption("--cni", default=None):
         _cnis_for(config)
+    reference = config.getoption("--reference", default=None)
+    if reference is not None and reference not in _cnis_for(config):
+        raise pytest.UsageError(
+            f"--reference {reference!r} is not one of the CNIs of this session:"
+            f" {', '.join(_cnis_for(config))}"
+        )
     _register_regression_gate(config)
 
 
@@ -181,10 +193,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         report = config.getoption("--report", default=None)
         session_dir = state.session.store.session_dir
         if report and session_dir.is_dir():
-            from cnibench.report import write_report
+            from cnibench.report import verdict, verdict_summary, write_report
+            from cnibench.results import load_results
 
-            write_report(session_dir, html=Path(report))
-            config.get_terminal_writer().line(f"cnibench: report written to {report}")
+            reference = config.getoption("--reference", default=None)
+            write_report(session_dir, html=Path(report), reference=reference)
+            writer = config.get_terminal_writer()
+            for line in verdict_summary(verdict(load_results(session_dir), reference=reference)):
+                writer.line(f"cnibench: {line}")
+            writer.line(f"cnibench: report written to {report}")
 
 
 class _RegressionGate:

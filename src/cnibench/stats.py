@@ -48,6 +48,7 @@ __all__ = [
     "describe",
     "ecdf",
     "histogram",
+    "holm_adjusted",
     "outlier_report",
     "outlier_runs",
     "requests_needed",
@@ -1208,6 +1209,57 @@ def compare(
     lows, highs = boot.confidence_interval.low, boot.confidence_interval.high
     ratio_ci = (math.nan, math.nan) if math.isnan(ratio) else (float(lows[1]), float(highs[1]))
     return result((float(lows[0]), float(highs[0])), p_value, df, ratio_ci)
+
+
+def holm_adjusted(p_values: npt.ArrayLike) -> FloatArray:
+    """Holm's step-down adjusted p-values of a family of tests.
+
+    Parameters
+    ----------
+    p_values : array_like
+        One p-value per test, each in [0, 1]; NaN marks a test without a p-value, which is
+        left out of the family and stays NaN.
+
+    Returns
+    -------
+    numpy.ndarray
+        Adjusted p-values in input order: rejecting every test whose adjusted p-value is at
+        most ``alpha`` keeps the family-wise error rate at ``alpha`` under any dependence
+        between the tests.
+
+    Raises
+    ------
+    ValueError
+        A p-value outside [0, 1] or an infinite one.
+
+    Notes
+    -----
+    With the ``m`` finite p-values sorted, :math:`p_{(1)} \\le \\dots \\le p_{(m)}`, the adjusted
+    value of the ``i``-th is :math:`\\max_{j \\le i} \\min(1, (m - j + 1)\\, p_{(j)})`.
+
+    References
+    ----------
+    S. Holm, "A simple sequentially rejective multiple test procedure", Scandinavian Journal of
+    Statistics 6 (1979) 65-70.
+
+    Examples
+    --------
+    >>> holm_adjusted([0.01, 0.04, 0.03]).tolist()
+    [0.03, 0.06, 0.06]
+    """
+    p = np.asarray(p_values, dtype=np.float64).reshape(-1)
+    known = ~np.isnan(p)
+    if np.any(np.isinf(p)) or np.any((p[known] < 0.0) | (p[known] > 1.0)):
+        raise ValueError(f"p-values must lie in [0, 1], got {p.tolist()}")
+    out = np.full(p.shape, np.nan)
+    finite = np.flatnonzero(known)
+    m = finite.size
+    if m == 0:
+        return out
+    order = finite[np.argsort(p[finite], kind="stable")]
+    scaled = (m - np.arange(m)) * p[order]
+    out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    return out
 
 
 # --------------------------------------------------------------------------------------------

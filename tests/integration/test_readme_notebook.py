@@ -23,7 +23,7 @@ def test_readme_python_example_runs(tmp_path, monkeypatch):
     done = subprocess.run(
         [sys.executable, "-m", "cnibench.cli", "run", "--cluster", "lab", "--profile", "quick",
          "--runs", "2", "--scenario", "egress@routed,wireguard@routed",
-         "--condition", "gateway-off", "--condition", "off-rr",
+         "--condition", "gateway-off", "--condition", "gateway-on", "--condition", "off-rr",
          "--results-dir", str(tmp_path / "results")],
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
@@ -32,3 +32,6 @@ def test_readme_python_example_runs(tmp_path, monkeypatch):
     namespace: dict[str, object] = {}
     exec(compile(blocks[0], "README.md", "exec"), namespace)  # our own README
     assert type(namespace["fig"]).__name__ == "Figure"
+    # gateway on vs off on routed: the verdict has that contrast for throughput.
+    table = namespace["table"]
+    assert "egress gateway on routed" in set(table["contrast"])

@@ -1,8 +1,10 @@
-"""``pytest --report=FILE`` writes the HTML report of the benchmark session at its end."""
+"""``pytest --report=FILE`` writes the HTML report of the benchmark session at its end and prints
+the verdict lines."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,11 +29,11 @@ def test_pytest_report_option_writes_the_session_report(tmp_path):
             "-q",
             "tests/bench",
             "-k",
-            "egress and gateway-off",
+            "egress",
             "--cluster=lab",
             "--cni=routed",
             "--profile=quick",
-            "--runs=1",
+            "--runs=2",
             f"--results-dir={tmp_path / 'results'}",
             f"--report={report}",
         ],
@@ -43,7 +45,15 @@ def test_pytest_report_option_writes_the_session_report(tmp_path):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"cnibench: report written to {report}" in done.stdout
+    # Gateway on vs off on one CNI: one contrast per primary metric, each on its own line.
+    assert "cnibench: verdict: " in done.stdout
+    assert re.search(
+        r"^cnibench:   egress gateway on routed: throughput (×|no detectable difference)",
+        done.stdout,
+        flags=re.MULTILINE,
+    ), done.stdout[-3000:]
     html = report.read_text()
     assert "gateway-off" in html
+    assert '<h2 id="verdict">Verdict</h2>' in html
     assert "data:image/png;base64," in html
     assert "<script" not in html

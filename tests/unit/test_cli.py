@@ -138,3 +138,39 @@ def test_kind_without_kind_or_an_engine_is_refused_before_anything_starts(
     assert line.startswith(f"cnibench: error: {message}"), line
     assert not ran.exists()
     assert not results.exists()
+
+
+def test_report_with_an_unknown_reference_cni_is_a_one_line_usage_error(tmp_path) -> None:
+    from cnibench.records import RunRecord, RunStatus
+    from cnibench.results import ResultsStore
+
+    store = ResultsStore(tmp_path / "results", session_id="20261124T000000Z-abc123")
+    for cni in ("routed", "vxlan"):
+        run_id = f"egress-{cni}-gateway-off-r0"
+        record = RunRecord(
+            session_id="20261124T000000Z-abc123",
+            run_id=run_id,
+            time="2026-11-24T00:00:00+00:00",
+            backend="lab",
+            provider="lab",
+            cni=cni,
+            cni_version="1",
+            scenario="egress",
+            condition="gateway-off",
+            parameters={"gateway": "off"},
+            repetition=0,
+            metric="throughput",
+            value=1e9,
+            unit="bits/s",
+            verified=True,
+            status=RunStatus.OK,
+            reason="",
+        )
+        store.write_run(run_id, [record])
+    done = _cli(["report", str(tmp_path / "results"), "--reference", "flannel"])
+    assert done.returncode == 2
+    assert done.stderr == (
+        "cnibench: error: reference CNI 'flannel' is not in the results: choose one of"
+        " routed, vxlan\n"
+    )
+    assert not (tmp_path / "results" / "report.html").exists()

@@ -54,8 +54,12 @@ def test_cni_defaults_to_both_lab_profiles():
         (["--runs=0"], "--runs must be a positive integer, got 0"),
         (["--duration=soon"], "invalid duration 'soon'"),
         (["--cluster=lab", "--cni=weave"], "unknown --cni 'weave' for the lab"),
+        (
+            ["--cluster=lab", "--cni=vxlan", "--reference=routed"],
+            "--reference 'routed' is not one of the CNIs of this session: vxlan",
+        ),
     ],
-    ids=["cluster", "profile", "runs", "duration", "cni"],
+    ids=["cluster", "profile", "runs", "duration", "cni", "reference"],
 )
 def test_bad_options_are_usage_errors(args, message):
     done = _pytest("tests/bench", "--collect-only", "-q", *args)

@@ -1,4 +1,4 @@
-"""write_report on a synthetic results directory: outputs, comparisons, secrets, bad input."""
+"""write_report on a synthetic results directory: outputs, verdict, secrets, bad input."""
 
 from __future__ import annotations
 
@@ -94,7 +94,9 @@ def test_report_writes_html_markdown_and_one_png_per_figure(results_dir, tmp_pat
         png_dir=tmp_path / "out" / "png",
     )
     html = paths.html.read_text()
-    assert html.count("data:image/png;base64,") == len(paths.pngs) == 2
+    # The verdict's forest plot, then the bars and the per-run plot of the one metric.
+    assert html.count("data:image/png;base64,") == len(paths.pngs) == 3
+    assert paths.pngs[0].name == "verdict-forest.png"
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths.pngs)
     markdown = paths.markdown.read_text()
     assert "png/egress-throughput-bars.png" in markdown
@@ -108,20 +110,29 @@ def test_report_is_self_contained(results_dir, tmp_path):
     assert "<script" not in html
 
 
-def test_report_states_a_significant_difference_with_its_interval(results_dir, tmp_path):
+def test_report_opens_with_the_verdict_stating_the_gateway_cost(results_dir, tmp_path):
     paths = report.write_report(results_dir, markdown=tmp_path / "r.md")
     text = paths.markdown.read_text()
+    sections = re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
+    assert sections[0] == "Verdict"
+    # 30 % less throughput with 1 % noise: the ratio is 0.70 give or take a per cent.
     assert re.search(
-        r"vxlan / gateway-on is (29|30|31)\.\d% lower than vxlan / gateway-off \(95% CI", text
+        r"^- egress gateway on vxlan: throughput ×0\.(69|70|71)\d?"
+        r" \(95 % CI 0\.\d+-0\.\d+, n = 5 vs 5\)$",
+        text,
+        flags=re.MULTILINE,
     )
 
 
-def test_report_says_no_significant_difference_when_interval_contains_zero(tmp_path):
+def test_report_says_no_detectable_difference_when_interval_covers_one(tmp_path):
     results = _make_results(tmp_path / "results", gap=0.0)
     paths = report.write_report(results, markdown=tmp_path / "r.md")
     text = paths.markdown.read_text()
-    assert "no significant difference between vxlan / gateway-on and vxlan / gateway-off" in text
-    assert "% lower than" not in text
+    line = next(x for x in text.splitlines() if x.startswith("- egress gateway on vxlan"))
+    low, high = (float(v) for v in re.search(r"CI ([\d.]+)-([\d.]+)", line).groups())
+    assert "throughput no detectable difference (CI" in line
+    assert low <= 1.0 <= high
+    assert "×" not in line
 
 
 def test_report_lists_failed_runs_and_verification(results_dir, tmp_path):

@@ -7,6 +7,8 @@ This is the only layer of cnibench that imports Matplotlib (always on the Agg ca
     from cnibench import report
 
     df = load_results("results")
+    report.verdict(df)                  # one row per planned contrast: ratio, CI, Holm p, line
+    report.figure_forest(report.verdict(df))
     report.figure_bars(df, "egress", "throughput")
     report.table_runs(df, "egress", "gateway-on", cni="vxlan")
     report.write_report("results", html="report.html", markdown="report.md", png_dir="png")
@@ -22,9 +24,10 @@ from cnibench.report.data import (
     load_split_records,
     request_time_summary,
 )
-from cnibench.report.document import ComparisonRow, ReportPaths, comparisons, write_report
+from cnibench.report.document import ReportPaths, write_report
 from cnibench.report.figures import (
     figure_bars,
+    figure_forest,
     figure_pod_scaling,
     figure_policy_scaling,
     figure_rr_ecdf,
@@ -37,14 +40,14 @@ from cnibench.report.figures import (
 )
 from cnibench.report.scrub import scrub_mapping, scrub_text
 from cnibench.report.tables import table_runs
+from cnibench.report.verdict import plan_contrasts, verdict, verdict_lines, verdict_summary
 
 __all__ = [
-    "ComparisonRow",
     "ReportPaths",
     "bar_summary",
     "compare_results",
-    "comparisons",
     "figure_bars",
+    "figure_forest",
     "figure_pod_scaling",
     "figure_policy_scaling",
     "figure_rr_ecdf",
@@ -54,11 +57,15 @@ __all__ = [
     "figure_split_shares",
     "load_request_times",
     "load_split_records",
+    "plan_contrasts",
     "request_time_summary",
     "scaling_summary",
     "scrub_mapping",
     "scrub_text",
     "split_distance_summary",
     "table_runs",
+    "verdict",
+    "verdict_lines",
+    "verdict_summary",
     "write_report",
 ]

@@ -1,10 +1,11 @@
 """The report document: one self-contained HTML file, a Markdown summary and PNG files.
 
 :func:`write_report` loads a results directory, draws every figure that the data support
-(:mod:`cnibench.report.figures`), builds the per-run tables (:mod:`cnibench.report.tables`) and
-the comparisons between conditions and CNIs (:func:`cnibench.stats.compare`), and writes the
-outputs atomically. The HTML embeds its figures as base64 PNG and its style inline: it needs no
-network and no other file. Every text it shows passes through :mod:`cnibench.report.scrub`.
+(:mod:`cnibench.report.figures`), builds the per-run tables (:mod:`cnibench.report.tables`),
+opens with the verdict (the scenarios' planned contrasts, :mod:`cnibench.report.verdict`), and
+writes the outputs atomically. The HTML embeds its figures as base64 PNG and its style inline:
+it needs no network and no other file. Every text it shows passes through
+:mod:`cnibench.report.scrub`.
 """
 
 from __future__ import annotations
@@ -21,9 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -34,7 +33,6 @@ from cnibench.report.data import (
     LEVEL,
     OUTLIER_THRESHOLD,
     TRIM_PROPORTION,
-    bar_summary,
     group_label,
     load_request_times,
     load_split_records,
@@ -43,9 +41,11 @@ from cnibench.report.data import (
     session_dirs,
 )
 from cnibench.report.scrub import environment_secrets, scrub_mapping, scrub_text
+from cnibench.report.verdict import CORRECTION, verdict, verdict_lines
 from cnibench.results import REDACTED, atomic_write_bytes, load_environments, load_results
+from cnibench.scenarios import SCENARIOS
 
-__all__ = ["ComparisonRow", "ReportPaths", "comparisons", "write_report"]
+__all__ = ["ReportPaths", "write_report"]
 
 _DPI = 80
 _STYLE = """
@@ -78,123 +78,6 @@ class ReportPaths:
     html: Path | None
     markdown: Path | None
     pngs: tuple[Path, ...] = field(default=())
-
-
-@dataclass(frozen=True)
-class ComparisonRow:
-    """One comparison of two groups of runs on one metric.
-
-    Attributes
-    ----------
-    scenario, metric:
-        What was compared.
-    baseline, treatment:
-        Group labels (``"<cni> / <condition>"``).
-    comparison:
-        The :class:`cnibench.stats.Comparison`, or None when a group has fewer than 2 runs.
-    statement:
-        One sentence: a difference (with its interval) only when the interval excludes zero.
-    """
-
-    scenario: str
-    metric: str
-    baseline: str
-    treatment: str
-    comparison: stats.Comparison | None
-    statement: str
-
-
-def _kept_values(df: pd.DataFrame, scenario: str, metric: str) -> dict[tuple[str, str], Any]:
-    """Values per (cni, condition) that enter the statistics: ok runs minus outlier runs."""
-    summary = bar_summary(df, scenario=scenario, metric=metric)
-    excluded = {run_id for ids in summary["excluded"] for run_id in ids}
-    rows = ok_runs(df, scenario=scenario, metric=metric)
-    rows = rows[~rows["run_id"].isin(excluded)]
-    return {
-        (str(cni), str(condition)): group["value"].to_numpy(dtype=np.float64)
-        for (cni, condition), group in rows.groupby(["cni", "condition"], sort=False)
-    }
-
-
-def _parameters_by_condition(df: pd.DataFrame, scenario: str) -> dict[str, dict[str, Any]]:
-    rows = df[df["scenario"] == scenario].drop_duplicates("condition")
-    return {str(row.condition): json.loads(str(row.parameters)) for row in rows.itertuples()}
-
-
-_NOT_COMPARED = frozenset({"measurement", "tool"})
-"""Parameters that change what is measured, not the network: their values are not compared."""
-
-
-def _one_difference(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    differing = [key for key in set(a) | set(b) if a.get(key) != b.get(key)]
-    return len(differing) == 1 and differing[0] not in _NOT_COMPARED
-
-
-def comparisons(df: pd.DataFrame, scenario: str) -> list[ComparisonRow]:
-    """Compare conditions that differ in one parameter, and CNIs on the same condition.
-
-    Parameters
-    ----------
-    df:
-        Tidy results.
-    scenario:
-        Scenario whose metrics are compared.
-
-    Returns
-    -------
-    list of ComparisonRow
-        For every metric: within each CNI, every pair of conditions whose parameters differ in
-        exactly one (e.g. ``gateway-off`` vs ``gateway-on``; the first in sorted order is the
-        baseline), unless that is ``measurement`` or ``tool`` (another measurement, not another
-        network), and for every condition every pair of CNIs. Welch interval at 95 %; the
-        statement claims a difference only when the interval excludes zero.
-    """
-    parameters = _parameters_by_condition(df, scenario)
-    rows: list[ComparisonRow] = []
-    for metric in dict.fromkeys(ok_runs(df, scenario=scenario)["metric"]):
-        groups = _kept_values(df, scenario, str(metric))
-        pairs: list[tuple[tuple[str, str], tuple[str, str]]] = []
-        keys = sorted(groups)
-        for i, first in enumerate(keys):
-            for second in keys[i + 1 :]:
-                same_cni = first[0] == second[0]
-                if (
-                    same_cni
-                    and _one_difference(parameters.get(first[1], {}), parameters.get(second[1], {}))
-                ) or (not same_cni and first[1] == second[1]):
-                    pairs.append((first, second))
-        for base, treat in pairs:
-            base_label, treat_label = group_label(*base), group_label(*treat)
-            a, b = groups[base], groups[treat]
-            if a.size < 2 or b.size < 2:
-                rows.append(
-                    ComparisonRow(
-                        scenario,
-                        str(metric),
-                        base_label,
-                        treat_label,
-                        None,
-                        f"not enough runs to compare {treat_label} with {base_label} "
-                        f"(n={b.size} and {a.size}; 2 each needed)",
-                    )
-                )
-                continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-                # scipy warns about precision with nearly equal samples; the interval says it.
-                warnings.simplefilter("ignore", RuntimeWarning)
-                result = stats.compare(a, b, level=LEVEL, method="welch")
-            rows.append(
-                ComparisonRow(
-                    scenario,
-                    str(metric),
-                    base_label,
-                    treat_label,
-                    result,
-                    result.statement(base_label, treat_label),
-                )
-            )
-    return rows
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,10 +212,17 @@ def _methods(builder: _Builder, df: pd.DataFrame) -> None:
             f"exceeds {OUTLIER_THRESHOLD:g} in magnitude is excluded from means, intervals and "
             "comparisons and named in the figure; needs at least 3 runs.",
             "Failed runs never enter a statistic; they are listed with their reason below.",
-            f"Comparisons: Welch's t interval of the difference of means at {100 * LEVEL:g}%; a "
-            "difference is reported only when the interval excludes zero, otherwise 'no "
-            "significant difference'. Compared are conditions that differ in exactly one "
-            "parameter, and different CNIs on the same condition.",
+            "Verdict: only the contrasts each scenario declares (a feature against its own "
+            "control with every other recorded parameter equal; every CNI against the reference "
+            "CNI on the same condition; split shares against the configured weights), on the "
+            "scenario's primary metrics. Ratio = treatment / control of the truncated means; "
+            f"{100 * LEVEL:g}% interval and p-value from Welch's t on the logarithms of the "
+            "kept runs (as cnibench compare). Multiplicity: Holm's step-down correction over all "
+            "contrasts of the report, which bounds the chance that any line claims a difference "
+            "that is not there (family-wise error) whatever the dependence between contrasts "
+            "sharing a control; Benjamini-Hochberg would only bound the expected share of false "
+            "claims. A line claims a difference only when its Holm-adjusted p-value is at most "
+            f"{100 * (1 - LEVEL):g}%; intervals are shown at their own {100 * LEVEL:g}% level.",
             "Tables: one row per successful run, then the mean (Avg) and the sample standard "
             "deviation (Std Dev, n-1 in the denominator).",
         ]
@@ -460,26 +350,6 @@ def _run_tables(builder: _Builder, df: pd.DataFrame, scenario: str) -> None:
         )
 
 
-def _comparison_section(builder: _Builder, df: pd.DataFrame, scenario: str) -> None:
-    found = comparisons(df, scenario)
-    if not found:
-        return
-    builder.heading(3, f"{scenario}: comparisons")
-    builder.table(
-        ["metric", "baseline", "treatment", "result", "p (Welch)"],
-        [
-            [
-                row.metric,
-                row.baseline,
-                row.treatment,
-                row.statement,
-                "n/a" if row.comparison is None else f"{row.comparison.p_value:.3g}",
-            ]
-            for row in found
-        ],
-    )
-
-
 def _priority_section(builder: _Builder, df: pd.DataFrame, scenario: str) -> None:
     outcomes = tables.priority_outcomes(df, scenario=scenario)
     if outcomes.empty:
@@ -518,7 +388,6 @@ def _scenario(
     ok = ok_runs(df, scenario=scenario)
     if ok.empty:
         builder.paragraph("No successful run.", css="bad")
-    _comparison_section(builder, df, scenario)
     _priority_section(builder, df, scenario)
     scenario_times = times[times["scenario"] == scenario] if not times.empty else times
     if not scenario_times.empty:
@@ -575,8 +444,12 @@ def _scenario(
                         figures.figure_policy_scaling, df, x=x, metrics=metrics, scenario=scenario
                     ),
                 )
-    for metric in dict.fromkeys(ok["metric"]):
-        builder.heading(3, f"{scenario}: {metric}")
+    recorded = [str(m) for m in dict.fromkeys(ok["metric"])]
+    declared = SCENARIOS[scenario].primary_metrics if scenario in SCENARIOS else ()
+    primary = [m for m in declared if m in recorded]
+    for metric in primary + [m for m in recorded if m not in primary]:
+        kind = "primary metric" if metric in primary else "other metric"
+        builder.heading(3, f"{scenario}: {metric} ({kind})")
         builder.figure(
             f"{scenario}-{metric}-bars",
             f"{scenario}: {metric}, truncated mean and {100 * LEVEL:g}% CI per CNI and condition",
@@ -597,6 +470,43 @@ def _first_run_per_level(records: pd.DataFrame) -> pd.DataFrame:
     return records[records["run_id"].isin(firsts)]
 
 
+def _verdict_section(builder: _Builder, df: pd.DataFrame, reference: str | None) -> None:
+    builder.heading(2, "Verdict", "verdict")
+    table = verdict(df, reference=reference)
+    notes = [str(note) for note in table.attrs.get("notes", [])]
+    if table.empty:
+        builder.paragraph(
+            "No planned contrast in these results: no scenario has both a feature and its "
+            "control, or two CNIs on the same condition, among its successful verified runs.",
+            css="note",
+        )
+        builder.bullets(notes)
+        return
+    level = float(table["level"].iloc[0])
+    cnis = sorted(set(table["cni"]) | set(table["control_cni"]))
+    reference_text = (
+        f" CNIs are compared with the reference {table.attrs['reference']}."
+        if len(cnis) > 1
+        else ""
+    )
+    builder.paragraph(
+        f"{len(table)} planned contrast(s), largest effect first: ratio = treatment / control "
+        f"of the truncated means, with its {100 * level:g}% confidence interval and the number "
+        f"of runs on each side. {CORRECTION}'s correction across these {len(table)}; "
+        "'no detectable difference' where the interval covers 1 or the difference does not "
+        f"survive the correction.{reference_text} How: see Methods."
+    )
+    builder.bullets(verdict_lines(table))
+    if notes:
+        builder.paragraph("Not compared:", css="note")
+        builder.bullets(notes)
+    builder.figure(
+        "verdict-forest",
+        f"Verdict: ratio and {100 * level:g}% CI per contrast (log axis, line at 1)",
+        partial(figures.figure_forest, table),
+    )
+
+
 def _overview(builder: _Builder, df: pd.DataFrame, results_path: Path) -> None:
     runs = df.drop_duplicates("run_id")
     ok = int((runs["status"] == "ok").sum())
@@ -608,7 +518,7 @@ def _overview(builder: _Builder, df: pd.DataFrame, results_path: Path) -> None:
     )
     scenarios = list(dict.fromkeys(runs["scenario"]))
     builder.html.append(
-        "<nav><ul>"
+        '<nav><ul><li><a href="#verdict">verdict</a></li>'
         + "".join(
             f'<li><a href="#{html.escape(_slug("scenario-" + s))}">{builder.esc(s)}</a></li>'
             for s in scenarios
@@ -646,6 +556,7 @@ def write_report(
     markdown: str | os.PathLike[str] | None = None,
     png_dir: str | os.PathLike[str] | None = None,
     title: str = "cnibench report",
+    reference: str | None = None,
 ) -> ReportPaths:
     """Write the report of a results directory: HTML, Markdown and/or PNG files.
 
@@ -662,6 +573,9 @@ def write_report(
         Directory for one PNG per figure; created if missing.
     title:
         Title of the documents.
+    reference:
+        CNI the verdict compares every other CNI with (default: the first measured, i.e. the
+        first ``--cni``).
 
     Returns
     -------
@@ -671,7 +585,8 @@ def write_report(
     Raises
     ------
     ConfigError
-        If none of ``html``, ``markdown`` and ``png_dir`` is given.
+        If none of ``html``, ``markdown`` and ``png_dir`` is given, or ``reference`` is not a
+        CNI of the results.
     ResultsError
         If ``results`` does not exist, holds no results or cannot be read, or an output cannot
         be written (one-line message naming the path). Outputs are written atomically
@@ -698,6 +613,7 @@ def write_report(
     with warnings.catch_warnings():
         # Degenerate samples (one run, equal values) are shown as such, not warned about.
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        _verdict_section(builder, df, reference)
         for scenario in _iter_scenarios(df):
             _scenario(builder, df, scenario, times, split)
     _methods(builder, df)

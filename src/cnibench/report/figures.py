@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
-from matplotlib.ticker import EngFormatter
+from matplotlib.ticker import EngFormatter, FuncFormatter
 
 from cnibench import stats
 from cnibench.errors import ConfigError, InsufficientDataError
@@ -35,9 +35,11 @@ from cnibench.report.data import (
     quiet_truncated_mean_interval,
     request_time_summary,
 )
+from cnibench.report.verdict import CORRECTION, VERDICT_COLUMNS, verdict
 
 __all__ = [
     "figure_bars",
+    "figure_forest",
     "figure_pod_scaling",
     "figure_policy_scaling",
     "figure_rr_ecdf",
@@ -723,3 +725,110 @@ def figure_pod_scaling(
     Same as :func:`figure_policy_scaling` with ``x="clients"``.
     """
     return figure_policy_scaling(df, x="clients", metrics=metrics, scenario=scenario, title=title)
+
+
+def figure_forest(
+    frame: pd.DataFrame, *, reference: str | None = None, title: str | None = None
+) -> Figure:
+    """Forest plot of the verdict: each contrast's ratio with its interval on a log axis.
+
+    Parameters
+    ----------
+    frame:
+        The verdict (:func:`cnibench.report.verdict`), or tidy results
+        (:func:`cnibench.results.load_results`), whose verdict is then computed with
+        ``reference``.
+    reference:
+        Reference CNI when ``frame`` holds results (default: the first measured).
+    title:
+        Figure title; default names the level and the correction.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One row per contrast with an interval, in the verdict's order (largest effect on top):
+        a dot at the ratio (treatment / control, dimensionless), a line over its interval,
+        filled when the difference holds after the multiplicity correction and hollow
+        otherwise; a vertical line at 1 (no difference). Contrasts without an interval are
+        counted in a note under the axes.
+
+    Raises
+    ------
+    InsufficientDataError
+        No contrast has an interval.
+    ConfigError
+        ``frame`` is neither a verdict nor results.
+    """
+    if {"ratio", "ci_low", "ci_high"} <= set(frame.columns):
+        table = frame
+    elif {"metric", "value", "scenario"} <= set(frame.columns):
+        table = verdict(frame, reference=reference)
+    else:
+        raise ConfigError(
+            "figure_forest needs the verdict (report.verdict(df)) or results (load_results);"
+            f" got columns {list(frame.columns)[:8]}"
+        )
+    missing = [c for c in ("contrast", "metric", "significant", "level") if c not in table]
+    if missing:
+        raise ConfigError(
+            f"figure_forest: the verdict lacks column(s) {missing} of {VERDICT_COLUMNS}"
+        )
+    low = table["ci_low"].to_numpy(dtype=np.float64)
+    high = table["ci_high"].to_numpy(dtype=np.float64)
+    ratio = table["ratio"].to_numpy(dtype=np.float64)
+    shown = np.isfinite(low) & np.isfinite(high) & np.isfinite(ratio) & (low > 0)
+    if not shown.any():
+        raise InsufficientDataError("no contrast has an interval to plot")
+    rows = table[shown]
+    count = len(rows)
+    figure = new_figure(11.0, 1.6 + 0.28 * count)
+    ax = figure.add_subplot()
+    y = np.arange(count, dtype=float)[::-1]
+    significant = rows["significant"].to_numpy(dtype=bool)
+    colors = [_color(0) if s else "#777777" for s in significant]
+    ax.hlines(y, low[shown], high[shown], colors=colors, linewidth=2)
+    if significant.any():
+        ax.scatter(
+            ratio[shown][significant],
+            y[significant],
+            color=_color(0),
+            zorder=3,
+            label="difference",
+        )
+    if not significant.all():
+        ax.scatter(
+            ratio[shown][~significant],
+            y[~significant],
+            facecolors="white",
+            edgecolors="#777777",
+            zorder=3,
+            label="no detectable difference",
+        )
+    ax.axvline(1.0, color="black", linewidth=1, linestyle="--")
+    ax.set_xscale("log")
+    # Room around the outermost bounds (and 1) so no dot sits on the frame.
+    lowest = min(float(np.min(low[shown])), float(np.min(ratio[shown])), 1.0)
+    highest = max(float(np.max(high[shown])), float(np.max(ratio[shown])), 1.0)
+    ax.set_xlim(lowest / 1.25, highest * 1.25)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    labels = [f"{c}: {m}" for c, m in zip(rows["contrast"], rows["metric"], strict=True)]
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_ylim(-0.7, count - 0.3)
+    ax.set_xlabel("ratio treatment / control (log scale; 1 = no difference)")
+    ax.grid(axis="x", which="both", alpha=0.3)
+    level = float(rows["level"].iloc[0])
+    ax.set_title(
+        title
+        or f"Verdict: ratio with {100 * level:g}% CI per contrast ({CORRECTION}-corrected test)",
+        fontsize=10,
+    )
+    ax.legend(loc="lower right", fontsize=7)
+    left_out = int((~shown).sum())
+    if left_out:
+        figure.text(
+            0.01,
+            0.005,
+            f"{left_out} contrast(s) without an interval are not shown (see the verdict lines)",
+            fontsize=7,
+        )
+    return figure

@@ -5,6 +5,11 @@ runner (:mod:`cnibench.scenarios.runner`) drives it: for each condition it gets 
 :meth:`Scenario.cluster_spec`, calls :meth:`Scenario.prepare`, :meth:`Scenario.verify` (a set-up
 that does not do what it claims is never measured), then :meth:`Scenario.measure` once per
 repetition, and finally :meth:`Scenario.cleanup`.
+
+Each scenario also declares what its report's verdict compares (:class:`Contrast`,
+:attr:`Scenario.contrasts`, :attr:`Scenario.primary_metrics`); the report layer
+(:mod:`cnibench.report.verdict`) finds the matching conditions in the results and does the
+statistics.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from cnibench.records import Measurement, ParamValue
 from cnibench.scenarios.profiles import Profile
 
 __all__ = [
+    "OTHER_THAN_CONTROL",
     "Condition",
+    "Contrast",
     "Prepared",
     "RunOutput",
     "Scenario",
@@ -104,6 +111,88 @@ class RunOutput:
     verification: Verification | None = None
 
 
+class _OtherThanControl:
+    """Type of :data:`OTHER_THAN_CONTROL`."""
+
+    def __repr__(self) -> str:
+        return "OTHER_THAN_CONTROL"
+
+
+OTHER_THAN_CONTROL = _OtherThanControl()
+"""In :attr:`Contrast.treatment`: any value of the parameter except the control's (policy:
+every rule count against 0 rules)."""
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """A planned comparison within one CNI: a feature against its own control.
+
+    A treatment condition is paired with the control condition whose parameters are equal to
+    its own in every parameter outside :attr:`varies` (a parameter one condition has and the
+    other lacks counts as different), so "everything else equal" is checked on the recorded
+    parameters, never guessed from condition ids.
+
+    Attributes
+    ----------
+    feature:
+        What is switched on, as a verdict line names it, e.g. ``"gateway"``, ``"encryption"``.
+    treatment:
+        Parameter values a treatment condition has, e.g. ``{"gateway": "on"}``;
+        :data:`OTHER_THAN_CONTROL` accepts every value but the control's.
+    control:
+        Parameter values its control condition has, e.g. ``{"gateway": "off"}``.
+    varies:
+        Further parameters that may differ between the two (besides the keys of
+        ``treatment`` and ``control``), e.g. those only the treatment has.
+    """
+
+    feature: str
+    treatment: Mapping[str, ParamValue | _OtherThanControl]
+    control: Mapping[str, ParamValue]
+    varies: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for key, value in self.treatment.items():
+            if value is OTHER_THAN_CONTROL and key not in self.control:
+                raise ValueError(
+                    f"contrast {self.feature!r}: {key} is OTHER_THAN_CONTROL in the treatment"
+                    " but has no control value"
+                )
+
+    @property
+    def free_parameters(self) -> frozenset[str]:
+        """Parameters that may differ between treatment and control; all others must match."""
+        return frozenset(self.treatment) | frozenset(self.control) | frozenset(self.varies)
+
+    def is_treatment(self, parameters: Mapping[str, ParamValue]) -> bool:
+        """Whether a condition with these parameters is a treatment of this contrast."""
+        for key, wanted in self.treatment.items():
+            if key not in parameters:
+                return False
+            if wanted is OTHER_THAN_CONTROL:
+                if parameters[key] == self.control[key]:
+                    return False
+            elif parameters[key] != wanted:
+                return False
+        return True
+
+    def is_control_of(
+        self, parameters: Mapping[str, ParamValue], treatment: Mapping[str, ParamValue]
+    ) -> bool:
+        """Whether a condition with ``parameters`` is the control of ``treatment``'s condition:
+        it has the control values, and every other parameter equals the treatment's."""
+        if any(
+            key not in parameters or parameters[key] != value for key, value in self.control.items()
+        ):
+            return False
+        free = self.free_parameters
+        keys = (set(parameters) | set(treatment)) - free
+        return all(
+            key in parameters and key in treatment and parameters[key] == treatment[key]
+            for key in keys
+        )
+
+
 class Scenario(abc.ABC):
     """Base class of scenarios; instances are registered in :data:`cnibench.scenarios.SCENARIOS`."""
 
@@ -113,6 +202,21 @@ class Scenario(abc.ABC):
     resource_metrics: bool = True
     """Whether a run's CPU and memory mean something (``False`` for reachability probes, which
     then record none)."""
+
+    primary_metrics: tuple[str, ...] = ("cpu", "ram")
+    """Metrics the report's verdict compares for this scenario, in order; a contrast is made
+    for each one that both of its conditions recorded."""
+
+    contrasts: tuple[Contrast, ...] = ()
+    """Planned comparisons of a feature against its control, per CNI (see :class:`Contrast`)."""
+
+    compares_cnis: bool = True
+    """Whether every CNI is compared with the reference CNI on each condition and primary
+    metric (``False`` where the outcome itself is the result, as in ``priority``)."""
+
+    compares_shares_with_weights: bool = False
+    """Whether the verdict compares each backend's observed share (``share@<backend>``) with
+    its configured weight (``split``); the condition's ``weights`` parameter holds them."""
 
     @abc.abstractmethod
     def conditions(self) -> list[Condition]:

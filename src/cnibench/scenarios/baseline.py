@@ -23,7 +23,7 @@ from cnibench.backends.base import (
 )
 from cnibench.errors import CnibenchError
 from cnibench.records import Measurement
-from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario, Verification
+from cnibench.scenarios.base import Condition, Contrast, Prepared, RunOutput, Scenario, Verification
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import ab, iperf3, sockperf, wrk
 
@@ -45,6 +45,13 @@ class BaselineScenario(Scenario):
     """Pod-to-pod datapath cost without any feature switched on."""
 
     name = "baseline"
+    primary_metrics = ("throughput", "latency_avg", "requests_per_second", "cpu", "ram")
+    contrasts = (
+        Contrast(
+            "cross-node", treatment={"placement": "cross-node"}, control={"placement": "same-node"}
+        ),
+        Contrast("background load", treatment={"load": "loaded"}, control={"load": "idle"}),
+    )
 
     def conditions(self) -> list[Condition]:
         """(placement, load, tool) combinations, e.g. ``cross-node-idle-iperf3``."""

@@ -12,7 +12,14 @@ import time
 
 from cnibench.backends.base import Capability, Cluster, Endpoint, NodeRole
 from cnibench.records import Measurement
-from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario, Verification
+from cnibench.scenarios.base import (
+    Condition,
+    Contrast,
+    Prepared,
+    RunOutput,
+    Scenario,
+    Verification,
+)
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import iperf3
 
@@ -28,6 +35,8 @@ class EgressScenario(Scenario):
     """Client pod to external iperf3 server, with and without an egress gateway."""
 
     name = "egress"
+    primary_metrics = ("throughput", "rtt_mean", "cpu", "ram")
+    contrasts = (Contrast("gateway", treatment={"gateway": "on"}, control={"gateway": "off"}),)
 
     def conditions(self) -> list[Condition]:
         """``gateway-off`` and ``gateway-on``."""

@@ -20,7 +20,7 @@ from cnibench.backends.base import (
     WorkloadSpec,
 )
 from cnibench.records import Measurement
-from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario, Verification
+from cnibench.scenarios.base import Condition, Contrast, Prepared, RunOutput, Scenario, Verification
 from cnibench.scenarios.options import DEFAULT_OPTIONS, ScenarioOptions
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import ab
@@ -38,6 +38,8 @@ class L7Scenario(Scenario):
     """ab -c 100 from a client pod to a server pod, L7 policy off or on, cross node."""
 
     name = "l7"
+    primary_metrics = ("requests_per_second", "latency_mean", "cpu", "ram")
+    contrasts = (Contrast("policy", treatment={"policy": "on"}, control={"policy": "off"}),)
 
     def __init__(self, options: ScenarioOptions | None = None) -> None:
         self.options = options or DEFAULT_OPTIONS

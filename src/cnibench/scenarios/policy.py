@@ -39,7 +39,15 @@ from cnibench.backends.base import (
 from cnibench.errors import CnibenchError, ToolError
 from cnibench.policy import PolicyEngine, PolicyPeer, PolicySpec, PortRange, RulesSee
 from cnibench.records import Measurement, ParamValue
-from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario, Verification
+from cnibench.scenarios.base import (
+    OTHER_THAN_CONTROL,
+    Condition,
+    Contrast,
+    Prepared,
+    RunOutput,
+    Scenario,
+    Verification,
+)
 from cnibench.scenarios.options import DEFAULT_OPTIONS, ScenarioOptions
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import ab, iperf3
@@ -168,6 +176,23 @@ class PolicyScenario(Scenario):
     """Policy off/on x placement x rules x clients x engine (see module docstring)."""
 
     name = "policy"
+    primary_metrics = ("throughput", "latency_mean", "connection_success_rate", "cpu", "ram")
+    contrasts = (
+        # The cost of the rules in front of the matching one, per engine: N rules vs 0.
+        Contrast(
+            "rules",
+            treatment={"policy": "on", "rules": OTHER_THAN_CONTROL},
+            control={"policy": "on", "rules": 0},
+        ),
+        # The cost of enforcing a policy at all: on with 0 extra rules vs off (which has no
+        # engine and no rules_see).
+        Contrast(
+            "enforcement",
+            treatment={"policy": "on", "rules": 0},
+            control={"policy": "off"},
+            varies=("engine", "rules_see"),
+        ),
+    )
 
     def __init__(
         self,

@@ -106,6 +106,9 @@ class PriorityScenario(Scenario):
 
     name = "priority"
     resource_metrics = False  # a probe's CPU and memory say nothing about the CNI
+    # The reachability matrix is the verdict (which policy won), not a ratio.
+    primary_metrics = ()
+    compares_cnis = False
 
     def __init__(self, cases: tuple[PriorityCase, ...] = PRIORITY_CASES) -> None:
         self.cases = {case.name: case for case in cases}

@@ -70,6 +70,8 @@ class SplitScenario(Scenario):
     """Weighted gateway in front of HTTP echo backends, loaded from the external host."""
 
     name = "split"
+    primary_metrics = ("requests_per_second", "latency_mean", "cpu", "ram")
+    compares_shares_with_weights = True
 
     def __init__(self, options: ScenarioOptions | None = None) -> None:
         self.options = options or DEFAULT_OPTIONS

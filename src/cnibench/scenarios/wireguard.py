@@ -24,7 +24,7 @@ from cnibench.backends.base import (
 )
 from cnibench.errors import ToolError
 from cnibench.records import Measurement, ParamValue
-from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario, Verification
+from cnibench.scenarios.base import Condition, Contrast, Prepared, RunOutput, Scenario, Verification
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import http_timing, iperf3
 
@@ -39,6 +39,10 @@ class WireguardScenario(Scenario):
     """Encryption off vs on: sequential request-response times and throughput."""
 
     name = "wireguard"
+    primary_metrics = ("throughput", "rr_mean", "rr_p99", "cpu", "ram")
+    contrasts = (
+        Contrast("encryption", treatment={"encryption": "on"}, control={"encryption": "off"}),
+    )
 
     def conditions(self) -> list[Condition]:
         """``off-rr``, ``off-iperf3``, ``on-rr``, ``on-iperf3``."""

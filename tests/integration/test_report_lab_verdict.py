@@ -1,0 +1,187 @@
+"""The verdict from a REAL lab session: ``cnibench run`` prints it, the report opens with it.
+
+A module fixture runs ``cnibench run --cluster lab --cni vxlan --scenario egress --profile quick
+--report ...`` (egress gateway on/off on one datapath, 2 runs each; under a minute, needs
+root), then ``cnibench report`` for the Markdown. Every ratio and interval is recomputed here
+from :func:`cnibench.load_results` with scipy (``trim_mean``, Welch's t-test on the logarithms),
+never with the code under test.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+import cnibench
+from cnibench import report
+from cnibench.scenarios.egress import EgressScenario
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+RUN_TIMEOUT_S = 900
+_LINE = re.compile(
+    r"^egress gateway on vxlan: (?P<metric>\w+) (?:"
+    r"×(?P<ratio>\d+(?:\.\d+)?) \(95 % CI (?P<low>\d+(?:\.\d+)?)-(?P<high>\d+(?:\.\d+)?),"
+    r" n = (?P<n_t>\d+) vs (?P<n_c>\d+)\)(?P<holm>, but no detectable difference after Holm's"
+    r" correction \(adjusted p = [\d.e-]+\))?"
+    r"|no detectable difference \(CI (?P<low0>\d+(?:\.\d+)?)-(?P<high0>\d+(?:\.\d+)?),"
+    r" n = (?P<n_t0>\d+) vs (?P<n_c0>\d+)\))$"
+)
+
+
+def _cnibench() -> list[str]:
+    cli = shutil.which("cnibench")
+    return [cli] if cli else [sys.executable, "-m", "cnibench.cli"]
+
+
+@pytest.fixture(scope="module")
+def lab_session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
+    if os.geteuid() != 0:
+        pytest.skip("the lab backend needs root")
+    root = tmp_path_factory.mktemp("verdict-lab")
+    results, html, markdown = root / "results", root / "report.html", root / "report.md"
+    run = subprocess.run(
+        [
+            *_cnibench(),
+            "run",
+            "--cluster",
+            "lab",
+            "--cni",
+            "vxlan",
+            "--scenario",
+            "egress",
+            "--profile",
+            "quick",
+            "--results-dir",
+            str(results),
+            "--report",
+            str(html),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    rendered = subprocess.run(
+        [*_cnibench(), "report", str(results), "--markdown", str(markdown), "--html", str(html)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    return {"results": results, "html": html, "markdown": markdown, "stdout": run.stdout}
+
+
+def _visible_html(path: Path) -> str:
+    return re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", path.read_text())
+
+
+def _runs(df: pd.DataFrame, condition: str, metric: str) -> np.ndarray:
+    rows = df[
+        (df.status == "ok")
+        & df.verified.astype(bool)
+        & (df.scenario == "egress")
+        & (df.condition == condition)
+        & (df.metric == metric)
+        & np.isfinite(df.value)
+    ]
+    return rows["value"].to_numpy(dtype=float)
+
+
+def _expected(df: pd.DataFrame, metric: str) -> tuple[float, float, float, int, int]:
+    """Ratio of truncated means and the Welch interval on logs, by scipy alone."""
+    on, off = _runs(df, "gateway-on", metric), _runs(df, "gateway-off", metric)
+    # quick = 2 runs per condition: too few for the outlier rule (it needs 3) and for trimming.
+    assert on.size == off.size == 2
+    ratio = sps.trim_mean(on, 0.1) / sps.trim_mean(off, 0.1)
+    ci = sps.ttest_ind(np.log(on), np.log(off), equal_var=False).confidence_interval(0.95)
+    return ratio, math.exp(ci.low), math.exp(ci.high), on.size, off.size
+
+
+def _verdict_lines(markdown: str) -> list[str]:
+    section = markdown.split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    return [line[2:] for line in section.splitlines() if line.startswith("- ")]
+
+
+def test_report_opens_with_the_verdict(lab_session):
+    html = _visible_html(lab_session["html"])
+    assert re.findall(r"<h2[^>]*>([^<]+)</h2>", html)[0] == "Verdict"
+    markdown = lab_session["markdown"].read_text()
+    assert re.findall(r"^## (.+)$", markdown, flags=re.MULTILINE)[0] == "Verdict"
+    # The forest plot is in the verdict section, before the first scenario section.
+    verdict_html = html.split('id="verdict"', 1)[1].split("<h2", 1)[0]
+    assert "Verdict: ratio and 95% CI per contrast" in verdict_html
+
+
+def test_number_of_contrasts_is_what_egress_declares(lab_session):
+    df = cnibench.load_results(lab_session["results"])
+    declared = [
+        m
+        for m in EgressScenario.primary_metrics
+        if _runs(df, "gateway-on", m).size and _runs(df, "gateway-off", m).size
+    ]
+    # One CNI: no CNI contrast; one feature pair (gateway on vs off) per primary metric.
+    assert {"throughput", "cpu", "ram"} <= set(declared)
+    lines = _verdict_lines(lab_session["markdown"].read_text())
+    assert len(lines) == len(declared)
+    assert len(report.verdict(df)) == len(declared)
+
+
+def test_every_ratio_and_interval_matches_scipy_on_the_raw_records(lab_session):
+    df = cnibench.load_results(lab_session["results"])
+    table = report.verdict(df)
+    for row in table.itertuples():
+        ratio, low, high, n_t, n_c = _expected(df, row.metric)
+        assert row.ratio == pytest.approx(ratio, rel=1e-9), row.metric
+        assert (row.n_treatment, row.n_control) == (n_t, n_c)
+        assert row.ci_low == pytest.approx(low, rel=1e-9), row.metric
+        assert row.ci_high == pytest.approx(high, rel=1e-9), row.metric
+
+
+def test_rendered_lines_state_the_same_numbers(lab_session):
+    df = cnibench.load_results(lab_session["results"])
+    lines = _verdict_lines(lab_session["markdown"].read_text())
+    assert lines
+    for line in lines:
+        match = _LINE.match(line)
+        assert match is not None, line
+        ratio, low, high, n_t, n_c = _expected(df, match["metric"])
+        if match["ratio"] is not None:
+            shown = [float(match["ratio"]), float(match["low"]), float(match["high"])]
+            assert shown == pytest.approx([ratio, low, high], rel=0.005, abs=0.005), line
+            assert (int(match["n_t"]), int(match["n_c"])) == (n_t, n_c)
+            assert not (low <= 1.0 <= high), line
+        else:
+            assert low <= 1.0 <= high, line
+            assert [float(match["low0"]), float(match["high0"])] == pytest.approx(
+                [low, high], rel=0.005, abs=0.005
+            )
+            assert (int(match["n_t0"]), int(match["n_c0"])) == (n_t, n_c)
+
+
+def test_html_has_no_inf_nan_or_negative_bound(lab_session):
+    html = _visible_html(lab_session["html"])
+    assert not re.search(r"\b(inf|-inf|nan|NaN|Infinity)\b", html)
+    verdict_html = html.split('id="verdict"', 1)[1].split("<h2", 1)[0]
+    bounds = re.findall(r"CI (-?[\d.]+)-(-?[\d.]+)", verdict_html)
+    assert bounds
+    assert all(float(low) > 0 and float(high) > 0 for low, high in bounds)
+
+
+def test_cnibench_run_ends_with_the_same_verdict_lines(lab_session):
+    stdout = lab_session["stdout"].splitlines()
+    heading = next(i for i, line in enumerate(stdout) if line.startswith("verdict: "))
+    printed = [line.strip() for line in stdout[heading + 1 :] if line.startswith("  ")]
+    assert printed == _verdict_lines(lab_session["markdown"].read_text())
