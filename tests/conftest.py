@@ -46,3 +46,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"required tier skipped (CNIBENCH_REQUIRE): {reason}"
+
+
+LAST_DIRS = ("kind",)
+"""Tiers run after every other: the kind tier waits for the offline image build, which
+``nox -s tests`` starts in the background (``cnibench images build --prepare``) so that it
+uses the CPU the other tiers leave idle."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    root = Path(__file__).parent
+
+    def last(item: pytest.Item) -> bool:
+        path = Path(str(item.path))
+        return path.is_relative_to(root) and path.relative_to(root).parts[0] in LAST_DIRS
+
+    items.sort(key=last)  # stable: the order inside each group is kept

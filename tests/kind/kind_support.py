@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
+import pandas as pd
 import pytest
+import yaml
+from kubernetes import client, config
 
 ENGINE_NAME = "cnibench-kind-tier"
 """The tier's own engine: a developer's default engine (``cnibench``) is left alone."""
@@ -30,3 +35,83 @@ def cnibench(
             f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}"
         )
     return done
+
+
+BASELINE_CONDITIONS = tuple(
+    f"{placement}-idle-{tool}"
+    for placement in ("same-node", "cross-node")
+    for tool in ("iperf3", "sockperf", "ab", "wrk")
+)
+"""All four tools on the same node and across nodes (idle cluster)."""
+
+
+def run_args(cni: str, results: Path, *extra: str) -> list[str]:
+    """``cnibench run`` on kind with the quick profile, keeping the cluster for the next test."""
+    return [
+        "run",
+        "--cluster",
+        "kind",
+        "--cni",
+        cni,
+        "--profile",
+        "quick",
+        "--keep-cluster",
+        "--results-dir",
+        str(results),
+        *extra,
+    ]
+
+
+def condition_args(conditions: Iterable[str]) -> list[str]:
+    """``--condition C`` for each condition."""
+    return [arg for condition in conditions for arg in ("--condition", condition)]
+
+
+def check_baseline(
+    df: pd.DataFrame, cni: str, conditions: Iterable[str] = BASELINE_CONDITIONS
+) -> None:
+    """The baseline runs of ``cni`` are exactly ``conditions``, all verified, and each
+    measurement is plausible in its unit: iperf3 in Gbit/s, sockperf in µs, CPU and memory
+    from the cluster's Prometheus."""
+    conditions = set(conditions)
+    df = df[(df["cni"] == cni) & (df["scenario"] == "baseline")]
+    assert set(df["provider"]) == {"kind"}
+    assert bool(df["verified"].all())
+    assert set(df["status"]) == {"ok"}
+    assert set(df["condition"]) == conditions
+    throughput = df[(df["metric"] == "throughput") & (df["unit"] == "bits/s")]
+    assert len(throughput) >= 2 * sum(c.endswith("iperf3") for c in conditions)  # 2 quick runs
+    gbits = throughput["value"] / 1e9
+    # A veth/tunnel path on one host: well above 0.05 Gbit/s, far below 400 Gbit/s.
+    assert gbits.between(0.05, 400).all(), gbits.tolist()
+    latency = df[(df["metric"] == "latency_avg") & (df["unit"] == "us")]
+    sockperf = latency[latency["condition"].str.endswith("sockperf")]
+    assert len(sockperf) >= 2 * sum(c.endswith("sockperf") for c in conditions)
+    assert sockperf["value"].between(1, 100_000).all(), sockperf["value"].tolist()
+    runs = df["run_id"].nunique()
+    for metric, unit, low, high in (("cpu", "%", 0.0, 100.0), ("ram", "MB", 10.0, 1e6)):
+        values = df[(df["metric"] == metric) & (df["unit"] == unit)]
+        assert values["run_id"].nunique() == runs, f"{metric} missing for some runs"
+        assert values["value"].between(low, high).all(), values["value"].tolist()
+        assert not values["value"].isna().any()
+
+
+def kind(*args: str, env: Mapping[str, str]) -> str:
+    """Output of the ``kind`` command (the offline set's own when none is on PATH)."""
+    from cnibench.backends.kube.offline import offline_bin_dir
+
+    program = shutil.which("kind") or str(offline_bin_dir() / "kind")
+    return subprocess.run(
+        [program, *args], env=dict(env), capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+
+
+def cnibench_clusters(env: Mapping[str, str]) -> list[str]:
+    """The kind clusters cnibench made in the tier's engine."""
+    return [c for c in kind("get", "clusters", env=env).split() if c.startswith("cnibench-")]
+
+
+def core_api(env: Mapping[str, str], cluster: str) -> client.CoreV1Api:
+    """The core API of a kind cluster of the tier's engine."""
+    kubeconfig = kind("get", "kubeconfig", "--name", cluster, env=env)
+    return client.CoreV1Api(config.new_client_from_config_dict(yaml.safe_load(kubeconfig)))

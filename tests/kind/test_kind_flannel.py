@@ -8,8 +8,6 @@ with ``--keep-cluster`` and reused by the runs after it; the last test removes i
 from __future__ import annotations
 
 import dataclasses
-import math
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,46 +16,35 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from cnibench.backends.kube.render import SESSION_LABEL
 from cnibench.errors import SetupError
 from cnibench.results import load_results
 from cnibench.session import BenchSession, SessionConfig
 
-from .kind_support import ENGINE_NAME, cnibench
+from .kind_support import (
+    BASELINE_CONDITIONS,
+    ENGINE_NAME,
+    check_baseline,
+    cnibench,
+    cnibench_clusters,
+    condition_args,
+    core_api,
+    run_args,
+)
 
 pytestmark = pytest.mark.kind
 
-BASELINE_CONDITIONS = tuple(
-    f"{placement}-idle-{tool}"
-    for placement in ("same-node", "cross-node")
-    for tool in ("iperf3", "sockperf", "ab", "wrk")
-)
-"""All four tools on the same node and across nodes (idle cluster)."""
-
 
 def _run_args(results: Path, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--cluster",
-        "kind",
-        "--cni",
-        "flannel",
-        "--profile",
-        "quick",
-        "--keep-cluster",
-        "--results-dir",
-        str(results),
-        *extra,
-    ]
+    return run_args("flannel", results, *extra)
 
 
 @pytest.fixture(scope="module")
 def flannel_baseline(offline_images: dict[str, str], kind_results: Path) -> pd.DataFrame:
     """``cnibench run --cluster kind --cni flannel --scenario baseline`` on real pods."""
     results = kind_results / "flannel-baseline"
-    conditions = [arg for c in BASELINE_CONDITIONS for arg in ("--condition", c)]
+    conditions = condition_args(BASELINE_CONDITIONS)
     done = cnibench(
         *_run_args(results, "--scenario", "baseline", *conditions), env=offline_images, timeout=2400
     )
@@ -65,61 +52,13 @@ def flannel_baseline(offline_images: dict[str, str], kind_results: Path) -> pd.D
     return load_results(results)
 
 
-def test_every_baseline_record_is_verified_on_kind(flannel_baseline: pd.DataFrame) -> None:
-    df = flannel_baseline
-    assert set(df["provider"]) == {"kind"}
-    assert set(df["cni"]) == {"flannel"}
-    assert bool(df["verified"].all())
-    assert set(df["status"]) == {"ok"}
-    assert set(df["condition"]) == set(BASELINE_CONDITIONS)
-
-
-def test_iperf3_throughput_is_plausible_in_gbits(flannel_baseline: pd.DataFrame) -> None:
-    df = flannel_baseline
-    throughput = df[(df["metric"] == "throughput") & (df["unit"] == "bits/s")]
-    assert len(throughput) >= 4  # 2 placements x 2 quick runs
-    gbits = throughput["value"] / 1e9
-    # A veth/vxlan path on one host: well above 0.05 Gbit/s, far below 400 Gbit/s.
-    assert gbits.between(0.05, 400).all(), gbits.tolist()
-
-
-def test_sockperf_latency_is_plausible_in_microseconds(flannel_baseline: pd.DataFrame) -> None:
-    df = flannel_baseline
-    latency = df[(df["metric"] == "latency_avg") & (df["unit"] == "us")]
-    sockperf = latency[latency["condition"].str.endswith("sockperf")]
-    assert len(sockperf) >= 4
-    assert sockperf["value"].between(1, 100_000).all(), sockperf["value"].tolist()
-
-
-def test_cpu_and_memory_come_from_the_cluster_prometheus(flannel_baseline: pd.DataFrame) -> None:
-    df = flannel_baseline
-    for metric, unit, low, high in (("cpu", "%", 0.0, 100.0), ("ram", "MB", 10.0, 1e6)):
-        values = df[(df["metric"] == metric) & (df["unit"] == unit)]
-        runs = df["run_id"].nunique()
-        assert values["run_id"].nunique() == runs, f"{metric} missing for some runs"
-        assert values["value"].between(low, high).all(), values["value"].tolist()
-        assert not any(math.isnan(v) for v in values["value"])
-
-
-def _kind(*args: str, env: dict[str, str]) -> str:
-    from cnibench.backends.kube.offline import offline_bin_dir
-
-    kind = shutil.which("kind") or str(offline_bin_dir() / "kind")
-    return subprocess.run(
-        [kind, *args], env=env, capture_output=True, text=True, check=True, timeout=120
-    ).stdout
-
-
-def _cnibench_clusters(env: dict[str, str]) -> list[str]:
-    return [c for c in _kind("get", "clusters", env=env).split() if c.startswith("cnibench-")]
+def test_every_baseline_record_is_verified_and_plausible(flannel_baseline: pd.DataFrame) -> None:
+    assert set(flannel_baseline["cni"]) == {"flannel"}
+    check_baseline(flannel_baseline, "flannel")
 
 
 def _session_namespaces(env: dict[str, str], cluster: str) -> list[str]:
-    from kubernetes import client, config
-
-    kubeconfig = _kind("get", "kubeconfig", "--name", cluster, env=env)
-    api = config.new_client_from_config_dict(yaml.safe_load(kubeconfig))
-    found = client.CoreV1Api(api).list_namespace(label_selector=SESSION_LABEL).items
+    found = core_api(env, cluster).list_namespace(label_selector=SESSION_LABEL).items
     return [ns.metadata.name for ns in found]
 
 
@@ -203,7 +142,7 @@ def test_what_cannot_run_here_is_skipped_with_the_reason(
 def test_ctrl_c_during_a_kind_run_leaves_no_cnibench_namespace(
     flannel_baseline: pd.DataFrame, offline_images: dict[str, str], tmp_path: Path
 ) -> None:
-    (cluster,) = _cnibench_clusters(offline_images)  # kept by the baseline run
+    (cluster,) = cnibench_clusters(offline_images)  # kept by the baseline run
     argv = [
         sys.executable,
         "-m",
@@ -240,7 +179,7 @@ def test_clean_removes_the_kept_cluster(
     offline_images: dict[str, str],
     host_before: dict[str, object],
 ) -> None:
-    (kept,) = _cnibench_clusters(offline_images)  # the baseline run kept its cluster
+    (kept,) = cnibench_clusters(offline_images)  # the baseline run kept its cluster
     done = cnibench("clean", env=offline_images, timeout=600)
     assert f"kube: kind-cluster {kept}: removed" in done.stdout
     assert f"engine: {ENGINE_NAME}: stopped" in done.stdout  # clean stops leftover engines too
@@ -248,4 +187,4 @@ def test_clean_removes_the_kept_cluster(
         assert not Path("/lib/modules").exists()
     # The engine keeps its containers across restarts: a cluster clean missed would be back.
     cnibench("engine", "up", "--name", ENGINE_NAME, env=offline_images, timeout=180)
-    assert _cnibench_clusters(offline_images) == []
+    assert cnibench_clusters(offline_images) == []

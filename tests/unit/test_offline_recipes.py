@@ -245,6 +245,21 @@ def test_antrea_names_the_missing_kernel_module_first() -> None:
     assert "openvswitch" not in not_offline_reason("antrea", loaded_modules=("openvswitch",))
 
 
+def test_wireguard_encryption_needs_the_kernel_module_on_this_host() -> None:
+    """kind's nodes share this kernel: Cilium's WireGuard without the module would leave its
+    agents crash-looping instead of a skip with the reason (seen on a real kind cluster)."""
+    for cni in ("cilium", "flannel"):
+        reason = not_offline_reason(cni, loaded_modules=("veth",), encryption="wireguard")
+        assert reason == (
+            f"{cni} encryption with WireGuard needs the wireguard kernel module, which this"
+            " kernel lacks"
+        )
+        assert not_offline_reason(cni, loaded_modules=("wireguard",), encryption="wireguard") == ""
+        assert not_offline_reason(cni, loaded_modules=("veth",)) == ""
+    # A CNI that cannot run at all says that first.
+    assert "openvswitch" in not_offline_reason("antrea", encryption="wireguard")
+
+
 # -- Cilium ----------------------------------------------------------------------------------
 
 

@@ -259,7 +259,9 @@ class KubeBackend:
         if self.images.offline and self.provider.name != "existing":
             # Before anything is created: the offline set installs only what it could build.
             modules = [p.name for p in Path("/sys/module").glob("*")]
-            reason = not_offline_reason(spec.cni, loaded_modules=modules)
+            reason = not_offline_reason(
+                spec.cni, loaded_modules=modules, encryption=spec.encryption
+            )
             if reason:
                 raise UnsupportedError(reason)
         host = ""

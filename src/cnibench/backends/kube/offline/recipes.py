@@ -193,17 +193,26 @@ _KERNEL_MODULES = {"antrea": "openvswitch"}
 """Kernel modules a CNI cannot run without, whatever is built."""
 
 
-def not_offline_reason(cni: str, *, loaded_modules: Iterable[str] = ()) -> str:
-    """Why ``cni`` cannot run with the offline image set (``""`` if it can): the kernel
-    module it needs and this host lacks (``loaded_modules``: names under ``/sys/module``),
-    else why it is not built."""
-    if cni in OFFLINE_CNIS:
-        return ""
-    module = _KERNEL_MODULES.get(cni)
-    if module and module not in set(loaded_modules):
-        return f"{cni} needs the {module} kernel module, which this kernel lacks"
-    why = _NOT_OFFLINE.get(cni, f"{cni} has no offline build")
-    return f"no offline image of {cni}: {why} (the public images need a registry)"
+def not_offline_reason(
+    cni: str, *, loaded_modules: Iterable[str] = (), encryption: str = ""
+) -> str:
+    """Why ``cni`` (with ``encryption``, e.g. ``"wireguard"``) cannot run with the offline
+    image set (``""`` if it can): the kernel module it needs and this host lacks
+    (``loaded_modules``: names under ``/sys/module``; kind's nodes share this kernel), else
+    why it is not built."""
+    modules = set(loaded_modules)
+    if cni not in OFFLINE_CNIS:
+        module = _KERNEL_MODULES.get(cni)
+        if module and module not in modules:
+            return f"{cni} needs the {module} kernel module, which this kernel lacks"
+        why = _NOT_OFFLINE.get(cni, f"{cni} has no offline build")
+        return f"no offline image of {cni}: {why} (the public images need a registry)"
+    if encryption == "wireguard" and "wireguard" not in modules:
+        return (
+            f"{cni} encryption with WireGuard needs the wireguard kernel module, which this"
+            " kernel lacks"
+        )
+    return ""
 
 
 def recipe_digest(*parts: object) -> str:

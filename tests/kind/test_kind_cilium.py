@@ -1,0 +1,282 @@
+"""Cilium built from its Go module on real kind clusters: seed 001's two modes, the egress
+gateway, network policy and policy precedence, measured on real pods.
+
+Two clusters, one after the other: kube-proxy replacement (``--cni cilium``, the default mode,
+kind's ``kubeProxyMode: none``) runs every scenario the offline build offers and is kept for
+the negative control, which then removes it; kube-proxy (iptables) mode
+(``--cni cilium:mode=kube-proxy``) runs the baseline. The image set has no Envoy, so L7 and
+traffic splitting are skipped, with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cnibench.backends.base import NodeRole
+from cnibench.backends.kube.render import ROLE_LABEL
+from cnibench.results import load_results
+from cnibench.scenarios.priority import KUBE_SETTLE
+from cnibench.session import BenchSession, SessionConfig
+
+from .conftest import BUILD_TIMEOUT
+from .kind_support import (
+    check_baseline,
+    cnibench,
+    cnibench_clusters,
+    condition_args,
+    core_api,
+    kind,
+    run_args,
+)
+
+pytestmark = pytest.mark.kind
+
+KPR, KUBE_PROXY = "cilium", "cilium:mode=kube-proxy"
+KPR_BASELINE = tuple(
+    f"{placement}-idle-{tool}"
+    for placement in ("same-node", "cross-node")
+    for tool in ("iperf3", "sockperf")
+)
+"""Throughput and latency on one node and across nodes (ab and wrk run on flannel: the CI
+budget has room for one more cluster, not for every tool twice)."""
+KUBE_PROXY_BASELINE = ("cross-node-idle-iperf3", "cross-node-idle-sockperf")
+"""Seed 001's comparison: the path where the two modes differ."""
+EGRESS_CONDITIONS = ("gateway-off", "gateway-on")
+POLICY_ON = "on-cross-node-iptables-r0-c1-new-connections"
+POLICY_CONDITIONS = ("off-cross-node-c1", POLICY_ON)
+PRIORITY_CONDITIONS = ("k8s-deny", "k8s-deny-and-cni-allow")
+NOT_HERE = {
+    ("l7", KPR): "needs Envoy",
+    ("split", KPR): "needs Envoy",
+    ("wireguard", KPR): "the wireguard kernel module, which this kernel lacks",
+}
+"""What the offline Cilium cannot run on this machine, and the words its skip line gives."""
+
+
+@pytest.fixture(scope="module")
+def cilium_images(offline_images: dict[str, str]) -> dict[str, str]:
+    """The offline set with Cilium's images (its Go build, root filesystem and chart)."""
+    cnibench("images", "build", "--cni", "cilium", env=offline_images, timeout=BUILD_TIMEOUT)
+    return offline_images
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_cilium_cluster_outlives_the_module(offline_images: dict[str, str]) -> Iterator[None]:
+    """The flannel tests after this module count the tier's clusters: a Cilium cluster a
+    failed test kept must not make them fail too."""
+    yield
+    for name in cnibench_clusters(offline_images):
+        kind("delete", "cluster", "--name", name, env=offline_images)
+
+
+def _run(
+    env: dict[str, str],
+    cni: str,
+    results: Path,
+    conditions: tuple[str, ...],
+    *scenarios: str,
+    keep: bool,
+) -> str:
+    args = run_args(cni, results, *condition_args(conditions))
+    if not keep:
+        args.remove("--keep-cluster")
+    for scenario in scenarios:
+        args += ["--scenario", scenario]
+    done = cnibench(*args, env=env, check=False, timeout=3600)
+    output = done.stdout + done.stderr
+    # 0: all measured; 1 would mean a failed or unverified condition (skips alone do not count).
+    assert done.returncode == 0, output[-6000:]
+    assert "Traceback" not in output
+    print(done.stdout)
+    return output
+
+
+@pytest.fixture(scope="module")
+def kpr_run(cilium_images: dict[str, str], kind_results: Path) -> tuple[pd.DataFrame, str, Path]:
+    """Every scenario on Cilium with kube-proxy replacement; the cluster is kept."""
+    results = kind_results / "cilium-kpr"
+    conditions = (
+        KPR_BASELINE
+        + EGRESS_CONDITIONS
+        + POLICY_CONDITIONS
+        + PRIORITY_CONDITIONS
+        + ("on-iperf3", "policy-on", "v1-95-v2-5-u1")  # wireguard, l7, split: skipped here
+    )
+    output = _run(
+        cilium_images,
+        KPR,
+        results,
+        conditions,
+        "baseline",
+        "egress",
+        "policy",
+        "priority",
+        "wireguard",
+        "l7",
+        "split",
+        keep=True,
+    )
+    return load_results(results), output, results
+
+
+def test_kpr_baseline_is_verified_and_plausible(kpr_run: tuple[pd.DataFrame, str, Path]) -> None:
+    frame, _, _ = kpr_run
+    assert set(frame["cni"]) == {KPR}
+    assert frame["cni_version"].str.contains("1.18").all()
+    check_baseline(frame, KPR, KPR_BASELINE)
+
+
+def _evidence(results: Path, frame: pd.DataFrame, condition: str) -> list[dict[str, object]]:
+    run_ids = frame[frame["condition"] == condition]["run_id"].unique()
+    assert len(run_ids) >= 2, (condition, run_ids)
+    return [
+        json.loads((results / "raw" / run_id / "evidence.json").read_text()) for run_id in run_ids
+    ]
+
+
+def _node_ip(env: dict[str, str], role: NodeRole) -> str:
+    (cluster,) = cnibench_clusters(env)
+    (node,) = core_api(env, cluster).list_node(label_selector=f"{ROLE_LABEL}={role}").items
+    return next(a.address for a in node.status.addresses if a.type == "InternalIP")
+
+
+def test_the_external_server_sees_the_client_node_then_the_gateway_node(
+    kpr_run: tuple[pd.DataFrame, str, Path], cilium_images: dict[str, str]
+) -> None:
+    """Seed 000's check on a real Cilium: the iperf3 server on the kind network's host side
+    sees the client node's address without the gateway and the gateway node's with it."""
+    frame, _, results = kpr_run
+    egress = frame[frame["scenario"] == "egress"]
+    assert set(egress["condition"]) == set(EGRESS_CONDITIONS)
+    assert bool(egress["verified"].all())
+    assert set(egress["status"]) == {"ok"}
+    client_ip = _node_ip(cilium_images, NodeRole.CLIENT)
+    gateway_ip = _node_ip(cilium_images, NodeRole.EGRESS_GW)
+    assert client_ip != gateway_ip
+    for condition, expected in (("gateway-off", client_ip), ("gateway-on", gateway_ip)):
+        seen = {str(e["source_seen"]) for e in _evidence(results, egress, condition)}
+        assert seen == {expected}, (condition, seen)
+    throughput = egress[egress["metric"] == "throughput"]
+    assert (throughput["value"] / 1e9).between(0.01, 400).all(), throughput["value"].tolist()
+
+
+def test_policy_probe_matrix_holds_on_cilium(kpr_run: tuple[pd.DataFrame, str, Path]) -> None:
+    frame, _, results = kpr_run
+    policy = frame[frame["scenario"] == "policy"]
+    assert set(policy["condition"]) == set(POLICY_CONDITIONS)
+    assert bool(policy["verified"].all())
+    assert set(policy["status"]) == {"ok"}
+    for condition in POLICY_CONDITIONS:
+        for evidence in _evidence(results, policy, condition):
+            assert evidence["probes_ok"] == evidence["probes"], evidence
+    rate = policy[policy["metric"] == "new_connections_per_second"]
+    assert (rate["value"] > 0).all(), rate["value"].tolist()
+
+
+def test_priority_cases_match_the_reference_order(
+    kpr_run: tuple[pd.DataFrame, str, Path],
+) -> None:
+    """A Kubernetes deny alone blocks the client; with a Cilium allow beside it, Cilium's
+    union of allows lets the client through (both what the reference order decides)."""
+    frame, _, _ = kpr_run
+    priority = frame[frame["scenario"] == "priority"]
+    assert set(priority["condition"]) == set(PRIORITY_CONDITIONS)
+    reachable = priority[priority["metric"] == "reachable"].groupby("condition")["value"]
+    assert set(reachable.min()) <= {0.0, 1.0}
+    assert reachable.max()["k8s-deny"] == 0.0
+    assert reachable.min()["k8s-deny-and-cni-allow"] == 1.0
+    matches = priority[priority["metric"] == "matches_reference"]
+    assert (matches["value"] == 1.0).all(), matches[["condition", "value"]].to_dict("records")
+
+
+def test_what_offline_cilium_cannot_run_is_skipped_with_the_reason(
+    kpr_run: tuple[pd.DataFrame, str, Path],
+) -> None:
+    _, output, _ = kpr_run
+    skips = {
+        tuple(line.split()[1].split("/")): line
+        for line in output.splitlines()
+        if line.startswith("skipped ")
+    }
+    for key, words in NOT_HERE.items():
+        assert words in skips.get(key, ""), (key, skips)
+
+
+def test_the_policy_check_fails_on_cilium_when_the_policy_is_not_applied(
+    kpr_run: tuple[pd.DataFrame, str, Path],
+    cilium_images: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Negative control on the real CNI: the kept cluster, the policy condition set up, then its
+    policy removed: the probe matrix must now see the pod outside the policy get through. The
+    session does not keep the cluster, so it removes it at the end."""
+    for key in ("DOCKER_HOST", "CNIBENCH_IMAGES"):
+        monkeypatch.setenv(key, cilium_images[key])
+    config = SessionConfig(cluster="kind", cnis=(KPR,), results_dir=tmp_path / "results")
+    with BenchSession(config) as session:
+        policy = session.scenarios["policy"]
+        (condition,) = (c for c in policy.conditions() if c.id == POLICY_ON)
+        cluster = session.runner.pool.get(policy.cluster_spec(KPR, condition))
+        prepared = policy.prepare(cluster, condition, config.profile)
+        try:
+            applied = policy.verify(cluster, prepared, condition)
+            cluster.remove_policy()
+            for _ in range(6):  # until Cilium has unloaded it (a still-enforced check passes)
+                time.sleep(KUBE_SETTLE)
+                removed = policy.verify(cluster, prepared, condition)
+                if not removed.ok:
+                    break
+        finally:
+            policy.cleanup(cluster, prepared)
+    assert applied.ok, applied.detail
+    assert not removed.ok
+    assert "probe matrix wrong" in removed.detail
+    assert "pol-deny" in removed.detail
+    assert cnibench_clusters(cilium_images) == []
+
+
+@pytest.fixture(scope="module")
+def kube_proxy_run(
+    cilium_images: dict[str, str], kind_results: Path
+) -> tuple[pd.DataFrame, str, Path]:
+    """The baseline on Cilium with iperf3 kube-proxy kept (a cluster of its own, removed at
+    the end of the run), and the egress gateway, which needs kube-proxy replacement."""
+    assert cnibench_clusters(cilium_images) == []  # one Cilium cluster at a time
+    results = kind_results / "cilium-kube-proxy"
+    conditions = KUBE_PROXY_BASELINE + EGRESS_CONDITIONS
+    output = _run(cilium_images, KUBE_PROXY, results, conditions, "baseline", "egress", keep=False)
+    return load_results(results), output, results
+
+
+def test_kube_proxy_mode_baseline_is_verified_and_plausible(
+    kube_proxy_run: tuple[pd.DataFrame, str, Path], cilium_images: dict[str, str]
+) -> None:
+    frame, output, _ = kube_proxy_run
+    assert set(frame["cni"]) == {KUBE_PROXY}
+    check_baseline(frame, KUBE_PROXY, KUBE_PROXY_BASELINE)
+    egress_skip = next(
+        line for line in output.splitlines() if line.startswith(f"skipped egress/{KUBE_PROXY}")
+    )
+    assert "--cni cilium:egress-gateway" in egress_skip
+    assert cnibench_clusters(cilium_images) == []  # not kept: the run removed it
+
+
+def test_both_modes_load_as_one_comparison(
+    kpr_run: tuple[pd.DataFrame, str, Path],
+    kube_proxy_run: tuple[pd.DataFrame, str, Path],
+) -> None:
+    """Seed 001's comparison from the tier's artefacts: ``cnibench.load_results`` of both
+    result directories gives both modes, side by side, under their own labels."""
+    frames = [load_results(results) for _, _, results in (kpr_run, kube_proxy_run)]
+    both = pd.concat(frames)
+    cross = both[(both["condition"] == "cross-node-idle-iperf3") & (both["metric"] == "throughput")]
+    per_mode = cross.groupby("cni")["value"].count()
+    assert set(per_mode.index) == {KPR, KUBE_PROXY}
+    assert (per_mode >= 2).all()
