@@ -9,8 +9,10 @@ node's address with it off (each node masquerades its own pods).
 from __future__ import annotations
 
 import time
+from contextlib import suppress
 
 from cnibench.backends.base import Capability, Cluster, Endpoint, NodeRole
+from cnibench.errors import CnibenchError, ToolError
 from cnibench.records import Measurement
 from cnibench.scenarios.base import (
     Condition,
@@ -70,16 +72,25 @@ class EgressScenario(Scenario):
         A Kubernetes CNI programs its gateway a few seconds after the policy and the pod's
         label are stored (Cilium: a new identity for the pod, then the egress map), so while
         the source seen is still the client node's own address the test is repeated, for at
-        most :data:`GATEWAY_SETTLE` seconds; any other source fails at once.
+        most :data:`GATEWAY_SETTLE` seconds; any other source fails at once. A test that the
+        switch-over cuts (the gateway's SNAT takes over a running connection, which is then
+        reset) is repeated too, within the same time.
         """
         client = prepared.endpoints["client"]
+        gateway_on = prepared.expected.get("gateway") == "on"
         deadline = time.monotonic() + GATEWAY_SETTLE
         attempts = 0
         while True:
             attempts += 1
-            _, seen, _ = _run_once(cluster, client, _VERIFY_SECONDS)
+            try:
+                _, seen, _ = _run_once(cluster, client, _VERIFY_SECONDS)
+            except ToolError:
+                if not gateway_on or time.monotonic() >= deadline:
+                    raise
+                time.sleep(1.0)
+                continue
             check = _source_check(seen, prepared.expected["source"], condition)
-            settling = prepared.expected.get("gateway") == "on" and seen == client.node.ip
+            settling = gateway_on and seen == client.node.ip
             if check.ok or not settling or time.monotonic() >= deadline:
                 evidence = {**check.evidence, "attempts": attempts}
                 return Verification(check.ok, check.detail, evidence)
@@ -120,8 +131,13 @@ def _run_once(
 ) -> tuple[iperf3.Iperf3Result, str, dict[str, str]]:
     server = cluster.external.iperf3_server_once(port=EXTERNAL_PORT, timeout=seconds + 60)
     argv = iperf3.iperf3_client_argv(cluster.external.ip, port=EXTERNAL_PORT, duration=seconds)
-    result = client.run(argv, timeout=seconds + 30)
-    parsed = iperf3.parse_iperf3(result.stdout, stderr=result.stderr)
+    try:
+        result = client.run(argv, timeout=seconds + 30)
+        parsed = iperf3.parse_iperf3(result.stdout, stderr=result.stderr)
+    except CnibenchError:
+        with suppress(CnibenchError):  # the server's test ends too; its port is free again
+            server.result()
+        raise
     seen = server.result()
     return (
         parsed,
