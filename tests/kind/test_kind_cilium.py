@@ -135,8 +135,10 @@ def test_kpr_baseline_is_verified_and_plausible(kpr_run: tuple[pd.DataFrame, str
 def _evidence(results: Path, frame: pd.DataFrame, condition: str) -> list[dict[str, object]]:
     run_ids = frame[frame["condition"] == condition]["run_id"].unique()
     assert len(run_ids) >= 2, (condition, run_ids)
+    # results/<session>/raw/<run>/evidence.json: what the run's own check saw
     return [
-        json.loads((results / "raw" / run_id / "evidence.json").read_text()) for run_id in run_ids
+        json.loads(next(results.glob(f"*/raw/{run_id}/evidence.json")).read_text())
+        for run_id in run_ids
     ]
 
 
@@ -173,8 +175,14 @@ def test_policy_probe_matrix_holds_on_cilium(kpr_run: tuple[pd.DataFrame, str, P
     assert bool(policy["verified"].all())
     assert set(policy["status"]) == {"ok"}
     for condition in POLICY_CONDITIONS:
-        for evidence in _evidence(results, policy, condition):
-            assert evidence["probes_ok"] == evidence["probes"], evidence
+        # results/<session>/verification-<scenario>-<cni>-<condition>.json: the set-up's proof
+        (path,) = results.glob(f"*/verification-policy-{KPR}-{condition}.json")
+        proof = json.loads(path.read_text())
+        assert proof["ok"], proof
+        assert proof["probes_ok"] == proof["probes"] >= 3, proof
+        (denied,) = (c for c in proof["probe_matrix"].split(";") if c.startswith("pol-deny->"))
+        want = "deny" if condition.startswith("on-") else "allow"  # the pod outside the policy
+        assert denied.endswith(f"/{want}/ok"), proof
     rate = policy[policy["metric"] == "new_connections_per_second"]
     assert (rate["value"] > 0).all(), rate["value"].tolist()
 
