@@ -313,6 +313,10 @@ class EgressServerFuture(Protocol):
     def result(self) -> EgressServerResult:
         """Wait for the test to finish and return what the server saw."""
 
+    def cancel(self) -> None:
+        """Stop the server without waiting for its test (the client failed), so its port is
+        free for the next attempt at once. Safe to call more than once."""
+
 
 class Cluster(Protocol):
     """A provisioned cluster (lab or Kubernetes) with its nodes and features."""

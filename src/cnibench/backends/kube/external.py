@@ -271,6 +271,10 @@ class HostEgressServerFuture:
             )
         return self._result
 
+    def cancel(self) -> None:
+        """Stop the server without waiting for a test. Safe to repeat."""
+        self._server.stop()
+
 
 class HostExternal:
     """This host as the external host (an :class:`~cnibench.backends.base.ExternalHost`).

@@ -342,6 +342,12 @@ class LabEgressServerFuture:
         )
         return self._result
 
+    def cancel(self) -> None:
+        """Stop the server process without waiting for a test. Safe to repeat."""
+        if self._result is None and self._process.popen.poll() is None:
+            self._cluster._stop([self._process])
+        self._cluster._forget(self._process)
+
 
 class LabExternalHost:
     """The external host namespace on the underlay: the egress target."""
