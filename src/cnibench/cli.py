@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 
 from cnibench.errors import CnibenchError, ConfigError, SetupError, VerificationError
 
@@ -245,11 +244,10 @@ def _sigterm_interrupts() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt for the whole command, not only inside the session:
     a SIGTERM while results are printed then exits 130 like Ctrl-C, instead of -15."""
 
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+    from cnibench.session import raise_interrupt
 
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        previous = signal.signal(signal.SIGTERM, raise_interrupt)
     except ValueError:  # not the main thread (main() called from a worker thread)
         yield
         return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -39,6 +40,19 @@ __all__ = [
 CLUSTER_CHOICES = ("auto", "lab", "kind", "aks", "existing")
 LAB_PROFILES = ("routed", "vxlan")
 """Datapath profiles the lab offers as ``--cni``."""
+
+
+def raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    """Signal handler making a signal (SIGTERM) a :class:`KeyboardInterrupt`, as Ctrl-C.
+
+    Raised inside a finalizer (``__del__``, e.g. a ``subprocess.Popen`` being collected) the
+    exception would be printed as "Exception ignored in ..." and dropped, and the command would
+    carry on; there the signal is delivered again, a moment later, instead.
+    """
+    if frame is not None and frame.f_code.co_name == "__del__":
+        threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
+        return
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @dataclass(frozen=True)
@@ -364,11 +378,8 @@ class BenchSession:
 
     @contextmanager
     def _sigterm_as_interrupt(self) -> Iterator[None]:
-        def interrupt(signum: int, frame: FrameType | None) -> None:
-            raise KeyboardInterrupt(f"signal {signum}")
-
         try:
-            previous = signal.signal(signal.SIGTERM, interrupt)
+            previous = signal.signal(signal.SIGTERM, raise_interrupt)
         except ValueError:  # not the main thread: leave signal handling to the caller
             yield
             return
