@@ -294,25 +294,43 @@ def _feature_contrasts(
                     )
                     continue
                 control = controls[0]
-                context = _feature_context(contrast, treatment, control)
-                for metric in scenario.primary_metrics:
-                    if metric in treatment.metrics and metric in control.metrics:
-                        planned.append(
-                            PlannedContrast(
-                                scenario.name,
-                                ContrastKind.FEATURE,
-                                contrast.feature,
-                                cni,
-                                cni,
-                                treatment.condition,
-                                control.condition,
-                                treatment.parameters_json,
-                                control.parameters_json,
-                                context,
-                                metric,
-                            )
-                        )
+                planned += _on_shared_metrics(
+                    scenario,
+                    ContrastKind.FEATURE,
+                    contrast.feature,
+                    treatment,
+                    control,
+                    _feature_context(contrast, treatment, control),
+                )
     return planned
+
+
+def _on_shared_metrics(
+    scenario: Scenario,
+    kind: ContrastKind,
+    feature: str,
+    treatment: _Condition,
+    control: _Condition,
+    context: str,
+) -> list[PlannedContrast]:
+    """One contrast per primary metric of ``scenario`` both conditions measured."""
+    return [
+        PlannedContrast(
+            scenario.name,
+            kind,
+            feature,
+            treatment.cni,
+            control.cni,
+            treatment.condition,
+            control.condition,
+            treatment.parameters_json,
+            control.parameters_json,
+            context,
+            metric,
+        )
+        for metric in scenario.primary_metrics
+        if metric in treatment.metrics and metric in control.metrics
+    ]
 
 
 def _cni_contrasts(
@@ -328,23 +346,14 @@ def _cni_contrasts(
         control = controls.get(json.dumps(dict(treatment.parameters), sort_keys=True))
         if control is None:
             continue
-        for metric in scenario.primary_metrics:
-            if metric in treatment.metrics and metric in control.metrics:
-                planned.append(
-                    PlannedContrast(
-                        scenario.name,
-                        ContrastKind.CNI,
-                        f"{treatment.cni} vs {reference}",  # the feature: the CNI
-                        treatment.cni,
-                        reference,
-                        treatment.condition,
-                        control.condition,
-                        treatment.parameters_json,
-                        control.parameters_json,
-                        _all_context(treatment.parameters),
-                        metric,
-                    )
-                )
+        planned += _on_shared_metrics(
+            scenario,
+            ContrastKind.CNI,
+            f"{treatment.cni} vs {reference}",  # the feature: the CNI
+            treatment,
+            control,
+            _all_context(treatment.parameters),
+        )
     return planned
 
 
