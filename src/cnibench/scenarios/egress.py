@@ -8,8 +8,6 @@ node's address with it off (each node masquerades its own pods).
 
 from __future__ import annotations
 
-import time
-
 from cnibench.backends.base import Capability, Cluster, Endpoint, NodeRole
 from cnibench.errors import CnibenchError, ToolError
 from cnibench.records import Measurement
@@ -20,6 +18,7 @@ from cnibench.scenarios.base import (
     RunOutput,
     Scenario,
     Verification,
+    poll_until,
 )
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import iperf3
@@ -76,24 +75,23 @@ class EgressScenario(Scenario):
         reset) is repeated too, within the same time.
         """
         client = prepared.endpoints["client"]
+        expected = prepared.expected["source"]
         gateway_on = prepared.expected.get("gateway") == "on"
-        deadline = time.monotonic() + GATEWAY_SETTLE
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                _, seen, _ = _run_once(cluster, client, _VERIFY_SECONDS)
-            except ToolError:
-                if not gateway_on or time.monotonic() >= deadline:
-                    raise
-                time.sleep(1.0)
-                continue
-            check = _source_check(seen, prepared.expected["source"], condition)
-            settling = gateway_on and seen == client.node.ip
-            if check.ok or not settling or time.monotonic() >= deadline:
-                evidence = {**check.evidence, "attempts": attempts}
-                return Verification(check.ok, check.detail, evidence)
-            time.sleep(1.0)
+
+        def seen_source() -> str:
+            return _run_once(cluster, client, _VERIFY_SECONDS)[1]
+
+        def final(seen: str) -> bool:  # right, or wrong in a way waiting cannot mend
+            return seen == expected or not (gateway_on and seen == client.node.ip)
+
+        seen, attempts = poll_until(
+            seen_source,
+            final,
+            seconds=GATEWAY_SETTLE,
+            retry=(ToolError,) if gateway_on else (),
+        )
+        check = _source_check(seen, expected, condition)
+        return Verification(check.ok, check.detail, {**check.evidence, "attempts": attempts})
 
     def measure(
         self,

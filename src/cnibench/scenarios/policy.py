@@ -23,7 +23,6 @@ import itertools
 import json
 import math
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -47,6 +46,7 @@ from cnibench.scenarios.base import (
     RunOutput,
     Scenario,
     Verification,
+    poll_until,
 )
 from cnibench.scenarios.options import DEFAULT_OPTIONS, ScenarioOptions
 from cnibench.scenarios.profiles import Profile
@@ -305,15 +305,12 @@ class PolicyScenario(Scenario):
         probes.append((prepared.endpoints["denied"], [(server.name, server.ip, HTTP_PORT, not on)]))
         # A Kubernetes CNI programs a policy after the API server stored it; the lab's
         # nftables load is synchronous, so there the first matrix is the answer.
-        deadline = time.monotonic() + (0.0 if cluster.backend == "lab" else KUBE_POLICY_SETTLE)
-        attempts = 0
-        while True:
-            attempts += 1
-            cells = probe_matrix(probes)
-            wrong = [str(cell) for cell in cells if not cell.ok]
-            if not wrong or time.monotonic() >= deadline:
-                break
-            time.sleep(1.0)
+        cells, attempts = poll_until(
+            lambda: probe_matrix(probes),
+            lambda cells: all(cell.ok for cell in cells),
+            seconds=0.0 if cluster.backend == "lab" else KUBE_POLICY_SETTLE,
+        )
+        wrong = [str(cell) for cell in cells if not cell.ok]
         matrix = ";".join(str(cell) for cell in cells)
         evidence: dict[str, ParamValue] = {
             "probe_matrix": matrix,
