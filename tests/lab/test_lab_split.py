@@ -24,11 +24,16 @@ def backends(lab: Lab):
 
 
 def answers(lab: Lab, url: str, count: int) -> Counter[str]:
+    # Four client threads, so that both nginx workers take connections at the same time:
+    # the split must be exact across workers, not only within one.
     script = (
         "import sys, urllib.request\n"
-        "for _ in range(int(sys.argv[2])):\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "def get(_):\n"
         "    with urllib.request.urlopen(sys.argv[1], timeout=5) as r:\n"
-        "        print(r.headers['X-Backend'])\n"
+        "        return r.headers['X-Backend']\n"
+        "with ThreadPoolExecutor(4) as pool:\n"
+        "    print('\\n'.join(pool.map(get, range(int(sys.argv[2])))))\n"
     )
     import sys
 
@@ -39,17 +44,18 @@ def answers(lab: Lab, url: str, count: int) -> Counter[str]:
 
 @pytest.mark.parametrize(
     ("weights", "expected"),
-    [((3, 1), {"v1": 150, "v2": 50}), ((1, 0), {"v1": 200})],
+    [((3, 1), {"v1": 300, "v2": 100}), ((1, 0), {"v1": 400})],
     ids=["75-25", "100-0"],
 )
 @pytest.mark.parametrize("lab", ["routed"], indirect=True)
 def test_split_follows_integer_weights_exactly(lab: Lab, backends, weights, expected) -> None:
-    # nginx's smooth weighted round robin is deterministic: 200 requests split exactly.
+    # nginx's smooth weighted round robin is deterministic, and its state is shared by the
+    # workers: 400 requests split exactly.
     url = lab.cluster.create_split(
         {"v1": (backends[0], weights[0]), "v2": (backends[1], weights[1])}, port=HTTP_PORT
     )
     try:
-        seen = answers(lab, url, 200)
+        seen = answers(lab, url, 400)
     finally:
         lab.cluster.remove_split()
     assert dict(seen) == expected

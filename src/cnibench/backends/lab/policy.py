@@ -367,11 +367,15 @@ def split_proxy_config(
         [
             *_nginx_prelude(run_dir, workers=2, connections=8192),
             "  upstream split {",
+            # Without a shared zone every worker keeps its own round-robin state, and the
+            # split of a run is exact only per worker (off by one or two in total).
+            "    zone split 64k;",
             *servers,
             "    keepalive 256;",
             "  }",
             "  server {",
-            f"    listen {listen_ip}:{port} backlog=4096;",
+            # reuseport: the kernel spreads connections over both workers.
+            f"    listen {listen_ip}:{port} backlog=4096 reuseport;",
             "    location / {",
             "      proxy_pass http://split;",
             "      proxy_http_version 1.1;",
