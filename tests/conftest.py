@@ -48,17 +48,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
         report.longrepr = f"required tier skipped (CNIBENCH_REQUIRE): {reason}"
 
 
-LAST_DIRS = ("kind",)
-"""Tiers run after every other: the kind tier waits for the offline image build, which
-``nox -s tests`` starts in the background (``cnibench images build --prepare``) so that it
-uses the CPU the other tiers leave idle."""
+LAST_DIRS = ("kube", "kind")
+"""Tiers run after every other, in this order: their binaries and images are built by
+``nox -s tests`` in the background (``scripts/kube-tier.sh``, then ``cnibench images build
+--prepare``), on the CPU the other tiers leave idle; the kube tier waits for its build, the
+kind tier for the image builder's lock."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     root = Path(__file__).parent
 
-    def last(item: pytest.Item) -> bool:
+    def rank(item: pytest.Item) -> int:
         path = Path(str(item.path))
-        return path.is_relative_to(root) and path.relative_to(root).parts[0] in LAST_DIRS
+        if not path.is_relative_to(root):
+            return 0
+        tier = path.relative_to(root).parts[0]
+        return LAST_DIRS.index(tier) + 1 if tier in LAST_DIRS else 0
 
-    items.sort(key=last)  # stable: the order inside each group is kept
+    items.sort(key=rank)  # stable: the order inside each group is kept

@@ -11,6 +11,7 @@ module cache, never copied into the repository.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,29 @@ from cnibench.backends.kube.api import apply_manifest
 from cnibench.backends.kube.providers import LIB_MODULES
 
 CRD_TIMEOUT = 60.0
+BUILD_WAIT = 3600.0
+"""How long the tier waits for ``nox -s tests``' background build of its binaries."""
+
+
+def _wait_for_background_build() -> None:
+    """Under ``nox -s tests`` the binaries are built in the background while the other tiers
+    run (``CNIBENCH_KUBE_BUILD_STATUS`` names the file its exit status lands in): wait for
+    it, and fail with the build's log when it failed."""
+    status = os.environ.get("CNIBENCH_KUBE_BUILD_STATUS")
+    if not status:
+        return
+    log = os.environ.get("CNIBENCH_KUBE_BUILD_LOG", "(no log)")
+    deadline = time.monotonic() + BUILD_WAIT
+    path = Path(status)
+    while not path.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(
+                f"the kube tier's background build did not end in {BUILD_WAIT:.0f} s: {log}"
+            )
+        time.sleep(2.0)
+    code = path.read_text().strip()
+    if code != "0":
+        pytest.fail(f"the kube tier's background build failed (exit {code}): see {log}")
 
 
 @pytest.fixture(autouse=True)
@@ -46,6 +70,7 @@ def _host_lib_modules_untouched() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     """A running control plane (skipped with the reason when the tier's binaries are missing)."""
+    _wait_for_background_build()
     missing = missing_binaries()
     if missing:
         pytest.skip(
