@@ -472,7 +472,8 @@ def _few_runs_note(n: int) -> str:
     multiplier = float(scipy_stats.t.ppf(0.975, n - 1))
     return (
         f"note: with n = {n} runs an interval is the mean ± {multiplier:.1f} standard errors,"
-        " so it is wide and may cross zero; --runs 5 or --profile standard narrow it"
+        " (a factor on the log scale for positive quantities), so it is wide;"
+        " --runs 5 or --profile standard narrow it"
     )
 
 

@@ -712,10 +712,16 @@ class RunSummary:
     mean:
         Truncated mean of the kept runs.
     low, high:
-        Student-t interval of :func:`truncated_mean_interval` over the kept runs; NaN with
+        Interval of the truncated mean over the kept runs, on the scale of ``scale``; NaN with
         fewer than two.
     outliers:
         The excluded runs (index into the finite values given, in order) and why.
+    scale:
+        ``"log"``: every kept run is positive (throughput, latency, CPU, ...), and the interval
+        is the Student-t interval of :func:`truncated_mean_interval` moved to the log scale
+        (delta method): ``mean * exp(±t * se / mean)``, which is never negative and tends to
+        the symmetric interval when the runs agree. ``"linear"``: some run is zero or
+        negative (a signed error, a 0/1 outcome), and the interval is the symmetric t interval.
     """
 
     n: int
@@ -723,10 +729,15 @@ class RunSummary:
     low: float
     high: float
     outliers: tuple[Outlier, ...]
+    scale: Literal["log", "linear"] = "linear"
 
 
 def summarize_runs(
-    values: npt.ArrayLike, *, proportion: float = 0.1, level: float = 0.95
+    values: npt.ArrayLike,
+    *,
+    proportion: float = 0.1,
+    level: float = 0.95,
+    scale: Literal["auto", "log", "linear"] = "auto",
 ) -> RunSummary:
     """The one per-condition summary: outlier runs (:data:`OUTLIER_METHOD` above
     :data:`OUTLIER_THRESHOLD`) excluded, then the truncated mean and interval of the rest.
@@ -734,6 +745,10 @@ def summarize_runs(
     ``cnibench run``'s table, the plugin's lines and the report all call this, so they
     always agree. Degenerate data (one run, identical runs) gives a NaN or zero-width interval
     without a warning: the ``n`` beside it says why.
+
+    ``scale="auto"`` (the default) gives a positive quantity a log-scale interval, so a
+    throughput or a latency never gets a negative bound however few and spread the runs are;
+    see :attr:`RunSummary.scale`. ``"log"`` with a non-positive run is a :class:`ConfigError`.
 
     Raises
     ------
@@ -750,12 +765,22 @@ def summarize_runs(
         out = {outlier.index for outlier in outliers}
         kept = np.asarray([v for i, v in enumerate(x) if i not in out], dtype=np.float64)
         mean = truncated_mean(kept, proportion=proportion)
+        positive = bool(kept.size) and bool((kept > 0).all())
+        if scale == "log" and not positive:
+            raise ConfigError("a log-scale interval needs every run to be positive")
+        if scale not in ("auto", "log", "linear"):
+            raise ConfigError(f"scale must be 'auto', 'log' or 'linear', got {scale!r}")
+        used: Literal["log", "linear"] = "log" if scale != "linear" and positive else "linear"
         if kept.size < 2:
             low = high = math.nan
         else:
             interval = truncated_mean_interval(kept, proportion=proportion, level=level)
             low, high = interval.low, interval.high
-    return RunSummary(int(kept.size), mean, low, high, tuple(outliers))
+            if used == "log" and math.isfinite(low):
+                # The same half-width, as a relative error on the log scale.
+                factor = math.exp((high - interval.estimate) / interval.estimate)
+                low, high = interval.estimate / factor, interval.estimate * factor
+    return RunSummary(int(kept.size), mean, low, high, tuple(outliers), used)
 
 
 def outlier_report(

@@ -52,12 +52,29 @@ def test_table_and_report_exclude_the_same_outlier_and_agree() -> None:
     assert (table.n, table.truncated_mean, table.low, table.high) == pytest.approx(
         (report.n, report.mean, report.ci_low, report.ci_high)
     )
-    # Independently: the eight kept runs, 10 % cut from each end (none of 8), Student-t.
+    # Independently: the eight kept runs, 10 % cut from each end (none of 8), Student-t, moved
+    # to the log scale for a positive quantity: mean * exp(±half / mean).
     kept = np.asarray(VALUES[:8])
     half = sps.t.ppf(0.975, kept.size - 1) * kept.std(ddof=1) / math.sqrt(kept.size)
+    factor = math.exp(half / kept.mean())
     assert table.n == 8
     assert table.truncated_mean == pytest.approx(kept.mean())
-    assert (table.low, table.high) == pytest.approx((kept.mean() - half, kept.mean() + half))
+    assert (table.low, table.high) == pytest.approx((kept.mean() / factor, kept.mean() * factor))
+
+
+def test_a_positive_quantity_never_gets_a_negative_bound_and_a_signed_one_stays_symmetric() -> None:
+    # Two quick runs far apart (seed-000-like throughput): the symmetric t interval reaches
+    # below zero; the summary's does not, and it still contains the mean.
+    runs = [4.2e9, 19.6e9]
+    symmetric = sps.t.interval(0.95, 1, loc=np.mean(runs), scale=sps.sem(runs))
+    assert symmetric[0] < 0
+    (table,) = _result(runs).summaries()
+    assert 0 < table.low < table.truncated_mean < table.high
+    # A signed quantity (a split error) keeps the symmetric interval around its mean.
+    errors = [-0.02, 0.01, 0.03, -0.01]
+    (signed,) = bar_summary(_frame(errors), scenario="baseline", metric="throughput").itertuples()
+    expected = sps.t.interval(0.95, 3, loc=np.mean(errors), scale=sps.sem(errors))
+    assert (signed.ci_low, signed.ci_high) == pytest.approx(expected)
 
 
 def test_one_run_has_no_interval_in_either() -> None:

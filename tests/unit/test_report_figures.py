@@ -92,7 +92,7 @@ def test_bar_heights_are_truncated_means_of_ok_non_outlier_runs(egress_frame):
     assert heights == pytest.approx(expected, rel=1e-12)
 
 
-def test_bar_error_bars_are_student_t_intervals(egress_frame):
+def test_bar_error_bars_are_student_t_intervals_on_the_log_scale(egress_frame):
     figure = report.figure_bars(egress_frame, "egress", "throughput")
     segments = next(c for c in figure.axes[0].collections if isinstance(c, LineCollection))
     spans = sorted(v for seg in segments.get_segments() for v in (seg[0][1], seg[1][1]))
@@ -102,7 +102,10 @@ def test_bar_error_bars_are_student_t_intervals(egress_frame):
         if (cni, condition) == ("vxlan", "gateway-on"):
             ok = np.delete(ok, 3)
         interval = stats.confidence_interval(ok, level=0.95)
-        expected += [interval.low, interval.high]
+        # Throughput is positive: the half-width becomes a factor, mean * exp(±half / mean).
+        factor = np.exp((interval.high - interval.estimate) / interval.estimate)
+        expected += [interval.estimate / factor, interval.estimate * factor]
+    assert min(spans) > 0
     assert spans == pytest.approx(sorted(expected), rel=1e-9)
 
 

@@ -133,10 +133,12 @@ def bar_summary(
     -------
     pandas.DataFrame
         Columns ``cni``, ``condition``, ``label``, ``n`` (ok runs kept), ``mean`` (truncated
-        mean of the kept runs), ``ci_low``, ``ci_high`` (Student-t interval of the mean of the
-        trimmed sample; NaN with one run), ``excluded`` (run ids of outlier runs, excluded from
-        mean and interval), ``excluded_values``, ``reasons``, ``failed`` (number of failed
-        runs), all in the unit of the metric. Groups in order of first appearance.
+        mean of the kept runs), ``ci_low``, ``ci_high``
+        (:func:`cnibench.stats.summarize_runs`: Student-t interval of the mean of the trimmed
+        sample, on the log scale when every kept run is positive; NaN with one run),
+        ``excluded`` (run ids of outlier runs, excluded from mean and interval),
+        ``excluded_values``, ``reasons``, ``failed`` (number of failed runs), all in the unit
+        of the metric. Groups in order of first appearance.
 
     Raises
     ------

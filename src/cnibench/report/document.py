@@ -207,7 +207,9 @@ def _methods(builder: _Builder, df: pd.DataFrame) -> None:
             f"Central value: {100 * TRIM_PROPORTION:g}% truncated mean (int(0.1·n) smallest and "
             "largest runs cut before averaging; nothing is cut with fewer than 10 runs).",
             f"Intervals: Student-t {100 * LEVEL:g}% confidence interval of the mean of the "
-            "trimmed sample; none with a single run.",
+            "trimmed sample; for a positive quantity (throughput, latency, CPU, memory) the "
+            "same half-width is taken on the log scale, mean × exp(±t·se/mean), so no bound is "
+            "negative; none with a single run.",
             f"Outliers: a run whose modified z-score (Iglewicz & Hoaglin, median and MAD) "
             f"exceeds {OUTLIER_THRESHOLD:g} in magnitude is excluded from means, intervals and "
             "comparisons and named in the figure; needs at least 3 runs.",

@@ -98,8 +98,8 @@ class MetricSummary:
     truncated_mean:
         10 %-trimmed mean of the kept runs, in ``unit``.
     low, high:
-        :func:`cnibench.stats.summarize_runs`: Student-t 95 % interval of the kept values
-        (NaN when n < 2).
+        :func:`cnibench.stats.summarize_runs`: Student-t 95 % interval of the kept values,
+        on the log scale when all are positive (NaN when n < 2).
     excluded:
         Outlier runs left out, as in the report.
     """
