@@ -55,14 +55,26 @@ LAST_DIRS = ("kube", "kind")
 kind tier for the image builder's lock."""
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+FOLDER_MARKERS = {"lab": "lab", "reliability": "lab", "kube": "kube", "kind": "kind"}
+"""The marker every test of a folder gets (``-m kube`` selects the kube tier): a test's needs
+follow from where it lives, not from a line each module must remember. tests/integration mixes
+tiers and marks its lab modules itself."""
+
+
+def _tier(item: pytest.Item) -> str:
     root = Path(__file__).parent
+    path = Path(str(item.path))
+    return path.relative_to(root).parts[0] if path.is_relative_to(root) else ""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        marker = FOLDER_MARKERS.get(_tier(item))
+        if marker:
+            item.add_marker(marker)
 
     def rank(item: pytest.Item) -> int:
-        path = Path(str(item.path))
-        if not path.is_relative_to(root):
-            return 0
-        tier = path.relative_to(root).parts[0]
+        tier = _tier(item)
         return LAST_DIRS.index(tier) + 1 if tier in LAST_DIRS else 0
 
     items.sort(key=rank)  # stable: the order inside each group is kept

@@ -27,8 +27,6 @@ from cnibench.backends.kube.engine import lacks_capability
 
 from . import kind_support
 
-pytestmark = pytest.mark.kind
-
 PROGRAM = r"""
 #include <stdio.h>
 #include <stdlib.h>

@@ -33,8 +33,6 @@ from .kind_support import (
     run_args,
 )
 
-pytestmark = pytest.mark.kind
-
 
 def _run_args(results: Path, *extra: str) -> list[str]:
     return run_args("flannel", results, *extra)

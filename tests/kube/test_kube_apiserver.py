@@ -42,8 +42,6 @@ from cnibench.backends.kube.images import Images
 from cnibench.errors import ProvisioningError
 from cnibench.policy import PolicyPeer, PolicySpec, PortRange, PriorityCase, PriorityLayer
 
-pytestmark = pytest.mark.kube
-
 SESSION = "tier"
 NAMESPACE = "cnibench-tier-render"
 KWOK_TAINT = {"key": KWOK_NODE_ANNOTATION[0], "value": "fake", "effect": "NoSchedule"}

@@ -16,8 +16,6 @@ from cnibench.backends.kube.api import Applier
 from cnibench.backends.kube.clean import clean_kube_leftovers
 from cnibench.backends.kube.cnis.cilium import cilium_egress_gateway_policy
 
-pytestmark = pytest.mark.kube
-
 
 def _no_kind_clusters(argv: Sequence[str]) -> str:
     """Fake kind (no container engine here): there are no kind clusters."""

@@ -38,8 +38,6 @@ from cnibench import load_results
 from cnibench.backends.base import NodeRole
 from cnibench.backends.kube import render
 
-pytestmark = pytest.mark.kube
-
 PLACEHOLDER = PLACEHOLDER_IMAGE
 ROLLOUT_TIMEOUT = 90.0
 RUN_TIMEOUT = 300.0

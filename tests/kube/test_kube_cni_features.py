@@ -29,8 +29,6 @@ from kube_support import (
 from cnibench.backends.base import ClusterSpec
 from cnibench.backends.kube.cni import cni_definition
 
-pytestmark = pytest.mark.kube
-
 SPLIT_HINT = "add the feature: --cni cilium:egress-gateway,gateway-api,l7"
 
 

@@ -30,8 +30,6 @@ from cnibench.policy import (
     priority_case_named,
 )
 
-pytestmark = pytest.mark.kube
-
 SPEC = PolicySpec(
     target=PolicyPeer("prio-srv", "10.0.0.2"),
     allowed=(PolicyPeer("prio-cli", "10.0.0.3"),),

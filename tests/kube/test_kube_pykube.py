@@ -12,8 +12,6 @@ from cnibench.backends.kube import render
 from cnibench.backends.kube.api import Applier
 from cnibench.backends.kube.pykube_bridge import pykube_client
 
-pytestmark = pytest.mark.kube
-
 
 @pytest.fixture
 def labelled_namespace(api_client: Any) -> Iterator[str]:

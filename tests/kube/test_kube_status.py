@@ -18,8 +18,6 @@ from cnibench.backends.base import ClusterSpec
 from cnibench.backends.kube.cluster import KubeCluster, Timeouts
 from cnibench.backends.kube.cni import cni_definition
 
-pytestmark = pytest.mark.kube
-
 ANNOTATIONS = {
     "antrea": "node.antrea.io/wireguard-public-key",
     "calico": "projectcalico.org/WireguardPublicKey",

@@ -27,8 +27,6 @@ from cnibench.backends.kube.cnis import DRIVERS, cni_names, register, unregister
 from cnibench.backends.kube.cnis.base import DriverBase, ObjectScope
 from cnibench.errors import UnsupportedError
 
-pytestmark = pytest.mark.kube
-
 TOY_NAMESPACE = "toy-system"
 PLACEHOLDER = PLACEHOLDER_IMAGE
 

@@ -32,8 +32,6 @@ from lab_support import unavailable
 
 from cnibench import load_results
 
-pytestmark = pytest.mark.lab
-
 ROOT = Path(__file__).resolve().parents[2]
 CONDITION = "same-node-idle-iperf3"
 LABEL = f"baseline/routed/{CONDITION}"

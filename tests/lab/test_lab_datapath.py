@@ -12,8 +12,6 @@ from cnibench.backends.base import Endpoint, NodeRole
 from cnibench.backends.lab import LabPod
 from cnibench.errors import ConfigError, ToolError
 
-pytestmark = pytest.mark.lab
-
 
 def fetch(source: Endpoint, target: Endpoint, path: str = "/") -> str:
     result = source.run(

@@ -7,8 +7,6 @@ from lab_support import ALL_PROFILES, PLAIN, Lab
 
 from cnibench.backends.base import NodeRole
 
-pytestmark = pytest.mark.lab
-
 EXTERNAL_PORT = 5201
 
 

@@ -20,8 +20,6 @@ import pytest
 
 from cnibench import load_results
 
-pytestmark = pytest.mark.lab
-
 STATE_ROOT = Path("/run/cnibench")
 
 

@@ -28,8 +28,6 @@ from cnibench.backends.kube.capture import (
 from cnibench.backends.lab import LabBackend
 from cnibench.errors import ToolError
 
-pytestmark = pytest.mark.lab
-
 ADDRESS_A, ADDRESS_B = "198.18.251.1", "198.18.251.2"
 DISCARD_PORT = 9
 

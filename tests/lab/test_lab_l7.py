@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 from lab_support import HTTP_PORT, Lab
 
-pytestmark = pytest.mark.lab
-
 
 def status(lab: Lab, method: str, path: str) -> str:
     url = f"http://{lab.server.ip}:{HTTP_PORT}{path}"

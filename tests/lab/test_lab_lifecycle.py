@@ -23,8 +23,6 @@ from cnibench.backends.lab import cluster as cluster_module
 from cnibench.backends.lab.plan import LabPlan, Step
 from cnibench.errors import ProvisioningError
 
-pytestmark = pytest.mark.lab
-
 NETNS = Path("/run/netns")
 WG_SOCKETS = Path("/var/run/wireguard")
 TWO_NODES = (NodeRole.CLIENT, NodeRole.SERVER)

@@ -11,8 +11,6 @@ from typing import Any
 import pytest
 from lab_support import PLAIN, Lab
 
-pytestmark = pytest.mark.lab
-
 
 def query(url: str, promql: str) -> list[dict[str, Any]]:
     address = f"{url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"

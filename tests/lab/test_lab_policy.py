@@ -7,8 +7,6 @@ from lab_support import HTTP_PORT, Lab
 
 from cnibench.policy import PolicyEngine, PolicyPeer, PolicySpec, PortRange, RulesSee
 
-pytestmark = pytest.mark.lab
-
 ENGINES = list(PolicyEngine)
 PROBE = """
 import socket, sys

@@ -24,8 +24,6 @@ from cnibench.policy import (
     priority_case_named,
 )
 
-pytestmark = pytest.mark.lab
-
 PROBE = """
 import socket, sys
 s = socket.socket(); s.settimeout(1.0)

@@ -9,8 +9,6 @@ from lab_support import HTTP_PORT, Lab
 
 from cnibench.backends.base import NodeRole, WorkloadKind, WorkloadSpec
 
-pytestmark = pytest.mark.lab
-
 
 @pytest.fixture
 def backends(lab: Lab):

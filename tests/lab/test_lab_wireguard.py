@@ -7,8 +7,6 @@ import secrets
 import pytest
 from lab_support import ALL_PROFILES, ENCRYPTED, HTTP_PORT, Lab
 
-pytestmark = pytest.mark.lab
-
 
 @pytest.mark.parametrize("lab", ALL_PROFILES, indirect=True)
 def test_encryption_status_matches_the_profile(lab: Lab) -> None:

@@ -48,8 +48,6 @@ from cnibench.scenarios.egress import EgressScenario
 from cnibench.scenarios.profiles import Profile, profile_named
 from cnibench.scenarios.runner import ClusterPool, ConditionResult, Runner
 
-pytestmark = pytest.mark.lab
-
 Fault = Callable[[Any, Prepared], contextlib.AbstractContextManager[None]]
 
 

@@ -52,8 +52,6 @@ from rel_support import (
 
 from cnibench import load_results
 
-pytestmark = pytest.mark.lab
-
 SEED = 20261122
 TIMED_POINTS = 20
 TEARDOWN_POINTS = 5

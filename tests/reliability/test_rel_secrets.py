@@ -19,8 +19,6 @@ from pathlib import Path
 import pytest
 from rel_support import EGRESS_RUN, cnibench_argv, merge_summary, require_root_lab
 
-pytestmark = pytest.mark.lab
-
 
 def _planted() -> dict[str, str]:
     tag = secrets.token_hex(8)

@@ -28,7 +28,7 @@ from cnibench.backends.kube.external import (
 from cnibench.backends.kube.providers import ExistingProvider, KindProvider
 from cnibench.errors import ConfigError, ParseError, ProvisioningError, ToolError
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[2] / "fixtures" / "kind"
 KIND_NETWORK_JSON = (DATA / "docker-network-inspect-kind.json").read_text()
 
 
