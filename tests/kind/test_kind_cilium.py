@@ -26,6 +26,7 @@ from cnibench.session import BenchSession, SessionConfig
 
 from .conftest import BUILD_TIMEOUT
 from .kind_support import (
+    BASELINE_CONDITIONS,
     check_baseline,
     cnibench,
     cnibench_clusters,
@@ -35,18 +36,11 @@ from .kind_support import (
     run_args,
 )
 
-pytestmark = pytest.mark.kind
-
 KPR, KUBE_PROXY = "cilium", "cilium:mode=kube-proxy"
-KPR_BASELINE = tuple(
-    f"{placement}-idle-{tool}"
-    for placement in ("same-node", "cross-node")
-    for tool in ("iperf3", "sockperf")
-)
-"""Throughput and latency on one node and across nodes (ab and wrk run on flannel: the CI
-budget has room for one more cluster, not for every tool twice)."""
-KUBE_PROXY_BASELINE = ("cross-node-idle-iperf3", "cross-node-idle-sockperf")
-"""Seed 001's comparison: the path where the two modes differ."""
+KPR_BASELINE = BASELINE_CONDITIONS
+"""All four tools on one node and across nodes, as on flannel."""
+KUBE_PROXY_BASELINE = BASELINE_CONDITIONS
+"""The same in kube-proxy (iptables) mode: seed 001's comparison of the two modes."""
 EGRESS_CONDITIONS = ("gateway-off", "gateway-on")
 POLICY_ON = "on-cross-node-iptables-r0-c1-new-connections"
 POLICY_CONDITIONS = ("off-cross-node-c1", POLICY_ON)
