@@ -1,15 +1,21 @@
 """Cross-node throughput and new connections/s by policy rule count and engine (run as root).
 
-    python bench/policy_scaling.py [--seconds 3] [--rules 0,100,500,1000]
+    python bench/policy_scaling.py [--seconds 2] [--rules 0,100,500,1000] [--runs 5]
 
-Prints each engine's iperf3 throughput (one long connection) and ab new connections/s (one TCP
-connection per request, concurrency 10) as a ratio to the same engine with 0 extra rules.
+For each engine (iptables, nftables, nftables with a set), measures iperf3 throughput (one long
+connection) and ab new connections/s (one TCP connection per request, concurrency 10) with
+each rule count. The cells are interleaved: every run goes once through every (engine, rules)
+pair, with the order rotated from run to run, so a machine that slows down slows every cell.
+Prints, per engine and rule count, the ratio to the same engine with 0 extra rules (paired by
+run) and its 95 % interval. Writes ``bench-results/policy_scaling.csv``.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections import defaultdict
 
+from _support import paired_ratio, write_csv
 from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.lab import LabBackend
 from cnibench.policy import PolicyEngine, PolicyPeer, PolicySpec, PortRange
@@ -18,12 +24,19 @@ from cnibench.tools import ab, iperf3
 
 
 def main() -> int:
-    """Provision a lab and measure every (engine, rules) pair."""
+    """Provision a lab and measure every (engine, rules) pair ``--runs`` times."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=2)
     parser.add_argument("--rules", default="0,100,500,1000")
+    parser.add_argument("--runs", type=int, default=5)
     options, _ = parser.parse_known_args()
     rules = parse_int_list(options.rules, name="rules", low=0, high=5000)
+    if 0 not in rules:
+        rules = [0, *rules]  # the reference of every ratio
+    cells = [(engine, count) for engine in PolicyEngine for count in rules]
+    throughput: dict[tuple[PolicyEngine, int], list[float]] = defaultdict(list)
+    connections: dict[tuple[PolicyEngine, int], list[float]] = defaultdict(list)
+    rows: list[dict[str, object]] = []
     cluster = LabBackend().provision(ClusterSpec(cni="routed"))
     try:
         server = cluster.place(
@@ -35,9 +48,9 @@ def main() -> int:
             ),
         )
         client = cluster.place("cli", role=NodeRole.CLIENT)
-        for engine in PolicyEngine:
-            base: tuple[float, float] | None = None
-            for count in rules:
+        for run in range(options.runs):
+            shift = run % len(cells)
+            for engine, count in cells[shift:] + cells[:shift]:
                 spec = PolicySpec(
                     target=PolicyPeer("srv", server.ip),
                     allowed=(PolicyPeer("cli", client.ip),),
@@ -60,14 +73,32 @@ def main() -> int:
                     cps = ab.parse_ab(out.stdout).requests_per_second
                 finally:
                     cluster.remove_policy()
-                base = base or (bps, cps)
+                throughput[engine, count].append(bps)
+                connections[engine, count].append(cps)
+                rows.append(
+                    {
+                        "run": run,
+                        "engine": engine.value,
+                        "rules": count,
+                        "throughput_bits_per_second": bps,
+                        "new_connections_per_second": cps,
+                    }
+                )
                 print(
-                    f"{engine.value:13s} rules={count:5d} throughput={bps / 1e9:6.2f} Gbit/s"
-                    f" (x{bps / base[0]:.3f})  new-conn={cps:8.0f}/s (x{cps / base[1]:.3f})",
+                    f"run {run + 1}/{options.runs} {engine.value:13s} rules={count:5d}"
+                    f" {bps / 1e9:6.2f} Gbit/s {cps:8.0f} conn/s",
                     flush=True,
                 )
     finally:
         cluster.teardown()
+    print(f"\nratio to the same engine with 0 rules ({options.runs} interleaved runs per cell)")
+    for engine, count in cells:
+        if count == 0:
+            continue
+        bps = paired_ratio(throughput[engine, count], throughput[engine, 0])
+        cps = paired_ratio(connections[engine, count], connections[engine, 0])
+        print(f"{engine.value:13s} rules={count:5d}  throughput {bps}  new connections/s {cps}")
+    print(f"runs written to {write_csv('policy_scaling', rows)}")
     return 0
 
 
