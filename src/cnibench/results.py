@@ -4,7 +4,10 @@ Layout of a results directory (SPEC section 7)::
 
     results/
       20261122T103500Z-1a2b3c/          one session (a `cnibench run` or pytest session)
-        environment.json                its Environment fingerprint, written once
+        environments/<environment_id>.json
+                                        the Environment fingerprint of each cluster the session
+                                        ran on, written once per distinct fingerprint
+                                        (older versions wrote one environment.json instead)
         runs/<run_id>.json              the RunRecords of one run (schema + list of records)
         raw/<run_id>/<name>             raw tool outputs of that run (iperf3 JSON, ...)
         <name>.json                     session-level extras (probe matrices, summaries)
@@ -73,7 +76,8 @@ SCHEMA_VERSION = 1
 
 _RUN_SCHEMA = "cnibench.run"
 _ENVIRONMENT_SCHEMA = "cnibench.environment"
-_ENVIRONMENT_FILE = "environment.json"
+_ENVIRONMENT_FILE = "environment.json"  # one per session, by earlier versions; still read
+_ENVIRONMENTS_DIR = "environments"
 _RUNS_DIR = "runs"
 _RAW_DIR = "raw"
 
@@ -462,8 +466,12 @@ class ResultsStore:
         return self.session_dir / _RAW_DIR / _check_name(run_id, "run id")
 
     def write_environment(self, environment: Environment) -> Path:
-        """Write the session's ``environment.json``.
+        """Write the fingerprint of one cluster of the session,
+        ``environments/<environment_id>.json``.
 
+        A session that runs on several clusters (``--cni routed --cni vxlan``, or a feature
+        that needs its own cluster) writes one file per distinct fingerprint, so the report
+        describes each of them; writing an equal fingerprint again replaces its file.
         ``cni_values`` and ``nodes`` are passed through :func:`redact` once more, whoever built
         the fingerprint; ``environment_id`` stays the fingerprint's own id, the one the records
         refer to.
@@ -488,8 +496,9 @@ class ResultsStore:
             **data,
         }
         return atomic_write_bytes(
-            self.create() / _ENVIRONMENT_FILE,
-            _dump_json(document, "environment.json"),
+            self._subdir(_ENVIRONMENTS_DIR)
+            / f"{_check_name(environment.environment_id, 'id')}.json",
+            _dump_json(document, "environment"),
         )
 
     def write_run(
@@ -559,7 +568,7 @@ class ResultsStore:
         ----------
         name:
             File name; ``.json`` is appended when it has no suffix. ``environment.json`` is
-            reserved for :meth:`write_environment`.
+            reserved (earlier versions' fingerprint file, still read).
         obj:
             JSON-compatible data (``NaN`` is written as ``null``).
 
@@ -590,7 +599,23 @@ def _check_on_error(on_error: str) -> None:
 
 
 def _is_session_dir(directory: Path) -> bool:
-    return (directory / _RUNS_DIR).is_dir() or (directory / _ENVIRONMENT_FILE).is_file()
+    return (
+        (directory / _RUNS_DIR).is_dir()
+        or (directory / _ENVIRONMENTS_DIR).is_dir()
+        or (directory / _ENVIRONMENT_FILE).is_file()
+    )
+
+
+def _session_environment_files(session_dir: Path) -> list[Path]:
+    """The fingerprint files of a session: ``environment.json`` of older versions, then
+    ``environments/*.json`` by name."""
+    files = [session_dir / _ENVIRONMENT_FILE] if (session_dir / _ENVIRONMENT_FILE).is_file() else []
+    directory = session_dir / _ENVIRONMENTS_DIR
+    if directory.is_dir():
+        files += sorted(
+            p for p in directory.iterdir() if _visible(p) and p.suffix == ".json" and p.is_file()
+        )
+    return files
 
 
 def _visible(path: Path) -> bool:
@@ -685,10 +710,13 @@ def _handle(error: ResultsError, on_error: OnError) -> None:
 
 
 def _environment_id(session_dir: Path | None, on_error: OnError) -> str:
-    if session_dir is None or not (session_dir / _ENVIRONMENT_FILE).is_file():
+    """The session's one fingerprint id, for records that leave theirs empty; ``""`` when the
+    session has none or several (the records cannot say which cluster they ran on)."""
+    files = [] if session_dir is None else _session_environment_files(session_dir)
+    if len(files) != 1:
         return ""
     try:
-        document = _read_json(session_dir / _ENVIRONMENT_FILE, _ENVIRONMENT_SCHEMA)
+        document = _read_json(files[0], _ENVIRONMENT_SCHEMA)
     except ResultsError as exc:
         _handle(exc, on_error)
         return ""
@@ -809,28 +837,27 @@ def load_results(path: str | os.PathLike[str], *, on_error: OnError = "raise") -
 
 
 def _environment_files(path: Path) -> Iterator[Path]:
-    if path.is_file():
-        if path.name == _ENVIRONMENT_FILE:
-            yield path
-            return
-        for source in _sources(path):
-            if source.session_dir is not None:
-                candidate = source.session_dir / _ENVIRONMENT_FILE
-                if candidate.is_file():
-                    yield candidate
+    if path.is_file() and (path.name == _ENVIRONMENT_FILE or path.parent.name == _ENVIRONMENTS_DIR):
+        yield path
         return
     for source in _sources(path):
-        if source.session_dir is not None and (source.session_dir / _ENVIRONMENT_FILE).is_file():
-            yield source.session_dir / _ENVIRONMENT_FILE
+        if source.session_dir is not None:
+            yield from _session_environment_files(source.session_dir)
+
+
+def _session_name(file: Path) -> str:
+    parent = file.parent
+    return parent.parent.name if parent.name == _ENVIRONMENTS_DIR else parent.name
 
 
 def load_environments(path: str | os.PathLike[str], *, on_error: OnError = "raise") -> pd.DataFrame:
-    """The environment fingerprints under ``path``, one row per session.
+    """The environment fingerprints under ``path``, one row per cluster of each session.
 
     Parameters
     ----------
     path:
-        As for :func:`load_results`, or an ``environment.json`` file.
+        As for :func:`load_results`, or one fingerprint file (``environments/<id>.json``, or
+        the ``environment.json`` of older versions).
     on_error:
         As for :func:`load_results`.
 
@@ -838,7 +865,9 @@ def load_environments(path: str | os.PathLike[str], *, on_error: OnError = "rais
     -------
     pandas.DataFrame
         Columns :data:`ENVIRONMENT_COLUMNS` (``cpu_count`` and ``memory_bytes`` int64, the
-        mappings as JSON text). Sessions without ``environment.json`` have no row.
+        mappings as JSON text): one row per distinct fingerprint (a session on ``routed`` and
+        ``vxlan`` has two), ordered by session, then by ``environment_id``; a record's
+        ``environment_id`` names its row. Sessions without a fingerprint have no row.
 
     Raises
     ------
@@ -854,7 +883,7 @@ def load_environments(path: str | os.PathLike[str], *, on_error: OnError = "rais
         try:
             document = _read_json(file, _ENVIRONMENT_SCHEMA)
             row = {
-                "session_id": str(document.get("session_id", file.parent.name)),
+                "session_id": str(document.get("session_id", _session_name(file))),
                 "environment_id": str(document["environment_id"]),
                 "kernel": str(document["kernel"]),
                 "cpu_model": str(document["cpu_model"]),

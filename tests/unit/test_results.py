@@ -557,6 +557,47 @@ def test_load_environments_of_empty_dir_has_columns(tmp_path: Path) -> None:
 
 
 def test_corrupted_environment_raises_naming_file(store: ResultsStore) -> None:
-    (store.session_dir / "environment.json").write_text('{"schema": "cnibench.environment"')
-    with pytest.raises(ResultsError, match=r"environment\.json"):
+    path = store.write_environment(environment_fingerprint(backend="lab"))
+    path.write_text('{"schema": "cnibench.environment"')
+    with pytest.raises(ResultsError, match=re.escape(str(path))):
         load_environments(store.results_dir)
+
+
+def test_every_cluster_of_a_session_has_its_row(store: ResultsStore) -> None:
+    # One session on two datapaths: the report must not describe only the last cluster.
+    routed = environment_fingerprint(backend="lab", cni="routed", cni_values={"mtu": 1500})
+    vxlan = environment_fingerprint(backend="lab", cni="vxlan", cni_values={"mtu": 1450})
+    for environment in (vxlan, routed, vxlan):  # an equal fingerprint again adds no row
+        store.write_environment(environment)
+    df = load_environments(store.results_dir)
+    assert df["session_id"].tolist() == [store.session_id] * 2
+    by_id = df.set_index("environment_id")
+    assert by_id.loc[routed.environment_id, "cni"] == "routed"
+    assert json.loads(by_id.loc[vxlan.environment_id, "cni_values"]) == {"mtu": 1450}
+
+
+def test_environment_json_of_earlier_versions_is_still_read(store: ResultsStore) -> None:
+    environment = environment_fingerprint(backend="lab", cni="vxlan")
+    document = {
+        "schema": "cnibench.environment",
+        "schema_version": 1,
+        "session_id": store.session_id,
+        **environment.to_json_dict(),
+    }
+    (store.create() / "environment.json").write_text(json.dumps(document))
+    store.write_run("r0", [_record(store, "r0", environment_id="")])
+    assert load_environments(store.results_dir)["cni"].tolist() == ["vxlan"]
+    # A record without an id takes the session's one fingerprint.
+    assert load_results(store.results_dir)["environment_id"].tolist() == [
+        environment.environment_id
+    ]
+
+
+def test_record_without_id_in_a_session_of_several_clusters_names_none(
+    store: ResultsStore,
+) -> None:
+    # Which of two clusters an id-less record ran on is unknown: no guess.
+    store.write_environment(environment_fingerprint(backend="lab", cni="routed"))
+    store.write_environment(environment_fingerprint(backend="lab", cni="vxlan"))
+    store.write_run("r0", [_record(store, "r0", environment_id="")])
+    assert load_results(store.results_dir)["environment_id"].tolist() == [""]

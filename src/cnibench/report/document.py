@@ -255,7 +255,8 @@ def _environment(builder: _Builder, results_path: Path) -> None:
         if column == "memory_bytes":
             values = [f"{int(v) / 2**30:.1f} GiB" for v in values]
         rows.append([column.replace("_", " ")] + [str(v) for v in values])
-    builder.table(["field"] + [f"session {i + 1}" for i in range(len(environments))], rows)
+    # One column per cluster of each session: a session on routed and vxlan has two.
+    builder.table(["field"] + [f"cluster {i + 1}" for i in range(len(environments))], rows)
     for row in environments.itertuples():
         for column in ("nodes", "cni_values", "tool_versions"):
             try:
@@ -265,12 +266,13 @@ def _environment(builder: _Builder, results_path: Path) -> None:
             if not isinstance(mapping, dict):
                 mapping = {"value": mapping}
             clean = scrub_mapping(mapping, secrets=builder.secrets)
+            which = f"{row.session_id} {row.cni} ({row.environment_id})"
             builder.html.append(
-                f"<h4>{builder.esc(row.session_id)}: {builder.esc(column.replace('_', ' '))}</h4>"
+                f"<h4>{builder.esc(which)}: {builder.esc(column.replace('_', ' '))}</h4>"
             )
             builder.pre(json.dumps(clean, indent=2, sort_keys=True))
             builder.markdown.append(
-                f"- {builder.text(row.session_id)} {column}: `"
+                f"- {builder.text(which)} {column}: `"
                 + builder.text(json.dumps(clean, sort_keys=True)).replace("`", "'")
                 + "`"
             )
