@@ -53,12 +53,14 @@ from cnibench.errors import ConfigError, ResultsError
 from cnibench.records import Environment, ParamValue, RunRecord
 
 __all__ = [
+    "ALL_SESSIONS",
     "ENVIRONMENT_COLUMNS",
     "PARAM_PREFIX",
     "REDACTED",
     "RESULT_COLUMNS",
     "SCHEMA_VERSION",
     "CorruptResultsWarning",
+    "MixedSessionsWarning",
     "OnError",
     "ResultsStore",
     "atomic_write_bytes",
@@ -68,6 +70,7 @@ __all__ = [
     "load_results",
     "new_session_id",
     "redact",
+    "session_ids",
     "sweep_temp_files",
 ]
 
@@ -147,6 +150,14 @@ _STRING_COLUMNS = tuple(
 
 class CorruptResultsWarning(UserWarning):
     """A results file was skipped because it could not be read (``on_error="warn"``)."""
+
+
+class MixedSessionsWarning(UserWarning):
+    """:func:`load_results` pooled several sessions because the caller did not choose."""
+
+
+ALL_SESSIONS = "all"
+"""``load_results(path, sessions="all")``: every session, pooled on purpose (no warning)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -760,7 +771,71 @@ def _records_frame(rows: list[dict[str, Any]], param_names: Sequence[str]) -> pd
     return frame
 
 
-def load_results(path: str | os.PathLike[str], *, on_error: OnError = "raise") -> pd.DataFrame:
+def session_ids(path: str | os.PathLike[str]) -> list[str]:
+    """The sessions under ``path``, oldest first: the values :func:`load_results` accepts in
+    ``sessions``.
+
+    Parameters
+    ----------
+    path:
+        As for :func:`load_results`.
+
+    Returns
+    -------
+    list of str
+        Session directory names (``20261122T103500Z-1a2b3c``: they begin with their UTC start
+        time, so name order is time order); empty for a run file outside a session.
+
+    Raises
+    ------
+    ResultsError
+        If ``path`` does not exist or cannot be listed.
+    """
+    names = {source.session_dir.name for source in _sources(Path(path)) if source.session_dir}
+    return sorted(names)
+
+
+def _chosen_sessions(path: Path, sessions: Sequence[str] | str | None) -> frozenset[str] | None:
+    """The session ids to keep, ``None`` for every one; unknown ids are a :class:`ConfigError`."""
+    if sessions is None or sessions == ALL_SESSIONS:
+        return None
+    wanted = [sessions] if isinstance(sessions, str) else [str(s) for s in sessions]
+    if not wanted:
+        raise ConfigError("sessions=[] selects nothing: pass session ids, 'all' or None")
+    known = session_ids(path)
+    unknown = [s for s in wanted if s not in known]
+    if unknown:
+        raise ConfigError(
+            f"no session {', '.join(unknown)} under {path}:"
+            f" choose from {', '.join(known) or 'none'}"
+        )
+    return frozenset(wanted)
+
+
+def _mixed_sessions_message(rows: Sequence[Mapping[str, Any]]) -> str:
+    runs: dict[str, set[str]] = {}
+    what: dict[str, dict[str, None]] = {}
+    for row in rows:
+        runs.setdefault(row["session_id"], set()).add(row["run_id"])
+        what.setdefault(row["session_id"], {})[f"{row['scenario']} on {row['cni']}"] = None
+    parts = [
+        f"{session} ({len(runs[session])} runs: {', '.join(what[session])})"
+        for session in sorted(runs)
+    ]
+    return (
+        f"load_results pooled {len(runs)} sessions: {'; '.join(parts)}. Their conditions "
+        "may differ in ways the records do not show (cluster, host load, cnibench version): "
+        "pass sessions=[...] (see session_ids) to choose, or sessions='all' to pool them on "
+        "purpose, and keep session_id in every groupby"
+    )
+
+
+def load_results(
+    path: str | os.PathLike[str],
+    *,
+    sessions: Sequence[str] | str | None = None,
+    on_error: OnError = "raise",
+) -> pd.DataFrame:
     """Every record under ``path`` as one tidy DataFrame, one row per record.
 
     Parameters
@@ -768,6 +843,12 @@ def load_results(path: str | os.PathLike[str], *, on_error: OnError = "raise") -
     path:
         A results directory holding session directories, one session directory, or one
         ``runs/<run_id>.json`` file.
+    sessions:
+        Which sessions to load, by id (the ``session_id`` column, the session directory's
+        name; :func:`session_ids` lists them). ``None`` (default): every session, with a
+        :class:`MixedSessionsWarning` when there are several. ``"all"``
+        (:data:`ALL_SESSIONS`): every session, pooled on purpose, without the warning. A
+        string other than ``"all"`` is one session id.
     on_error:
         ``"raise"`` (default): an unreadable or corrupted run file raises. ``"warn"``: it is
         skipped with a :class:`CorruptResultsWarning`.
@@ -775,11 +856,12 @@ def load_results(path: str | os.PathLike[str], *, on_error: OnError = "raise") -
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`RESULT_COLUMNS`, then ``param_<name>`` for every parameter name seen
-        (missing where a record lacks it). Rows sorted by session, run time and run id, in
-        record order within a run. Hidden and temporary files are ignored; a directory without
-        results gives an empty frame with the fixed columns. ``environment_id`` is taken from
-        the session's ``environment.json`` when a record leaves it empty.
+        Columns :data:`RESULT_COLUMNS` (``session_id`` first), then ``param_<name>`` for
+        every parameter name seen (missing where a record lacks it). Rows sorted by session,
+        run time and run id, in record order within a run. Hidden and temporary files are
+        ignored; a directory without results gives an empty frame with the fixed columns.
+        ``environment_id`` is taken from the session's fingerprint when a record leaves it
+        empty and the session has exactly one.
 
     Raises
     ------
@@ -787,12 +869,32 @@ def load_results(path: str | os.PathLike[str], *, on_error: OnError = "raise") -
         If ``path`` does not exist or cannot be listed, or (``on_error="raise"``) a run file is
         unreadable, truncated, not a run file or of a newer schema; the message names the file.
     ConfigError
-        If ``on_error`` is not ``"raise"`` or ``"warn"``.
+        If ``on_error`` is not ``"raise"`` or ``"warn"``, or ``sessions`` names a session that
+        is not under ``path`` (the message lists those that are) or is empty.
+
+    Warns
+    -----
+    MixedSessionsWarning
+        When ``sessions`` is ``None`` and the records come from more than one session: two
+        sessions are two experiments (another cluster, another day, another version), and an
+        interval over both describes neither. The warning names each session with its runs,
+        scenarios and CNIs.
+
+    Examples
+    --------
+    >>> ids = session_ids("results/")  # doctest: +SKIP
+    >>> df = load_results("results/", sessions=ids[-1:])  # the latest session  # doctest: +SKIP
     """
     _check_on_error(on_error)
+    target = Path(path)
+    chosen = _chosen_sessions(target, sessions)
     rows: list[dict[str, Any]] = []
     param_names: set[str] = set()
-    for source in _sources(Path(path)):
+    for source in _sources(target):
+        if chosen is not None and (
+            source.session_dir is None or source.session_dir.name not in chosen
+        ):
+            continue
         session_environment: str | None = None
         for run_file in source.run_files:
             try:
@@ -833,6 +935,8 @@ def load_results(path: str | os.PathLike[str], *, on_error: OnError = "raise") -
                 )
     # Python's sort is stable: records keep their order within a run.
     rows.sort(key=lambda row: (row["session_id"], row["time"], row["run_id"]))
+    if sessions is None and len({row["session_id"] for row in rows}) > 1:
+        warnings.warn(_mixed_sessions_message(rows), MixedSessionsWarning, stacklevel=2)
     return _records_frame(rows, sorted(param_names))
 
 
@@ -957,7 +1061,9 @@ def export_results(
     if suffix not in (".csv", ".parquet"):
         raise ConfigError(f"cannot export results to {target}: use a .csv or .parquet file name")
     frame = (
-        results if isinstance(results, pd.DataFrame) else load_results(results, on_error=on_error)
+        results
+        if isinstance(results, pd.DataFrame)
+        else load_results(results, sessions=ALL_SESSIONS, on_error=on_error)
     )
     try:
         if suffix == ".csv":

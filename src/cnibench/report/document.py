@@ -42,7 +42,13 @@ from cnibench.report.data import (
 )
 from cnibench.report.scrub import environment_secrets, scrub_mapping, scrub_text
 from cnibench.report.verdict import CORRECTION, verdict, verdict_lines
-from cnibench.results import REDACTED, atomic_write_bytes, load_environments, load_results
+from cnibench.results import (
+    ALL_SESSIONS,
+    REDACTED,
+    atomic_write_bytes,
+    load_environments,
+    load_results,
+)
 from cnibench.scenarios import SCENARIOS
 
 __all__ = ["ReportPaths", "write_report"]
@@ -599,7 +605,9 @@ def write_report(
     results_path = Path(results)
     if not results_path.is_dir():
         raise ResultsError(f"results directory {results_path} does not exist")
-    df = load_results(results_path)
+    # A report covers every session of the directory it is given, each described in its
+    # Environment section: pooled on purpose.
+    df = load_results(results_path, sessions=ALL_SESSIONS)
     if df.empty:
         raise ResultsError(f"no results in {results_path}: no runs/<run_id>.json files found")
     html_path, markdown_path = _target(html), _target(markdown)
