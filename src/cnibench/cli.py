@@ -436,14 +436,17 @@ def _print_table(
                 continue
             if summary.n >= 2:
                 smallest_n = min(smallest_n, summary.n) if smallest_n else summary.n
-            ci = "-" if summary.n < 2 else f"[{_fmt(summary.low)}, {_fmt(summary.high)}]"
+            unit = summary.unit
+            ci = (
+                "-" if summary.n < 2 else f"[{_fmt(summary.low, unit)}, {_fmt(summary.high, unit)}]"
+            )
             table.add_row(
                 result.scenario,
                 result.cni,
                 result.condition.id,
                 summary.metric,
                 str(summary.n),
-                _fmt(summary.truncated_mean),
+                _fmt(summary.truncated_mean, unit),
                 ci,
                 summary.unit,
                 ("verified" if result.verified else "NOT verified")
@@ -479,9 +482,16 @@ def _few_runs_note(n: int) -> str:
     )
 
 
-def _fmt(value: float) -> str:
+_FRACTION_UNITS = frozenset({"ratio", "probability"})
+"""Units of values between 0 and 1 (shares, splitting errors), shown with four decimals."""
+
+
+def _fmt(value: float, unit: str = "") -> str:
     if not math.isfinite(value):
         return str(value)
+    if unit in _FRACTION_UNITS:
+        # Two decimals would show a 0.6 share as 0.60 and a 0.02 error as 0.00.
+        return f"{value:.4f}"
     magnitude = abs(value)
     if magnitude >= 1e9:
         return f"{value / 1e9:.3f}G"
@@ -489,9 +499,6 @@ def _fmt(value: float) -> str:
         return f"{value / 1e6:.3f}M"
     if magnitude >= 1e4:
         return f"{value / 1e3:.2f}k"
-    if magnitude <= 1:
-        # Shares and splitting errors are fractions: two decimals would show 0.60 and 0.00.
-        return f"{value:.4f}"
     return f"{value:.2f}"
 
 

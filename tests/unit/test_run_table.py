@@ -15,6 +15,13 @@ from cnibench.scenarios.base import Condition, Verification
 from cnibench.scenarios.runner import ConditionResult, RunResult
 
 
+def _unit(metric: str) -> str:
+    # As the scenarios record them: shares and errors are ratios.
+    if metric.startswith(("share", "error", "max_abs")):
+        return "ratio"
+    return "1/s" if metric.endswith("per_second") else "x"
+
+
 def _result(scenario: str, condition: Condition, runs: list[dict[str, float]]) -> ConditionResult:
     out = tuple(
         RunResult(
@@ -23,7 +30,7 @@ def _result(scenario: str, condition: Condition, runs: list[dict[str, float]]) -
             0,
             RunStatus.OK,
             "",
-            tuple(Measurement(metric, value, "x") for metric, value in values.items()),
+            tuple(Measurement(metric, value, _unit(metric)) for metric, value in values.items()),
         )
         for i, values in enumerate(runs)
     )
