@@ -33,17 +33,6 @@ _NAMED_SKIPS = 4
 ARM_VARIABLES = ("ARM_CLIENT_ID", "ARM_CLIENT_SECRET", "ARM_SUBSCRIPTION_ID", "ARM_TENANT_ID")
 """Azure credentials the AKS provider reads (``doctor`` shows only whether they are set)."""
 
-HEADLINE_METRICS = (
-    "throughput",
-    "latency_avg",
-    "requests_per_second",
-    "rr_mean",
-    "reachable",
-    "matches_reference",
-    "cpu",
-    "ram",
-)
-
 
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of exiting, so every usage error takes one path."""
@@ -374,7 +363,7 @@ def _run(args: argparse.Namespace) -> int:
                         progress.update(task, advance=profile.runs)
         results_dir = session.store.session_dir
     if results:
-        _print_table(results, Console(width=max(console.width, 150)))
+        _print_table(results, registry, Console(width=max(console.width, 150)))
         if results_dir.is_dir():
             _print_verdict(results_dir, args.reference)
     planned = Counter(
@@ -414,33 +403,50 @@ def _skip_lines(
     return lines
 
 
-def _print_table(results: Sequence[object], console: object) -> None:
+def _print_table(
+    results: Sequence[object], scenarios: Mapping[str, object], console: object
+) -> None:
+    """The truncated mean and interval of each condition's headline metrics
+    (:meth:`Scenario.headline_metrics`), in the order the scenario gives them."""
     from rich.console import Console
     from rich.table import Table
 
+    from cnibench.scenarios.base import Scenario
     from cnibench.scenarios.runner import ConditionResult
 
     assert isinstance(console, Console)
     table = Table(title="truncated mean (10 %) and 95 % confidence interval per condition")
     for column in ("scenario", "cni", "condition", "metric", "n", "mean", "95% CI", "unit", "ok"):
-        table.add_column(column, justify="right" if column in {"n", "mean", "95% CI"} else "left")
+        table.add_column(
+            column,
+            justify="right" if column in {"n", "mean", "95% CI"} else "left",
+            # Condition ids end in what tells them apart ("...-new-connections"): wrap, never cut.
+            overflow="fold",
+        )
     smallest_n = 0
     for result in results:
         assert isinstance(result, ConditionResult)
+        scenario = scenarios[result.scenario]
+        assert isinstance(scenario, Scenario)
         failed = len(result.runs) - len(result.ok_runs)
-        for summary in result.summaries():
-            if summary.metric not in HEADLINE_METRICS:
+        summaries = {summary.metric: summary for summary in result.summaries()}
+        for metric in scenario.headline_metrics(result.condition):
+            summary = summaries.get(metric)
+            if summary is None:
                 continue
             if summary.n >= 2:
                 smallest_n = min(smallest_n, summary.n) if smallest_n else summary.n
-            ci = "-" if summary.n < 2 else f"[{_fmt(summary.low)}, {_fmt(summary.high)}]"
+            unit = summary.unit
+            ci = (
+                "-" if summary.n < 2 else f"[{_fmt(summary.low, unit)}, {_fmt(summary.high, unit)}]"
+            )
             table.add_row(
                 result.scenario,
                 result.cni,
                 result.condition.id,
                 summary.metric,
                 str(summary.n),
-                _fmt(summary.truncated_mean),
+                _fmt(summary.truncated_mean, unit),
                 ci,
                 summary.unit,
                 ("verified" if result.verified else "NOT verified")
@@ -477,9 +483,16 @@ def _few_runs_note(n: int) -> str:
     )
 
 
-def _fmt(value: float) -> str:
+_FRACTION_UNITS = frozenset({"ratio", "probability"})
+"""Units of values between 0 and 1 (shares, splitting errors), shown with four decimals."""
+
+
+def _fmt(value: float, unit: str = "") -> str:
     if not math.isfinite(value):
         return str(value)
+    if unit in _FRACTION_UNITS:
+        # Two decimals would show a 0.6 share as 0.60 and a 0.02 error as 0.00.
+        return f"{value:.4f}"
     magnitude = abs(value)
     if magnitude >= 1e9:
         return f"{value / 1e9:.3f}G"

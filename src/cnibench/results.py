@@ -4,7 +4,10 @@ Layout of a results directory (SPEC section 7)::
 
     results/
       20261122T103500Z-1a2b3c/          one session (a `cnibench run` or pytest session)
-        environment.json                its Environment fingerprint, written once
+        environments/<environment_id>.json
+                                        the Environment fingerprint of each cluster the session
+                                        ran on, written once per distinct fingerprint
+                                        (older versions wrote one environment.json instead)
         runs/<run_id>.json              the RunRecords of one run (schema + list of records)
         raw/<run_id>/<name>             raw tool outputs of that run (iperf3 JSON, ...)
         <name>.json                     session-level extras (probe matrices, summaries)
@@ -50,12 +53,14 @@ from cnibench.errors import ConfigError, ResultsError
 from cnibench.records import Environment, ParamValue, RunRecord
 
 __all__ = [
+    "ALL_SESSIONS",
     "ENVIRONMENT_COLUMNS",
     "PARAM_PREFIX",
     "REDACTED",
     "RESULT_COLUMNS",
     "SCHEMA_VERSION",
     "CorruptResultsWarning",
+    "MixedSessionsWarning",
     "OnError",
     "ResultsStore",
     "atomic_write_bytes",
@@ -65,6 +70,7 @@ __all__ = [
     "load_results",
     "new_session_id",
     "redact",
+    "session_ids",
     "sweep_temp_files",
 ]
 
@@ -73,7 +79,8 @@ SCHEMA_VERSION = 1
 
 _RUN_SCHEMA = "cnibench.run"
 _ENVIRONMENT_SCHEMA = "cnibench.environment"
-_ENVIRONMENT_FILE = "environment.json"
+_ENVIRONMENT_FILE = "environment.json"  # one per session, by earlier versions; still read
+_ENVIRONMENTS_DIR = "environments"
 _RUNS_DIR = "runs"
 _RAW_DIR = "raw"
 
@@ -143,6 +150,14 @@ _STRING_COLUMNS = tuple(
 
 class CorruptResultsWarning(UserWarning):
     """A results file was skipped because it could not be read (``on_error="warn"``)."""
+
+
+class MixedSessionsWarning(UserWarning):
+    """:func:`load_results` pooled several sessions because the caller did not choose."""
+
+
+ALL_SESSIONS = "all"
+"""``load_results(path, sessions="all")``: every session, pooled on purpose (no warning)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -462,8 +477,12 @@ class ResultsStore:
         return self.session_dir / _RAW_DIR / _check_name(run_id, "run id")
 
     def write_environment(self, environment: Environment) -> Path:
-        """Write the session's ``environment.json``.
+        """Write the fingerprint of one cluster of the session,
+        ``environments/<environment_id>.json``.
 
+        A session that runs on several clusters (``--cni routed --cni vxlan``, or a feature
+        that needs its own cluster) writes one file per distinct fingerprint, so the report
+        describes each of them; writing an equal fingerprint again replaces its file.
         ``cni_values`` and ``nodes`` are passed through :func:`redact` once more, whoever built
         the fingerprint; ``environment_id`` stays the fingerprint's own id, the one the records
         refer to.
@@ -488,8 +507,9 @@ class ResultsStore:
             **data,
         }
         return atomic_write_bytes(
-            self.create() / _ENVIRONMENT_FILE,
-            _dump_json(document, "environment.json"),
+            self._subdir(_ENVIRONMENTS_DIR)
+            / f"{_check_name(environment.environment_id, 'id')}.json",
+            _dump_json(document, "environment"),
         )
 
     def write_run(
@@ -559,7 +579,7 @@ class ResultsStore:
         ----------
         name:
             File name; ``.json`` is appended when it has no suffix. ``environment.json`` is
-            reserved for :meth:`write_environment`.
+            reserved (earlier versions' fingerprint file, still read).
         obj:
             JSON-compatible data (``NaN`` is written as ``null``).
 
@@ -590,7 +610,23 @@ def _check_on_error(on_error: str) -> None:
 
 
 def _is_session_dir(directory: Path) -> bool:
-    return (directory / _RUNS_DIR).is_dir() or (directory / _ENVIRONMENT_FILE).is_file()
+    return (
+        (directory / _RUNS_DIR).is_dir()
+        or (directory / _ENVIRONMENTS_DIR).is_dir()
+        or (directory / _ENVIRONMENT_FILE).is_file()
+    )
+
+
+def _session_environment_files(session_dir: Path) -> list[Path]:
+    """The fingerprint files of a session: ``environment.json`` of older versions, then
+    ``environments/*.json`` by name."""
+    files = [session_dir / _ENVIRONMENT_FILE] if (session_dir / _ENVIRONMENT_FILE).is_file() else []
+    directory = session_dir / _ENVIRONMENTS_DIR
+    if directory.is_dir():
+        files += sorted(
+            p for p in directory.iterdir() if _visible(p) and p.suffix == ".json" and p.is_file()
+        )
+    return files
 
 
 def _visible(path: Path) -> bool:
@@ -685,10 +721,13 @@ def _handle(error: ResultsError, on_error: OnError) -> None:
 
 
 def _environment_id(session_dir: Path | None, on_error: OnError) -> str:
-    if session_dir is None or not (session_dir / _ENVIRONMENT_FILE).is_file():
+    """The session's one fingerprint id, for records that leave theirs empty; ``""`` when the
+    session has none or several (the records cannot say which cluster they ran on)."""
+    files = [] if session_dir is None else _session_environment_files(session_dir)
+    if len(files) != 1:
         return ""
     try:
-        document = _read_json(session_dir / _ENVIRONMENT_FILE, _ENVIRONMENT_SCHEMA)
+        document = _read_json(files[0], _ENVIRONMENT_SCHEMA)
     except ResultsError as exc:
         _handle(exc, on_error)
         return ""
@@ -732,7 +771,71 @@ def _records_frame(rows: list[dict[str, Any]], param_names: Sequence[str]) -> pd
     return frame
 
 
-def load_results(path: str | os.PathLike[str], *, on_error: OnError = "raise") -> pd.DataFrame:
+def session_ids(path: str | os.PathLike[str]) -> list[str]:
+    """The sessions under ``path``, oldest first: the values :func:`load_results` accepts in
+    ``sessions``.
+
+    Parameters
+    ----------
+    path:
+        As for :func:`load_results`.
+
+    Returns
+    -------
+    list of str
+        Session directory names (``20261122T103500Z-1a2b3c``: they begin with their UTC start
+        time, so name order is time order); empty for a run file outside a session.
+
+    Raises
+    ------
+    ResultsError
+        If ``path`` does not exist or cannot be listed.
+    """
+    names = {source.session_dir.name for source in _sources(Path(path)) if source.session_dir}
+    return sorted(names)
+
+
+def _chosen_sessions(path: Path, sessions: Sequence[str] | str | None) -> frozenset[str] | None:
+    """The session ids to keep, ``None`` for every one; unknown ids are a :class:`ConfigError`."""
+    if sessions is None or sessions == ALL_SESSIONS:
+        return None
+    wanted = [sessions] if isinstance(sessions, str) else [str(s) for s in sessions]
+    if not wanted:
+        raise ConfigError("sessions=[] selects nothing: pass session ids, 'all' or None")
+    known = session_ids(path)
+    unknown = [s for s in wanted if s not in known]
+    if unknown:
+        raise ConfigError(
+            f"no session {', '.join(unknown)} under {path}:"
+            f" choose from {', '.join(known) or 'none'}"
+        )
+    return frozenset(wanted)
+
+
+def _mixed_sessions_message(rows: Sequence[Mapping[str, Any]]) -> str:
+    runs: dict[str, set[str]] = {}
+    what: dict[str, dict[str, None]] = {}
+    for row in rows:
+        runs.setdefault(row["session_id"], set()).add(row["run_id"])
+        what.setdefault(row["session_id"], {})[f"{row['scenario']} on {row['cni']}"] = None
+    parts = [
+        f"{session} ({len(runs[session])} runs: {', '.join(what[session])})"
+        for session in sorted(runs)
+    ]
+    return (
+        f"load_results pooled {len(runs)} sessions: {'; '.join(parts)}. Their conditions "
+        "may differ in ways the records do not show (cluster, host load, cnibench version): "
+        "pass sessions=[...] (see session_ids) to choose, or sessions='all' to pool them on "
+        "purpose, and keep session_id in every groupby"
+    )
+
+
+def load_results(
+    path: str | os.PathLike[str],
+    *,
+    sessions: Sequence[str] | str | None = None,
+    on_error: OnError = "raise",
+) -> pd.DataFrame:
     """Every record under ``path`` as one tidy DataFrame, one row per record.
 
     Parameters
@@ -740,6 +843,12 @@ def load_results(path: str | os.PathLike[str], *, on_error: OnError = "raise") -
     path:
         A results directory holding session directories, one session directory, or one
         ``runs/<run_id>.json`` file.
+    sessions:
+        Which sessions to load, by id (the ``session_id`` column, the session directory's
+        name; :func:`session_ids` lists them). ``None`` (default): every session, with a
+        :class:`MixedSessionsWarning` when there are several. ``"all"``
+        (:data:`ALL_SESSIONS`): every session, pooled on purpose, without the warning. A
+        string other than ``"all"`` is one session id.
     on_error:
         ``"raise"`` (default): an unreadable or corrupted run file raises. ``"warn"``: it is
         skipped with a :class:`CorruptResultsWarning`.
@@ -747,11 +856,12 @@ def load_results(path: str | os.PathLike[str], *, on_error: OnError = "raise") -
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`RESULT_COLUMNS`, then ``param_<name>`` for every parameter name seen
-        (missing where a record lacks it). Rows sorted by session, run time and run id, in
-        record order within a run. Hidden and temporary files are ignored; a directory without
-        results gives an empty frame with the fixed columns. ``environment_id`` is taken from
-        the session's ``environment.json`` when a record leaves it empty.
+        Columns :data:`RESULT_COLUMNS` (``session_id`` first), then ``param_<name>`` for
+        every parameter name seen (missing where a record lacks it). Rows sorted by session,
+        run time and run id, in record order within a run. Hidden and temporary files are
+        ignored; a directory without results gives an empty frame with the fixed columns.
+        ``environment_id`` is taken from the session's fingerprint when a record leaves it
+        empty and the session has exactly one.
 
     Raises
     ------
@@ -759,12 +869,32 @@ def load_results(path: str | os.PathLike[str], *, on_error: OnError = "raise") -
         If ``path`` does not exist or cannot be listed, or (``on_error="raise"``) a run file is
         unreadable, truncated, not a run file or of a newer schema; the message names the file.
     ConfigError
-        If ``on_error`` is not ``"raise"`` or ``"warn"``.
+        If ``on_error`` is not ``"raise"`` or ``"warn"``, or ``sessions`` names a session that
+        is not under ``path`` (the message lists those that are) or is empty.
+
+    Warns
+    -----
+    MixedSessionsWarning
+        When ``sessions`` is ``None`` and the records come from more than one session: two
+        sessions are two experiments (another cluster, another day, another version), and an
+        interval over both describes neither. The warning names each session with its runs,
+        scenarios and CNIs.
+
+    Examples
+    --------
+    >>> ids = session_ids("results/")  # doctest: +SKIP
+    >>> df = load_results("results/", sessions=ids[-1:])  # the latest session  # doctest: +SKIP
     """
     _check_on_error(on_error)
+    target = Path(path)
+    chosen = _chosen_sessions(target, sessions)
     rows: list[dict[str, Any]] = []
     param_names: set[str] = set()
-    for source in _sources(Path(path)):
+    for source in _sources(target):
+        if chosen is not None and (
+            source.session_dir is None or source.session_dir.name not in chosen
+        ):
+            continue
         session_environment: str | None = None
         for run_file in source.run_files:
             try:
@@ -805,32 +935,33 @@ def load_results(path: str | os.PathLike[str], *, on_error: OnError = "raise") -
                 )
     # Python's sort is stable: records keep their order within a run.
     rows.sort(key=lambda row: (row["session_id"], row["time"], row["run_id"]))
+    if sessions is None and len({row["session_id"] for row in rows}) > 1:
+        warnings.warn(_mixed_sessions_message(rows), MixedSessionsWarning, stacklevel=2)
     return _records_frame(rows, sorted(param_names))
 
 
 def _environment_files(path: Path) -> Iterator[Path]:
-    if path.is_file():
-        if path.name == _ENVIRONMENT_FILE:
-            yield path
-            return
-        for source in _sources(path):
-            if source.session_dir is not None:
-                candidate = source.session_dir / _ENVIRONMENT_FILE
-                if candidate.is_file():
-                    yield candidate
+    if path.is_file() and (path.name == _ENVIRONMENT_FILE or path.parent.name == _ENVIRONMENTS_DIR):
+        yield path
         return
     for source in _sources(path):
-        if source.session_dir is not None and (source.session_dir / _ENVIRONMENT_FILE).is_file():
-            yield source.session_dir / _ENVIRONMENT_FILE
+        if source.session_dir is not None:
+            yield from _session_environment_files(source.session_dir)
+
+
+def _session_name(file: Path) -> str:
+    parent = file.parent
+    return parent.parent.name if parent.name == _ENVIRONMENTS_DIR else parent.name
 
 
 def load_environments(path: str | os.PathLike[str], *, on_error: OnError = "raise") -> pd.DataFrame:
-    """The environment fingerprints under ``path``, one row per session.
+    """The environment fingerprints under ``path``, one row per cluster of each session.
 
     Parameters
     ----------
     path:
-        As for :func:`load_results`, or an ``environment.json`` file.
+        As for :func:`load_results`, or one fingerprint file (``environments/<id>.json``, or
+        the ``environment.json`` of older versions).
     on_error:
         As for :func:`load_results`.
 
@@ -838,7 +969,9 @@ def load_environments(path: str | os.PathLike[str], *, on_error: OnError = "rais
     -------
     pandas.DataFrame
         Columns :data:`ENVIRONMENT_COLUMNS` (``cpu_count`` and ``memory_bytes`` int64, the
-        mappings as JSON text). Sessions without ``environment.json`` have no row.
+        mappings as JSON text): one row per distinct fingerprint (a session on ``routed`` and
+        ``vxlan`` has two), ordered by session, then by ``environment_id``; a record's
+        ``environment_id`` names its row. Sessions without a fingerprint have no row.
 
     Raises
     ------
@@ -854,7 +987,7 @@ def load_environments(path: str | os.PathLike[str], *, on_error: OnError = "rais
         try:
             document = _read_json(file, _ENVIRONMENT_SCHEMA)
             row = {
-                "session_id": str(document.get("session_id", file.parent.name)),
+                "session_id": str(document.get("session_id", _session_name(file))),
                 "environment_id": str(document["environment_id"]),
                 "kernel": str(document["kernel"]),
                 "cpu_model": str(document["cpu_model"]),
@@ -928,7 +1061,9 @@ def export_results(
     if suffix not in (".csv", ".parquet"):
         raise ConfigError(f"cannot export results to {target}: use a .csv or .parquet file name")
     frame = (
-        results if isinstance(results, pd.DataFrame) else load_results(results, on_error=on_error)
+        results
+        if isinstance(results, pd.DataFrame)
+        else load_results(results, sessions=ALL_SESSIONS, on_error=on_error)
     )
     try:
         if suffix == ".csv":

@@ -2,17 +2,49 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
+from cnibench.results import MixedSessionsWarning
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.lab
+
+DECOY = "20000101T000000Z-000000"
+
+
+def _older_session(session: Path, decoy: Path) -> None:
+    """A copy of ``session`` as an older session whose every value is a thousand times
+    larger: pooled with the real one, it would move any interval far from the real runs."""
+    shutil.copytree(session, decoy)
+    for run_file in (decoy / "runs").glob("*.json"):
+        document = json.loads(run_file.read_text())
+        document["session_id"] = DECOY
+        for record in document["records"]:
+            record["session_id"] = DECOY
+            if record["value"] is not None:
+                record["value"] *= 1000
+        run_file.write_text(json.dumps(document))
+
+
+def _throughput_runs(session: Path) -> dict[tuple[str, str, str, str], list[float]]:
+    """(session, scenario, cni, condition) -> the throughput of its successful runs."""
+    out: dict[tuple[str, str, str, str], list[float]] = {}
+    for run_file in (session / "runs").glob("*.json"):
+        for record in json.loads(run_file.read_text())["records"]:
+            if record["metric"] == "throughput" and record["status"] == "ok":
+                key = (session.name, record["scenario"], record["cni"], record["condition"])
+                out.setdefault(key, []).append(record["value"])
+    return out
 
 
 def test_readme_python_example_runs(tmp_path, monkeypatch):
@@ -28,10 +60,24 @@ def test_readme_python_example_runs(tmp_path, monkeypatch):
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    (session,) = (tmp_path / "results").iterdir()
+    _older_session(session, tmp_path / "results" / DECOY)
     monkeypatch.chdir(tmp_path)  # the example reads "results/"
     namespace: dict[str, object] = {}
-    exec(compile(blocks[0], "README.md", "exec"), namespace)  # our own README
+    with warnings.catch_warnings():
+        # The example must choose its session rather than pool the decoy with it.
+        warnings.simplefilter("error", MixedSessionsWarning)
+        exec(compile(blocks[0], "README.md", "exec"), namespace)  # our own README
     assert type(namespace["fig"]).__name__ == "Figure"
+    # One summary per condition of the latest session, each over that condition's runs only,
+    # read here from the run files themselves.
+    expected = _throughput_runs(session)
+    summaries = namespace["summaries"]
+    assert isinstance(summaries, dict)
+    assert set(summaries) == set(expected)
+    for key, values in expected.items():
+        assert summaries[key].n == len(values), key
+        assert min(values) <= summaries[key].mean <= max(values), key
     # gateway on vs off on routed: the verdict has that contrast for throughput.
     table = namespace["table"]
     assert "egress gateway on routed" in set(table["contrast"])

@@ -100,8 +100,9 @@ def _written_files(work: Path) -> list[Path]:
 
 def test_the_commands_wrote_results_and_reports(outputs: tuple[dict[str, str], Path, str]) -> None:
     _, work, _ = outputs
-    names = {p.name for p in _written_files(work)}
-    assert {"report.html", "report.md", "run-report.html", "environment.json"} <= names
+    files = _written_files(work)
+    assert {"report.html", "report.md", "run-report.html"} <= {p.name for p in files}
+    assert any(p.parent.name == "environments" for p in files), "no environment fingerprint"
 
 
 @pytest.mark.parametrize("key", ["kube_token", "arm_secret", "arm_client", "tf_var", "tf_state"])

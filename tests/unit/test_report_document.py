@@ -143,6 +143,18 @@ def test_report_lists_failed_runs_and_verification(results_dir, tmp_path):
     assert "gateway-on: server saw 198.18.0.13" in text
 
 
+def test_environment_section_describes_every_cluster_of_the_session(results_dir, tmp_path):
+    # The fixture's session ran on vxlan; it also ran on a routed cluster with another MTU.
+    ResultsStore(results_dir, session_id=SESSION).write_environment(
+        environment_fingerprint(backend="lab", cni="routed", cni_values={"mtu": 1500})
+    )
+    paths = report.write_report(results_dir, markdown=tmp_path / "r.md")
+    section = paths.markdown.read_text().split("## Environment")[1].split("\n## ")[0]
+    cni_row = next(line for line in section.splitlines() if line.startswith("| cni |"))
+    assert sorted(cell.strip() for cell in cni_row.strip("|").split("|")[1:]) == ["routed", "vxlan"]
+    assert '{"mtu": 1500}' in section
+
+
 def test_report_tables_leave_failed_runs_out_of_the_average(results_dir, tmp_path):
     paths = report.write_report(results_dir, markdown=tmp_path / "r.md")
     table = paths.markdown.read_text().split("*egress: vxlan / gateway-on*")[1]
@@ -154,7 +166,7 @@ def test_report_tables_leave_failed_runs_out_of_the_average(results_dir, tmp_pat
 def test_report_contains_no_planted_secret(results_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("ARM_CLIENT_SECRET", FAKE_ARM_SECRET)
     monkeypatch.setenv("AZURE_STORAGE_SAS", FAKE_AZURE_SECRET)
-    environment_file = results_dir / SESSION / "environment.json"
+    (environment_file,) = (results_dir / SESSION / "environments").iterdir()
     document = json.loads(environment_file.read_text())
     kubeconfig = (
         "apiVersion: v1\nclusters: []\ncontexts: []\nusers:\n- name: admin\n  user:\n"

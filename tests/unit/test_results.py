@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,14 @@ from cnibench.errors import ConfigError, ResultsError
 from cnibench.records import Environment, RunRecord, RunStatus
 from cnibench.results import (
     CorruptResultsWarning,
+    MixedSessionsWarning,
     ResultsStore,
     environment_fingerprint,
     export_results,
     load_environments,
     load_results,
     redact,
+    session_ids,
     sweep_temp_files,
 )
 
@@ -286,14 +289,53 @@ def test_rows_sorted_by_time_then_record_order(store: ResultsStore) -> None:
     assert load_results(store.results_dir)["metric"].tolist() == ["m1", "m3", "m2"]
 
 
-def test_results_dir_with_several_sessions(tmp_path: Path) -> None:
-    for session_id in ("20261122T100000Z-000001", "20261122T110000Z-000002"):
-        store = ResultsStore(tmp_path, session_id=session_id)
-        store.write_run("r0", [_record(store, "r0")])
-    assert load_results(tmp_path)["session_id"].tolist() == [
-        "20261122T100000Z-000001",
-        "20261122T110000Z-000002",
-    ]
+OLD, NEW = "20261122T100000Z-000001", "20261122T110000Z-000002"
+
+
+def _two_sessions(root: Path) -> None:
+    """An older session of WireGuard on at 0.46 Gbit/s, a newer one at 10 Gbit/s."""
+    for session_id, value in ((NEW, 10e9), (OLD, 0.46e9)):
+        store = ResultsStore(root, session_id=session_id)
+        store.write_run("r0", [_record(store, "r0", value=value)])
+
+
+def test_results_dir_with_several_sessions_warns_naming_each(tmp_path: Path) -> None:
+    _two_sessions(tmp_path)
+    with pytest.warns(MixedSessionsWarning) as caught:
+        df = load_results(tmp_path)
+    assert df["session_id"].tolist() == [OLD, NEW]
+    (warning,) = caught
+    assert f"{OLD} (1 runs: egress on vxlan)" in str(warning.message)
+    assert NEW in str(warning.message)
+    assert warning.filename == __file__  # points at the caller's line
+
+
+def test_caller_picks_sessions(tmp_path: Path) -> None:
+    _two_sessions(tmp_path)
+    assert session_ids(tmp_path) == [OLD, NEW]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_results(tmp_path, sessions=[NEW])["value"].tolist() == [10e9]
+        assert load_results(tmp_path, sessions=OLD)["value"].tolist() == [0.46e9]
+        pooled = load_results(tmp_path, sessions="all")
+        both = load_results(tmp_path, sessions=[OLD, NEW])
+    assert pooled["session_id"].tolist() == both["session_id"].tolist() == [OLD, NEW]
+
+
+@pytest.mark.parametrize("sessions", [["20261122T120000Z-000003"], []], ids=["unknown", "empty"])
+def test_picking_no_known_session_is_a_config_error(tmp_path: Path, sessions: list[str]) -> None:
+    _two_sessions(tmp_path)
+    with pytest.raises(ConfigError, match="session") as caught:
+        load_results(tmp_path, sessions=sessions)
+    if sessions:
+        assert f"choose from {OLD}, {NEW}" in str(caught.value)
+
+
+def test_one_session_does_not_warn(store: ResultsStore) -> None:
+    store.write_run("r0", [_record(store, "r0")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(load_results(store.results_dir)) == 1
 
 
 def test_session_dir_and_single_run_file_can_be_loaded(store: ResultsStore) -> None:
@@ -557,6 +599,47 @@ def test_load_environments_of_empty_dir_has_columns(tmp_path: Path) -> None:
 
 
 def test_corrupted_environment_raises_naming_file(store: ResultsStore) -> None:
-    (store.session_dir / "environment.json").write_text('{"schema": "cnibench.environment"')
-    with pytest.raises(ResultsError, match=r"environment\.json"):
+    path = store.write_environment(environment_fingerprint(backend="lab"))
+    path.write_text('{"schema": "cnibench.environment"')
+    with pytest.raises(ResultsError, match=re.escape(str(path))):
         load_environments(store.results_dir)
+
+
+def test_every_cluster_of_a_session_has_its_row(store: ResultsStore) -> None:
+    # One session on two datapaths: the report must not describe only the last cluster.
+    routed = environment_fingerprint(backend="lab", cni="routed", cni_values={"mtu": 1500})
+    vxlan = environment_fingerprint(backend="lab", cni="vxlan", cni_values={"mtu": 1450})
+    for environment in (vxlan, routed, vxlan):  # an equal fingerprint again adds no row
+        store.write_environment(environment)
+    df = load_environments(store.results_dir)
+    assert df["session_id"].tolist() == [store.session_id] * 2
+    by_id = df.set_index("environment_id")
+    assert by_id.loc[routed.environment_id, "cni"] == "routed"
+    assert json.loads(by_id.loc[vxlan.environment_id, "cni_values"]) == {"mtu": 1450}
+
+
+def test_environment_json_of_earlier_versions_is_still_read(store: ResultsStore) -> None:
+    environment = environment_fingerprint(backend="lab", cni="vxlan")
+    document = {
+        "schema": "cnibench.environment",
+        "schema_version": 1,
+        "session_id": store.session_id,
+        **environment.to_json_dict(),
+    }
+    (store.create() / "environment.json").write_text(json.dumps(document))
+    store.write_run("r0", [_record(store, "r0", environment_id="")])
+    assert load_environments(store.results_dir)["cni"].tolist() == ["vxlan"]
+    # A record without an id takes the session's one fingerprint.
+    assert load_results(store.results_dir)["environment_id"].tolist() == [
+        environment.environment_id
+    ]
+
+
+def test_record_without_id_in_a_session_of_several_clusters_names_none(
+    store: ResultsStore,
+) -> None:
+    # Which of two clusters an id-less record ran on is unknown: no guess.
+    store.write_environment(environment_fingerprint(backend="lab", cni="routed"))
+    store.write_environment(environment_fingerprint(backend="lab", cni="vxlan"))
+    store.write_run("r0", [_record(store, "r0", environment_id="")])
+    assert load_results(store.results_dir)["environment_id"].tolist() == [""]

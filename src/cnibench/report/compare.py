@@ -59,7 +59,7 @@ from cnibench import stats
 from cnibench.errors import ConfigError, InsufficientDataError, ResultsError
 from cnibench.report.data import LEVEL, TRIM_PROPORTION, ok_runs
 from cnibench.report.scrub import scrub_text
-from cnibench.results import atomic_write_bytes, load_results
+from cnibench.results import ALL_SESSIONS, atomic_write_bytes, load_results
 
 __all__ = [
     "COMPARISON_COLUMNS",
@@ -800,7 +800,8 @@ def load_result_set(paths: Path | Sequence[Path], *, what: str) -> pd.DataFrame:
         if not path.is_dir():
             raise ConfigError(f"{what} results path {path} is not a directory")
         try:
-            frames.append(load_results(path))
+            # A baseline is every session of its directories (e.g. main's last runs).
+            frames.append(load_results(path, sessions=ALL_SESSIONS))
         except ResultsError as exc:
             raise ConfigError(f"{what} results in {path} cannot be read: {exc}") from exc
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

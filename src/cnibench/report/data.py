@@ -243,7 +243,9 @@ def load_request_times(
     results_path:
         A results directory or a session directory.
     df:
-        Its :func:`~cnibench.results.load_results` frame, if already loaded.
+        Its :func:`~cnibench.results.load_results` frame, if already loaded. Only its runs
+        are read, so the frame of the sessions you chose limits this to them; without it,
+        every session is loaded (with a ``MixedSessionsWarning`` when there are several).
 
     Returns
     -------

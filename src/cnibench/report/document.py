@@ -42,7 +42,13 @@ from cnibench.report.data import (
 )
 from cnibench.report.scrub import environment_secrets, scrub_mapping, scrub_text
 from cnibench.report.verdict import CORRECTION, verdict, verdict_lines
-from cnibench.results import REDACTED, atomic_write_bytes, load_environments, load_results
+from cnibench.results import (
+    ALL_SESSIONS,
+    REDACTED,
+    atomic_write_bytes,
+    load_environments,
+    load_results,
+)
 from cnibench.scenarios import SCENARIOS
 
 __all__ = ["ReportPaths", "write_report"]
@@ -257,7 +263,8 @@ def _environment(builder: _Builder, results_path: Path) -> None:
         if column == "memory_bytes":
             values = [f"{int(v) / 2**30:.1f} GiB" for v in values]
         rows.append([column.replace("_", " ")] + [str(v) for v in values])
-    builder.table(["field"] + [f"session {i + 1}" for i in range(len(environments))], rows)
+    # One column per cluster of each session: a session on routed and vxlan has two.
+    builder.table(["field"] + [f"cluster {i + 1}" for i in range(len(environments))], rows)
     for row in environments.itertuples():
         for column in ("nodes", "cni_values", "tool_versions"):
             try:
@@ -267,12 +274,13 @@ def _environment(builder: _Builder, results_path: Path) -> None:
             if not isinstance(mapping, dict):
                 mapping = {"value": mapping}
             clean = scrub_mapping(mapping, secrets=builder.secrets)
+            which = f"{row.session_id} {row.cni} ({row.environment_id})"
             builder.html.append(
-                f"<h4>{builder.esc(row.session_id)}: {builder.esc(column.replace('_', ' '))}</h4>"
+                f"<h4>{builder.esc(which)}: {builder.esc(column.replace('_', ' '))}</h4>"
             )
             builder.pre(json.dumps(clean, indent=2, sort_keys=True))
             builder.markdown.append(
-                f"- {builder.text(row.session_id)} {column}: `"
+                f"- {builder.text(which)} {column}: `"
                 + builder.text(json.dumps(clean, sort_keys=True)).replace("`", "'")
                 + "`"
             )
@@ -599,7 +607,9 @@ def write_report(
     results_path = Path(results)
     if not results_path.is_dir():
         raise ResultsError(f"results directory {results_path} does not exist")
-    df = load_results(results_path)
+    # A report covers every session of the directory it is given, each described in its
+    # Environment section: pooled on purpose.
+    df = load_results(results_path, sessions=ALL_SESSIONS)
     if df.empty:
         raise ResultsError(f"no results in {results_path}: no runs/<run_id>.json files found")
     html_path, markdown_path = _target(html), _target(markdown)

@@ -259,6 +259,12 @@ class Scenario(abc.ABC):
     """Whether the verdict compares each backend's observed share (``share@<backend>``) with
     its configured weight (``split``); the condition's ``weights`` parameter holds them."""
 
+    def headline_metrics(self, condition: Condition) -> tuple[str, ...]:
+        """Metrics ``cnibench run``'s table shows for ``condition``, in order: what the
+        scenario exists to measure. Default :attr:`primary_metrics`; a metric a run did not
+        record is left out of the table."""
+        return self.primary_metrics
+
     @abc.abstractmethod
     def conditions(self) -> list[Condition]:
         """Every condition of the scenario, in report order."""

@@ -176,7 +176,15 @@ class PolicyScenario(Scenario):
     """Policy off/on x placement x rules x clients x engine (see module docstring)."""
 
     name = "policy"
-    primary_metrics = ("throughput", "latency_mean", "connection_success_rate", "cpu", "ram")
+    # New connections first: through conntrack, the rules mostly cost new connections.
+    primary_metrics = (
+        "new_connections_per_second",
+        "throughput",
+        "latency_mean",
+        "connection_success_rate",
+        "cpu",
+        "ram",
+    )
     contrasts = (
         # The cost of the rules in front of the matching one, per engine: N rules vs 0.
         Contrast(

@@ -113,6 +113,10 @@ class PriorityScenario(Scenario):
     def __init__(self, cases: tuple[PriorityCase, ...] = PRIORITY_CASES) -> None:
         self.cases = {case.name: case for case in cases}
 
+    def headline_metrics(self, condition: Condition) -> tuple[str, ...]:
+        """Whether the target was reached, and whether that matches the reference order."""
+        return ("reachable", "matches_reference")
+
     def _case(self, condition: Condition) -> PriorityCase:
         name = str(condition.parameters["case"])
         return self.cases.get(name) or priority_case_named(name)

@@ -88,6 +88,12 @@ class SplitScenario(Scenario):
             for users in self.options.users
         ]
 
+    def headline_metrics(self, condition: Condition) -> tuple[str, ...]:
+        """Each backend's observed share (the condition id names its weight), the splitting
+        error (largest ``|share - weight|``), then :attr:`primary_metrics`."""
+        shares = tuple(f"share@{name}" for name in _weights(condition))
+        return (*shares, "max_abs_error", *self.primary_metrics)
+
     def required_capabilities(self, condition: Condition) -> frozenset[Capability]:
         """Traffic split."""
         return frozenset({Capability.TRAFFIC_SPLIT})

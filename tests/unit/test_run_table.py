@@ -1,0 +1,127 @@
+"""``cnibench run``'s table shows each scenario's headline metrics, not only CPU and RAM."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from cnibench import cli
+from cnibench.records import Measurement, RunStatus
+from cnibench.scenarios import SCENARIOS
+from cnibench.scenarios.base import Condition, Verification
+from cnibench.scenarios.runner import ConditionResult, RunResult
+
+
+def _unit(metric: str) -> str:
+    # As the scenarios record them: shares and errors are ratios.
+    if metric.startswith(("share", "error", "max_abs")):
+        return "ratio"
+    return "1/s" if metric.endswith("per_second") else "x"
+
+
+def _result(scenario: str, condition: Condition, runs: list[dict[str, float]]) -> ConditionResult:
+    out = tuple(
+        RunResult(
+            f"r{i}",
+            i,
+            0,
+            RunStatus.OK,
+            "",
+            tuple(Measurement(metric, value, _unit(metric)) for metric, value in values.items()),
+        )
+        for i, values in enumerate(runs)
+    )
+    return ConditionResult(scenario, "vxlan", condition, Verification(True, "ok"), out, "")
+
+
+def _rows(results: list[ConditionResult], width: int = 200) -> dict[tuple[str, str], list[str]]:
+    """(condition, metric) -> the cells of its row, read back from the rendered text."""
+    buffer = io.StringIO()
+    cli._print_table(results, SCENARIOS, Console(file=buffer, width=width))
+    rows = {}
+    for line in buffer.getvalue().splitlines():
+        cells = [cell.strip() for cell in line.split("│")[1:-1]]
+        if len(cells) == 9 and cells[0]:
+            rows[(cells[2], cells[3])] = cells
+    return rows
+
+
+SPLIT = Condition("split", "v1-60-v2-40-u100", {"weights": json.dumps({"v1": 60, "v2": 40})})
+# What a split run records besides its headline (see SplitScenario.measure).
+SPLIT_RUNS = [
+    {
+        "requests_per_second": rps,
+        "requests": 1000.0,
+        "share@v1": v1,
+        "share@v2": 1 - v1,
+        "error@v1": v1 - 0.6,
+        "error@v2": 0.6 - v1,
+        "requests@v1": 1000 * v1,
+        "max_abs_error": abs(v1 - 0.6),
+        "p_value": 0.5,
+        "cpu": 40.0,
+        "ram": 900.0,
+    }
+    for rps, v1 in ((3900.0, 0.61), (4000.0, 0.63), (4100.0, 0.62))
+]
+
+
+def test_split_shows_each_backends_share_and_the_splitting_error() -> None:
+    rows = _rows([_result("split", SPLIT, SPLIT_RUNS)])
+    metrics = [metric for condition, metric in rows if condition == SPLIT.id]
+    assert {"share@v1", "share@v2", "max_abs_error", "requests_per_second"} <= set(metrics)
+    # Shares are fractions: the mean of 0.61, 0.63, 0.62 must not print as "0.62" of 2 digits
+    # only, nor the 0.02 error as "0.00".
+    assert rows[(SPLIT.id, "share@v1")][5] == "0.6200"
+    assert rows[(SPLIT.id, "max_abs_error")][5] == "0.0200"
+    # The counts behind the shares are raw material, not a headline.
+    assert "requests@v1" not in metrics
+    assert "p_value" not in metrics
+
+
+POLICY = Condition(
+    "policy",
+    "on-cross-node-nftables-set-r1000-c50-new-connections",
+    {"policy": "on", "rules": 1000, "rules_see": "new-connections"},
+)
+
+
+def test_policy_shows_new_connections_per_second() -> None:
+    runs = [
+        {"new_connections_per_second": v, "throughput": 2e10, "cpu": 70.0, "ram": 1e3}
+        for v in (8400.0, 8500.0, 8600.0)
+    ]
+    rows = _rows([_result("policy", POLICY, runs)])
+    assert rows[(POLICY.id, "new_connections_per_second")][5] == "8500.00"
+
+
+def test_priority_shows_whether_the_reference_policy_won() -> None:
+    condition = Condition("priority", "k8s-deny", {"case": "k8s-deny"})
+    runs = [{"reachable": 0.0, "matches_reference": 1.0, "other_reachable": 1.0}] * 2
+    metrics = [metric for _, metric in _rows([_result("priority", condition, runs)])]
+    assert metrics == ["reachable", "matches_reference"]
+
+
+def test_a_long_condition_id_is_wrapped_not_cut() -> None:
+    buffer = io.StringIO()
+    cli._print_table(
+        [_result("policy", POLICY, [{"new_connections_per_second": 1.0}] * 2)],
+        SCENARIOS,
+        Console(file=buffer, width=100),
+    )
+    column = "".join(
+        line.split("│")[3].strip() for line in buffer.getvalue().splitlines() if line.count("│") > 3
+    )
+    assert POLICY.id in column
+    assert "…" not in buffer.getvalue()
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS), ids=str)
+def test_every_primary_metric_is_a_headline(name: str) -> None:
+    # The verdict compares primary_metrics; the table must not hide what the verdict is about.
+    scenario = SCENARIOS[name]
+    for condition in scenario.conditions():
+        assert set(scenario.primary_metrics) <= set(scenario.headline_metrics(condition))
