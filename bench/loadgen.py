@@ -1,31 +1,45 @@
 """Requests/s of the locust runner vs hey against the same lab split gateway (run as root).
 
-    python bench/loadgen.py [--seconds 5]
+    python bench/loadgen.py [--seconds 5] [--rounds 5]
 
-Prints, for 100 and 1000 concurrent users/connections, locust's and hey's rate and their ratio.
+For 100 and 1000 concurrent users/connections, runs locust (cnibench's split load generator)
+and hey in interleaved rounds (the order alternates from round to round) and prints both rates
+and the paired ratio locust/hey with its 95 % interval (target: 0.8 or more). Writes
+``bench-results/loadgen.csv``.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import statistics
 
+from _support import paired_ratio, write_csv
 from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.lab import LabBackend
 from cnibench.tools.locust_runner import locust_runner_argv, parse_locust_summary
 
+USERS = (100, 1000)
+TARGET = 0.8
+
 
 def main() -> int:
-    """Provision a lab, run both load generators, print the comparison."""
+    """Provision a lab, run both load generators round by round, print the comparison."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
     options, _ = parser.parse_known_args()
+    rates: dict[tuple[str, int], list[float]] = {
+        (t, u): [] for t in ("locust", "hey") for u in USERS
+    }
+    rows: list[dict[str, object]] = []
     cluster = LabBackend().provision(ClusterSpec(cni="routed"))
     try:
         echo = (WorkloadSpec(WorkloadKind.HTTP_ECHO, 80),)
         pods = {n: cluster.place(n, role=NodeRole.SERVER, workloads=echo) for n in ("v1", "v2")}
         url = cluster.create_split({n: (p, 1) for n, p in pods.items()}, port=80)
-        for users in (100, 1000):
+
+        def locust(users: int) -> float:
             argv = locust_runner_argv(
                 url,
                 users=users,
@@ -35,20 +49,42 @@ def main() -> int:
                 request_timeout=10,
             )
             result = cluster.external.run(argv, timeout=options.seconds + 60)
-            locust = parse_locust_summary(result.stdout)
-            hey = cluster.external.run(
+            return parse_locust_summary(result.stdout).requests_per_second
+
+        def hey(users: int) -> float:
+            result = cluster.external.run(
                 ["hey", "-z", f"{options.seconds}s", "-c", str(users), url],
                 timeout=options.seconds + 60,
             )
-            match = re.search(r"Requests/sec:\s+([\d.]+)", hey.stdout)
-            hey_rps = float(match.group(1)) if match else float("nan")
-            print(
-                f"users={users:5d} locust={locust.requests_per_second:9.1f} req/s"
-                f" (failures {locust.failures}/{locust.requests})"
-                f" hey={hey_rps:9.1f} req/s locust/hey={locust.requests_per_second / hey_rps:.3f}"
-            )
+            match = re.search(r"Requests/sec:\s+([\d.]+)", result.stdout)
+            if match is None:
+                raise SystemExit(f"hey printed no rate:\n{result.stdout}{result.stderr}")
+            return float(match.group(1))
+
+        tools = {"locust": locust, "hey": hey}
+        for index in range(options.rounds):
+            for users in USERS:
+                order = ("locust", "hey") if index % 2 == 0 else ("hey", "locust")
+                for tool in order:
+                    rate = tools[tool](users)
+                    rates[tool, users].append(rate)
+                    rows.append({"round": index, "users": users, "tool": tool, "rate": rate})
+                    print(
+                        f"round {index + 1} users={users:5d} {tool:6s} {rate:9.1f} req/s",
+                        flush=True,
+                    )
     finally:
         cluster.teardown()
+    print(f"\nlocust / hey on the lab split gateway, {options.rounds} interleaved rounds")
+    for users in USERS:
+        ratio = paired_ratio(rates["locust", users], rates["hey", users])
+        verdict = "meets" if ratio.low >= TARGET else "does NOT meet"
+        print(
+            f"users={users:5d} locust {statistics.fmean(rates['locust', users]):9.1f} req/s"
+            f"  hey {statistics.fmean(rates['hey', users]):9.1f} req/s"
+            f"  ratio {ratio} ({verdict} the target {TARGET})"
+        )
+    print(f"rounds written to {write_csv('loadgen', rows)}")
     return 0
 
 
