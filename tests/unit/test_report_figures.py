@@ -510,12 +510,29 @@ def test_tick_labels_of_many_groups_do_not_overlap():
             assert left.x1 <= right.x0 + 0.5
 
 
-def test_forest_has_one_section_per_scenario_with_its_own_contrasts():
+def test_forest_has_one_section_per_scenario_and_metric_with_its_own_contrasts():
     table = _forest_table()
+    table.loc[table.index[:2], "metric"] = "latency_avg"
     figure = report.figure_forest(table)
-    assert [ax.get_title(loc="left") for ax in figure.axes] == ["baseline", "egress"]
+    titles = [ax.get_title(loc="left") for ax in figure.axes]
+    assert sorted(titles) == sorted(
+        {f"{s}: {m}" for s, m in zip(table["scenario"], table["metric"], strict=True)}
+    )
     for ax in figure.axes:
-        labels = {label.get_text() for label in ax.get_yticklabels()}
-        scenario = ax.get_title(loc="left")
-        expected = table[table["scenario"] == scenario]
-        assert labels == {f"{c}: throughput" for c in expected["contrast"]}
+        scenario, metric = ax.get_title(loc="left").split(": ")
+        mine = table[(table["scenario"] == scenario) & (table["metric"] == metric)]
+        # The section's title names the scenario, so the lines leave it out.
+        assert [label.get_text() for label in ax.get_yticklabels()] == [
+            contrast.removeprefix(f"{scenario} ") for contrast in mine["contrast"]
+        ]
+
+
+def test_panels_of_comparable_values_share_one_value_axis():
+    # CPU under two tools: one unit, similar magnitudes, so the panels stay comparable.
+    frame = _baseline_rows(["vxlan"])
+    frame["metric"] = "cpu"
+    frame["unit"] = "%"
+    frame["value"] = np.where(frame["param_tool"] == "wrk", 80.0, 40.0) + frame.index % 3
+    figure = report.figure_bars(frame, "baseline", "cpu")
+    first, second = figure.axes
+    assert first.get_ylim() == second.get_ylim()

@@ -2,9 +2,11 @@
 
 Figures are built with Matplotlib's object API on the Agg canvas (no display, no global
 ``pyplot`` state): a figure is garbage once the caller drops it, and rendering is thread-safe
-per figure. Values are plotted in the unit they were recorded in (bits/s, µs, %, MB); axis
-labels use engineering prefixes (``10 Gbit/s``) without changing the data, so the heights of
-the bars are the statistics themselves.
+per figure. Values are plotted in the unit they were recorded in (bits/s, µs, %, MB), so the
+heights of the bars are the statistics themselves; each value axis prints plain numbers in one
+unit with one prefix, named in its label (``throughput [Gbit/s]``, :func:`axis_unit`), never
+``500 µs`` next to ``1 ms``. A metric measured by several tools (``tool`` parameter) gets one
+axes per tool. Legends sit outside the axes, right of the figure, so they never cover data.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import textwrap
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -74,6 +76,8 @@ NON_NEGATIVE_UNITS: frozenset[str] = frozenset(
     {"bits/s", "bytes/s", "bytes", "B", "us", "ms", "s", "requests/s", "%", "MB", "count"}
 )
 """Units of quantities that cannot be negative: their error bars are cut at zero."""
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_DASHES: tuple[Literal["-", "--", ":", "-."], ...] = ("-", "--", ":", "-.")
 _PALETTE = (
     "#4c72b0",
     "#dd8452",
@@ -220,10 +224,29 @@ def _panels(rows: pd.DataFrame, fallback_unit: str) -> list[_Panel]:
         keys = keys + " [" + unit + "]"
     panels = []
     for key, group in rows.groupby(keys, sort=False):
-        units = group["unit"].dropna().unique() if "unit" in group.columns else []
-        panel_unit = str(units[0]) if len(units) == 1 else fallback_unit
+        units = [str(u) for u in group["unit"].dropna().unique()] if "unit" in group.columns else []
+        panel_unit = units[0] if len(units) == 1 else fallback_unit
         panels.append(_Panel(str(key).strip(), panel_unit, group))
     return panels
+
+
+def _share_value_axis(panels: Sequence[_Panel], values: Sequence[Any]) -> bool:
+    """Whether the panels can share one value axis: one unit, and no panel's values lost.
+
+    Sharing keeps the panels comparable (CPU under iperf3 against CPU under wrk); it is given
+    up when one panel's largest value is under a tenth of another's, where its bars would be
+    too short to read (sockperf's latency against wrk's).
+    """
+    if len(panels) < 2 or len({panel.unit for panel in panels}) > 1:
+        return False
+    tops = []
+    for part in values:
+        finite = np.asarray(part, dtype=np.float64)
+        finite = np.abs(finite[np.isfinite(finite)])
+        if not finite.size:
+            return False
+        tops.append(float(finite.max()))
+    return min(tops) > 0 and max(tops) <= 10 * min(tops)
 
 
 def _condition_labels(rows: pd.DataFrame) -> tuple[dict[str, str], str]:
@@ -243,6 +266,14 @@ def _condition_labels(rows: pd.DataFrame) -> tuple[dict[str, str], str]:
     if not varying:
         return {c: _wrap(c) for c in conditions}, "condition"
     firsts = rows.drop_duplicates("condition").set_index("condition")
+    # In the order the condition id names them (placement before load in baseline).
+    first = conditions[0]
+
+    def position(name: str) -> int:
+        index = first.find(_param_value(firsts.loc[first, name]))
+        return index if index >= 0 else len(first)
+
+    varying.sort(key=position)
     labels = {
         c: "\n".join(_wrap(_param_value(firsts.loc[c, name])) for name in varying)
         for c in conditions
@@ -308,7 +339,14 @@ def figure_bars(
     }
     widths = [max(2.2, 0.35 * len(cnis) * len(groups[p.title]) + 1.2) for p in panels]
     figure = new_figure(min(24.0, sum(widths) + 2.5), 4.8)
-    axes = figure.subplots(1, len(panels), squeeze=False, gridspec_kw={"width_ratios": widths})[0]
+    tops = [
+        summary[summary["condition"].isin(groups[p.title])][["mean", "ci_high"]].to_numpy(float)
+        for p in panels
+    ]
+    shared = _share_value_axis(panels, tops)
+    axes = figure.subplots(
+        1, len(panels), squeeze=False, sharey=shared, gridspec_kw={"width_ratios": widths}
+    )[0]
     width = 0.8 / len(cnis)
     clipped = False
     has_any_ci = False
@@ -345,8 +383,11 @@ def figure_bars(
         ax.set_xticks(np.arange(len(conditions)), [labels[c] for c in conditions], fontsize=8)
         ax.set_xlim(-0.6, len(conditions) - 0.4)
         ax.set_xlabel(xlabel, fontsize=8)
-        spread = part[["mean", "ci_high"]].to_numpy(dtype=float)
-        _value_axis(ax, metric, panel.unit, spread)
+        # The prefix follows the bars, not a wide interval from two runs.
+        heights = summary["mean"] if shared else part["mean"]
+        _value_axis(ax, metric, panel.unit, heights)
+        if shared and ax is not axes[0]:
+            ax.set_ylabel("")
         if panel.unit in NON_NEGATIVE_UNITS:
             ax.set_ylim(bottom=0.0)
         ax.set_title(panel.title, fontsize=9)
@@ -401,9 +442,10 @@ def figure_runs(
     -------
     matplotlib.figure.Figure
         One axes per tool and recorded unit (as :func:`figure_bars`), each with one line with
-        markers per (CNI, condition); x = run number (1-based, by run time), y = the run's
-        value in one unit per axis. Outlier runs get a red ring. The legend sits right of the
-        axes.
+        markers per (CNI, condition): colour = CNI (as in :func:`figure_bars`), marker and
+        dash = condition, named in the legend by the parameters that vary (right of the
+        axes); x = run number (1-based, by run time), y = the run's value in one unit per
+        axis. Outlier runs get a red ring.
 
     Raises
     ------
@@ -419,36 +461,66 @@ def figure_runs(
     excluded = {run_id for ids in summary["excluded"] for run_id in ids}
     panels = _panels(rows, metric_unit(df, metric))
     figure = new_figure(min(24.0, 4.5 * len(panels) + 3.5), 4.0)
-    axes = figure.subplots(1, len(panels), squeeze=False)[0]
-    handles: dict[str, Any] = {}
-    index = 0
+    shared = _share_value_axis(panels, [p.rows["value"].to_numpy(float) for p in panels])
+    axes = figure.subplots(1, len(panels), squeeze=False, sharey=shared)[0]
+    # Colour names the CNI (as in figure_bars), marker and dash the condition: sixteen
+    # (CNI, condition) lines stay told apart without a sixteen-colour palette.
+    cnis = [str(c) for c in dict.fromkeys(rows["cni"])]
+    cni_handles = {
+        cni: Line2D([], [], color=_color(index), linewidth=2) for index, cni in enumerate(cnis)
+    }
+    condition_handles: dict[str, Any] = {}
+    outlier: list[Any] = []
     for ax, panel in zip(axes, panels, strict=True):
+        labels, _ = _condition_labels(panel.rows)
         for (cni, condition), group in panel.rows.groupby(["cni", "condition"], sort=False):
+            short = labels[str(condition)].replace("\n", " ")
+            if short not in condition_handles:
+                index = len(condition_handles)
+                condition_handles[short] = Line2D(
+                    [],
+                    [],
+                    color="#444444",
+                    marker=_MARKERS[index % len(_MARKERS)],
+                    linestyle=_DASHES[index // len(_MARKERS) % len(_DASHES)],
+                )
+            style = condition_handles[short]
             group = group.sort_values(["time", "run_id"])
             run_numbers = np.arange(1, len(group) + 1)
             values = group["value"].to_numpy(dtype=float)
-            label = group_label(str(cni), str(condition))
-            (line,) = ax.plot(run_numbers, values, marker="o", color=_color(index), label=label)
-            handles[label] = line
-            index += 1
+            ax.plot(
+                run_numbers,
+                values,
+                marker=style.get_marker(),
+                linestyle=style.get_linestyle(),
+                color=_color(cnis.index(str(cni))),
+                label=group_label(str(cni), str(condition)),
+            )
             flagged = group["run_id"].isin(excluded).to_numpy()
             if flagged.any():
-                ring = ax.scatter(
-                    run_numbers[flagged],
-                    values[flagged],
-                    s=160,
-                    facecolors="none",
-                    edgecolors="red",
-                    label="excluded outlier",
-                )
-                handles["excluded outlier"] = ring
+                outlier = [
+                    ax.scatter(
+                        run_numbers[flagged],
+                        values[flagged],
+                        s=160,
+                        facecolors="none",
+                        edgecolors="red",
+                        label="excluded outlier",
+                    )
+                ]
         ax.set_xlabel("run")
-        ax.xaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]
-        _value_axis(ax, metric, panel.unit, panel.rows["value"])
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        _value_axis(ax, metric, panel.unit, rows["value"] if shared else panel.rows["value"])
+        if shared and ax is not axes[0]:
+            ax.set_ylabel("")
         ax.set_title(panel.title, fontsize=9)
         ax.grid(alpha=0.3)
     figure.suptitle(title or f"{scenario}: {metric} per run")
-    _outside_legend(figure, list(handles.values()), list(handles))
+    _outside_legend(
+        figure,
+        [*cni_handles.values(), *condition_handles.values(), *outlier],
+        [*cni_handles, *condition_handles, *(["excluded outlier"] if outlier else [])],
+    )
     return figure
 
 
@@ -948,7 +1020,10 @@ def figure_forest(
     Returns
     -------
     matplotlib.figure.Figure
-        One row per contrast with an interval, in the verdict's order (largest effect on top):
+        One axes (section) per scenario and metric, titled ``"<scenario>: <metric>"``, all on
+        one shared log x axis; scenarios, and metrics within one, in the order of their
+        largest effect. In each, one row per contrast with an interval, in the verdict's order
+        (largest effect on top), labelled with the contrast without the scenario's name:
         a dot at the ratio (treatment / control, dimensionless), a line over its interval,
         filled when the difference holds after the multiplicity correction and hollow
         otherwise; a vertical line at 1 (no difference). Contrasts without an interval are
@@ -985,7 +1060,13 @@ def figure_forest(
     scenarios = (
         rows["scenario"].astype(str) if "scenario" in rows.columns else pd.Series("", rows.index)
     )
-    sections = [(str(name), rows[scenarios == name]) for name in dict.fromkeys(scenarios)]
+    # One section per scenario and metric: the title says both, so each line only names the
+    # contrast, and a long verdict reads as a few short lists.
+    # Scenarios, and metrics within one, in the order of their largest effect.
+    keys = scenarios + ": " + rows["metric"].astype(str)
+    order = {name: index for index, name in enumerate(dict.fromkeys(scenarios))}
+    names = sorted(dict.fromkeys(keys), key=lambda key: order[key.split(": ", 1)[0]])
+    sections = [(name, rows[keys == name]) for name in names]
     counts = [len(section) for _, section in sections]
     # Room around the outermost bounds (and 1) so no dot sits on the frame; one x range for
     # every section, so their ratios line up.
@@ -1000,13 +1081,13 @@ def figure_forest(
         gridspec_kw={"height_ratios": [count + 1.0 for count in counts]},
     )[:, 0]
     handles: dict[str, Any] = {}
-    for ax, (scenario, section) in zip(axes, sections, strict=True):
+    for ax, (name, section) in zip(axes, sections, strict=True):
         _forest_section(ax, section, handles)
         ax.set_xscale("log")
         ax.set_xlim(lowest / 1.25, highest * 1.25)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         ax.grid(axis="x", which="both", alpha=0.3)
-        ax.set_title(scenario, fontsize=9, loc="left", fontweight="bold")
+        ax.set_title(name, fontsize=9, loc="left", fontweight="bold")
     axes[-1].set_xlabel("ratio treatment / control (log scale; 1 = no difference)")
     level = float(rows["level"].iloc[0])
     figure.suptitle(
@@ -1025,7 +1106,9 @@ def figure_forest(
         )
         engine = figure.get_layout_engine()
         if isinstance(engine, ConstrainedLayoutEngine):
-            engine.set(rect=(0, 0.03, 1, 0.97))
+            # A fixed 0.3 inch under the axes for the note, however tall the figure.
+            note = 0.3 / figure.get_figheight()
+            engine.set(rect=(0, note, 1, 1 - note))
     return figure
 
 
@@ -1052,6 +1135,10 @@ def _forest_section(ax: Axes, rows: pd.DataFrame, handles: dict[str, Any]) -> No
             zorder=3,
         )
     ax.axvline(1.0, color="black", linewidth=1, linestyle="--")
-    labels = [f"{c}: {m}" for c, m in zip(rows["contrast"], rows["metric"], strict=True)]
+    scenarios = rows["scenario"] if "scenario" in rows.columns else [""] * count
+    labels = [
+        str(contrast).removeprefix(f"{scenario} ")
+        for contrast, scenario in zip(rows["contrast"], scenarios, strict=True)
+    ]
     ax.set_yticks(y, labels, fontsize=7)
     ax.set_ylim(-0.7, count - 0.3)
