@@ -17,6 +17,7 @@ import textwrap
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -411,11 +412,15 @@ def figure_bars(
     if failed:
         notes.append(f"{failed} failed run(s) not shown")
     if notes:
-        figure.text(0.01, 0.005, "; ".join(notes), fontsize=7, color="firebrick", wrap=True)
+        text = "; ".join(notes)
+        figure.text(0.01, 0.005, text, fontsize=7, color="firebrick", wrap=True)
         engine = figure.get_layout_engine()
         if isinstance(engine, ConstrainedLayoutEngine):
-            # Leave room under the axes for the note.
-            engine.set(rect=(0, 0.05, 1, 0.95))
+            # Room under the axes for the wrapped note: about 16 characters per inch at 7 pt,
+            # 0.14 inch per line.
+            lines = math.ceil(len(text) / (16 * figure.get_figwidth()))
+            room = min(0.4, (0.1 + 0.14 * lines) / figure.get_figheight())
+            engine.set(rect=(0, room, 1, 1 - room))
     _declutter_ticks(figure, list(axes))
     return figure
 
@@ -1086,6 +1091,7 @@ def figure_forest(
         ax.set_xscale("log")
         ax.set_xlim(lowest / 1.25, highest * 1.25)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(partial(_forest_minor_label, ax)))
         ax.grid(axis="x", which="both", alpha=0.3)
         ax.set_title(name, fontsize=9, loc="left", fontweight="bold")
     axes[-1].set_xlabel("ratio treatment / control (log scale; 1 = no difference)")
@@ -1110,6 +1116,15 @@ def figure_forest(
             note = 0.3 / figure.get_figheight()
             engine.set(rect=(0, note, 1, 1 - note))
     return figure
+
+
+def _forest_minor_label(ax: Axes, value: float, _pos: float | None = None) -> str:
+    """Plain labels at 2, 3 and 5 x 10^k when the axis spans little more than a decade."""
+    low, high = ax.get_xlim()
+    if value <= 0 or low <= 0 or high / low > 30:
+        return ""
+    mantissa = value / 10 ** math.floor(math.log10(value))
+    return f"{value:g}" if round(mantissa, 6) in (2.0, 3.0, 5.0) else ""
 
 
 def _forest_section(ax: Axes, rows: pd.DataFrame, handles: dict[str, Any]) -> None:
