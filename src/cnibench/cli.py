@@ -86,6 +86,11 @@ def _build_parser() -> _Parser:
         help="CNI the end-of-run verdict (and --report) compares every other CNI with"
         " (default: the first --cni)",
     )
+    run.add_argument(
+        "--all-metrics",
+        action="store_true",
+        help="--report draws every recorded metric, not only each scenario's primary metrics",
+    )
 
     report = commands.add_parser("report", help="figures, tables and an HTML report of results")
     report.add_argument("results", type=Path, metavar="RESULTS_DIR")
@@ -111,6 +116,11 @@ def _build_parser() -> _Parser:
         default=None,
         metavar="CNI",
         help="CNI the verdict compares every other CNI with (default: the first measured)",
+    )
+    report.add_argument(
+        "--all-metrics",
+        action="store_true",
+        help="draw every recorded metric, not only each scenario's primary metrics",
     )
 
     _add_compare_parser(commands)
@@ -383,7 +393,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.report is not None and results_dir.is_dir():
         from cnibench.report import write_report
 
-        write_report(results_dir, html=args.report, reference=args.reference)
+        write_report(
+            results_dir, html=args.report, reference=args.reference, all_metrics=args.all_metrics
+        )
         console.print(f"report written to {args.report}")
     failed = unproven or any(not r.ok_runs for r in results)
     return EXIT_FAILED if failed or not results else EXIT_OK
@@ -607,6 +619,7 @@ def _report(args: argparse.Namespace) -> int:
         markdown=args.markdown,
         png_dir=args.png_dir,
         reference=args.reference,
+        all_metrics=args.all_metrics,
     )
     for path in (paths.html, paths.markdown):
         if path is not None:

@@ -73,6 +73,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="CNI the report's verdict compares every other CNI with (default: the first --cni)",
     )
     group.addoption(
+        "--all-metrics",
+        action="store_true",
+        default=False,
+        help="--report draws every recorded metric, not only each scenario's primary metrics",
+    )
+    group.addoption(
         "--compare-to",
         default=None,
         metavar="DIR",
@@ -197,7 +203,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             from cnibench.results import load_results
 
             reference = config.getoption("--reference", default=None)
-            write_report(session_dir, html=Path(report), reference=reference)
+            write_report(
+                session_dir,
+                html=Path(report),
+                reference=reference,
+                all_metrics=bool(config.getoption("--all-metrics", default=False)),
+            )
             writer = config.get_terminal_writer()
             for line in verdict_summary(verdict(load_results(session_dir), reference=reference)):
                 writer.line(f"cnibench: {line}")

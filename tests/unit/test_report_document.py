@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +16,7 @@ from cnibench import report
 from cnibench.errors import ConfigError, ResultsError
 from cnibench.records import RunRecord, RunStatus
 from cnibench.results import ResultsStore, environment_fingerprint
+from cnibench.scenarios import SCENARIOS
 
 SESSION = "20261122T100000Z-abc123"
 FAKE_ARM_SECRET = "arm-Secret-Value-9f8e7d6c5b"
@@ -233,3 +237,51 @@ def test_report_replaces_an_existing_file_without_leaving_temporaries(results_di
     report.write_report(results_dir, html=target)
     assert target.read_text().startswith("<!DOCTYPE html>")
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def _egress_with_side_metrics(root: Path) -> Path:
+    """Egress runs recording throughput plus metrics that egress does not declare primary."""
+    _make_results(root, gap=0.3)
+    store = ResultsStore(root, session_id=SESSION)
+    for condition in ("gateway-off", "gateway-on"):
+        for rep in range(3):
+            run_id = f"egress-vxlan-{condition}-side-r{rep}"
+            base = _record(run_id, condition, 9e9, repetition=20 + rep)
+            store.write_run(
+                run_id,
+                [
+                    base,
+                    dataclasses.replace(base, metric="receive_rate@egress-gw", value=8e9),
+                    dataclasses.replace(base, metric="retransmits", value=3.0, unit="count"),
+                    dataclasses.replace(base, metric="cpu", value=12.0, unit="%"),
+                ],
+            )
+    return root
+
+
+@pytest.mark.parametrize("all_metrics", [False, True], ids=["primary-only", "all-metrics"])
+def test_report_draws_the_primary_metrics_unless_all_metrics(tmp_path, all_metrics):
+    results = _egress_with_side_metrics(tmp_path / "results")
+    recorded = {"throughput", "receive_rate@egress-gw", "retransmits", "cpu"}
+    declared = set(SCENARIOS["egress"].primary_metrics)
+    paths = report.write_report(results, png_dir=tmp_path / "png", all_metrics=all_metrics)
+    drawn = {
+        p.stem.removeprefix("egress-").removesuffix("-bars")
+        for p in paths.pngs
+        if p.stem.endswith("-bars")
+    }
+    expected = recorded if all_metrics else recorded & declared
+    # PNG names replace characters such as "@" by "_".
+    assert drawn == {re.sub(r"[^A-Za-z0-9._-]+", "_", metric) for metric in expected}
+
+
+def test_cnibench_report_all_metrics_draws_the_other_metrics(tmp_path):
+    results = _egress_with_side_metrics(tmp_path / "results")
+    argv = [sys.executable, "-m", "cnibench.cli", "report", str(results), "--png-dir"]
+    plain = subprocess.run([*argv, str(tmp_path / "plain")], check=True, timeout=120)
+    every = subprocess.run(
+        [*argv, str(tmp_path / "every"), "--all-metrics"], check=True, timeout=120
+    )
+    assert plain.returncode == every.returncode == 0
+    assert not (tmp_path / "plain" / "egress-retransmits-bars.png").exists()
+    assert (tmp_path / "every" / "egress-retransmits-bars.png").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -94,8 +95,13 @@ def test_bar_heights_are_truncated_means_of_ok_non_outlier_runs(egress_frame):
 
 def test_bar_error_bars_are_student_t_intervals_on_the_log_scale(egress_frame):
     figure = report.figure_bars(egress_frame, "egress", "throughput")
-    segments = next(c for c in figure.axes[0].collections if isinstance(c, LineCollection))
-    spans = sorted(v for seg in segments.get_segments() for v in (seg[0][1], seg[1][1]))
+    spans = sorted(
+        v
+        for collection in figure.axes[0].collections
+        if isinstance(collection, LineCollection)
+        for seg in collection.get_segments()
+        for v in (seg[0][1], seg[1][1])
+    )
     expected = []
     for (cni, condition), group in egress_frame.groupby(["cni", "condition"], sort=False):
         ok = group[group["status"] == "ok"].sort_values("time")["value"].to_numpy()
@@ -328,3 +334,224 @@ def test_rr_histogram_table_shows_describe_statistics(request_times):
     assert cells[(1, 1)] == "500"
     assert cells[(1, 2)] == f"{times.mean():.1f}"
     assert cells[(1, 5)] == f"{times.std(ddof=1):.1f}"
+
+
+# --- readability: units per axis, error bars, legends, labels, primary metrics ---------------
+
+
+def _baseline_rows(cnis, *, runs=3, conditions=None):
+    """Baseline-shaped rows: sockperf latency tens of µs, wrk latency ms, both recorded in µs."""
+    rng = np.random.default_rng(SEED)
+    conditions = conditions or [
+        (placement, load)
+        for placement in ("same-node", "cross-node")
+        for load in ("idle", "loaded")
+    ]
+    rows = []
+    for cni in cnis:
+        for placement, load in conditions:
+            for tool, level in (("sockperf", 30.0), ("wrk", 6000.0)):
+                condition = f"{placement}-{load}-{tool}"
+                params = {"placement": placement, "load": load, "tool": tool}
+                for rep in range(runs):
+                    row = _row(
+                        f"{cni}-{condition}-{rep}",
+                        cni,
+                        condition,
+                        "latency_avg",
+                        level * (1 + 0.05 * rng.standard_normal()),
+                        minute=rep,
+                        params=params,
+                        unit="us",
+                    )
+                    row["scenario"] = "baseline"
+                    rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _tick_numbers(ax):
+    ax.figure.draw_without_rendering()
+    return [
+        (tick, float(label.get_text()))
+        for tick, label in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)
+        if label.get_text() and ax.get_ylim()[0] <= tick <= ax.get_ylim()[1]
+    ]
+
+
+def test_bars_of_different_tools_get_their_own_axis_so_small_bars_stay_visible():
+    frame = _baseline_rows(["vxlan"])
+    figure = report.figure_bars(frame, "baseline", "latency_avg")
+    assert len(figure.axes) == 2
+    for ax in figure.axes:
+        top = ax.get_ylim()[1]
+        heights = [p.get_height() for p in ax.patches if isinstance(p, Rectangle)]
+        assert heights
+        assert min(heights) > 0.25 * top
+
+
+@pytest.mark.parametrize(
+    ("tool", "unit", "per_recorded_us"),
+    [("sockperf", "µs", 1.0), ("wrk", "ms", 1e-3)],
+    ids=["sockperf-in-us", "wrk-in-ms"],
+)
+def test_each_value_axis_uses_one_unit_and_its_ticks_are_plain_numbers(tool, unit, per_recorded_us):
+    frame = _baseline_rows(["vxlan"])
+    figure = report.figure_bars(frame, "baseline", "latency_avg")
+    ax = next(a for a in figure.axes if tool in a.get_title())
+    assert ax.get_ylabel() == f"latency_avg [{unit}]"
+    # The printed number is the tick's position (recorded µs) in the axis' single unit.
+    for position, printed in _tick_numbers(ax):
+        assert printed == pytest.approx(position * per_recorded_us, rel=1e-3, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("unit", "largest", "label"),
+    [
+        ("us", 900.0, "µs"),
+        ("us", 1500.0, "ms"),
+        ("ms", 0.5, "µs"),
+        ("ms", 2500.0, "s"),
+        ("bits/s", 2.5e9, "Gbit/s"),
+        ("bits/s", 800e6, "Mbit/s"),
+        ("requests/s", 45_000.0, "kreq/s"),
+        ("%", 250.0, "%"),
+    ],
+    ids=["900us", "1500us", "half-ms", "2500ms", "2.5Gbit", "800Mbit", "45kreq", "percent"],
+)
+def test_axis_unit_keeps_the_largest_value_between_1_and_1000(unit, largest, label):
+    shown = report.axis_unit(unit, largest)
+    assert shown.label == label
+    if unit != "%":
+        assert 1.0 <= largest * shown.factor < 1000.0
+
+
+def _bar_lows(frame):
+    figure = report.figure_bars(frame, "egress", "throughput")
+    segments = next(c for c in figure.axes[0].collections if isinstance(c, LineCollection))
+    legend_text = " ".join(t.get_text() for legend in figure.legends for t in legend.texts)
+    return figure, [min(seg[0][1], seg[1][1]) for seg in segments.get_segments()], legend_text
+
+
+def test_a_positive_metric_has_a_log_scale_bar_that_stays_above_zero():
+    # Two runs far apart: Student-t with one degree of freedom reaches far below zero; the
+    # summary's log-scale interval does not, and nothing needs cutting.
+    rows = [
+        _row(f"r{i}", "vxlan", "gateway-off", "throughput", value, minute=i)
+        for i, value in enumerate((1e9, 9e9))
+    ]
+    assert stats.confidence_interval(np.array([1e9, 9e9]), level=0.95).low < 0
+    _, lows, legend = _bar_lows(pd.DataFrame(rows))
+    assert min(lows) > 0.0
+    assert "cut at 0" not in legend
+
+
+def test_lower_error_bar_of_a_non_negative_metric_is_cut_at_zero():
+    # One run measured 0 bits/s: the interval is the linear one, which reaches below zero.
+    rows = [
+        _row(f"r{i}", "vxlan", "gateway-off", "throughput", value, minute=i)
+        for i, value in enumerate((0.0, 9e9))
+    ]
+    figure, lows, legend = _bar_lows(pd.DataFrame(rows))
+    assert min(lows) == 0.0
+    assert figure.axes[0].get_ylim()[0] == 0.0
+    assert "cut at 0" in legend
+
+
+def _legend_clear_of_axes(figure):
+    figure.draw_without_rendering()
+    renderer = figure.canvas.get_renderer()
+    legends = figure.legends + [ax.get_legend() for ax in figure.axes if ax.get_legend()]
+    assert legends
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for ax in figure.axes:
+            if ax.axison:
+                assert not box.overlaps(ax.get_window_extent(renderer)), ax.get_title()
+
+
+def _forest_table():
+    rows = []
+    for scenario, count in (("baseline", 6), ("egress", 3)):
+        for i in range(count):
+            ratio = 0.6 + 0.1 * i
+            rows.append(
+                {
+                    "scenario": scenario,
+                    "contrast": f"{scenario} contrast {i}",
+                    "metric": "throughput",
+                    "ratio": ratio,
+                    "ci_low": ratio * 0.9,
+                    "ci_high": ratio * 1.1,
+                    "significant": i % 2 == 0,
+                    "level": 0.95,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda f, p, t: report.figure_bars(f, "egress", "throughput"),
+        lambda f, p, t: report.figure_runs(f, "egress", "throughput"),
+        lambda f, p, t: report.figure_policy_scaling(p, metrics=["throughput", "latency_mean"]),
+        lambda f, p, t: report.figure_rr_ecdf(t),
+        lambda f, p, t: report.figure_rr_histogram(t),
+        lambda f, p, t: report.figure_forest(_forest_table()),
+    ],
+    ids=["bars", "runs", "policy-scaling", "rr-ecdf", "rr-histogram", "forest"],
+)
+def test_legend_sits_outside_every_axes(draw, egress_frame, policy_frame, request_times):
+    _legend_clear_of_axes(draw(egress_frame, policy_frame, request_times))
+
+
+def test_split_legends_sit_outside_every_axes():
+    rng = np.random.default_rng(SEED)
+    weights = {"v1": 50, "v2": 50}
+    records = pd.concat([_split_records(rng, users, weights) for users in (1, 10)])
+    _legend_clear_of_axes(report.figure_split_shares(records))
+    _legend_clear_of_axes(report.figure_split_distance(records))
+
+
+def test_tick_labels_of_many_groups_do_not_overlap():
+    conditions = [(f"placement-{i}-with-a-long-name", "idle") for i in range(8)]
+    frame = _baseline_rows(["vxlan", "routed", "flannel-host-gw"], conditions=conditions)
+    figure = report.figure_bars(frame, "baseline", "latency_avg")
+    figure.draw_without_rendering()
+    renderer = figure.canvas.get_renderer()
+    for ax in figure.axes:
+        boxes = sorted(
+            (label.get_window_extent(renderer) for label in ax.get_xticklabels()),
+            key=lambda box: box.x0,
+        )
+        assert len(boxes) == 8
+        for left, right in itertools.pairwise(boxes):
+            assert left.x1 <= right.x0 + 0.5
+
+
+def test_forest_has_one_section_per_scenario_and_metric_with_its_own_contrasts():
+    table = _forest_table()
+    table.loc[table.index[:2], "metric"] = "latency_avg"
+    figure = report.figure_forest(table)
+    titles = [ax.get_title(loc="left") for ax in figure.axes]
+    assert sorted(titles) == sorted(
+        {f"{s}: {m}" for s, m in zip(table["scenario"], table["metric"], strict=True)}
+    )
+    for ax in figure.axes:
+        scenario, metric = ax.get_title(loc="left").split(": ")
+        mine = table[(table["scenario"] == scenario) & (table["metric"] == metric)]
+        # The section's title names the scenario, so the lines leave it out.
+        assert [label.get_text() for label in ax.get_yticklabels()] == [
+            contrast.removeprefix(f"{scenario} ") for contrast in mine["contrast"]
+        ]
+
+
+def test_panels_of_comparable_values_share_one_value_axis():
+    # CPU under two tools: one unit, similar magnitudes, so the panels stay comparable.
+    frame = _baseline_rows(["vxlan"])
+    frame["metric"] = "cpu"
+    frame["unit"] = "%"
+    frame["value"] = np.where(frame["param_tool"] == "wrk", 80.0, 40.0) + frame.index % 3
+    figure = report.figure_bars(frame, "baseline", "cpu")
+    first, second = figure.axes
+    assert first.get_ylim() == second.get_ylim()

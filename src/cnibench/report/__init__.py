@@ -26,6 +26,8 @@ from cnibench.report.data import (
 )
 from cnibench.report.document import ReportPaths, write_report
 from cnibench.report.figures import (
+    AxisUnit,
+    axis_unit,
     figure_bars,
     figure_forest,
     figure_pod_scaling,
@@ -43,7 +45,9 @@ from cnibench.report.tables import table_runs
 from cnibench.report.verdict import plan_contrasts, verdict, verdict_lines, verdict_summary
 
 __all__ = [
+    "AxisUnit",
     "ReportPaths",
+    "axis_unit",
     "bar_summary",
     "compare_results",
     "figure_bars",

@@ -393,6 +393,7 @@ def _scenario(
     scenario: str,
     times: pd.DataFrame,
     split: pd.DataFrame,
+    all_metrics: bool,
 ) -> None:
     builder.heading(2, f"Scenario: {scenario}", f"scenario-{scenario}")
     ok = ok_runs(df, scenario=scenario)
@@ -442,10 +443,13 @@ def _scenario(
                 f"{scenario}: distance to the configured weights, {label}",
                 partial(figures.figure_split_distance, group),
             )
+    recorded = [str(m) for m in dict.fromkeys(ok["metric"])]
+    primary, others = _plotted_metrics(scenario, recorded)
+    drawn = primary + others if all_metrics else primary
     for x in ("rules", "clients"):
         column = f"param_{x}"
         if column in ok.columns and ok[column].notna().any() and ok[column].nunique() > 1:
-            metrics = [m for m in ("throughput", "latency_mean") if m in set(ok["metric"])]
+            metrics = [m for m in ("throughput", "latency_mean") if m in drawn]
             if metrics:
                 builder.figure(
                     f"{scenario}-scaling-{x}",
@@ -454,10 +458,7 @@ def _scenario(
                         figures.figure_policy_scaling, df, x=x, metrics=metrics, scenario=scenario
                     ),
                 )
-    recorded = [str(m) for m in dict.fromkeys(ok["metric"])]
-    declared = SCENARIOS[scenario].primary_metrics if scenario in SCENARIOS else ()
-    primary = [m for m in declared if m in recorded]
-    for metric in primary + [m for m in recorded if m not in primary]:
+    for metric in drawn:
         kind = "primary metric" if metric in primary else "other metric"
         builder.heading(3, f"{scenario}: {metric} ({kind})")
         builder.figure(
@@ -470,8 +471,29 @@ def _scenario(
             f"{scenario}: {metric} per run",
             partial(figures.figure_runs, df, scenario, str(metric)),
         )
+    if others and not all_metrics:
+        builder.paragraph(
+            f"Not drawn, as not primary for {scenario} ({', '.join(others)}): their values are "
+            "in the run tables; --all-metrics draws them.",
+            css="note",
+        )
     builder.heading(3, f"{scenario}: runs")
     _run_tables(builder, df, scenario)
+
+
+def _plotted_metrics(scenario: str, recorded: list[str]) -> tuple[list[str], list[str]]:
+    """The recorded metrics split into the scenario's primary ones (in declared order) and the rest.
+
+    A report draws figures of the primary metrics only (``all_metrics=True`` adds the rest):
+    per-node receive rates or a tool's secondary outputs mean nothing for most scenarios (the
+    egress gateway's receive rate in ``baseline``). A scenario cnibench does not know declares
+    nothing, so all its metrics count as primary.
+    """
+    if scenario not in SCENARIOS:
+        return list(recorded), []
+    declared = SCENARIOS[scenario].primary_metrics
+    primary = [m for m in declared if m in recorded]
+    return primary, [m for m in recorded if m not in primary]
 
 
 def _first_run_per_level(records: pd.DataFrame) -> pd.DataFrame:
@@ -567,6 +589,7 @@ def write_report(
     png_dir: str | os.PathLike[str] | None = None,
     title: str = "cnibench report",
     reference: str | None = None,
+    all_metrics: bool = False,
 ) -> ReportPaths:
     """Write the report of a results directory: HTML, Markdown and/or PNG files.
 
@@ -586,6 +609,10 @@ def write_report(
     reference:
         CNI the verdict compares every other CNI with (default: the first measured, i.e. the
         first ``--cni``).
+    all_metrics:
+        Draw figures of every recorded metric, not only of each scenario's primary metrics
+        (``Scenario.primary_metrics``, the ones its verdict compares); the run tables always
+        list every metric.
 
     Returns
     -------
@@ -627,7 +654,7 @@ def write_report(
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
         _verdict_section(builder, df, reference)
         for scenario in _iter_scenarios(df):
-            _scenario(builder, df, scenario, times, split)
+            _scenario(builder, df, scenario, times, split, all_metrics)
     _methods(builder, df)
     _environment(builder, results_path)
     _verification(builder, results_path, df)

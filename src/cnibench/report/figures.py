@@ -2,17 +2,23 @@
 
 Figures are built with Matplotlib's object API on the Agg canvas (no display, no global
 ``pyplot`` state): a figure is garbage once the caller drops it, and rendering is thread-safe
-per figure. Values are plotted in the unit they were recorded in (bits/s, µs, %, MB); axis
-labels use engineering prefixes (``10 Gbit/s``) without changing the data, so the heights of
-the bars are the statistics themselves.
+per figure. Values are plotted in the unit they were recorded in (bits/s, µs, %, MB), so the
+heights of the bars are the statistics themselves; each value axis prints plain numbers in one
+unit with one prefix, named in its label (``throughput [Gbit/s]``, :func:`axis_unit`), never
+``500 µs`` next to ``1 ms``. A metric measured by several tools (``tool`` parameter) gets one
+axes per tool. Legends sit outside the axes, right of the figure, so they never cover data.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import textwrap
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -20,7 +26,9 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
-from matplotlib.ticker import EngFormatter, FuncFormatter
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import FuncFormatter
 
 from cnibench import stats
 from cnibench.errors import ConfigError, InsufficientDataError
@@ -38,6 +46,9 @@ from cnibench.report.data import (
 from cnibench.report.verdict import CORRECTION, VERDICT_COLUMNS, verdict
 
 __all__ = [
+    "NON_NEGATIVE_UNITS",
+    "AxisUnit",
+    "axis_unit",
     "figure_bars",
     "figure_forest",
     "figure_pod_scaling",
@@ -50,8 +61,24 @@ __all__ = [
     "new_figure",
 ]
 
-_UNIT_LABELS = {"bits/s": "bit/s", "us": "s", "ms": "s", "requests/s": "req/s"}
-_UNIT_SCALE = {"us": 1e-6, "ms": 1e-3}
+_BASE_UNITS: dict[str, tuple[str, float, tuple[str, ...]]] = {
+    # recorded unit: (unit on the axis without prefix, factor to it, prefixes allowed)
+    "us": ("s", 1e-6, ("n", "µ", "m", "")),
+    "ms": ("s", 1e-3, ("n", "µ", "m", "")),
+    "s": ("s", 1.0, ("n", "µ", "m", "")),
+    "bits/s": ("bit/s", 1.0, ("", "k", "M", "G", "T")),
+    "bytes/s": ("B/s", 1.0, ("", "k", "M", "G", "T")),
+    "bytes": ("B", 1.0, ("", "k", "M", "G", "T")),
+    "B": ("B", 1.0, ("", "k", "M", "G", "T")),
+    "requests/s": ("req/s", 1.0, ("", "k", "M")),
+}
+_PREFIX_SCALE = {"n": 1e-9, "µ": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+NON_NEGATIVE_UNITS: frozenset[str] = frozenset(
+    {"bits/s", "bytes/s", "bytes", "B", "us", "ms", "s", "requests/s", "%", "MB", "count"}
+)
+"""Units of quantities that cannot be negative: their error bars are cut at zero."""
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_DASHES: tuple[Literal["-", "--", ":", "-."], ...] = ("-", "--", ":", "-.")
 _PALETTE = (
     "#4c72b0",
     "#dd8452",
@@ -77,18 +104,189 @@ def _color(index: int) -> str:
     return _PALETTE[index % len(_PALETTE)]
 
 
-def _format_value_axis(ax: Axes, unit: str, *, axis: str = "y") -> None:
-    """Engineering tick labels in the metric's unit; µs and ms become seconds on the labels."""
-    scale = _UNIT_SCALE.get(unit)
+@dataclass(frozen=True)
+class AxisUnit:
+    """How one value axis shows a metric: a single unit, prefix included, for every tick.
+
+    Attributes
+    ----------
+    label:
+        The unit named in the axis label, e.g. ``"ms"``, ``"Gbit/s"``, ``"%"``.
+    factor:
+        Multiply a recorded value by this to get the number printed on a tick.
+    """
+
+    label: str
+    factor: float
+
+
+def axis_unit(unit: str, largest: float) -> AxisUnit:
+    """The one prefix an axis uses for values up to ``largest`` (in the recorded ``unit``).
+
+    Ticks are plain numbers and the unit sits once in the axis label, so an axis never mixes
+    ``500 µs`` with ``1 ms``: the prefix is the largest one that keeps ``largest`` at 1 or
+    more (``0.9 ms`` → µs, ``2.5e9 bits/s`` → Gbit/s). Units without a prefix scheme (``%``,
+    ``MB``, ``count``) are shown as recorded.
+    """
+    base = _BASE_UNITS.get(unit)
+    if base is None:
+        return AxisUnit(unit, 1.0)
+    name, to_base, prefixes = base
+    magnitude = abs(largest) * to_base
+    chosen = "" if "" in prefixes else prefixes[0]
+    if math.isfinite(magnitude) and magnitude > 0:
+        fitting = [p for p in prefixes if magnitude >= _PREFIX_SCALE[p]]
+        chosen = fitting[-1] if fitting else prefixes[0]
+    return AxisUnit(chosen + name, to_base / _PREFIX_SCALE[chosen])
+
+
+def _value_axis(ax: Axes, metric: str, unit: str, values: Any, *, axis: str = "y") -> AxisUnit:
+    """Label ``ax``'s value axis ``metric [unit]`` with one prefix for all its ticks."""
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    shown = axis_unit(unit, float(np.max(np.abs(finite))) if finite.size else math.nan)
     target = ax.yaxis if axis == "y" else ax.xaxis
-    if scale is not None:
+    factor = shown.factor
+    target.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value * factor:.4g}"))
+    label = f"{metric} [{shown.label}]" if shown.label else metric
+    target.set_label_text(label)
+    return shown
 
-        def seconds(value: float, _pos: float | None = None) -> str:
-            return EngFormatter(unit="s")(value * scale)
 
-        target.set_major_formatter(seconds)
-    elif unit in ("bits/s", "requests/s", "bytes", "B"):
-        target.set_major_formatter(EngFormatter(unit=_UNIT_LABELS.get(unit, unit)))
+def _outside_legend(figure: Figure, handles: Sequence[Any], labels: Sequence[str]) -> None:
+    """One legend for the whole figure, right of every axes, so it never covers data."""
+    if handles:
+        figure.legend(handles, labels, loc="outside right upper", fontsize=7, frameon=False)
+
+
+def _overlaps(boxes: Sequence[Any]) -> bool:
+    ordered = sorted(boxes, key=lambda box: box.x0)
+    return any(a.x1 > b.x0 + 0.5 for a, b in itertools.pairwise(ordered))
+
+
+def _declutter_ticks(figure: Figure, axes: Sequence[Axes]) -> None:
+    """Rotate x tick labels of ``axes`` (30°, then 90°) until no two of them overlap.
+
+    Labels are wrapped beforehand; rotating is the fallback when many groups share an axis.
+    """
+    for rotation in (30, 90):
+        figure.draw_without_rendering()
+        renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+        crowded = [
+            ax
+            for ax in axes
+            if _overlaps(
+                [
+                    label.get_window_extent(renderer)
+                    for label in ax.get_xticklabels()
+                    if label.get_visible() and label.get_text()
+                ]
+            )
+        ]
+        if not crowded:
+            return
+        for ax in crowded:
+            for label in ax.get_xticklabels():
+                label.set_rotation(rotation)
+                label.set_horizontalalignment("right" if rotation < 90 else "center")
+                label.set_rotation_mode("anchor" if rotation < 90 else "default")
+
+
+def _wrap(text: str, width: int = 14) -> str:
+    """Wrap a condition label at hyphens and spaces so long ids stay within their group."""
+    return (
+        "\n".join(textwrap.wrap(text, width=width, break_on_hyphens=True, break_long_words=False))
+        or text
+    )
+
+
+@dataclass(frozen=True)
+class _Panel:
+    """One axes of a per-metric figure: the groups measured by one tool in one unit."""
+
+    title: str
+    unit: str
+    rows: pd.DataFrame
+
+
+def _panels(rows: pd.DataFrame, fallback_unit: str) -> list[_Panel]:
+    """Split a metric's rows by tool (``param_tool``) and recorded unit, one axis each.
+
+    Different tools measure the same metric at different magnitudes (sockperf's latency is
+    tens of µs, wrk's is ms); on one axis the small bars vanish. Different units would be
+    meaningless on one axis.
+    """
+    tool = rows["param_tool"].astype(str) if "param_tool" in rows.columns else None
+    unit = rows["unit"].fillna("").astype(str) if "unit" in rows.columns else None
+    keys = pd.Series("", index=rows.index)
+    if tool is not None and rows["param_tool"].notna().any() and tool.nunique() > 1:
+        keys = keys + "tool " + tool
+    if unit is not None and unit.nunique() > 1:
+        keys = keys + " [" + unit + "]"
+    panels = []
+    for key, group in rows.groupby(keys, sort=False):
+        units = [str(u) for u in group["unit"].dropna().unique()] if "unit" in group.columns else []
+        panel_unit = units[0] if len(units) == 1 else fallback_unit
+        panels.append(_Panel(str(key).strip(), panel_unit, group))
+    return panels
+
+
+def _share_value_axis(panels: Sequence[_Panel], values: Sequence[Any]) -> bool:
+    """Whether the panels can share one value axis: one unit, and no panel's values lost.
+
+    Sharing keeps the panels comparable (CPU under iperf3 against CPU under wrk); it is given
+    up when one panel's largest value is under a tenth of another's, where its bars would be
+    too short to read (sockperf's latency against wrk's).
+    """
+    if len(panels) < 2 or len({panel.unit for panel in panels}) > 1:
+        return False
+    tops = []
+    for part in values:
+        finite = np.asarray(part, dtype=np.float64)
+        finite = np.abs(finite[np.isfinite(finite)])
+        if not finite.size:
+            return False
+        tops.append(float(finite.max()))
+    return min(tops) > 0 and max(tops) <= 10 * min(tops)
+
+
+def _condition_labels(rows: pd.DataFrame) -> tuple[dict[str, str], str]:
+    """Short tick label per condition and the x axis label that explains them.
+
+    A condition id repeats every parameter (``cross-node-idle-iperf3``); the label keeps only
+    the parameters that vary within the axes, one per line, and the axis label names them.
+    """
+    conditions = [str(c) for c in dict.fromkeys(rows["condition"])]
+    varying = [
+        name
+        for name in sorted(rows.columns)
+        if name.startswith("param_")
+        and rows[name].notna().any()
+        and rows[name].astype(str).nunique() > 1
+    ]
+    if not varying:
+        return {c: _wrap(c) for c in conditions}, "condition"
+    firsts = rows.drop_duplicates("condition").set_index("condition")
+    # In the order the condition id names them (placement before load in baseline).
+    first = conditions[0]
+
+    def position(name: str) -> int:
+        index = first.find(_param_value(firsts.loc[first, name]))
+        return index if index >= 0 else len(first)
+
+    varying.sort(key=position)
+    labels = {
+        c: "\n".join(_wrap(_param_value(firsts.loc[c, name])) for name in varying)
+        for c in conditions
+    }
+    if len(set(labels.values())) < len(conditions):
+        return {c: _wrap(c) for c in conditions}, "condition"
+    return labels, " / ".join(name[len("param_") :] for name in varying)
+
+
+def _n_text(counts: Sequence[int]) -> str:
+    low, high = min(counts), max(counts)
+    return f"n={low}" if low == high else f"n={low}–{high}"
 
 
 def figure_bars(
@@ -113,15 +311,20 @@ def figure_bars(
     level:
         Confidence level of the error bars (default 0.95, Student-t).
     title:
-        Figure title; default ``"<scenario>: <metric> [unit]"``.
+        Figure title; default ``"<scenario>: <metric>, 10% truncated mean"``.
 
     Returns
     -------
     matplotlib.figure.Figure
-        One bar per (CNI, condition), in order of first appearance; bar height = truncated mean
-        of the successful, non-outlier runs; error bar = interval from
-        :func:`bar_summary`. Outlier runs (modified z-score above 3.5) are excluded and named
-        in an annotation under the axes; failed runs never enter.
+        One axes per tool (``tool`` parameter) and recorded unit, each with its own value axis
+        in one unit and prefix (:func:`axis_unit`). In each, one group of bars per condition
+        (in order of first appearance), one bar per CNI (coloured; the legend, outside the
+        axes, names the CNI and its number of runs); tick labels are the parameters that vary
+        on that axes. Bar height = truncated mean of the successful, non-outlier runs; error
+        bar = interval from :func:`bar_summary`, cut at zero for a quantity that cannot be
+        negative (:data:`NON_NEGATIVE_UNITS`; the legend says so when a bar was cut). Outlier
+        runs (modified z-score above 3.5) are excluded and named in an annotation under the
+        axes; failed runs never enter.
 
     Raises
     ------
@@ -129,38 +332,79 @@ def figure_bars(
         If no successful run has the scenario and metric.
     """
     summary = bar_summary(df, scenario=scenario, metric=metric, proportion=proportion, level=level)
-    unit = metric_unit(df, metric)
-    figure = new_figure(max(5.0, 1.1 * len(summary) + 2.5), 4.5)
-    ax = figure.add_subplot()
-    positions = np.arange(len(summary), dtype=float)
-    cnis = list(dict.fromkeys(summary["cni"]))
-    colors = [_color(cnis.index(cni)) for cni in summary["cni"]]
-    means = summary["mean"].to_numpy(dtype=float)
-    ax.bar(positions, means, color=colors, width=0.7, label="_bars")
-    low = summary["ci_low"].to_numpy(dtype=float)
-    high = summary["ci_high"].to_numpy(dtype=float)
-    has_ci = np.isfinite(low) & np.isfinite(high)
-    if has_ci.any():
-        ax.errorbar(
-            positions[has_ci],
-            means[has_ci],
-            yerr=np.vstack([means[has_ci] - low[has_ci], high[has_ci] - means[has_ci]]),
-            fmt="none",
-            ecolor="black",
-            capsize=5,
-            label=f"{100 * level:g}% CI",
-        )
-    ax.set_xticks(
-        positions,
-        [f"{row.condition}\n{row.cni}\n(n={row.n})" for row in summary.itertuples()],
-        fontsize=8,
-    )
-    ax.set_ylabel(f"{metric} [{unit}]" if unit else metric)
-    _format_value_axis(ax, unit)
-    ax.set_title(title or f"{scenario}: {metric}, {100 * proportion:g}% truncated mean")
-    ax.grid(axis="y", alpha=0.3)
+    rows = ok_runs(df, scenario=scenario, metric=metric)
+    panels = _panels(rows, metric_unit(df, metric))
+    cnis = [str(c) for c in dict.fromkeys(summary["cni"])]
+    groups = {
+        panel.title: [str(c) for c in dict.fromkeys(panel.rows["condition"])] for panel in panels
+    }
+    widths = [max(2.2, 0.35 * len(cnis) * len(groups[p.title]) + 1.2) for p in panels]
+    figure = new_figure(min(24.0, sum(widths) + 2.5), 4.8)
+    tops = [
+        summary[summary["condition"].isin(groups[p.title])][["mean", "ci_high"]].to_numpy(float)
+        for p in panels
+    ]
+    shared = _share_value_axis(panels, tops)
+    axes = figure.subplots(
+        1, len(panels), squeeze=False, sharey=shared, gridspec_kw={"width_ratios": widths}
+    )[0]
+    width = 0.8 / len(cnis)
+    clipped = False
+    has_any_ci = False
+    for ax, panel in zip(axes, panels, strict=True):
+        conditions = groups[panel.title]
+        part = summary[summary["condition"].isin(conditions)]
+        labels, xlabel = _condition_labels(panel.rows)
+        for offset, cni in enumerate(cnis):
+            mine = part[part["cni"] == cni].set_index("condition")
+            present = [c for c in conditions if c in mine.index]
+            if not present:
+                continue
+            positions = np.array(
+                [conditions.index(c) + (offset - (len(cnis) - 1) / 2) * width for c in present]
+            )
+            means = mine.loc[present, "mean"].to_numpy(dtype=float)
+            low = mine.loc[present, "ci_low"].to_numpy(dtype=float)
+            high = mine.loc[present, "ci_high"].to_numpy(dtype=float)
+            ax.bar(positions, means, width=width * 0.9, color=_color(cnis.index(cni)))
+            has_ci = np.isfinite(low) & np.isfinite(high)
+            if panel.unit in NON_NEGATIVE_UNITS:
+                clipped = clipped or bool((low[has_ci] < 0).any())
+                low = np.where(has_ci, np.maximum(low, 0.0), low)
+            if has_ci.any():
+                has_any_ci = True
+                ax.errorbar(
+                    positions[has_ci],
+                    means[has_ci],
+                    yerr=np.vstack([means[has_ci] - low[has_ci], high[has_ci] - means[has_ci]]),
+                    fmt="none",
+                    ecolor="black",
+                    capsize=4,
+                )
+        ax.set_xticks(np.arange(len(conditions)), [labels[c] for c in conditions], fontsize=8)
+        ax.set_xlim(-0.6, len(conditions) - 0.4)
+        ax.set_xlabel(xlabel, fontsize=8)
+        # The prefix follows the bars, not a wide interval from two runs.
+        heights = summary["mean"] if shared else part["mean"]
+        _value_axis(ax, metric, panel.unit, heights)
+        if shared and ax is not axes[0]:
+            ax.set_ylabel("")
+        if panel.unit in NON_NEGATIVE_UNITS:
+            ax.set_ylim(bottom=0.0)
+        ax.set_title(panel.title, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    figure.suptitle(title or f"{scenario}: {metric}, {100 * proportion:g}% truncated mean")
+    handles: list[Any] = [Rectangle((0, 0), 1, 1, color=_color(i)) for i in range(len(cnis))]
+    legend_labels = [
+        f"{cni} ({_n_text(summary[summary['cni'] == cni]['n'].astype(int).tolist())})"
+        for cni in cnis
+    ]
+    if has_any_ci:
+        handles.append(Line2D([], [], color="black", marker="_", markersize=10, linestyle="-"))
+        legend_labels.append(f"{100 * level:g}% CI" + (", cut at 0" if clipped else ""))
+    _outside_legend(figure, handles, legend_labels)
     notes = [
-        f"excluded outlier {run_id} ({value:.4g} {unit})"
+        f"excluded outlier {run_id} ({value:.4g} {metric_unit(df, metric)})"
         for excluded, values in zip(summary["excluded"], summary["excluded_values"], strict=True)
         for run_id, value in zip(excluded, values, strict=True)
     ]
@@ -168,13 +412,16 @@ def figure_bars(
     if failed:
         notes.append(f"{failed} failed run(s) not shown")
     if notes:
-        figure.text(0.01, 0.005, "; ".join(notes), fontsize=7, color="firebrick", wrap=True)
+        text = "; ".join(notes)
+        figure.text(0.01, 0.005, text, fontsize=7, color="firebrick", wrap=True)
         engine = figure.get_layout_engine()
         if isinstance(engine, ConstrainedLayoutEngine):
-            # Leave room under the axes for the note.
-            engine.set(rect=(0, 0.05, 1, 0.95))
-    if has_ci.any():
-        ax.legend(loc="lower right", fontsize=8)
+            # Room under the axes for the wrapped note: about 16 characters per inch at 7 pt,
+            # 0.14 inch per line.
+            lines = math.ceil(len(text) / (16 * figure.get_figwidth()))
+            room = min(0.4, (0.1 + 0.14 * lines) / figure.get_figheight())
+            engine.set(rect=(0, room, 1, 1 - room))
+    _declutter_ticks(figure, list(axes))
     return figure
 
 
@@ -199,8 +446,11 @@ def figure_runs(
     Returns
     -------
     matplotlib.figure.Figure
-        One line with markers per (CNI, condition); x = run number (1-based, by run time),
-        y = the run's value in the metric's unit. Outlier runs get a red ring.
+        One axes per tool and recorded unit (as :func:`figure_bars`), each with one line with
+        markers per (CNI, condition): colour = CNI (as in :func:`figure_bars`), marker and
+        dash = condition, named in the legend by the parameters that vary (right of the
+        axes); x = run number (1-based, by run time), y = the run's value in one unit per
+        axis. Outlier runs get a red ring.
 
     Raises
     ------
@@ -212,41 +462,70 @@ def figure_runs(
         raise InsufficientDataError(
             f"no successful run of scenario {scenario!r} has metric {metric!r}"
         )
-    unit = metric_unit(df, metric)
     summary = bar_summary(df, scenario=scenario, metric=metric)
     excluded = {run_id for ids in summary["excluded"] for run_id in ids}
-    figure = new_figure(8.0, 4.0)
-    ax = figure.add_subplot()
-    for index, ((cni, condition), group) in enumerate(
-        rows.groupby(["cni", "condition"], sort=False)
-    ):
-        group = group.sort_values(["time", "run_id"])
-        run_numbers = np.arange(1, len(group) + 1)
-        values = group["value"].to_numpy(dtype=float)
-        ax.plot(
-            run_numbers,
-            values,
-            marker="o",
-            color=_color(index),
-            label=group_label(str(cni), str(condition)),
-        )
-        flagged = group["run_id"].isin(excluded).to_numpy()
-        if flagged.any():
-            ax.scatter(
-                run_numbers[flagged],
-                values[flagged],
-                s=160,
-                facecolors="none",
-                edgecolors="red",
-                label="_outlier",
+    panels = _panels(rows, metric_unit(df, metric))
+    figure = new_figure(min(24.0, 4.5 * len(panels) + 3.5), 4.0)
+    shared = _share_value_axis(panels, [p.rows["value"].to_numpy(float) for p in panels])
+    axes = figure.subplots(1, len(panels), squeeze=False, sharey=shared)[0]
+    # Colour names the CNI (as in figure_bars), marker and dash the condition: sixteen
+    # (CNI, condition) lines stay told apart without a sixteen-colour palette.
+    cnis = [str(c) for c in dict.fromkeys(rows["cni"])]
+    cni_handles = {
+        cni: Line2D([], [], color=_color(index), linewidth=2) for index, cni in enumerate(cnis)
+    }
+    condition_handles: dict[str, Any] = {}
+    outlier: list[Any] = []
+    for ax, panel in zip(axes, panels, strict=True):
+        labels, _ = _condition_labels(panel.rows)
+        for (cni, condition), group in panel.rows.groupby(["cni", "condition"], sort=False):
+            short = labels[str(condition)].replace("\n", " ")
+            if short not in condition_handles:
+                index = len(condition_handles)
+                condition_handles[short] = Line2D(
+                    [],
+                    [],
+                    color="#444444",
+                    marker=_MARKERS[index % len(_MARKERS)],
+                    linestyle=_DASHES[index // len(_MARKERS) % len(_DASHES)],
+                )
+            style = condition_handles[short]
+            group = group.sort_values(["time", "run_id"])
+            run_numbers = np.arange(1, len(group) + 1)
+            values = group["value"].to_numpy(dtype=float)
+            ax.plot(
+                run_numbers,
+                values,
+                marker=style.get_marker(),
+                linestyle=style.get_linestyle(),
+                color=_color(cnis.index(str(cni))),
+                label=group_label(str(cni), str(condition)),
             )
-    ax.set_xlabel("run")
-    ax.xaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]
-    ax.set_ylabel(f"{metric} [{unit}]" if unit else metric)
-    _format_value_axis(ax, unit)
-    ax.set_title(title or f"{scenario}: {metric} per run")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+            flagged = group["run_id"].isin(excluded).to_numpy()
+            if flagged.any():
+                outlier = [
+                    ax.scatter(
+                        run_numbers[flagged],
+                        values[flagged],
+                        s=160,
+                        facecolors="none",
+                        edgecolors="red",
+                        label="excluded outlier",
+                    )
+                ]
+        ax.set_xlabel("run")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        _value_axis(ax, metric, panel.unit, rows["value"] if shared else panel.rows["value"])
+        if shared and ax is not axes[0]:
+            ax.set_ylabel("")
+        ax.set_title(panel.title, fontsize=9)
+        ax.grid(alpha=0.3)
+    figure.suptitle(title or f"{scenario}: {metric} per run")
+    _outside_legend(
+        figure,
+        [*cni_handles.values(), *condition_handles.values(), *outlier],
+        [*cni_handles, *condition_handles, *(["excluded outlier"] if outlier else [])],
+    )
     return figure
 
 
@@ -355,7 +634,7 @@ def figure_split_shares(
         ax.set_title(label, fontsize=9, loc="left")
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel(f"time since first request [s] ({window:g} s windows)")
-    axes[0].legend(fontsize=7, ncols=2, loc="upper right")
+    _outside_legend(figure, *axes[0].get_legend_handles_labels())
     figure.suptitle(title or "Traffic split: share per backend over time")
     return figure
 
@@ -453,7 +732,7 @@ def figure_split_distance(
     ax.set_ylabel("distance to reference (total variation)")
     ax.set_ylim(bottom=0.0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _outside_legend(figure, *ax.get_legend_handles_labels())
     ax.set_title(title or "Traffic split: distance to the configured weights")
     return figure
 
@@ -510,7 +789,7 @@ def figure_rr_histogram(times: pd.DataFrame, *, bins: int = 60, title: str | Non
     ax.set_xlabel("request time [µs]")
     ax.set_ylabel("requests per bin")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _outside_legend(figure, *ax.get_legend_handles_labels())
     ax.set_title(title or "Request-response time histogram")
     summary = request_time_summary(times)
     cell_text = [
@@ -562,7 +841,7 @@ def figure_rr_ecdf(times: pd.DataFrame, *, title: str | None = None) -> Figure:
     ax.set_ylabel("proportion of requests ≤ x")
     ax.set_ylim(0.0, 1.02)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="lower right")
+    _outside_legend(figure, *ax.get_legend_handles_labels())
     ax.set_title(title or "Request-response time ECDF")
     return figure
 
@@ -705,10 +984,10 @@ def figure_policy_scaling(
                 label=str(line),
             )
         ax.set_xlabel(f"number of {x}")
-        ax.set_ylabel(f"{metric} [{unit}]" if unit else metric)
-        _format_value_axis(ax, unit)
+        _value_axis(ax, metric, unit, summary[["mean", "ci_high"]].to_numpy(dtype=float))
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+    # Every panel has the same lines (CNI and parameters), so one legend names them all.
+    _outside_legend(figure, *axes[0].get_legend_handles_labels())
     figure.suptitle(title or f"{scenario}: scaling with the number of {x}")
     return figure
 
@@ -746,7 +1025,10 @@ def figure_forest(
     Returns
     -------
     matplotlib.figure.Figure
-        One row per contrast with an interval, in the verdict's order (largest effect on top):
+        One axes (section) per scenario and metric, titled ``"<scenario>: <metric>"``, all on
+        one shared log x axis; scenarios, and metrics within one, in the order of their
+        largest effect. In each, one row per contrast with an interval, in the verdict's order
+        (largest effect on top), labelled with the contrast without the scenario's name:
         a dot at the ratio (treatment / control, dimensionless), a line over its interval,
         filled when the difference holds after the multiplicity correction and hollow
         otherwise; a vertical line at 1 (no difference). Contrasts without an interval are
@@ -780,49 +1062,46 @@ def figure_forest(
     if not shown.any():
         raise InsufficientDataError("no contrast has an interval to plot")
     rows = table[shown]
-    count = len(rows)
-    figure = new_figure(11.0, 1.6 + 0.28 * count)
-    ax = figure.add_subplot()
-    y = np.arange(count, dtype=float)[::-1]
-    significant = rows["significant"].to_numpy(dtype=bool)
-    colors = [_color(0) if s else "#777777" for s in significant]
-    ax.hlines(y, low[shown], high[shown], colors=colors, linewidth=2)
-    if significant.any():
-        ax.scatter(
-            ratio[shown][significant],
-            y[significant],
-            color=_color(0),
-            zorder=3,
-            label="difference",
-        )
-    if not significant.all():
-        ax.scatter(
-            ratio[shown][~significant],
-            y[~significant],
-            facecolors="white",
-            edgecolors="#777777",
-            zorder=3,
-            label="no detectable difference",
-        )
-    ax.axvline(1.0, color="black", linewidth=1, linestyle="--")
-    ax.set_xscale("log")
-    # Room around the outermost bounds (and 1) so no dot sits on the frame.
-    lowest = min(float(np.min(low[shown])), float(np.min(ratio[shown])), 1.0)
-    highest = max(float(np.max(high[shown])), float(np.max(ratio[shown])), 1.0)
-    ax.set_xlim(lowest / 1.25, highest * 1.25)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    labels = [f"{c}: {m}" for c, m in zip(rows["contrast"], rows["metric"], strict=True)]
-    ax.set_yticks(y, labels, fontsize=7)
-    ax.set_ylim(-0.7, count - 0.3)
-    ax.set_xlabel("ratio treatment / control (log scale; 1 = no difference)")
-    ax.grid(axis="x", which="both", alpha=0.3)
+    scenarios = (
+        rows["scenario"].astype(str) if "scenario" in rows.columns else pd.Series("", rows.index)
+    )
+    # One section per scenario and metric: the title says both, so each line only names the
+    # contrast, and a long verdict reads as a few short lists.
+    # Scenarios, and metrics within one, in the order of their largest effect.
+    keys = scenarios + ": " + rows["metric"].astype(str)
+    order = {name: index for index, name in enumerate(dict.fromkeys(scenarios))}
+    names = sorted(dict.fromkeys(keys), key=lambda key: order[key.split(": ", 1)[0]])
+    sections = [(name, rows[keys == name]) for name in names]
+    counts = [len(section) for _, section in sections]
+    # Room around the outermost bounds (and 1) so no dot sits on the frame; one x range for
+    # every section, so their ratios line up.
+    lowest = min(float(rows["ci_low"].min()), float(rows["ratio"].min()), 1.0)
+    highest = max(float(rows["ci_high"].max()), float(rows["ratio"].max()), 1.0)
+    figure = new_figure(11.0, 1.4 + 0.28 * sum(counts) + 0.45 * len(sections))
+    axes = figure.subplots(
+        len(sections),
+        1,
+        squeeze=False,
+        sharex=True,
+        gridspec_kw={"height_ratios": [count + 1.0 for count in counts]},
+    )[:, 0]
+    handles: dict[str, Any] = {}
+    for ax, (name, section) in zip(axes, sections, strict=True):
+        _forest_section(ax, section, handles)
+        ax.set_xscale("log")
+        ax.set_xlim(lowest / 1.25, highest * 1.25)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(partial(_forest_minor_label, ax)))
+        ax.grid(axis="x", which="both", alpha=0.3)
+        ax.set_title(name, fontsize=9, loc="left", fontweight="bold")
+    axes[-1].set_xlabel("ratio treatment / control (log scale; 1 = no difference)")
     level = float(rows["level"].iloc[0])
-    ax.set_title(
+    figure.suptitle(
         title
         or f"Verdict: ratio with {100 * level:g}% CI per contrast ({CORRECTION}-corrected test)",
         fontsize=10,
     )
-    ax.legend(loc="lower right", fontsize=7)
+    _outside_legend(figure, list(handles.values()), list(handles))
     left_out = int((~shown).sum())
     if left_out:
         figure.text(
@@ -831,4 +1110,50 @@ def figure_forest(
             f"{left_out} contrast(s) without an interval are not shown (see the verdict lines)",
             fontsize=7,
         )
+        engine = figure.get_layout_engine()
+        if isinstance(engine, ConstrainedLayoutEngine):
+            # A fixed 0.3 inch under the axes for the note, however tall the figure.
+            note = 0.3 / figure.get_figheight()
+            engine.set(rect=(0, note, 1, 1 - note))
     return figure
+
+
+def _forest_minor_label(ax: Axes, value: float, _pos: float | None = None) -> str:
+    """Plain labels at 2, 3 and 5 x 10^k when the axis spans little more than a decade."""
+    low, high = ax.get_xlim()
+    if value <= 0 or low <= 0 or high / low > 30:
+        return ""
+    mantissa = value / 10 ** math.floor(math.log10(value))
+    return f"{value:g}" if round(mantissa, 6) in (2.0, 3.0, 5.0) else ""
+
+
+def _forest_section(ax: Axes, rows: pd.DataFrame, handles: dict[str, Any]) -> None:
+    """One scenario's contrasts on ``ax``, in the verdict's order (largest effect on top)."""
+    count = len(rows)
+    y = np.arange(count, dtype=float)[::-1]
+    low = rows["ci_low"].to_numpy(dtype=np.float64)
+    high = rows["ci_high"].to_numpy(dtype=np.float64)
+    ratio = rows["ratio"].to_numpy(dtype=np.float64)
+    significant = rows["significant"].to_numpy(dtype=bool)
+    colors = [_color(0) if s else "#777777" for s in significant]
+    ax.hlines(y, low, high, colors=colors, linewidth=2)
+    if significant.any():
+        handles["difference"] = ax.scatter(
+            ratio[significant], y[significant], color=_color(0), zorder=3
+        )
+    if not significant.all():
+        handles["no detectable difference"] = ax.scatter(
+            ratio[~significant],
+            y[~significant],
+            facecolors="white",
+            edgecolors="#777777",
+            zorder=3,
+        )
+    ax.axvline(1.0, color="black", linewidth=1, linestyle="--")
+    scenarios = rows["scenario"] if "scenario" in rows.columns else [""] * count
+    labels = [
+        str(contrast).removeprefix(f"{scenario} ")
+        for contrast, scenario in zip(rows["contrast"], scenarios, strict=True)
+    ]
+    ax.set_yticks(y, labels, fontsize=7)
+    ax.set_ylim(-0.7, count - 0.3)
