@@ -555,3 +555,38 @@ def test_panels_of_comparable_values_share_one_value_axis():
     figure = report.figure_bars(frame, "baseline", "cpu")
     first, second = figure.axes
     assert first.get_ylim() == second.get_ylim()
+
+
+def test_an_interval_far_above_the_bars_ends_at_three_bar_heights_with_its_value_shown():
+    # Two runs 1 and 9 Gbit/s: the upper end of the two-run interval is hundreds of Gbit/s;
+    # a second CNI with close runs keeps a short bar of about the same height.
+    rows = [
+        _row(f"r{i}", "vxlan", "gateway-off", "throughput", value, minute=i)
+        for i, value in enumerate((1e9, 9e9))
+    ] + [
+        _row(f"s{i}", "routed", "gateway-off", "throughput", value, minute=i)
+        for i, value in enumerate((4.9e9, 5.1e9))
+    ]
+    frame = pd.DataFrame(rows)
+    (wide,) = report.bar_summary(
+        frame[frame["cni"] == "vxlan"], scenario="egress", metric="throughput"
+    )["ci_high"]
+    assert wide > 3 * 5.1e9
+    figure, _, legend = _bar_lows(frame)
+    ax = figure.axes[0]
+    tallest = max(patch.get_height() for patch in ax.patches)
+    assert ax.get_ylim()[1] == pytest.approx(3 * tallest)
+    marks = [t.get_text() for t in ax.texts if t.get_text().startswith("↑")]
+    assert marks == [f"↑ {wide / 1e9:.3g}"]  # in the axis' unit, Gbit/s
+    assert "off the axis" in legend
+
+
+def test_intervals_within_three_bar_heights_leave_the_axis_alone():
+    rows = [
+        _row(f"r{i}", "vxlan", "gateway-off", "throughput", value, minute=i)
+        for i, value in enumerate((4.9e9, 5.1e9, 5.0e9))
+    ]
+    figure, _, legend = _bar_lows(pd.DataFrame(rows))
+    assert not [t for t in figure.axes[0].texts if t.get_text().startswith("↑")]
+    assert "off the axis" not in legend
+    assert figure.axes[0].get_ylim()[1] < 3 * 5.1e9

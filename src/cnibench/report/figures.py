@@ -153,6 +153,40 @@ def _value_axis(ax: Axes, metric: str, unit: str, values: Any, *, axis: str = "y
     return shown
 
 
+OFF_SCALE = 3.0
+"""A bar chart's value axis ends at this many times its tallest bar: an interval from two
+runs can reach a hundred times the mean, and would flatten every bar if the axis followed it."""
+
+
+def _cap_value_axis(
+    ax: Axes, heights: Any, uppers: Sequence[tuple[float, float]], shown: AxisUnit
+) -> bool:
+    """End ``ax``'s value axis at :data:`OFF_SCALE` times its tallest bar when an error bar
+    reaches beyond; each such bar gets "↑ value" (in the axis' unit) at the top. Returns
+    whether any bar was cut."""
+    finite = np.asarray(heights, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if not finite.size or float(finite.max()) <= 0:
+        return False
+    top = OFF_SCALE * float(finite.max())
+    beyond = [(x, high) for x, high in uppers if high > top]
+    if not beyond:
+        return False
+    ax.set_ylim(top=top)
+    for x, high in beyond:
+        ax.annotate(
+            f"↑ {high * shown.factor:.3g}",
+            (x, top),
+            xytext=(2, -2),  # beside the error bar's line, reading upwards
+            textcoords="offset points",
+            ha="left",
+            va="top",
+            rotation=90,
+            fontsize=6,
+        )
+    return True
+
+
 def _outside_legend(figure: Figure, handles: Sequence[Any], labels: Sequence[str]) -> None:
     """One legend for the whole figure, right of every axes, so it never covers data."""
     if handles:
@@ -351,7 +385,9 @@ def figure_bars(
     width = 0.8 / len(cnis)
     clipped = False
     has_any_ci = False
+    off_scale = False
     for ax, panel in zip(axes, panels, strict=True):
+        uppers: list[tuple[float, float]] = []  # (position, upper end) of each error bar
         conditions = groups[panel.title]
         part = summary[summary["condition"].isin(conditions)]
         labels, xlabel = _condition_labels(panel.rows)
@@ -373,6 +409,7 @@ def figure_bars(
                 low = np.where(has_ci, np.maximum(low, 0.0), low)
             if has_ci.any():
                 has_any_ci = True
+                uppers += zip(positions[has_ci].tolist(), high[has_ci].tolist(), strict=True)
                 ax.errorbar(
                     positions[has_ci],
                     means[has_ci],
@@ -386,11 +423,12 @@ def figure_bars(
         ax.set_xlabel(xlabel, fontsize=8)
         # The prefix follows the bars, not a wide interval from two runs.
         heights = summary["mean"] if shared else part["mean"]
-        _value_axis(ax, metric, panel.unit, heights)
+        shown = _value_axis(ax, metric, panel.unit, heights)
         if shared and ax is not axes[0]:
             ax.set_ylabel("")
         if panel.unit in NON_NEGATIVE_UNITS:
             ax.set_ylim(bottom=0.0)
+        off_scale = _cap_value_axis(ax, heights, uppers, shown) or off_scale
         ax.set_title(panel.title, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
     figure.suptitle(title or f"{scenario}: {metric}, {100 * proportion:g}% truncated mean")
@@ -401,7 +439,11 @@ def figure_bars(
     ]
     if has_any_ci:
         handles.append(Line2D([], [], color="black", marker="_", markersize=10, linestyle="-"))
-        legend_labels.append(f"{100 * level:g}% CI" + (", cut at 0" if clipped else ""))
+        legend_labels.append(
+            f"{100 * level:g}% CI"
+            + (", cut at 0" if clipped else "")
+            + (";\n↑ upper end off the axis" if off_scale else "")
+        )
     _outside_legend(figure, handles, legend_labels)
     notes = [
         f"excluded outlier {run_id} ({value:.4g} {metric_unit(df, metric)})"
