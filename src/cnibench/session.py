@@ -19,6 +19,7 @@ from types import FrameType
 from typing import Any
 
 from cnibench.backends.base import Backend
+from cnibench.backends.lab.plan import LabProfile
 from cnibench.errors import ConfigError
 from cnibench.results import ResultsStore
 from cnibench.scenarios import Condition, Scenario, build_scenarios, scenario_named
@@ -38,8 +39,9 @@ __all__ = [
 ]
 
 CLUSTER_CHOICES = ("auto", "lab", "kind", "aks", "existing")
-LAB_PROFILES = ("routed", "vxlan")
-"""Datapath profiles the lab offers as ``--cni``."""
+LAB_PROFILES = tuple(profile.value for profile in LabProfile)
+"""Datapath profiles the lab offers as ``--cni`` (``("routed", "vxlan")``; the names live in
+:class:`~cnibench.backends.lab.plan.LabProfile`)."""
 
 
 def raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -223,8 +225,9 @@ def add_session_options(add: Callable[..., object]) -> None:
         action="append",
         default=[],
         metavar="NAME[:FEATURE,...]",
-        help="lab datapath (routed, vxlan) or Kubernetes CNI, with features and options, e.g."
-        " cilium:gateway-api or cilium:mode=kube-proxy (repeatable); default: the backend's",
+        help=f"lab datapath ({', '.join(LAB_PROFILES)}) or Kubernetes CNI, with features and"
+        " options, e.g. cilium:gateway-api or cilium:mode=kube-proxy (repeatable); default:"
+        " the backend's",
     )
     add(
         "--profile",

@@ -7,7 +7,9 @@ an external host and a monitoring host (Prometheus) sit on the underlay. Datapat
 and :func:`clean_leftovers` finds what crashed runs left.
 
 Layout: :mod:`~cnibench.backends.lab.plan` (pure planning), :mod:`~cnibench.backends.lab.runner`
-(commands and processes), :mod:`~cnibench.backends.lab.cluster` (the Cluster),
+(commands and processes), :mod:`~cnibench.backends.lab.cluster` (the Cluster: a façade over
+:mod:`~cnibench.backends.lab.runtime` and one module per feature: ``pods``, ``external``,
+``egress``, ``wireguard``, ``filters``, ``split``, ``monitoring``),
 :mod:`~cnibench.backends.lab.features` (doctor, tool versions), :mod:`~cnibench.backends.lab.clean`.
 """
 

@@ -83,7 +83,8 @@ class LabBackend:
 
 if TYPE_CHECKING:
     from cnibench.backends.base import Backend, Cluster, Endpoint, ExternalHost
-    from cnibench.backends.lab.cluster import LabExternalHost, LabPod
+    from cnibench.backends.lab.external import LabExternalHost
+    from cnibench.backends.lab.pods import LabPod
 
     def _implements_protocols(
         backend: LabBackend, cluster: LabCluster, pod: LabPod, external: LabExternalHost

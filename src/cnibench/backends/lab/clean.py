@@ -19,7 +19,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from cnibench.backends.lab.cluster import WG_SOCKET_DIR
 from cnibench.backends.lab.plan import (
     LAB_ID_RE,
     LAB_NAMESPACE_RE,
@@ -35,6 +34,7 @@ from cnibench.backends.lab.runner import (
     run_step,
     stop_pids,
 )
+from cnibench.backends.lab.wireguard import WG_SOCKET_DIR
 from cnibench.errors import ProvisioningError
 
 __all__ = ["CleanReport", "clean_leftovers"]

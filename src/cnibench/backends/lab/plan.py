@@ -127,7 +127,8 @@ LAB_NAMESPACE_RE = re.compile(r"^(cb[0-9a-f]{6})-")
 
 
 class LabProfile(enum.StrEnum):
-    """Datapath profile of a lab (the lab's "CNI")."""
+    """Datapath profile of a lab (the lab's "CNI"): the one list of the lab's datapath names
+    (``session.LAB_PROFILES``, the ``--cni`` choices, is made from it)."""
 
     ROUTED = "routed"
     """Per-node routes to other nodes' pod subnets over the underlay, like kindnet."""
@@ -459,7 +460,9 @@ def plan_lab(
     try:
         profile = LabProfile(spec.cni)
     except ValueError:
-        raise ConfigError(f"unknown lab profile {spec.cni!r}: choose routed or vxlan") from None
+        raise ConfigError(
+            f"unknown lab profile {spec.cni!r}: choose {' or '.join(LabProfile)}"
+        ) from None
     if spec.encryption not in ("", "wireguard"):
         raise ConfigError(
             f"unknown lab encryption {spec.encryption!r}: choose '' (none) or wireguard"

@@ -1,7 +1,8 @@
 """Policy, L7 filter and traffic split of the lab, as pure functions returning ruleset text.
 
-Nothing here runs a command: :class:`~cnibench.backends.lab.cluster.LabCluster` feeds the
-returned text to ``nft -f -`` / ``iptables-restore`` / nginx in the right namespace.
+Nothing here runs a command: :class:`~cnibench.backends.lab.filters.LabFilters` and
+:class:`~cnibench.backends.lab.split.LabSplit` feed the returned text to ``nft -f -`` /
+``iptables-restore`` / nginx in the right namespace.
 
 Network policy (:func:`nft_policy_ruleset`, :func:`iptables_policy_restore`) is enforced in the
 forward path of the *target's node*, which every packet to the target crosses whether the client
