@@ -7,6 +7,7 @@ errors exit with 2, failed benchmarks with 1, an interrupted run with 130.
 from __future__ import annotations
 
 import argparse
+import atexit
 import math
 import os
 import shlex
@@ -16,8 +17,9 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import NoReturn
 
 from cnibench.errors import CnibenchError, ConfigError, SetupError, VerificationError
 
@@ -236,6 +238,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             # stdout at /dev/null so the flush at exit does not fail a second time.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_OK
+
+
+def entry() -> NoReturn:
+    """The ``cnibench`` console script and ``python -m cnibench.cli``: :func:`main`, then an
+    exit no late signal can spoil.
+
+    Once ``main`` has returned, every result is written, the clusters are gone and the output
+    is printed: a Ctrl-C or SIGTERM from then on changes nothing, so both are held, the
+    ``atexit`` hooks run (a lab's safety-net teardown among them) and the streams are flushed,
+    and the process ends without the interpreter's finalization. A signal landing in that
+    finalization once crashed it ("Fatal Python error: PyThreadState_Get", exit -6) instead of
+    exiting 130.
+    """
+    try:
+        code = main()
+    except KeyboardInterrupt:  # in the instant between main's return and the mask below
+        code = EXIT_INTERRUPTED
+    with suppress(ValueError, OSError):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    atexit._run_exitfuncs()  # what finalization would run first (logging's flush included)
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 @contextmanager
@@ -731,4 +757,4 @@ def _images(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
