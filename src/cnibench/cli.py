@@ -324,31 +324,16 @@ def _run(args: argparse.Namespace) -> int:
     )
 
     from cnibench.errors import UnsupportedError
-    from cnibench.scenarios import build_scenarios, scenario_named
+    from cnibench.scenarios import build_scenarios
     from cnibench.scenarios.runner import ConditionResult
-    from cnibench.session import BenchSession, session_config, validate_cnis
+    from cnibench.session import BenchSession, plan_conditions, session_config
 
     config = session_config(vars(args))
     registry = build_scenarios(config.scenario_options)
+    # Names are checked before a backend is chosen: a misspelt condition is the first error.
     # "egress" runs on every --cni; "baseline@vxlan" or "egress@routed+vxlan" only on those.
-    items = [item for arg in args.scenario for item in arg.split(",") if item] or list(registry)
-    scenarios = []
-    for item in items:
-        name, _, only = item.partition("@")
-        scenarios.append((scenario_named(name, registry), tuple(c for c in only.split("+") if c)))
+    planned = plan_conditions(registry, args.scenario, args.condition or ())
     profile = config.profile
-    plan = [
-        (scenario, condition, only)
-        for scenario, only in scenarios
-        for condition in scenario.conditions()
-        if not args.condition or condition.id in args.condition
-    ]
-    if not plan:
-        known = [c.id for scenario, _ in scenarios for c in scenario.conditions()]
-        raise ConfigError(
-            f"no condition matches --condition {', '.join(args.condition)}:"
-            f" choose from {', '.join(dict.fromkeys(known))}"
-        )
     console = Console(stderr=True)
     results: list[ConditionResult] = []
     problems: list[str] = []
@@ -364,48 +349,39 @@ def _run(args: argparse.Namespace) -> int:
         console=console,
     )
     # The session validates every option and picks the backend before anything is shown.
-    with BenchSession(config) as session:
-        cnis_of = {
-            id(only): validate_cnis(session.backend, only) if only else session.cnis
-            for _, _, only in plan
-        }
+    with BenchSession(config, scenarios=registry) as session:
+        plan = session.plan(planned)
         if args.reference is not None and args.reference not in session.cnis:
             raise ConfigError(
                 f"--reference {args.reference!r} is not one of the CNIs of this run:"
                 f" {', '.join(session.cnis)}"
             )
         console.print(session.backend_reason)
-        all_cnis = tuple(dict.fromkeys(c for cnis in cnis_of.values() for c in cnis))
-        total = sum(len(cnis_of[id(only)]) for _, _, only in plan) * profile.runs
         with progress:
-            task = progress.add_task("starting", total=total)
+            task = progress.add_task("starting", total=len(plan) * profile.runs)
             session.runner.progress = lambda text: progress.update(task, advance=1)
-            for cni in all_cnis:
-                for scenario, condition, only in plan:
-                    if cni not in cnis_of[id(only)]:
-                        continue
-                    progress.update(task, description=f"{scenario.name} {cni} {condition.id}")
-                    try:
-                        results.append(session.run_condition(scenario, cni, condition))
-                    except UnsupportedError as exc:
-                        skipped.setdefault((scenario.name, cni, str(exc)), []).append(condition.id)
-                        progress.update(task, advance=profile.runs)
-                    except VerificationError as exc:
-                        # The session goes on: one condition that cannot be set up or
-                        # proven says nothing about the next.
-                        unproven += 1
-                        label = "NOT SET UP" if isinstance(exc, SetupError) else "NOT VERIFIED"
-                        problems.append(f"{label} {exc}")
-                        progress.update(task, advance=profile.runs)
+            for planned_run in plan:
+                scenario, cni = planned_run.scenario, planned_run.cni
+                condition = planned_run.condition
+                progress.update(task, description=f"{scenario.name} {cni} {condition.id}")
+                try:
+                    results.append(session.run_condition(scenario, cni, condition))
+                except UnsupportedError as exc:
+                    skipped.setdefault((scenario.name, cni, str(exc)), []).append(condition.id)
+                    progress.update(task, advance=profile.runs)
+                except VerificationError as exc:
+                    # The session goes on: one condition that cannot be set up or
+                    # proven says nothing about the next.
+                    unproven += 1
+                    label = "NOT SET UP" if isinstance(exc, SetupError) else "NOT VERIFIED"
+                    problems.append(f"{label} {exc}")
+                    progress.update(task, advance=profile.runs)
         results_dir = session.store.session_dir
     if results:
         _print_table(results, registry, Console(width=max(console.width, 150)))
         if results_dir.is_dir():
             _print_verdict(results_dir, args.reference)
-    planned = Counter(
-        (scenario.name, cni) for scenario, _, only in plan for cni in cnis_of[id(only)]
-    )
-    problems[:0] = _skip_lines(skipped, planned)
+    problems[:0] = _skip_lines(skipped, Counter((p.scenario.name, p.cni) for p in plan))
     for result in results:
         for run in result.runs:
             if run.reason:

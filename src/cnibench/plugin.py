@@ -52,6 +52,8 @@ _CONFIG_KEY = pytest.StashKey[Any]()
 """The session options, checked once (:func:`_session_config`)."""
 _CNIS_KEY = pytest.StashKey[tuple[str, ...]]()
 """The session's CNIs, checked once (:func:`_cnis_for`)."""
+_SCENARIOS_KEY = pytest.StashKey[Any]()
+"""The scenarios configured by the session's options, built once (:func:`_scenarios`)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -173,13 +175,28 @@ class _BenchState:
         from cnibench.session import BenchSession
 
         try:
-            self.session: BenchSession = BenchSession(_session_config(config))
+            self.session: BenchSession = BenchSession(
+                _session_config(config), scenarios=_scenarios(config)
+            )
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.session.__enter__()
 
     def close(self) -> None:
         self.session.__exit__(None, None, None)
+
+
+def _scenarios(config: pytest.Config) -> Any:
+    """The scenario registry configured by ``--weights``/``--users``/..., built once: the
+    conditions tests are parametrized with and the scenarios the session runs are the same
+    objects."""
+    known = config.stash.get(_SCENARIOS_KEY, None)
+    if known is None:
+        from cnibench.scenarios import build_scenarios
+
+        known = build_scenarios(_session_config(config).scenario_options)
+        config.stash[_SCENARIOS_KEY] = known
+    return known
 
 
 def _state(config: pytest.Config) -> _BenchState:
@@ -302,14 +319,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("cni", cnis, ids=list(cnis), scope="session")
     if "condition" in metafunc.fixturenames and not _parametrizes(metafunc, "condition"):
         # A test marked with a scenario gets every condition of that scenario as configured
-        # by --weights/--users/--rules/--clients/--engine.
-        from cnibench.scenarios import build_scenarios
+        # by --weights/--users/--rules/--clients/--engine, planned as cnibench run plans.
+        from cnibench.session import plan_conditions
 
         names = [m.name for m in metafunc.definition.iter_markers() if m.name in SCENARIO_MARKERS]
         if names:
-            options = _session_config(metafunc.config).scenario_options
-            scenario = build_scenarios(options)[names[0]]
-            conditions = scenario.conditions()
+            planned = plan_conditions(_scenarios(metafunc.config), [names[0]])
+            conditions = [p.condition for p in planned]
             metafunc.parametrize("condition", conditions, ids=[c.id for c in conditions])
 
 

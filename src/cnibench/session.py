@@ -31,9 +31,12 @@ __all__ = [
     "CLUSTER_CHOICES",
     "LAB_PROFILES",
     "BenchSession",
+    "PlannedCondition",
+    "PlannedRun",
     "SessionConfig",
     "add_scenario_options",
     "container_engine",
+    "plan_conditions",
     "select_backend",
     "validate_cnis",
 ]
@@ -342,6 +345,68 @@ def add_scenario_options(add: Callable[..., object]) -> None:
     )
 
 
+@dataclass(frozen=True)
+class PlannedCondition:
+    """A condition of a scenario chosen for a session, before the CNIs are known.
+
+    ``only`` holds the CNIs a ``scenario@cni1+cni2`` item restricts it to, as typed; empty means
+    every CNI of the session.
+    """
+
+    scenario: Scenario
+    condition: Condition
+    only: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One condition on one CNI: what :meth:`BenchSession.plan` returns, in running order."""
+
+    scenario: Scenario
+    cni: str
+    condition: Condition
+
+
+def plan_conditions(
+    registry: Mapping[str, Scenario],
+    items: Sequence[str] = (),
+    conditions: Sequence[str] = (),
+) -> list[PlannedCondition]:
+    """The conditions a session runs, from scenario items and condition ids; pure (no backend).
+
+    ``items`` are ``--scenario`` values, each comma-separated, ``NAME`` or ``NAME@cni1+cni2``
+    (the scenario only on those CNIs); none means every scenario of ``registry``.
+    ``conditions`` keeps only the conditions with those ids; none keeps all.
+
+    Both front ends call this: ``cnibench run`` before a backend is chosen (so a misspelt name
+    is reported before "no engine answers"), the pytest plugin for each test marked with a
+    scenario.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        An unknown scenario, or no condition matching ``conditions`` (the choices listed).
+    """
+    names = [item for arg in items for item in arg.split(",") if item] or list(registry)
+    chosen = []
+    for item in names:
+        name, _, only = item.partition("@")
+        chosen.append((scenario_named(name, registry), tuple(c for c in only.split("+") if c)))
+    planned = [
+        PlannedCondition(scenario, condition, only)
+        for scenario, only in chosen
+        for condition in scenario.conditions()
+        if not conditions or condition.id in conditions
+    ]
+    if not planned:
+        known = [c.id for scenario, _ in chosen for c in scenario.conditions()]
+        raise ConfigError(
+            f"no condition matches --condition {', '.join(conditions)}:"
+            f" choose from {', '.join(dict.fromkeys(known))}"
+        )
+    return planned
+
+
 class BenchSession:
     """One benchmark session; use as a context manager so clusters are always torn down.
 
@@ -349,7 +414,13 @@ class BenchSession:
     terminated run cleans up exactly like one interrupted with Ctrl-C.
     """
 
-    def __init__(self, config: SessionConfig, *, progress: ProgressCallback | None = None) -> None:
+    def __init__(
+        self,
+        config: SessionConfig,
+        *,
+        scenarios: Mapping[str, Scenario] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> None:
         self.config = config
         self.backend, self.backend_reason = select_backend(
             config.cluster,
@@ -358,11 +429,41 @@ class BenchSession:
         )
         self.cnis = validate_cnis(self.backend, config.cnis, requested=config.cluster)
         self.backend.preflight()
-        self.scenarios = build_scenarios(config.scenario_options)
+        # The registry the caller planned with (so scenarios are configured once), else one
+        # built from the session's options.
+        self.scenarios = (
+            dict(scenarios) if scenarios is not None else build_scenarios(config.scenario_options)
+        )
         self.store = ResultsStore(config.results_dir)
         self.pool = ClusterPool(self.backend)
         self.runner = Runner(self.pool, self.store, config.profile, progress=progress)
         self._previous_sigterm: object = None
+
+    def plan(self, planned: Sequence[PlannedCondition]) -> list[PlannedRun]:
+        """``planned`` (from :func:`plan_conditions`) on this session's CNIs, in running order.
+
+        A condition runs on every CNI of the session, or on its ``only`` CNIs (checked against
+        the backend like ``--cni``). The order is by CNI (the session's, as given, then CNIs
+        only an item names), then as planned, so one cluster serves all its conditions before
+        the next is provisioned.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            An ``only`` CNI the backend does not offer.
+        """
+        cnis_of = {
+            only: validate_cnis(self.backend, only) if only else self.cnis
+            for only in dict.fromkeys(p.only for p in planned)
+        }
+        named = (cni for cnis in cnis_of.values() for cni in cnis)
+        order = tuple(dict.fromkeys((*self.cnis, *named)))
+        return [
+            PlannedRun(p.scenario, cni, p.condition)
+            for cni in order
+            for p in planned
+            if cni in cnis_of[p.only]
+        ]
 
     def run_condition(
         self, scenario: Scenario | str, cni: str, condition: Condition
