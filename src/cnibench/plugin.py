@@ -8,7 +8,7 @@ stateful :class:`_BenchState` exists only once a test asks for a cluster.
 Fixtures
 --------
 cni
-    The CNI (or lab profile) of the current test; tests are parametrized over ``--cni``.
+    The CNI (or lab datapath) of the current test; tests are parametrized over ``--cni``.
 cnibench_session
     The session-scoped :class:`cnibench.session.BenchSession` (one per xdist worker, so each
     worker gets its own lab or cluster).

@@ -69,7 +69,7 @@ class RunRecord:
     provider:
         ``"lab"``, ``"kind"``, ``"aks"`` or ``"existing"``.
     cni:
-        CNI (kube) or datapath profile (lab), e.g. ``"cilium"``, ``"vxlan"``.
+        CNI (kube) or datapath (lab), e.g. ``"cilium"``, ``"vxlan"``.
     cni_version:
         Version of the CNI, or of the kernel for the lab.
     scenario:

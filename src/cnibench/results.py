@@ -1000,7 +1000,7 @@ def load_environments(path: str | os.PathLike[str], *, on_error: OnError = "rais
                 "cni": str(document.get("cni", "")),
                 "cni_version": str(document.get("cni_version", "")),
                 "nodes": _json_text(document.get("nodes", {})),
-                "cni_values": _json_text(document.get("cni_values", {})),
+                "cni_values": _json_text(_cni_values(document)),
                 "tool_versions": _json_text(document.get("tool_versions", {})),
             }
         except (KeyError, TypeError, ValueError) as exc:
@@ -1020,6 +1020,15 @@ def load_environments(path: str | os.PathLike[str], *, on_error: OnError = "rais
         }
     )
     return frame
+
+
+def _cni_values(document: Mapping[str, Any]) -> Any:
+    """A fingerprint's ``cni_values``, older lab sessions' ``profile`` read as ``datapath`` (the
+    name the lab's datapath has had since it stopped sharing a word with ``--profile``)."""
+    values = document.get("cni_values", {})
+    if document.get("backend") == "lab" and isinstance(values, dict) and "profile" in values:
+        values = {("datapath" if k == "profile" else k): v for k, v in values.items()}
+    return values
 
 
 def export_results(

@@ -19,7 +19,7 @@ from types import FrameType
 from typing import Any
 
 from cnibench.backends.base import Backend
-from cnibench.backends.lab.plan import LabProfile
+from cnibench.backends.lab.plan import LabDatapath
 from cnibench.errors import ConfigError
 from cnibench.results import ResultsStore
 from cnibench.scenarios import Condition, Scenario, build_scenarios, scenario_named
@@ -29,7 +29,7 @@ from cnibench.scenarios.runner import ClusterPool, ConditionResult, ProgressCall
 
 __all__ = [
     "CLUSTER_CHOICES",
-    "LAB_PROFILES",
+    "LAB_DATAPATHS",
     "BenchSession",
     "PlannedCondition",
     "PlannedRun",
@@ -42,9 +42,9 @@ __all__ = [
 ]
 
 CLUSTER_CHOICES = ("auto", "lab", "kind", "aks", "existing")
-LAB_PROFILES = tuple(profile.value for profile in LabProfile)
-"""Datapath profiles the lab offers as ``--cni`` (``("routed", "vxlan")``; the names live in
-:class:`~cnibench.backends.lab.plan.LabProfile`)."""
+LAB_DATAPATHS = tuple(datapath.value for datapath in LabDatapath)
+"""Datapaths the lab offers as ``--cni`` (``("routed", "vxlan")``; the names live in
+:class:`~cnibench.backends.lab.plan.LabDatapath`)."""
 
 
 def raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -69,7 +69,7 @@ class SessionConfig:
     cluster:
         One of :data:`CLUSTER_CHOICES`.
     cnis:
-        CNIs (kube) or datapath profiles (lab); empty means the backend's defaults.
+        CNIs (kube) or datapaths (lab); empty means the backend's defaults.
     profile:
         Repetitions and durations, with ``--runs``/``--duration`` already applied.
     results_dir:
@@ -181,20 +181,20 @@ def validate_cnis(
                     ' engine answers for kind (start one: eval "$(cnibench engine up)", then'
                     " cnibench images build and CNIBENCH_IMAGES=offline) and no --cluster existing"
                     f" was given (set KUBECONFIG); or measure a lab datapath: --cni"
-                    f" {' / '.join(LAB_PROFILES)}"
+                    f" {' / '.join(LAB_DATAPATHS)}"
                 )
             if cni in kube_cnis:
                 raise ConfigError(
                     f"--cni {cni!r} is a Kubernetes CNI and --cluster lab runs lab datapaths:"
-                    f" choose --cni {' / '.join(LAB_PROFILES)}, or --cluster kind or existing"
+                    f" choose --cni {' / '.join(LAB_DATAPATHS)}, or --cluster kind or existing"
                 )
-            if cni not in LAB_PROFILES:
+            if cni not in LAB_DATAPATHS:
                 raise ConfigError(
-                    f"unknown --cni {cni!r} for the lab: choose one of {', '.join(LAB_PROFILES)}"
+                    f"unknown --cni {cni!r} for the lab: choose one of {', '.join(LAB_DATAPATHS)}"
                 )
             if spec.options:
                 raise ConfigError(f"--cni {spec.label!r}: lab datapaths take no options")
-        return tuple(dict.fromkeys(spec.label for spec in specs)) or LAB_PROFILES
+        return tuple(dict.fromkeys(spec.label for spec in specs)) or LAB_DATAPATHS
 
     for spec in specs:
         if spec.cni not in kube_cnis:
@@ -228,7 +228,7 @@ def add_session_options(add: Callable[..., object]) -> None:
         action="append",
         default=[],
         metavar="NAME[:FEATURE,...]",
-        help=f"lab datapath ({', '.join(LAB_PROFILES)}) or Kubernetes CNI, with features and"
+        help=f"lab datapath ({', '.join(LAB_DATAPATHS)}) or Kubernetes CNI, with features and"
         " options, e.g. cilium:gateway-api or cilium:mode=kube-proxy (repeatable); default:"
         " the backend's",
     )

@@ -1,4 +1,4 @@
-"""Pods of real labs reach each other across and within nodes, on every datapath profile."""
+"""Pods of real labs reach each other across and within nodes, on every datapath."""
 
 from __future__ import annotations
 

@@ -46,14 +46,14 @@ def make_plan(key: str, roles: int = 3) -> LabPlan:
     return plan_lab(spec, LAB, state_root=Path("/tmp/cnibench-state"))
 
 
-def test_unknown_profile_is_a_config_error() -> None:
+def test_unknown_datapath_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as info:
         plan_lab(ClusterSpec(cni="calico"), LAB)
-    assert str(info.value) == "unknown lab profile 'calico': choose routed or vxlan"
+    assert str(info.value) == "unknown lab datapath 'calico': choose routed or vxlan"
 
 
-def test_backend_rejects_unknown_profile_before_creating_anything() -> None:
-    with pytest.raises(ConfigError, match="unknown lab profile 'x'"):
+def test_backend_rejects_unknown_datapath_before_creating_anything() -> None:
+    with pytest.raises(ConfigError, match="unknown lab datapath 'x'"):
         LabBackend(state_root=Path("/nonexistent/cnibench")).provision(ClusterSpec(cni="x"))
 
 
@@ -139,7 +139,7 @@ def test_pod_mtu_leaves_room_for_every_tunnel_header(key: str, mtu: int) -> None
     assert make_plan(key).pod_mtu == mtu
 
 
-def test_routed_profile_routes_pod_subnets_via_peer_underlay() -> None:
+def test_routed_datapath_routes_pod_subnets_via_peer_underlay() -> None:
     plan = make_plan("routed")
     routes = {(r.destination, r.via, r.device) for r in node_routes(plan, plan.nodes[0])}
     assert routes == {
@@ -148,7 +148,7 @@ def test_routed_profile_routes_pod_subnets_via_peer_underlay() -> None:
     }
 
 
-def test_vxlan_profile_routes_pod_subnets_via_peer_overlay() -> None:
+def test_vxlan_datapath_routes_pod_subnets_via_peer_overlay() -> None:
     plan = make_plan("vxlan")
     routes = {(r.destination, r.via, r.device) for r in node_routes(plan, plan.nodes[1])}
     assert routes == {

@@ -78,8 +78,7 @@ def test_the_plugin_parametrizes_a_marked_test_with_the_planned_conditions(
     """The plugin's conditions for a scenario marker are what ``plan_conditions`` gives for the
     same options (here split weights, which change the condition ids)."""
     pytester.makepyfile(
-        test_user="import pytest\n\n@pytest.mark.split\n"
-        "def test_split(cni, condition):\n    pass\n"
+        test_user="import pytest\n\n@pytest.mark.split\ndef test_split(cni, condition):\n    pass\n"
     )
     result = pytester.runpytest_subprocess(
         "--collect-only", "-q", "--cluster=lab", "--cni=vxlan", "--weights=v1=70,v2=30"

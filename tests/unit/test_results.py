@@ -643,3 +643,19 @@ def test_record_without_id_in_a_session_of_several_clusters_names_none(
     store.write_environment(environment_fingerprint(backend="lab", cni="vxlan"))
     store.write_run("r0", [_record(store, "r0", environment_id="")])
     assert load_results(store.results_dir)["environment_id"].tolist() == [""]
+
+
+def test_older_lab_fingerprints_name_the_datapath_as_now(store: ResultsStore) -> None:
+    # Sessions recorded before the lab's "profile" was renamed still read as "datapath"; a
+    # Kubernetes CNI's own value called "profile" is left alone.
+    store.write_environment(
+        environment_fingerprint(backend="lab", cni="vxlan", cni_values={"profile": "vxlan"})
+    )
+    store.write_environment(
+        environment_fingerprint(backend="kube", cni="cilium", cni_values={"profile": "x"})
+    )
+    values = {
+        row.backend: json.loads(row.cni_values)
+        for row in load_environments(store.results_dir).itertuples()
+    }
+    assert values == {"lab": {"datapath": "vxlan"}, "kube": {"profile": "x"}}

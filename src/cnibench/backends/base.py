@@ -107,7 +107,7 @@ class ClusterSpec:
     Attributes
     ----------
     cni:
-        CNI name (kube) or datapath profile (lab: ``routed`` or ``vxlan``).
+        CNI name (kube) or datapath (lab: ``routed`` or ``vxlan``).
     encryption:
         ``""`` for none or ``"wireguard"``.
     roles:

@@ -1,7 +1,7 @@
 """The embedded lab backend: a cluster made of Linux network namespaces on this host.
 
 Nodes are namespaces on an underlay bridge, pods are namespaces attached to their node by veth,
-an external host and a monitoring host (Prometheus) sit on the underlay. Datapath profiles
+an external host and a monitoring host (Prometheus) sit on the underlay. Datapaths
 ``routed`` (like kindnet) and ``vxlan`` (like flannel), each optionally encrypted with WireGuard
 (kernel or wireguard-go). Every object carries a lab id ``cb<6 hex>`` so labs run side by side
 and :func:`clean_leftovers` finds what crashed runs left.
@@ -32,7 +32,7 @@ from cnibench.backends.lab.features import (
     parse_tool_version,
     tool_versions,
 )
-from cnibench.backends.lab.plan import UNDERLAY_DEVICE_REGEX, LabPlan, LabProfile, plan_lab
+from cnibench.backends.lab.plan import UNDERLAY_DEVICE_REGEX, LabDatapath, LabPlan, plan_lab
 
 __all__ = [
     "DEFAULT_STATE_ROOT",
@@ -41,12 +41,12 @@ __all__ = [
     "FeatureCheck",
     "LabBackend",
     "LabCluster",
+    "LabDatapath",
     "LabEgressServerFuture",
     "LabExternalHost",
     "LabFeatures",
     "LabPlan",
     "LabPod",
-    "LabProfile",
     "clean_leftovers",
     "doctor_rows",
     "parse_tool_version",

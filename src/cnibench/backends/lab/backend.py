@@ -62,7 +62,7 @@ class LabBackend:
         Raises
         ------
         cnibench.errors.ConfigError
-            Unknown profile or encryption, bad roles or options (nothing is created).
+            Unknown datapath or encryption, bad roles or options (nothing is created).
         cnibench.errors.ProvisioningError
             The host cannot run labs, or a step failed (what was created is removed).
         """

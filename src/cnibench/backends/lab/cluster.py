@@ -49,8 +49,8 @@ from cnibench.backends.lab.plan import (
     UNDERLAY_DEVICE_REGEX,
     VXLAN_PORT,
     VXLAN_VNI,
+    LabDatapath,
     LabPlan,
-    LabProfile,
     namespace_removal_step,
     namespace_steps,
     nat_steps,
@@ -554,11 +554,11 @@ class LabCluster:
 
     def _cni_values(self) -> dict[str, Any]:
         values: dict[str, Any] = {
-            "profile": self._plan.profile.value,
+            "datapath": self._plan.datapath.value,
             "encryption": self._spec.encryption,
             "pod_mtu": self._plan.pod_mtu,
         }
-        if self._plan.profile is LabProfile.VXLAN:
+        if self._plan.datapath is LabDatapath.VXLAN:
             values.update(
                 vxlan_vni=VXLAN_VNI, vxlan_port=VXLAN_PORT, vxlan_mtu=self._plan.vxlan_mtu
             )

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from cnibench.backends.base import Endpoint, NodeRole
 from cnibench.backends.lab.plan import (
     EgressPlan,
-    LabProfile,
+    LabDatapath,
     egress_removal_steps,
     egress_steps,
     nat_steps,
@@ -39,7 +39,7 @@ class LabEgressGateway:
 
     def _tunnels_need_peers(self) -> bool:
         plan = self._runtime.plan
-        return plan.encryption and plan.profile is LabProfile.ROUTED
+        return plan.encryption and plan.datapath is LabDatapath.ROUTED
 
     def enable(self, clients: Sequence[Endpoint], *, destination: str) -> str:
         """See :meth:`LabCluster.enable_egress_gateway`."""

@@ -16,7 +16,7 @@ from cnibench.backends.lab.plan import (
     NODE_UPLINK,
     PROMETHEUS_PORT,
     VXLAN_INTERFACE,
-    LabProfile,
+    LabDatapath,
     NodePlan,
     prometheus_yaml,
 )
@@ -94,7 +94,7 @@ class LabMonitoring:
         devices = [NODE_UPLINK]
         if node.wg_interface:
             devices.append(node.wg_interface)
-        if self._runtime.plan.profile is LabProfile.VXLAN:
+        if self._runtime.plan.datapath is LabDatapath.VXLAN:
             devices.append(VXLAN_INTERFACE)
         return f"^({'|'.join(devices)})$"
 

@@ -4,7 +4,7 @@ Nothing here touches the system. :func:`plan_lab` turns a
 :class:`~cnibench.backends.base.ClusterSpec` and a lab id into a :class:`LabPlan`; the ``*_steps``
 functions turn a plan into :class:`Step` values (an argv list and optional stdin) that
 :mod:`cnibench.backends.lab.runner` executes. Keeping this layer pure lets the address plan, the
-routing per profile and the nftables rulesets be tested without root.
+routing per datapath and the nftables rulesets be tested without root.
 
 Address plan (all inside the benchmarking range 198.18.0.0/15)
 --------------------------------------------------------------
@@ -58,8 +58,8 @@ __all__ = [
     "WIREGUARD_PORT",
     "EgressPlan",
     "HostPlan",
+    "LabDatapath",
     "LabPlan",
-    "LabProfile",
     "NodePlan",
     "PodPlan",
     "Route",
@@ -126,9 +126,9 @@ LAB_NAMESPACE_RE = re.compile(r"^(cb[0-9a-f]{6})-")
 """Network namespaces (and wg interfaces) belonging to some lab; group 1 is the lab id."""
 
 
-class LabProfile(enum.StrEnum):
-    """Datapath profile of a lab (the lab's "CNI"): the one list of the lab's datapath names
-    (``session.LAB_PROFILES``, the ``--cni`` choices, is made from it)."""
+class LabDatapath(enum.StrEnum):
+    """Datapath of a lab (the lab's "CNI"): the one list of the lab's datapath names
+    (``session.LAB_DATAPATHS``, the ``--cni`` choices, is made from it)."""
 
     ROUTED = "routed"
     """Per-node routes to other nodes' pod subnets over the underlay, like kindnet."""
@@ -213,7 +213,7 @@ class NodePlan:
     pod_gateway:
         Address the node's pod-facing veths carry; the pods' default gateway.
     overlay_ip:
-        VXLAN address (``vxlan`` profile), else empty.
+        VXLAN address (``vxlan`` datapath), else empty.
     wg_ip:
         WireGuard address (encryption on), else empty.
     wg_interface:
@@ -260,8 +260,8 @@ class LabPlan:
     ----------
     lab_id:
         ``cb`` + six hex digits; prefix of every namespace.
-    profile:
-        Datapath profile.
+    datapath:
+        The datapath, the lab's "CNI" (``routed`` or ``vxlan``).
     encryption:
         Whether node-to-node traffic goes through WireGuard.
     state_dir:
@@ -282,7 +282,7 @@ class LabPlan:
     """
 
     lab_id: str
-    profile: LabProfile
+    datapath: LabDatapath
     encryption: bool
     state_dir: Path
     underlay_namespace: str
@@ -438,7 +438,7 @@ def plan_lab(
     Parameters
     ----------
     spec:
-        ``cni`` is the profile (``routed`` or ``vxlan``), ``encryption`` ``""`` or
+        ``cni`` is the datapath (``routed`` or ``vxlan``), ``encryption`` ``""`` or
         ``"wireguard"``, one node per entry of ``roles``. The lab takes no ``options``.
     lab_id:
         ``cb`` + six hex digits (see :func:`new_lab_id`).
@@ -453,15 +453,15 @@ def plan_lab(
     Raises
     ------
     ConfigError
-        Unknown profile or encryption, options given, no node or more than 100 nodes, or a
+        Unknown datapath or encryption, options given, no node or more than 100 nodes, or a
         malformed lab id.
     """
     validate_lab_id(lab_id)
     try:
-        profile = LabProfile(spec.cni)
+        datapath = LabDatapath(spec.cni)
     except ValueError:
         raise ConfigError(
-            f"unknown lab profile {spec.cni!r}: choose {' or '.join(LabProfile)}"
+            f"unknown lab datapath {spec.cni!r}: choose {' or '.join(LabDatapath)}"
         ) from None
     if spec.encryption not in ("", "wireguard"):
         raise ConfigError(
@@ -481,7 +481,7 @@ def plan_lab(
             bridge_port=_check_ifname(f"n{index}"),
             pod_cidr=f"198.19.{index}.0/24",
             pod_gateway=f"198.19.{index}.1",
-            overlay_ip=f"198.18.128.{index}" if profile is LabProfile.VXLAN else "",
+            overlay_ip=f"198.18.128.{index}" if datapath is LabDatapath.VXLAN else "",
             wg_ip=f"198.18.64.{index}" if encryption else "",
             wg_interface=_check_ifname(f"{lab_id}-wg{index}") if encryption else "",
         )
@@ -490,11 +490,11 @@ def plan_lab(
     mtu = _UNDERLAY_MTU
     if encryption:
         mtu -= _WIREGUARD_OVERHEAD
-    if profile is LabProfile.VXLAN:
+    if datapath is LabDatapath.VXLAN:
         mtu -= _VXLAN_OVERHEAD
     return LabPlan(
         lab_id=lab_id,
-        profile=profile,
+        datapath=datapath,
         encryption=encryption,
         state_dir=lab_state_dir(state_root, lab_id),
         underlay_namespace=f"{lab_id}-ul",
@@ -550,7 +550,7 @@ def node_routes(plan: LabPlan, node: NodePlan) -> tuple[Route, ...]:
     for peer in plan.nodes:
         if peer.index == node.index:
             continue
-        if plan.profile is LabProfile.VXLAN:
+        if plan.datapath is LabDatapath.VXLAN:
             routes.append(Route(peer.pod_cidr, VXLAN_INTERFACE, via=peer.overlay_ip, onlink=True))
         elif plan.encryption:
             routes.append(Route(peer.pod_cidr, node.wg_interface))
@@ -565,7 +565,7 @@ def egress_route(plan: LabPlan, node: NodePlan, gateway: NodePlan) -> Route:
     Like a CNI's egress gateway, the selected traffic travels in the tunnel when there is one
     (VXLAN overlay, WireGuard), else over the underlay.
     """
-    if plan.profile is LabProfile.VXLAN:
+    if plan.datapath is LabDatapath.VXLAN:
         return Route(
             "default", VXLAN_INTERFACE, via=gateway.overlay_ip, onlink=True, table=EGRESS_TABLE
         )
@@ -738,7 +738,7 @@ def vxlan_steps(plan: LabPlan) -> list[Step]:
 
     With encryption the tunnel endpoints are the WireGuard addresses, so VXLAN runs inside it.
     """
-    if plan.profile is not LabProfile.VXLAN:
+    if plan.datapath is not LabDatapath.VXLAN:
         return []
     steps: list[Step] = []
     for node in plan.nodes:
