@@ -19,8 +19,6 @@ from cnibench.backends.lab.policy import (
     l7_redirect_ruleset,
     nft_policy_ruleset,
     nft_priority_ruleset,
-    nft_table_removal,
-    policy_table,
 )
 from cnibench.backends.lab.runner import ManagedProcess, run_step, wait_listening
 from cnibench.backends.lab.runtime import READY_TIMEOUT, LabRuntime, nginx_argv
@@ -76,9 +74,7 @@ class LabFilters:
                 runtime.nft(
                     node,
                     f"load the {engine.value} policy of {spec.target.name} on {node}",
-                    nft_policy_ruleset(
-                        spec, table=policy_table(runtime.lab_id, "pol"), engine=engine
-                    ),
+                    nft_policy_ruleset(spec, table=runtime.table("pol"), engine=engine),
                 )
             self._policy = (node, engine)
 
@@ -99,17 +95,13 @@ class LabFilters:
                     )
                 )
             else:
-                runtime.nft(
-                    node,
-                    f"remove the policy table on {node}",
-                    nft_table_removal(policy_table(runtime.lab_id, "pol")),
-                )
+                runtime.drop_feature(node, "pol", "the policy table")
 
     def apply_priority_case(self, case: PriorityCase, spec: PolicySpec) -> None:
         """See :meth:`LabCluster.apply_priority_case`."""
         runtime = self._runtime
         node = self._target_node(spec)
-        ruleset = nft_priority_ruleset(case, spec, table=policy_table(runtime.lab_id, "prio"))
+        ruleset = nft_priority_ruleset(case, spec, table=runtime.table("prio"))
         with runtime.lock:
             self.remove_priority_case()
             runtime.nft(node, f"load priority case {case.name} on {node}", ruleset)
@@ -122,11 +114,7 @@ class LabFilters:
             node, self._priority_node = self._priority_node, None
             if node is None:
                 return
-            runtime.nft(
-                node,
-                f"remove the priority case table on {node}",
-                nft_table_removal(policy_table(runtime.lab_id, "prio")),
-            )
+            runtime.drop_feature(node, "prio", "the priority case table")
 
     def apply_l7_policy(self, server: Endpoint, *, port: int, method: str, path: str) -> None:
         """See :meth:`LabCluster.apply_l7_policy`."""
@@ -149,9 +137,7 @@ class LabFilters:
             runtime.nft(
                 node,
                 f"redirect {pod.name}:{port} to the L7 proxy on {node}",
-                l7_redirect_ruleset(
-                    table=policy_table(runtime.lab_id, "l7"), server_ip=pod.ip, server_port=port
-                ),
+                l7_redirect_ruleset(table=runtime.table("l7"), server_ip=pod.ip, server_port=port),
             )
         except BaseException:
             runtime.stop([proc])
@@ -167,11 +153,4 @@ class LabFilters:
         if current is None:
             return
         node, proc = current
-        try:
-            runtime.nft(
-                node,
-                f"remove the L7 redirect on {node}",
-                nft_table_removal(policy_table(runtime.lab_id, "l7")),
-            )
-        finally:
-            runtime.stop([proc])
+        runtime.drop_feature(node, "l7", "the L7 redirect", then_stop=[proc])

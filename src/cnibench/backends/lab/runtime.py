@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cnibench.backends.lab.plan import LabPlan, Step
+from cnibench.backends.lab.policy import nft_table_removal, policy_table
 from cnibench.backends.lab.runner import ManagedProcess, run_step, start_process, stop_processes
 from cnibench.errors import ProvisioningError
 
@@ -130,6 +131,21 @@ class LabRuntime:
     def log(self, name: str) -> Path:
         """Path of log ``name`` in the state directory."""
         return self.plan.state_dir / "logs" / f"{name}.log"
+
+    def table(self, feature: str) -> str:
+        """Name of the nftables table of ``feature`` (``pol``, ``prio``, ``l7``, ``split``)."""
+        return policy_table(self.lab_id, feature)
+
+    def drop_feature(
+        self, node: str, feature: str, what: str, *, then_stop: Sequence[ManagedProcess] = ()
+    ) -> None:
+        """Remove ``feature``'s table from ``node``, then stop ``then_stop`` even if that failed
+        (the way every filter, the L7 proxy and the split gateway are taken down)."""
+        try:
+            self.nft(node, f"remove {what} on {node}", nft_table_removal(self.table(feature)))
+        finally:
+            if then_stop:
+                self.stop(then_stop)
 
     def nft(self, namespace: str, description: str, ruleset: str) -> None:
         """Load ``ruleset`` with ``nft -f -`` in ``namespace``.

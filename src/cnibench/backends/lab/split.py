@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from cnibench.backends.base import Endpoint, NodeRole
 from cnibench.backends.lab.pods import LabPod, LabPods
 from cnibench.backends.lab.policy import (
-    nft_table_removal,
-    policy_table,
     split_dnat_ruleset,
     split_proxy_config,
 )
@@ -61,7 +59,7 @@ class LabSplit:
                 node.name,
                 f"publish the split gateway on {node.name}:{port}",
                 split_dnat_ruleset(
-                    table=policy_table(runtime.lab_id, "split"),
+                    table=runtime.table("split"),
                     node_ip=node.underlay_ip,
                     gateway_ip=gateway.ip,
                     port=port,
@@ -85,11 +83,6 @@ class LabSplit:
             return
         node, gateway, proc = current
         try:
-            runtime.nft(
-                node,
-                f"remove the split DNAT on {node}",
-                nft_table_removal(policy_table(runtime.lab_id, "split")),
-            )
+            runtime.drop_feature(node, "split", "the split DNAT", then_stop=[proc])
         finally:
-            runtime.stop([proc])
             self._pods.remove(gateway)
