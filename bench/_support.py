@@ -13,8 +13,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from scipy import stats as sps
+
+T = TypeVar("T")
 
 OUT_DIR = Path("bench-results")
 """Where the CSVs go (relative to the working directory; ignored by git)."""
@@ -63,6 +66,13 @@ def paired_ratio(
     sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (n - 1))
     half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
     return PairedRatio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n, level)
+
+
+def in_turn(sides: Sequence[T], index: int) -> list[T]:
+    """``sides`` in the order round ``index`` runs them: rotated by one each round, so with two
+    sides the order alternates (A B, B A, ...) and with more each one leads in turn."""
+    shift = index % len(sides)
+    return [*sides[shift:], *sides[:shift]]
 
 
 def write_csv(name: str, rows: Sequence[Mapping[str, object]]) -> Path:

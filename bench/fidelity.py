@@ -20,7 +20,7 @@ import statistics
 import subprocess
 import sys
 
-from _support import paired_ratio, write_csv
+from _support import in_turn, paired_ratio, write_csv
 from cnibench.backends.base import DEFAULT_PORTS, ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.lab import LabBackend
 from cnibench.tools import iperf3
@@ -75,16 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             direct.append(_cli_bits_per_second(client.namespace, server.ip, args.seconds))
 
         for index in range(args.rounds):
-            first, second = (
-                (through_adapter, run_direct)
-                if index % 2 == 0
-                else (
-                    run_direct,
-                    through_adapter,
-                )
-            )
-            first()
-            second()
+            for measure in in_turn((through_adapter, run_direct), index):
+                measure()
     ratio = paired_ratio(adapter, direct)
     print(f"cross-node iperf3 on the lab, {args.rounds} interleaved rounds of {args.seconds:g} s")
     for label, values in (("cnibench adapter ", adapter), ("iperf3 CLI direct", direct)):

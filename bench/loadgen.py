@@ -14,7 +14,7 @@ import argparse
 import re
 import statistics
 
-from _support import paired_ratio, write_csv
+from _support import in_turn, paired_ratio, write_csv
 from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.lab import LabBackend
 from cnibench.tools.locust_runner import locust_runner_argv, parse_locust_summary
@@ -64,8 +64,7 @@ def main() -> int:
         tools = {"locust": locust, "hey": hey}
         for index in range(options.rounds):
             for users in USERS:
-                order = ("locust", "hey") if index % 2 == 0 else ("hey", "locust")
-                for tool in order:
+                for tool in in_turn(("locust", "hey"), index):
                     rate = tools[tool](users)
                     rates[tool, users].append(rate)
                     rows.append({"round": index, "users": users, "tool": tool, "rate": rate})

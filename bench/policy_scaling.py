@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-from _support import paired_ratio, write_csv
+from _support import in_turn, paired_ratio, write_csv
 from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.lab import LabBackend
 from cnibench.policy import PolicyEngine, PolicyPeer, PolicySpec, PortRange
@@ -49,8 +49,7 @@ def main() -> int:
         )
         client = cluster.place("cli", role=NodeRole.CLIENT)
         for run in range(options.runs):
-            shift = run % len(cells)
-            for engine, count in cells[shift:] + cells[:shift]:
+            for engine, count in in_turn(cells, run):
                 spec = PolicySpec(
                     target=PolicyPeer("srv", server.ip),
                     allowed=(PolicyPeer("cli", client.ip),),

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from suite_support import run_pytest
 
 
 @pytest.mark.lab
@@ -19,29 +16,18 @@ def test_pytest_report_option_writes_the_session_report(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("the benchmark session needs root for the lab")
     report = tmp_path / "bench.html"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "tests/bench",
-            "-k",
-            "egress",
-            "--cluster=lab",
-            "--cni=routed",
-            "--profile=quick",
-            "--runs=2",
-            f"--results-dir={tmp_path / 'results'}",
-            f"--report={report}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    done = run_pytest(
+        "-q",
+        "tests/bench",
+        "-k",
+        "egress",
+        "--cluster=lab",
+        "--cni=routed",
+        "--profile=quick",
+        "--runs=2",
+        f"--results-dir={tmp_path / 'results'}",
+        f"--report={report}",
         timeout=600,
-        check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"cnibench: report written to {report}" in done.stdout

@@ -31,6 +31,7 @@ import scipy.stats
 from lab_support import unavailable
 
 from cnibench import load_results
+from suite_support import run_cnibench
 
 ROOT = Path(__file__).resolve().parents[2]
 CONDITION = "same-node-idle-iperf3"
@@ -41,18 +42,8 @@ _CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
 _CGROUP_V2 = Path("/sys/fs/cgroup")
 
 
-def _cnibench(*args: object, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cnibench.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
 def _run(results: Path, condition: str, *extra: str) -> None:
-    done = _cnibench(
+    done = run_cnibench(
         "run",
         "--cluster",
         "lab",
@@ -159,7 +150,7 @@ def _throughput(results: object) -> np.ndarray:
 
 
 def test_same_directory_against_itself_exits_0(sets):
-    done = _cnibench("compare", sets["base"], sets["base"])
+    done = run_cnibench("compare", sets["base"], sets["base"])
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stderr == ""
     lines = done.stdout.splitlines()
@@ -172,7 +163,7 @@ def test_same_directory_against_itself_exits_0(sets):
 
 def test_slower_candidate_exits_1_naming_metric_and_condition(sets, tmp_path):
     markdown = tmp_path / "comment.md"
-    done = _cnibench("compare", sets["base"], sets["slow"], "--markdown", markdown)
+    done = run_cnibench("compare", sets["base"], sets["slow"], "--markdown", markdown)
     assert done.returncode == 1, done.stdout + done.stderr
     lines = [line for line in done.stderr.splitlines() if "REGRESSION throughput" in line]
     assert len(lines) == 1, done.stderr
@@ -201,7 +192,7 @@ def test_pytest_gate_fails_the_slowed_session(sets):
 
 
 def test_mismatched_result_sets_exit_2_with_one_line(sets):
-    done = _cnibench("compare", sets["base"], sets["other"])
+    done = run_cnibench("compare", sets["base"], sets["other"])
     assert done.returncode == 2, done.stdout + done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith("cnibench: error: no condition is in both result sets")
@@ -209,7 +200,7 @@ def test_mismatched_result_sets_exit_2_with_one_line(sets):
 
 
 def test_empty_result_set_exits_2_with_one_line(sets):
-    done = _cnibench("compare", sets["empty"], sets["base"])
+    done = run_cnibench("compare", sets["empty"], sets["base"])
     assert done.returncode == 2, done.stdout + done.stderr
     (line,) = done.stderr.splitlines()
     assert line == f"cnibench: error: baseline results in {sets['empty']} hold no run records"

@@ -59,3 +59,11 @@ def test_csv_is_written_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     path = support.write_csv("demo", [{"round": 1, "a": 2.5}, {"round": 2, "a": 3.5}])
     assert path.read_text().splitlines() == ["round,a", "1,2.5", "2,3.5"]
     assert not list(path.parent.glob("*.partial"))
+
+
+def test_in_turn_alternates_two_sides_and_lets_each_of_more_lead() -> None:
+    in_turn = support.in_turn
+    assert [in_turn("AB", i) for i in range(3)] == [["A", "B"], ["B", "A"], ["A", "B"]]
+    orders = [in_turn((1, 2, 3), i) for i in range(3)]
+    assert [order[0] for order in orders] == [1, 2, 3]
+    assert all(sorted(order) == [1, 2, 3] for order in orders)
