@@ -100,7 +100,7 @@ def test_report_writes_html_markdown_and_one_png_per_figure(results_dir, tmp_pat
     html = paths.html.read_text()
     # The verdict's forest plot, then the bars and the per-run plot of the one metric.
     assert html.count("data:image/png;base64,") == len(paths.pngs) == 3
-    assert paths.pngs[0].name == "verdict-forest.png"
+    assert paths.pngs[0].name == "verdict-forest-egress.png"
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths.pngs)
     markdown = paths.markdown.read_text()
     assert "png/egress-throughput-bars.png" in markdown

@@ -532,11 +532,20 @@ def _verdict_section(builder: _Builder, df: pd.DataFrame, reference: str | None)
     if notes:
         builder.paragraph("Not compared:", css="note")
         builder.bullets(notes)
-    builder.figure(
-        "verdict-forest",
-        f"Verdict: ratio and {100 * level:g}% CI per contrast (log axis, line at 1)",
-        partial(figures.figure_forest, table),
-    )
+    # One forest per scenario: a single figure of every contrast of a two-CNI session (about
+    # 160 rows) was taller than any screen.
+    for scenario, contrasts in table.groupby("scenario", sort=False):
+        builder.figure(
+            f"verdict-forest-{scenario}",
+            f"Verdict, {scenario}: ratio and {100 * level:g}% CI per contrast (log axis, line at"
+            " 1)",
+            partial(
+                figures.figure_forest,
+                contrasts,
+                title=f"Verdict, {scenario}: ratio with {100 * level:g}% CI per contrast"
+                f" ({CORRECTION}-corrected across the report)",
+            ),
+        )
 
 
 def _overview(builder: _Builder, df: pd.DataFrame, results_path: Path) -> None:
