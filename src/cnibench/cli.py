@@ -124,6 +124,14 @@ def _build_parser() -> _Parser:
         action="store_true",
         help="draw every recorded metric, not only each scenario's primary metrics",
     )
+    report.add_argument(
+        "--session",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="only this session of the directory (repeatable; default: every session, each"
+        " described in the environment section)",
+    )
 
     _add_compare_parser(commands)
     commands.add_parser("doctor", help="which backends and tools are usable here, and why not")
@@ -622,6 +630,7 @@ def _report(args: argparse.Namespace) -> int:
         png_dir=args.png_dir,
         reference=args.reference,
         all_metrics=args.all_metrics,
+        sessions=args.session or "all",
     )
     for path in (paths.html, paths.markdown):
         if path is not None:

@@ -140,15 +140,15 @@ def test_kind_without_kind_or_an_engine_is_refused_before_anything_starts(
     assert not results.exists()
 
 
-def test_report_with_an_unknown_reference_cni_is_a_one_line_usage_error(tmp_path) -> None:
+def _two_cni_results(root, session_id="20261124T000000Z-abc123"):
     from cnibench.records import RunRecord, RunStatus
     from cnibench.results import ResultsStore
 
-    store = ResultsStore(tmp_path / "results", session_id="20261124T000000Z-abc123")
+    store = ResultsStore(root, session_id=session_id)
     for cni in ("routed", "vxlan"):
         run_id = f"egress-{cni}-gateway-off-r0"
         record = RunRecord(
-            session_id="20261124T000000Z-abc123",
+            session_id=session_id,
             run_id=run_id,
             time="2026-11-24T00:00:00+00:00",
             backend="lab",
@@ -167,6 +167,10 @@ def test_report_with_an_unknown_reference_cni_is_a_one_line_usage_error(tmp_path
             reason="",
         )
         store.write_run(run_id, [record])
+
+
+def test_report_with_an_unknown_reference_cni_is_a_one_line_usage_error(tmp_path) -> None:
+    _two_cni_results(tmp_path / "results")
     done = _cli(["report", str(tmp_path / "results"), "--reference", "flannel"])
     assert done.returncode == 2
     assert done.stderr == (
@@ -174,3 +178,21 @@ def test_report_with_an_unknown_reference_cni_is_a_one_line_usage_error(tmp_path
         " routed, vxlan\n"
     )
     assert not (tmp_path / "results" / "report.html").exists()
+
+
+def test_report_of_one_session_names_only_that_session(tmp_path) -> None:
+    _two_cni_results(tmp_path / "results", "20261124T000000Z-aaaaaa")
+    _two_cni_results(tmp_path / "results", "20261124T010000Z-bbbbbb")
+    markdown = tmp_path / "one.md"
+    done = _cli(
+        ["report", str(tmp_path / "results"), "--session", "20261124T010000Z-bbbbbb",
+         "--markdown", str(markdown)]
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = markdown.read_text()
+    assert "1 session(s)" in text
+    assert "20261124T000000Z-aaaaaa" not in text
+    bad = _cli(["report", str(tmp_path / "results"), "--session", "20261124T020000Z-cccccc"])
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1
+    assert "20261124T020000Z-cccccc" in bad.stderr

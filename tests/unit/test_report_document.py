@@ -285,3 +285,33 @@ def test_cnibench_report_all_metrics_draws_the_other_metrics(tmp_path):
     assert plain.returncode == every.returncode == 0
     assert not (tmp_path / "plain" / "egress-retransmits-bars.png").exists()
     assert (tmp_path / "every" / "egress-retransmits-bars.png").exists()
+
+
+def test_a_report_of_chosen_sessions_leaves_the_others_out(results_dir, tmp_path):
+    other = "20261123T090000Z-def456"
+    store = ResultsStore(results_dir, session_id=other)
+    store.write_environment(
+        environment_fingerprint(backend="lab", provider="lab", cni="routed", cni_version="1")
+    )
+    for rep in range(3):
+        run_id = f"egress-routed-gateway-off-r{rep}"
+        record = dataclasses.replace(
+            _record(run_id, "gateway-off", 5e9, repetition=rep), session_id=other, cni="routed"
+        )
+        store.write_run(run_id, [record])
+    store.write_json("verification-egress-routed-gateway-off", {"ok": True, "detail": "other"})
+
+    both = report.write_report(results_dir, markdown=tmp_path / "both.md").markdown.read_text()
+    assert SESSION in both
+    assert other in both
+    only = report.write_report(
+        results_dir, markdown=tmp_path / "only.md", sessions=[other]
+    ).markdown.read_text()
+    assert other in only
+    assert SESSION not in only  # not in the overview, the environment or the evidence
+    assert "gateway-on" not in only
+    with pytest.raises(ConfigError, match="20261124T000000Z-nope00"):
+        report.write_report(
+            results_dir, markdown=tmp_path / "bad.md", sessions=["20261124T000000Z-nope00"]
+        )
+    assert not (tmp_path / "bad.md").exists()

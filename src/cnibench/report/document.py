@@ -17,7 +17,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -237,9 +237,10 @@ def _methods(builder: _Builder, df: pd.DataFrame) -> None:
     )
 
 
-def _environment(builder: _Builder, results_path: Path) -> None:
+def _environment(builder: _Builder, results_path: Path, df: pd.DataFrame) -> None:
     builder.heading(2, "Environment", "environment")
     environments = load_environments(results_path)
+    environments = environments[environments["session_id"].isin(set(df["session_id"]))]
     if environments.empty:
         builder.paragraph("No environment fingerprint was recorded.", css="note")
         return
@@ -290,7 +291,10 @@ def _environment(builder: _Builder, results_path: Path) -> None:
 def _verification(builder: _Builder, results_path: Path, df: pd.DataFrame) -> None:
     builder.heading(2, "Verification evidence", "verification")
     rows = []
+    shown = set(df["session_id"])
     for session_id, directory in session_dirs(results_path).items():
+        if session_id not in shown:
+            continue
         for file in sorted(directory.glob("verification-*.json")):
             try:
                 document = json.loads(file.read_text())
@@ -599,6 +603,7 @@ def write_report(
     title: str = "cnibench report",
     reference: str | None = None,
     all_metrics: bool = False,
+    sessions: Sequence[str] | str = ALL_SESSIONS,
 ) -> ReportPaths:
     """Write the report of a results directory: HTML, Markdown and/or PNG files.
 
@@ -622,6 +627,10 @@ def write_report(
         Draw figures of every recorded metric, not only of each scenario's primary metrics
         (``Scenario.primary_metrics``, the ones its verdict compares); the run tables always
         list every metric.
+    sessions:
+        Which sessions of ``results`` the report covers (as for
+        :func:`cnibench.results.load_results`): every one by default (pooled on purpose, each
+        described in the Environment section), or session ids (:func:`cnibench.session_ids`).
 
     Returns
     -------
@@ -632,7 +641,7 @@ def write_report(
     ------
     ConfigError
         If none of ``html``, ``markdown`` and ``png_dir`` is given, or ``reference`` is not a
-        CNI of the results.
+        CNI of the results, or ``sessions`` names a session that is not there.
     ResultsError
         If ``results`` does not exist, holds no results or cannot be read, or an output cannot
         be written (one-line message naming the path). Outputs are written atomically
@@ -643,9 +652,9 @@ def write_report(
     results_path = Path(results)
     if not results_path.is_dir():
         raise ResultsError(f"results directory {results_path} does not exist")
-    # A report covers every session of the directory it is given, each described in its
-    # Environment section: pooled on purpose.
-    df = load_results(results_path, sessions=ALL_SESSIONS)
+    # By default a report covers every session of the directory it is given, each described in
+    # its Environment section: pooled on purpose.
+    df = load_results(results_path, sessions=sessions)
     if df.empty:
         raise ResultsError(f"no results in {results_path}: no runs/<run_id>.json files found")
     html_path, markdown_path = _target(html), _target(markdown)
@@ -665,7 +674,7 @@ def write_report(
         for scenario in _iter_scenarios(df):
             _scenario(builder, df, scenario, times, split, all_metrics)
     _methods(builder, df)
-    _environment(builder, results_path)
+    _environment(builder, results_path, df)
     _verification(builder, results_path, df)
     _failed(builder, df)
 
