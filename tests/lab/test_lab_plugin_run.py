@@ -1,5 +1,6 @@
 """A user's own pytest suite measures on the lab through the plugin (``pytester``, subprocess,
-the plugin loaded from its entry point): one egress condition, verified, in the results."""
+the plugin loaded from its entry point): one egress condition, verified, in the results, and the
+session's report with ``--report --all-metrics``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cnibench import load_results
+from cnibench.report import write_report
 
 pytest_plugins = ["pytester"]
 
@@ -27,6 +29,7 @@ def test_a_users_marked_test_measures_and_records_verified_runs(
 ) -> None:
     pytester.makepyfile(test_user=USER_SUITE)
     results = tmp_path / "results"
+    report = tmp_path / "report.html"
     outcome = pytester.runpytest_subprocess(
         "--cluster=lab",
         "--cni=routed",
@@ -35,6 +38,8 @@ def test_a_users_marked_test_measures_and_records_verified_runs(
         "-k",
         "gateway-off",
         "-rA",
+        f"--report={report}",
+        "--all-metrics",
         timeout=600,
     )
     outcome.assert_outcomes(passed=1, deselected=1)
@@ -48,3 +53,9 @@ def test_a_users_marked_test_measures_and_records_verified_runs(
     throughput = frame[(frame["metric"] == "throughput") & (frame["status"] == "ok")]
     assert len(throughput) == 2  # the quick profile's runs
     assert (throughput["value"] > 0).all()
+    # --all-metrics reached the report: it draws more than the primary metrics' figures.
+    assert f"cnibench: report written to {report}" in outcome.stdout.str()
+    primary = write_report(results, html=tmp_path / "primary.html").html
+    assert primary is not None
+    figures = report.read_text().count("data:image/png")
+    assert figures > primary.read_text().count("data:image/png") > 0
