@@ -49,7 +49,7 @@ def tests(session: nox.Session) -> None:
     args = session.posargs or [
         "tests",
         "--cluster=lab",
-        "--profile=quick",
+        "--profile=smoke",
         "-p",
         "no:cacheprovider",
         "--durations=25",

@@ -206,9 +206,9 @@ def validate_cnis(
 
 DEFAULT_PROFILE = "quick"
 """The profile of ``cnibench run`` and of the pytest plugin alike. ``quick``: the default is what
-runs when someone first tries cnibench or a CI job smoke-tests it, and must end in minutes;
-numbers meant to be quoted ask for ``standard`` or ``paper`` (the table warns how wide an
-interval of two runs is)."""
+runs when someone first tries cnibench, and must end in minutes with intervals worth reading (5
+runs); a CI job that only proves the path works asks for ``smoke`` (2 runs), numbers meant to be
+quoted for ``standard`` or ``paper``."""
 
 
 def add_session_options(add: Callable[..., object]) -> None:
@@ -236,7 +236,7 @@ def add_session_options(add: Callable[..., object]) -> None:
         "--profile",
         default=DEFAULT_PROFILE,
         metavar="NAME",
-        help=f"quick, standard or paper (default: {DEFAULT_PROFILE})",
+        help=f"smoke, quick, standard or paper (default: {DEFAULT_PROFILE})",
     )
     add("--runs", default=None, metavar="N", help="repetitions per condition (overrides it)")
     add(

@@ -53,7 +53,7 @@ def test_readme_python_example_runs(tmp_path, monkeypatch):
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     assert len(blocks) == 1, "the README should have exactly one notebook example"
     done = subprocess.run(
-        [sys.executable, "-m", "cnibench.cli", "run", "--cluster", "lab", "--profile", "quick",
+        [sys.executable, "-m", "cnibench.cli", "run", "--cluster", "lab", "--profile", "smoke",
          "--runs", "2", "--scenario", "egress@routed,wireguard@routed",
          "--condition", "gateway-off", "--condition", "gateway-on", "--condition", "off-rr",
          "--results-dir", str(tmp_path / "results")],

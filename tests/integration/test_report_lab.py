@@ -1,7 +1,7 @@
 """Report figures and the HTML report from a REAL lab run, rendered by headless Chromium.
 
 A session fixture runs ``cnibench run --cluster lab --scenario egress --scenario wireguard
---profile quick --cni vxlan`` (about 1.5 minutes, needs root) once; every test reads its results.
+--profile smoke --cni vxlan`` (about 1.5 minutes, needs root) once; every test reads its results.
 The Chromium test installs nothing itself: it needs the Debian package ``chromium`` and skips
 without it (a failure when ``CNIBENCH_REQUIRE=lab``, see tests/conftest.py).
 """
@@ -36,7 +36,7 @@ CHROMIUM_TIMEOUT_S = 120
 
 @pytest.fixture(scope="session")
 def lab_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Results of one real quick lab run of egress and wireguard on the vxlan CNI."""
+    """Results of one real smoke lab run of egress and wireguard on the vxlan CNI."""
     if os.geteuid() != 0:
         pytest.skip("the lab backend needs root")
     cli = shutil.which("cnibench")
@@ -53,7 +53,7 @@ def lab_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--scenario",
             "wireguard",
             "--profile",
-            "quick",
+            "smoke",
             "--cni",
             "vxlan",
             "--results-dir",
@@ -91,7 +91,7 @@ def test_lab_bar_heights_and_error_bars_match_the_statistics(lab_frame):
     expected_heights, expected_spans = [], []
     for _, group in rows.groupby(["cni", "condition"], sort=False):
         values = group.sort_values("time")["value"].to_numpy()
-        # The quick profile has fewer than 3 runs per condition: no outlier rule applies.
+        # The smoke profile has fewer than 3 runs per condition: no outlier rule applies.
         expected_heights.append(stats.truncated_mean(values, proportion=0.1))
         interval = stats.confidence_interval(values, level=0.95)
         # Throughput is positive: the t half-width as a factor on the log scale.

@@ -1,4 +1,4 @@
-"""Split and policy figures drawn from a real lab run (quick profile), their data checked.
+"""Split and policy figures drawn from a real lab run (smoke profile), their data checked.
 
 One short session runs seed 000's 60/40 split at 10 virtual users and the policy scenario at
 0 and 100 rules with the nftables-set engine; the figures must show exactly what the recorded
@@ -27,7 +27,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("split-policy") / "results"
     argv = [
         sys.executable, "-m", "cnibench.cli", "run", "--cluster", "lab", "--cni", "vxlan",
-        "--profile", "quick", "--runs", "2", "--results-dir", str(out),
+        "--profile", "smoke", "--runs", "2", "--results-dir", str(out),
         "--scenario", "split", "--weights", "v1=60,v2=40", "--users", "10",
         "--scenario", "policy", "--rules", "0,100", "--clients", "1", "--engine", "nftables-set",
         "--condition", "v1-60-v2-40-u10",

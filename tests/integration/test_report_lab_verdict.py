@@ -1,6 +1,6 @@
 """The verdict from a REAL lab session: ``cnibench run`` prints it, the report opens with it.
 
-A module fixture runs ``cnibench run --cluster lab --cni vxlan --scenario egress --profile quick
+A module fixture runs ``cnibench run --cluster lab --cni vxlan --scenario egress --profile smoke
 --report ...`` (egress gateway on/off on one datapath, 2 runs each; under a minute, needs
 root), then ``cnibench report`` for the Markdown. Every ratio and interval is recomputed here
 from :func:`cnibench.load_results` with scipy (``trim_mean``, Welch's t-test on the logarithms),
@@ -61,7 +61,7 @@ def lab_session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | st
             "--scenario",
             "egress",
             "--profile",
-            "quick",
+            "smoke",
             "--results-dir",
             str(results),
             "--report",
@@ -103,7 +103,7 @@ def _runs(df: pd.DataFrame, condition: str, metric: str) -> np.ndarray:
 def _expected(df: pd.DataFrame, metric: str) -> tuple[float, float, float, int, int]:
     """Ratio of truncated means and the Welch interval on logs, by scipy alone."""
     on, off = _runs(df, "gateway-on", metric), _runs(df, "gateway-off", metric)
-    # quick = 2 runs per condition: too few for the outlier rule (it needs 3) and for trimming.
+    # smoke = 2 runs per condition: too few for the outlier rule (it needs 3) and for trimming.
     assert on.size == off.size == 2
     ratio = sps.trim_mean(on, 0.1) / sps.trim_mean(off, 0.1)
     ci = sps.ttest_ind(np.log(on), np.log(off), equal_var=False).confidence_interval(0.95)

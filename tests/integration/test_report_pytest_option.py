@@ -23,7 +23,7 @@ def test_pytest_report_option_writes_the_session_report(tmp_path):
         "egress",
         "--cluster=lab",
         "--cni=routed",
-        "--profile=quick",
+        "--profile=smoke",
         "--runs=2",
         f"--results-dir={tmp_path / 'results'}",
         f"--report={report}",

@@ -34,17 +34,20 @@ from .kind_support import (
 )
 
 
-def _run_args(results: Path, *extra: str) -> list[str]:
-    return run_args("flannel", results, *extra)
+def _run_args(results: Path, *extra: str, profile: str = "smoke") -> list[str]:
+    return run_args("flannel", results, *extra, profile=profile)
 
 
 @pytest.fixture(scope="module")
 def flannel_baseline(offline_images: dict[str, str], kind_results: Path) -> pd.DataFrame:
-    """``cnibench run --cluster kind --cni flannel --scenario baseline`` on real pods."""
+    """The README's ``cnibench run --cluster kind --cni flannel --scenario baseline --profile
+    quick`` on real pods."""
     results = kind_results / "flannel-baseline"
     conditions = condition_args(BASELINE_CONDITIONS)
     done = cnibench(
-        *_run_args(results, "--scenario", "baseline", *conditions), env=offline_images, timeout=2400
+        *_run_args(results, "--scenario", "baseline", *conditions, profile="quick"),
+        env=offline_images,
+        timeout=2400,
     )
     print(done.stdout)
     return load_results(results)
@@ -53,6 +56,9 @@ def flannel_baseline(offline_images: dict[str, str], kind_results: Path) -> pd.D
 def test_every_baseline_record_is_verified_and_plausible(flannel_baseline: pd.DataFrame) -> None:
     assert set(flannel_baseline["cni"]) == {"flannel"}
     check_baseline(flannel_baseline, "flannel")
+    # The quick profile's five runs per condition, every one successful.
+    ok = flannel_baseline[flannel_baseline["status"] == "ok"].drop_duplicates("run_id")
+    assert ok.groupby("condition").size().to_dict() == dict.fromkeys(BASELINE_CONDITIONS, 5)
 
 
 def _session_namespaces(env: dict[str, str], cluster: str) -> list[str]:

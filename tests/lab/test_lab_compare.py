@@ -1,6 +1,6 @@
 """``cnibench compare`` and the plugin's ``--fail-on-regression`` on real lab result sets.
 
-Three real sessions, all on the ``quick`` profile and the ``routed`` datapath:
+Three real sessions, all on the ``smoke`` profile and the ``routed`` datapath:
 
 * baseline: ``cnibench run`` of ``baseline/same-node-idle-iperf3``;
 * candidate: the same condition through the benchmark suite (``pytest tests/bench ...
@@ -54,7 +54,7 @@ def _run(results: Path, condition: str, *extra: str) -> None:
         "--condition",
         condition,
         "--profile",
-        "quick",
+        "smoke",
         "--results-dir",
         results,
         *extra,
@@ -115,7 +115,7 @@ def sets(tmp_path_factory: pytest.TempPathFactory, lab_backend: object) -> dict[
                 f"tests/bench/test_baseline.py::test_baseline[routed-{CONDITION}]",
                 "--cluster=lab",
                 "--cni=routed",
-                "--profile=quick",
+                "--profile=smoke",
                 f"--results-dir={slow}",
                 f"--compare-to={base}",
                 "--fail-on-regression=5%",

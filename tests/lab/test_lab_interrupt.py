@@ -71,7 +71,7 @@ def test_interrupted_run_leaves_nothing(tmp_path, lab_backend, signum, delay_see
             "--cni",
             "routed",
             "--profile",
-            "quick",
+            "smoke",
             "--results-dir",
             str(results),
         ],

@@ -33,7 +33,7 @@ def test_a_users_marked_test_measures_and_records_verified_runs(
     outcome = pytester.runpytest_subprocess(
         "--cluster=lab",
         "--cni=routed",
-        "--profile=quick",
+        "--profile=smoke",
         f"--results-dir={results}",
         "-k",
         "gateway-off",
@@ -51,7 +51,7 @@ def test_a_users_marked_test_measures_and_records_verified_runs(
     assert set(frame["condition"]) == {"gateway-off"}
     assert bool(frame["verified"].all())
     throughput = frame[(frame["metric"] == "throughput") & (frame["status"] == "ok")]
-    assert len(throughput) == 2  # the quick profile's runs
+    assert len(throughput) == 2  # the smoke profile's runs
     assert (throughput["value"] > 0).all()
     # --all-metrics reached the report: it draws more than the primary metrics' figures.
     assert f"cnibench: report written to {report}" in outcome.stdout.str()

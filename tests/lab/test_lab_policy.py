@@ -79,7 +79,7 @@ def test_probe_matrix_fails_when_the_policy_is_not_applied(lab: Lab, monkeypatch
         if c.parameters["policy"] == "on" and c.parameters["clients"] == 1
     )
     monkeypatch.setattr(lab.cluster, "apply_policy", lambda spec, *, engine: None)
-    prepared = scenario.prepare(lab.cluster, condition, profile_named("quick"))
+    prepared = scenario.prepare(lab.cluster, condition, profile_named("smoke"))
     try:
         verification = scenario.verify(lab.cluster, prepared, condition)
     finally:

@@ -157,7 +157,7 @@ def blocked_before(lab: Lab):
 
     scenario = PriorityScenario()
     condition = next(c for c in scenario.conditions() if c.id == "cni-allow")
-    prepared = scenario.prepare(lab.cluster, condition, profile_named("quick"))
+    prepared = scenario.prepare(lab.cluster, condition, profile_named("smoke"))
     try:
         server = prepared.endpoints["server"]
         lab.cluster.apply_policy(
@@ -192,7 +192,7 @@ def test_run_is_unverified_when_the_server_is_unreachable_before_the_case(
     from cnibench.scenarios.profiles import profile_named
 
     scenario, condition, prepared = blocked_before
-    output = scenario.measure(lab.cluster, prepared, condition, profile_named("quick"), 0)
+    output = scenario.measure(lab.cluster, prepared, condition, profile_named("smoke"), 0)
     assert output.verification is not None
     assert not output.verification.ok
     assert output.verification.evidence["before"] == "timeout"

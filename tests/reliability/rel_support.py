@@ -29,7 +29,7 @@ EGRESS_RUN = (
     "--cni",
     "routed",
     "--profile",
-    "quick",
+    "smoke",
 )
 """The run every interrupt and secret test starts (2 conditions x 2 runs, about 25-30 s)."""
 

@@ -2,7 +2,7 @@
 (SPEC section 9, third rule).
 
 A real lab runs the egress scenario's ``gateway-off`` condition through the :class:`Runner` (the
-engine of ``cnibench run``) on the quick profile (2 runs, 1 retry). A subclass of the scenario
+engine of ``cnibench run``) on the smoke profile (2 runs, 1 retry). A subclass of the scenario
 injects one fault into the first measurement only:
 
 - the external iperf3 server is SIGKILLed by the PID the lab recorded, mid-transfer;
@@ -188,7 +188,7 @@ def _run(
     pool: ClusterPool, tmp_path: Path, scenario: EgressScenario
 ) -> tuple[ConditionResult, Path]:
     store = ResultsStore(tmp_path / "results")
-    runner = Runner(pool, store, profile_named("quick"))
+    runner = Runner(pool, store, profile_named("smoke"))
     condition = next(c for c in scenario.conditions() if c.id == "gateway-off")
     result = runner.run_condition(scenario, "routed", condition)
     return result, tmp_path / "results"
@@ -250,7 +250,7 @@ def test_prometheus_killed_fails_every_later_run_with_the_reason(
         yield
 
     result, results = _run(pool, tmp_path, FaultyEgress(kill_prometheus))
-    profile = profile_named("quick")
+    profile = profile_named("smoke")
     assert len(result.runs) == profile.runs * (profile.retries + 1)
     assert all(r.status is RunStatus.FAILED for r in result.runs)
     assert all("Prometheus" in r.reason for r in result.runs), [r.reason for r in result.runs]
@@ -285,7 +285,7 @@ def test_a_set_up_that_fails_half_way_fails_its_condition_and_the_next_one_runs(
     condition = next(c for c in scenario.conditions() if c.id == "gateway-off")
     # A lab of its own: the module's shared one has its Prometheus killed by another test.
     with ClusterPool(LabBackend()) as own:
-        runner = Runner(own, store, profile_named("quick"))
+        runner = Runner(own, store, profile_named("smoke"))
         with pytest.raises(SetupError, match="set-up failed: pod eg-extra not Ready"):
             runner.run_condition(scenario, "routed", condition)
         # The pods the failed set-up placed are gone: the lab refuses a second pod of a name.

@@ -1,6 +1,6 @@
 """Interrupting cnibench anywhere leaves nothing behind (SPEC section 9, first rule).
 
-A real ``cnibench run --cluster lab --scenario egress --cni routed --profile quick`` is started
+A real ``cnibench run --cluster lab --scenario egress --cni routed --profile smoke`` is started
 and sent SIGINT (what Ctrl-C sends) or SIGTERM at seeded points spread from 0 s to the end of
 the run, plus five points anchored at its end: just after the last run file appears, and just
 after the teardown has stopped a monitoring process (the teardown lasts well under a second and
@@ -56,7 +56,7 @@ SEED = 20261122
 TIMED_POINTS = 20
 TEARDOWN_POINTS = 5
 VERIFICATION_POINTS = 2
-EXPECTED_RUNS = 4  # egress: gateway-off and gateway-on, 2 runs each on the quick profile
+EXPECTED_RUNS = 4  # egress: gateway-off and gateway-on, 2 runs each on the smoke profile
 WORKERS = 2
 POINTS_ENV = "CNIBENCH_RELIABILITY_POINTS"
 REPO = Path(__file__).resolve().parents[2]
@@ -354,7 +354,7 @@ def test_interrupted_bench_session_leaves_nothing(tmp_path: Path, delay: float) 
                 "egress",
                 "--cluster=lab",
                 "--cni=routed",
-                "--profile=quick",
+                "--profile=smoke",
                 f"--results-dir={results}",
                 "-p",
                 "no:cacheprovider",

@@ -3,7 +3,7 @@
 Planted values: a kubeconfig bearer token (``KUBECONFIG`` points at a kubeconfig holding it),
 Azure credentials (``ARM_CLIENT_SECRET`` and friends), a Terraform variable
 (``TF_VAR_client_secret``) and a ``terraform.tfstate`` in the working directory holding a
-secret. A real ``cnibench run --cluster lab`` (egress, quick profile, with ``--report``) and a
+secret. A real ``cnibench run --cluster lab`` (egress, smoke profile, with ``--report``) and a
 ``cnibench report`` (HTML, Markdown, PNGs) run with them; every file written under the
 workspace (results, raw tool outputs, reports) and the captured stdout and stderr are searched
 for every planted value.

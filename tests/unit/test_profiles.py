@@ -22,7 +22,9 @@ def test_parse_duration_rejects(text):
 
 
 def test_unknown_profile_names_the_choices():
-    with pytest.raises(ConfigError, match=r"unknown profile 'fast': choose one of quick"):
+    with pytest.raises(
+        ConfigError, match=r"unknown profile 'fast': choose one of smoke, quick, standard, paper"
+    ):
         profile_named("fast")
 
 
@@ -41,3 +43,12 @@ def test_overrides_reject_non_positive_runs(runs):
 def test_paper_profile_uses_seed_000_egress_setting():
     # Seed 000: 8 runs of 12 minutes for the egress measurements.
     assert (PROFILES["paper"].runs, PROFILES["paper"].egress_duration) == (8, 720.0)
+
+
+def test_quick_makes_five_runs_and_smoke_two_shorter_and_fewer_than_standard():
+    # quick: enough runs for an interval worth reading (issue 13); smoke: the suite's two runs.
+    quick, smoke, standard = (PROFILES[name] for name in ("quick", "smoke", "standard"))
+    assert quick.runs >= 5
+    assert smoke.runs == 2
+    assert quick.runs * quick.duration <= standard.runs * standard.duration
+    assert quick.duration >= 1  # the tools take whole seconds

@@ -1,6 +1,8 @@
 """Measurement profiles: how many repetitions and how long each tool runs.
 
-``quick`` is for CI and the demo (seconds), ``standard`` for day-to-day comparisons, ``paper``
+``smoke`` proves a path works end to end (two short runs: the test suite and CI use it; its
+intervals say little), ``quick`` is the first try and the demo (five one-second runs: intervals
+narrow enough to read, in minutes), ``standard`` for day-to-day comparisons, ``paper``
 reproduces the seeds' own settings (seed 000: egress 8 runs x 12 min, split 16 runs x 2 min;
 seed 001: 5 runs x 5 min; seed 002: 10000 sequential requests; seed 004: ab 50000 requests at
 concurrency 10, iperf3 30 s, wrk 8 threads x 1000 connections x 30 s).
@@ -24,7 +26,7 @@ class Profile:
     Attributes
     ----------
     name:
-        ``quick``, ``standard`` or ``paper``.
+        ``smoke``, ``quick``, ``standard`` or ``paper``.
     runs:
         Repetitions per condition.
     retries:
@@ -70,8 +72,8 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
-    "quick": Profile(
-        name="quick",
+    "smoke": Profile(
+        name="smoke",
         runs=2,
         retries=1,
         duration=2.0,
@@ -80,6 +82,17 @@ PROFILES: dict[str, Profile] = {
         wrk_threads=8,
         wrk_connections=1000,
         sequential_requests=1000,
+    ),
+    "quick": Profile(
+        name="quick",
+        runs=5,
+        retries=1,
+        duration=1.0,
+        egress_duration=1.0,
+        ab_requests=2000,
+        wrk_threads=8,
+        wrk_connections=1000,
+        sequential_requests=500,
     ),
     "standard": Profile(
         name="standard",
