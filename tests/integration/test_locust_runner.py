@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
@@ -190,3 +191,27 @@ def test_unreachable_target_gives_failed_records() -> None:
     assert set(run.records["status"]) == {0}
     assert run.records["error"].str.contains("ConnectionRefused").all()
     assert elapsed < BOUND_S
+
+
+@pytest.mark.parametrize("processes", [1, 3])
+def test_users_are_spread_over_the_runner_processes(echo: Echo, processes: int) -> None:
+    """One runner or several (started together, records merged in start order) give the same
+    kind of result; the summary says how many ran and counts what the records hold."""
+    argv = locust_runner_argv(
+        echo.proxy_url, users=7, spawn_rate=7, duration=2, out="-", processes=processes
+    )
+    done, elapsed = run_locust(argv)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert elapsed < BOUND_S
+    summary_line = json.loads(done.stderr.strip().splitlines()[-1])
+    assert summary_line["processes"] == processes
+    assert summary_line["users"] == 7
+    run = parse_locust_records(done.stdout)
+    summary = parse_locust_summary(done.stderr)
+    assert summary.requests == run.requests > 0
+    assert dict(summary.backends) == dict(run.backend_counts())
+    # One runner writes requests as they complete; merged records are ordered by start.
+    assert run.records["time"].is_monotonic_increasing or processes == 1
+    # Started together: the records span the run's duration, not it plus a start-up skew.
+    span = float(run.records["time"].max() - run.records["time"].min())
+    assert 1.0 < span <= 2.5

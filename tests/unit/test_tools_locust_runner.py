@@ -83,6 +83,7 @@ def test_argv_with_wait_and_header() -> None:
         ("http://h/", {"duration": -1}),
         ("http://h/", {"wait": -0.1}),
         ("http://h/", {"out": ""}),
+        ("http://h/", {"processes": 0}),
     ],
     ids=[
         "no-scheme",
@@ -91,6 +92,7 @@ def test_argv_with_wait_and_header() -> None:
         "negative-duration",
         "negative-wait",
         "no-out",
+        "no-processes",
     ],
 )
 def test_argv_rejects_bad_values(url: str, options: dict[str, Any]) -> None:
@@ -193,3 +195,10 @@ def test_importing_cnibench_tools_does_not_import_locust() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_argv_names_the_processes_only_when_given() -> None:
+    base = {"users": 4, "spawn_rate": 4, "duration": 1, "out": "-"}
+    assert "--processes" not in locust_runner_argv("http://h/", **base)
+    argv = locust_runner_argv("http://h/", **base, processes=3)
+    assert argv[argv.index("--processes") + 1] == "3"

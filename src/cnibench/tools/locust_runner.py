@@ -11,8 +11,13 @@ the caller's process: :func:`locust_runner_argv` builds the command of a child p
         --duration 10 --backend-header X-Backend --out FILE
 
 which writes the records to ``FILE`` (``-`` for standard output) and prints one JSON summary
-line (to standard output, or standard error when the records go there). Records are CSV with
-the header ``time,backend,latency_ms,status,error``:
+line (to standard output, or standard error when the records go there). One Python process
+drives only as many requests as one core allows, so the users are spread over ``--processes``
+runner processes (default: one per core, never more than users): the first starts one child
+per share, each a whole locust run of its own, lets them all start their users at once (each
+reports when locust is imported, then waits for the parent's word), and merges their records
+(ordered by start time) and summaries into one. Records are CSV with the header
+``time,backend,latency_ms,status,error``:
 
 * ``time``: when the request started, seconds since the epoch (µs resolution),
 * ``backend``: the value of the backend header, or else the response body when it is one short
@@ -33,6 +38,7 @@ plus rates), :func:`parse_locust_summary` the summary line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -72,6 +78,8 @@ _MODULE = "cnibench.tools.locust_runner"
 _MAX_BODY_NAME = 64
 """Longest response body still taken as a backend name (bytes)."""
 _STOP_GRACE_S = 5.0
+_MERGE_GRACE_S = 15.0
+"""Extra seconds a parent of several runners gets: their start-up and the merge."""
 _RECORD_DTYPES: dict[str, str] = {
     "time": "float64",
     "backend": "str",
@@ -91,6 +99,7 @@ def locust_runner_argv(
     backend_header: str = "X-Backend",
     wait: float = 0.0,
     request_timeout: float = 5.0,
+    processes: int | None = None,
     python: str | None = None,
 ) -> list[str]:
     """Command line of the locust runner process.
@@ -113,6 +122,9 @@ def locust_runner_argv(
         Seconds each user waits between its requests (0: back to back).
     request_timeout:
         Seconds one request may take (connection and response) before it counts as failed.
+    processes:
+        Runner processes sharing the users; ``None``: one per core of the machine the runner
+        runs on (at most ``users``).
     python:
         Interpreter; defaults to the one running cnibench.
 
@@ -125,11 +137,14 @@ def locust_runner_argv(
     Raises
     ------
     cnibench.errors.ConfigError
-        On a URL without ``http(s)://host``, or non-positive users, rates and durations.
+        On a URL without ``http(s)://host``, or non-positive users, rates, durations and
+        processes.
     """
     _check_url(url)
     if users < 1:
         raise ConfigError(f"locust: users must be at least 1, got {users}")
+    if processes is not None and processes < 1:
+        raise ConfigError(f"locust: processes must be at least 1, got {processes}")
     require_positive(spawn_rate, tool=TOOL, name="spawn_rate")
     require_positive(duration, tool=TOOL, name="duration")
     require_positive(request_timeout, tool=TOOL, name="request_timeout")
@@ -143,6 +158,8 @@ def locust_runner_argv(
     argv += ["--request-timeout", format_number(request_timeout), "--out", out]
     if wait:
         argv += ["--wait", format_number(wait)]
+    if processes is not None:
+        argv += ["--processes", str(processes)]
     return argv
 
 
@@ -391,6 +408,10 @@ def _run(options: argparse.Namespace, records: IO[str]) -> dict[str, object]:
         def get(self) -> None:
             self.client.get(path, name=path)
 
+    if options.barrier:
+        # A child of a parent runner: say locust is loaded, start when all siblings are.
+        print("ready", flush=True)
+        sys.stdin.readline()
     writer = _RecordWriter(records, options.backend_header)
     environment = Environment(user_classes=[SplitUser])
     environment.events.request.add_listener(writer.on_request)  # type: ignore[no-untyped-call]
@@ -411,8 +432,100 @@ def _run(options: argparse.Namespace, records: IO[str]) -> dict[str, object]:
         "users": options.users,
         "spawn_rate": options.spawn_rate,
         "url": options.url,
+        "processes": 1,
         "backends": writer.backends,
         "statuses": {str(k): v for k, v in sorted(writer.statuses.items())},
+    }
+
+
+def _shares(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` whole shares differing by at most one."""
+    return [total // parts + (1 if index < total % parts else 0) for index in range(parts)]
+
+
+def _processes_run(processes: int) -> Any:
+    """A run function spreading the users over ``processes`` child runners (see the notes)."""
+
+    def run(options: argparse.Namespace, records: IO[str]) -> dict[str, object]:
+        import subprocess
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="cnibench-locust-") as tmp:
+            children = []
+            for index, users in enumerate(_shares(options.users, processes)):
+                out = Path(tmp) / f"records-{index}.csv"
+                argv = locust_runner_argv(
+                    options.url,
+                    users=users,
+                    spawn_rate=options.spawn_rate * users / options.users,
+                    duration=options.duration,
+                    out=str(out),
+                    backend_header=options.backend_header,
+                    wait=options.wait,
+                    request_timeout=options.request_timeout,
+                    processes=1,
+                )
+                child = subprocess.Popen(
+                    [*argv, "--barrier"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                children.append((child, out))
+            # Each child bounds itself (its own alarm); the parent's alarm bounds these waits.
+            ready = [child.stdout.readline() if child.stdout else "" for child, _ in children]
+            for child, _ in children:
+                with contextlib.suppress(OSError):  # a child that died is reported below
+                    if child.stdin:
+                        child.stdin.write("go\n")
+                        child.stdin.flush()
+            summaries = []
+            for (child, _), said in zip(children, ready, strict=True):
+                stdout, stderr = child.communicate()
+                stdout = said + stdout
+                try:
+                    summaries.append(parse_locust_summary(stdout))
+                except (ToolError, ParseError) as exc:
+                    return {"error": f"{exc} {stderr.strip()[-300:]}".strip()}
+            rows: list[list[str]] = []
+            for _, out in children:
+                with open(out, encoding="utf-8", newline="") as part:
+                    reader = csv.reader(part)
+                    next(reader, None)
+                    rows.extend(reader)
+        rows.sort(key=lambda row: float(row[0]))
+        writer = csv.writer(records, lineterminator="\n")
+        writer.writerow(RECORD_COLUMNS)
+        writer.writerows(rows)
+        records.flush()
+        return _merged(summaries, options)
+
+    return run
+
+
+def _merged(summaries: Sequence[LocustSummary], options: argparse.Namespace) -> dict[str, object]:
+    """One summary of the children's: counts added, the longest duration, the rate over it."""
+    requests = sum(s.requests for s in summaries)
+    duration = max(s.duration_s for s in summaries)
+    backends: dict[str, int] = {}
+    statuses: dict[int, int] = {}
+    for summary in summaries:
+        for name, count in summary.backends.items():
+            backends[name] = backends.get(name, 0) + count
+        for status, count in summary.statuses.items():
+            statuses[status] = statuses.get(status, 0) + count
+    return {
+        "requests": requests,
+        "failures": sum(s.failures for s in summaries),
+        "requests_per_second": requests / duration if duration > 0 else 0.0,
+        "duration_s": duration,
+        "users": options.users,
+        "spawn_rate": options.spawn_rate,
+        "url": options.url,
+        "processes": len(summaries),
+        "backends": backends,
+        "statuses": {str(k): v for k, v in sorted(statuses.items())},
     }
 
 
@@ -437,6 +550,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--backend-header", default="X-Backend", metavar="NAME")
     parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--request-timeout", type=float, default=5.0, metavar="SECONDS")
+    parser.add_argument(
+        "--processes", type=int, default=None, metavar="N", help="default: one per core"
+    )
+    parser.add_argument("--barrier", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     try:
         locust_runner_argv(
@@ -448,21 +565,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             backend_header=options.backend_header,
             wait=options.wait,
             request_timeout=options.request_timeout,
+            processes=options.processes,
         )
     except ConfigError as exc:
         parser.error(str(exc))
+    processes = min(options.users, options.processes or os.cpu_count() or 1)
+    if options.barrier and (processes != 1 or options.out == "-"):
+        parser.error("--barrier is for the children of a parent runner (--processes 1, a file)")
 
     # Hard bound: whatever locust or gevent do, the process ends in time.
     signal.signal(signal.SIGALRM, _overrun)
-    signal.alarm(math.ceil(options.duration + options.request_timeout + _STOP_GRACE_S))
+    bound = options.duration + options.request_timeout + _STOP_GRACE_S
+    signal.alarm(math.ceil(bound + (_MERGE_GRACE_S if processes > 1 else 0)))
     to_stdout = options.out == "-"
     summary_stream = sys.stderr if to_stdout else sys.stdout
+    run = _run if processes == 1 else _processes_run(processes)
     try:
         if to_stdout:
-            summary = _run(options, sys.stdout)
+            summary = run(options, sys.stdout)
         else:
             with open(options.out, "w", encoding="utf-8", newline="") as records:
-                summary = _run(options, records)
+                summary = run(options, records)
     except OSError as exc:
         print(json.dumps({"error": f"cannot write records: {exc}"}), file=summary_stream)
         return 1
