@@ -20,10 +20,20 @@ __all__ = [
     "ParamValue",
     "RunRecord",
     "RunStatus",
+    "unit_upper_bound",
 ]
 
 ParamValue = Union[str, int, float, bool]
 """A scenario parameter or option value as stored in results (JSON scalars only)."""
+
+
+UNIT_UPPER_BOUNDS = {"%": 100.0}
+"""Units whose values cannot exceed a bound: ``%`` is a share of the CPUs (at most 100)."""
+
+
+def unit_upper_bound(unit: str) -> float | None:
+    """The largest value a quantity in ``unit`` can take, or ``None`` when it has no bound."""
+    return UNIT_UPPER_BOUNDS.get(unit)
 
 
 class RunStatus(enum.StrEnum):

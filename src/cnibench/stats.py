@@ -738,6 +738,7 @@ def summarize_runs(
     proportion: float = 0.1,
     level: float = 0.95,
     scale: Literal["auto", "log", "linear"] = "auto",
+    upper: float | None = None,
 ) -> RunSummary:
     """The one per-condition summary: outlier runs (:data:`OUTLIER_METHOD` above
     :data:`OUTLIER_THRESHOLD`) excluded, then the truncated mean and interval of the rest.
@@ -749,6 +750,8 @@ def summarize_runs(
     ``scale="auto"`` (the default) gives a positive quantity a log-scale interval, so a
     throughput or a latency never gets a negative bound however few and spread the runs are;
     see :attr:`RunSummary.scale`. ``"log"`` with a non-positive run is a :class:`ConfigError`.
+    ``upper`` is the largest value the quantity can take (100 for a CPU percentage): an
+    interval is cut there, so runs near it never get a bound beyond it.
 
     Raises
     ------
@@ -780,6 +783,8 @@ def summarize_runs(
                 # The same half-width, as a relative error on the log scale.
                 factor = math.exp((high - interval.estimate) / interval.estimate)
                 low, high = interval.estimate / factor, interval.estimate * factor
+            if upper is not None and math.isfinite(high):
+                high = min(high, upper)
     return RunSummary(int(kept.size), mean, low, high, tuple(outliers), used)
 
 

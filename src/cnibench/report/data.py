@@ -22,6 +22,7 @@ import pandas as pd
 
 from cnibench import stats
 from cnibench.errors import CnibenchError, ConfigError, InsufficientDataError, ResultsError
+from cnibench.records import unit_upper_bound
 from cnibench.results import load_results
 from cnibench.tools.http_timing import parse_http_timing
 
@@ -160,7 +161,12 @@ def bar_summary(
             run_id for run_id, ok in zip(group["run_id"].astype(str), finite, strict=True) if ok
         ]
         # The same summary as cnibench run's table (stats.summarize_runs), so they agree.
-        runs = stats.summarize_runs(values[finite], proportion=proportion, level=level)
+        runs = stats.summarize_runs(
+            values[finite],
+            proportion=proportion,
+            level=level,
+            upper=unit_upper_bound(str(group["unit"].iloc[0])),
+        )
         outliers = runs.outliers
         summary.append(
             {

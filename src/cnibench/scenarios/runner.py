@@ -33,7 +33,7 @@ from cnibench.errors import (
     VerificationError,
 )
 from cnibench.metrics import MetricsClient, MetricsSettings
-from cnibench.records import Measurement, ParamValue, RunRecord, RunStatus
+from cnibench.records import Measurement, ParamValue, RunRecord, RunStatus, unit_upper_bound
 from cnibench.results import ResultsStore
 from cnibench.scenarios.base import Condition, Prepared, Scenario, Verification
 from cnibench.scenarios.profiles import Profile
@@ -162,7 +162,7 @@ class ConditionResult:
         out = []
         for metric, unit in units.items():
             try:
-                summary = stats.summarize_runs(self.values(metric))
+                summary = stats.summarize_runs(self.values(metric), upper=unit_upper_bound(unit))
             except InsufficientDataError:
                 continue
             out.append(
