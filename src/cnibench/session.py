@@ -273,6 +273,9 @@ SESSION_OPTIONS = (
     "rules",
     "clients",
     "engine",
+    "target",
+    "proxy",
+    "services",
 )
 """Destination names of :func:`add_session_options`, the keys :func:`session_config` reads."""
 
@@ -302,6 +305,9 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         rules=values.get("rules"),
         clients=values.get("clients"),
         engine=values.get("engine"),
+        target=values.get("target"),
+        proxy=values.get("proxy"),
+        services=values.get("services"),
     )
     return SessionConfig(
         cluster=cluster,
@@ -342,6 +348,25 @@ def add_scenario_options(add: Callable[..., object]) -> None:
         default=None,
         metavar="NAME,...",
         help="lab policy engines: iptables, nftables, nftables-set or all",
+    )
+    add(
+        "--target",
+        default=None,
+        metavar="NAME,...",
+        help="baseline targets: pod (default), service (a virtual IP), nodeport, or all",
+    )
+    add(
+        "--proxy",
+        default=None,
+        metavar="NAME,...",
+        help="lab Service proxies for the service and nodeport targets: iptables, nftables"
+        " (default: both) or all",
+    )
+    add(
+        "--services",
+        default=None,
+        metavar="N,...",
+        help="further Services in the proxy's tables, e.g. 0,1000,5000 (default: 0)",
     )
 
 

@@ -400,3 +400,24 @@ def test_egress_without_an_external_host_is_skipped_up_front_with_the_variable_t
     assert "cnibench: error" not in done.stderr
     assert "Prometheus" not in done.stderr
     assert _wait_namespaces_gone(api_client) == []
+
+
+def test_service_targets_on_kubernetes_are_skipped_up_front_saying_where_they_run(
+    api_client: Any, kubeconfig: Path, calico_stand_in: None, tmp_path: Path
+) -> None:
+    """Service targets are built on the lab only so far: on a Kubernetes cluster each is skipped
+    before anything is deployed, with that reason (the pod target is not asked for here)."""
+    from cnibench.backends.kube.cluster import _SERVICE_HINT
+
+    done = _run_cli(
+        kubeconfig, tmp_path / "results", "--cni", "calico", "--scenario", "baseline",
+        "--target", "service", "--proxy", "iptables",
+        "--condition", "cross-node-idle-iperf3-service-iptables-0svc",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    skips = [line for line in done.stderr.splitlines() if line.startswith("skipped ")]
+    assert skips == [
+        "skipped baseline/calico (1 of 1 conditions: cross-node-idle-iperf3-service-iptables-0svc):"
+        f" kube/calico lacks service-proxy ({_SERVICE_HINT})"
+    ], done.stderr
+    assert _wait_namespaces_gone(api_client) == []

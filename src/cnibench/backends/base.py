@@ -25,6 +25,7 @@ from cnibench.records import Environment
 
 __all__ = [
     "DEFAULT_PORTS",
+    "MAX_OTHER_SERVICES",
     "NODE_EXPORTER_PORT",
     "Backend",
     "Capability",
@@ -37,6 +38,8 @@ __all__ = [
     "ExternalHost",
     "Node",
     "NodeRole",
+    "Service",
+    "ServiceProxy",
     "WorkloadKind",
     "WorkloadSpec",
 ]
@@ -62,6 +65,8 @@ class Capability(enum.StrEnum):
     LATENCY_EMULATION = "latency-emulation"
     UNDERLAY_CAPTURE = "underlay-capture"
     EXTERNAL_HOST = "external-host"
+    SERVICE_PROXY = "service-proxy"
+    """Services (a virtual IP, a NodePort) in front of pods, with a choice of proxy engine."""
 
 
 class WorkloadKind(enum.StrEnum):
@@ -267,6 +272,40 @@ class EgressServerResult:
     raw: str
 
 
+class ServiceProxy(enum.StrEnum):
+    """The engine that programs Services into a node (the lab's choice; on Kubernetes the CNI's
+    kube-proxy mode decides)."""
+
+    IPTABLES = "iptables"
+    NFTABLES = "nftables"
+
+
+MAX_OTHER_SERVICES = 16000
+"""Most further Services :meth:`Cluster.expose` loads beside the one under test."""
+
+
+@dataclass(frozen=True)
+class Service:
+    """A Service in front of one server pod (:meth:`Cluster.expose`).
+
+    Attributes
+    ----------
+    cluster_ip:
+        The virtual IP clients connect to (``target=service``).
+    node_ip:
+        Address of the server's node, where the NodePorts listen (``target=nodeport``).
+    ports:
+        The pod's port to the Service's port on ``cluster_ip`` (TCP and UDP alike).
+    node_ports:
+        The pod's port to its NodePort on ``node_ip``.
+    """
+
+    cluster_ip: str
+    node_ip: str
+    ports: Mapping[int, int]
+    node_ports: Mapping[int, int]
+
+
 @runtime_checkable
 class Endpoint(Protocol):
     """A pod: a place where client commands run and servers listen."""
@@ -446,6 +485,15 @@ class Cluster(Protocol):
 
     def remove_split(self) -> None:
         """Undo :meth:`create_split`. Safe to repeat."""
+
+    def expose(self, server: Endpoint, ports: Sequence[int], *, proxy: str, others: int) -> Service:
+        """Put a Service (a virtual IP and NodePorts, TCP and UDP on each of ``ports``) in front
+        of ``server``, with ``others`` further Services in the same tables, programmed by the
+        ``proxy`` engine (lab: ``iptables``, kube-proxy's chain layout, or ``nftables``, a
+        verdict map). Replaces a previous one. Needs :attr:`Capability.SERVICE_PROXY`."""
+
+    def remove_service(self) -> None:
+        """Undo :meth:`expose`. Safe to repeat."""
 
     def prometheus_url(self) -> str:
         """Base URL of the cluster's Prometheus, reachable from this process."""

@@ -27,7 +27,7 @@ def build_scenarios(options: ScenarioOptions | None = None) -> dict[str, Scenari
     return {
         scenario.name: scenario
         for scenario in (
-            BaselineScenario(),
+            BaselineScenario(options),
             EgressScenario(),
             SplitScenario(options),
             PolicyScenario(options),

@@ -185,12 +185,16 @@ class Contrast:
     varies:
         Further parameters that may differ between the two (besides the keys of
         ``treatment`` and ``control``), e.g. those only the treatment has.
+    control_lacks:
+        Parameters the control condition must not have at all (the baseline's pod conditions
+        have no ``target``: a Service target is compared with them).
     """
 
     feature: str
     treatment: Mapping[str, ParamValue | _OtherThanControl]
     control: Mapping[str, ParamValue]
     varies: tuple[str, ...] = ()
+    control_lacks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for key, value in self.treatment.items():
@@ -203,7 +207,12 @@ class Contrast:
     @property
     def free_parameters(self) -> frozenset[str]:
         """Parameters that may differ between treatment and control; all others must match."""
-        return frozenset(self.treatment) | frozenset(self.control) | frozenset(self.varies)
+        return (
+            frozenset(self.treatment)
+            | frozenset(self.control)
+            | frozenset(self.varies)
+            | frozenset(self.control_lacks)
+        )
 
     def is_treatment(self, parameters: Mapping[str, ParamValue]) -> bool:
         """Whether a condition with these parameters is a treatment of this contrast."""
@@ -225,6 +234,8 @@ class Contrast:
         if any(
             key not in parameters or parameters[key] != value for key, value in self.control.items()
         ):
+            return False
+        if any(key in parameters for key in self.control_lacks):
             return False
         free = self.free_parameters
         keys = (set(parameters) | set(treatment)) - free

@@ -5,15 +5,27 @@ loaded clusters) and 004 (ab 50000 requests at concurrency 10, wrk 8 threads x 1
 connections). A condition is (placement, load, tool), so each run's CPU and memory window covers
 exactly one tool. "Loaded" runs a concurrent background HTTP load (wrk between two other pods)
 for the whole measurement.
+
+The client reaches the server at its pod address (``target`` ``pod``, the default and the only
+target without a ``target`` parameter), or, with ``--target service,nodeport``, through a
+Service: its virtual IP, or a NodePort on the server's node (seed 001's comparison of
+kube-proxy's iptables with an eBPF replacement lies on this path; seed 004 measured through
+ClusterIP Services). The Service comes from the cluster's proxy (on the lab ``--proxy``:
+kube-proxy's iptables chains or an nftables verdict map) with ``--services`` further Services
+in its tables. Verification proves the translation: the answer through the Service's address
+names the server pod, and without the Service's rules the address leads nowhere (tested).
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from cnibench.backends.base import (
     DEFAULT_PORTS,
+    Capability,
     Cluster,
     CommandResult,
     Endpoint,
@@ -23,7 +35,16 @@ from cnibench.backends.base import (
 )
 from cnibench.errors import CnibenchError
 from cnibench.records import Measurement
-from cnibench.scenarios.base import Condition, Contrast, Prepared, RunOutput, Scenario, Verification
+from cnibench.scenarios.base import (
+    OTHER_THAN_CONTROL,
+    Condition,
+    Contrast,
+    Prepared,
+    RunOutput,
+    Scenario,
+    Verification,
+)
+from cnibench.scenarios.options import DEFAULT_OPTIONS, ScenarioOptions
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import ab, iperf3, sockperf, wrk
 
@@ -42,7 +63,7 @@ _LOAD_THREADS = 2
 
 
 class BaselineScenario(Scenario):
-    """Pod-to-pod datapath cost without any feature switched on."""
+    """Pod-to-pod datapath cost without any feature switched on, to the pod or a Service."""
 
     name = "baseline"
     primary_metrics = ("throughput", "latency_avg", "requests_per_second", "cpu", "ram")
@@ -51,18 +72,60 @@ class BaselineScenario(Scenario):
             "cross-node", treatment={"placement": "cross-node"}, control={"placement": "same-node"}
         ),
         Contrast("background load", treatment={"load": "loaded"}, control={"load": "idle"}),
+        *(
+            Contrast(
+                f"{target} path",
+                treatment={"target": target},
+                control={},
+                varies=("proxy", "services"),
+                control_lacks=("target",),
+            )
+            for target in ("service", "nodeport")
+        ),
+        Contrast(
+            "other Services in the tables",
+            treatment={"services": OTHER_THAN_CONTROL},
+            control={"services": 0},
+        ),
     )
 
+    def __init__(self, options: ScenarioOptions | None = None) -> None:
+        self.options = options or DEFAULT_OPTIONS
+
     def conditions(self) -> list[Condition]:
-        """(placement, load, tool) combinations, e.g. ``cross-node-idle-iperf3``."""
-        return [
-            Condition(
-                self.name,
-                f"{placement}-{load}-{tool}",
-                {"placement": placement, "load": load, "tool": tool},
-            )
-            for placement, load, tool in itertools.product(PLACEMENTS, LOADS, TOOLS)
-        ]
+        """(placement, load, tool) combinations, e.g. ``cross-node-idle-iperf3``, each to the
+        pod and through every Service target, proxy and table size asked for, e.g.
+        ``cross-node-idle-iperf3-service-nftables-5000svc``."""
+        out = []
+        for placement, load, tool in itertools.product(PLACEMENTS, LOADS, TOOLS):
+            base = f"{placement}-{load}-{tool}"
+            parameters = {"placement": placement, "load": load, "tool": tool}
+            for target in self.options.targets:
+                if target == "pod":
+                    out.append(Condition(self.name, base, parameters))
+                    continue
+                for proxy, services in itertools.product(
+                    self.options.proxies, self.options.services
+                ):
+                    out.append(
+                        Condition(
+                            self.name,
+                            f"{base}-{target}-{proxy}-{services}svc",
+                            {
+                                **parameters,
+                                "target": target,
+                                "proxy": str(proxy),
+                                "services": services,
+                            },
+                        )
+                    )
+        return out
+
+    def required_capabilities(self, condition: Condition) -> frozenset[Capability]:
+        """A Service target needs the cluster to build Services."""
+        if "target" in condition.parameters:
+            return frozenset({Capability.SERVICE_PROXY})
+        return frozenset()
 
     def prepare(self, cluster: Cluster, condition: Condition, profile: Profile) -> Prepared:
         """Server pod on the server node, client on the client node (or the server's)."""
@@ -83,7 +146,31 @@ class BaselineScenario(Scenario):
                 ),
             )
             prepared.endpoints["load-client"] = cluster.place("bl-lcli", role=NodeRole.CLIENT)
+        target = condition.parameters.get("target")
+        server: Endpoint = prepared.endpoints["server"]
+        prepared.expected["address"] = server.ip
+        if target is not None:
+            service = cluster.expose(
+                server,
+                [spec.port for spec in SERVER_WORKLOADS],
+                proxy=str(condition.parameters["proxy"]),
+                others=int(condition.parameters["services"]),
+            )
+            prepared.expected["service"] = "yes"
+            if target == "service":
+                address, ports = service.cluster_ip, service.ports
+            else:
+                address, ports = service.node_ip, service.node_ports
+            prepared.expected["address"] = address
+            for pod_port, port in ports.items():
+                prepared.expected[f"port:{pod_port}"] = str(port)
         return prepared
+
+    def cleanup(self, cluster: Cluster, prepared: Prepared) -> None:
+        """Remove the Service (if any), then the pods."""
+        if prepared.expected.get("service"):
+            cluster.remove_service()
+        super().cleanup(cluster, prepared)
 
     def verify(self, cluster: Cluster, prepared: Prepared, condition: Condition) -> Verification:
         """Pods run on the intended nodes and the client reaches the server."""
@@ -97,27 +184,27 @@ class BaselineScenario(Scenario):
         if want_same != on_same:
             where = "the same node" if on_same else "different nodes"
             return Verification(False, f"client and server are on {where}", evidence)
+        target = _Target.of(prepared)
+        url = target.url()
         probe = client.run(
-            [
-                "curl",
-                "-sS",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code}",
-                "--max-time",
-                "5",
-                f"http://{server.ip}:{DEFAULT_PORTS[WorkloadKind.HTTP_ECHO]}/",
-            ],
-            timeout=10,
+            ["curl", "-sS", "-w", "\n%{http_code}", "--max-time", "5", url], timeout=10
         )
-        if probe.stdout.strip() != "200":
+        body, _, code = probe.stdout.strip().rpartition("\n")
+        evidence.update(url=url, status=code, answered_by=body.strip())
+        if code != "200":
             return Verification(
-                False, f"client cannot reach server: {probe.stderr.strip()}", evidence
+                False, f"client cannot reach server at {url}: {probe.stderr.strip()}", evidence
             )
-        return Verification(
-            True, f"client on {client.node.name}, server on {server.node.name}", evidence
-        )
+        where = f"client on {client.node.name}, server on {server.node.name}"
+        if "target" not in condition.parameters:
+            return Verification(True, where, evidence)
+        # The Service's address is no interface's: an answer naming the server pod proves the
+        # proxy translated it to that pod.
+        if body.strip() != server.name:
+            return Verification(
+                False, f"{url} was answered by {body.strip()!r}, not by {server.name}", evidence
+            )
+        return Verification(True, f"{where}; {url} answered by {server.name}", evidence)
 
     def measure(
         self,
@@ -130,7 +217,7 @@ class BaselineScenario(Scenario):
         """Run the condition's tool once, under background load if the condition says so."""
         tool = str(condition.parameters["tool"])
         client: Endpoint = prepared.endpoints["client"]
-        server: Endpoint = prepared.endpoints["server"]
+        server = _Target.of(prepared)
         background = (
             _BackgroundLoad.start(prepared) if "load-client" in prepared.endpoints else None
         )
@@ -144,10 +231,37 @@ class BaselineScenario(Scenario):
         return RunOutput(measurements, raw)
 
 
+@dataclass(frozen=True)
+class _Target:
+    """Where the client sends: the pod's address, or a Service's address and ports."""
+
+    address: str
+    ports: Mapping[int, int]
+
+    @classmethod
+    def of(cls, prepared: Prepared) -> _Target:
+        ports = {
+            int(key.removeprefix("port:")): int(value)
+            for key, value in prepared.expected.items()
+            if key.startswith("port:")
+        }
+        return cls(prepared.expected["address"], ports)
+
+    def port(self, kind: WorkloadKind) -> int:
+        """The port that reaches the server's ``kind`` workload at :attr:`address`."""
+        pod_port = DEFAULT_PORTS[kind]
+        return self.ports.get(pod_port, pod_port)
+
+    def url(self) -> str:
+        return f"http://{self.address}:{self.port(WorkloadKind.HTTP_ECHO)}/"
+
+
 def _iperf3(
-    client: Endpoint, server: Endpoint, profile: Profile
+    client: Endpoint, server: _Target, profile: Profile
 ) -> tuple[list[Measurement], dict[str, str]]:
-    argv = iperf3.iperf3_client_argv(server.ip, duration=profile.duration)
+    argv = iperf3.iperf3_client_argv(
+        server.address, port=server.port(WorkloadKind.IPERF3_SERVER), duration=profile.duration
+    )
     result = client.run(argv, timeout=profile.duration + 30)
     parsed = iperf3.parse_iperf3(result.stdout, stderr=result.stderr)
     out = [
@@ -162,9 +276,11 @@ def _iperf3(
 
 
 def _sockperf(
-    client: Endpoint, server: Endpoint, profile: Profile
+    client: Endpoint, server: _Target, profile: Profile
 ) -> tuple[list[Measurement], dict[str, str]]:
-    argv = sockperf.sockperf_pingpong_argv(server.ip, duration=profile.duration)
+    argv = sockperf.sockperf_pingpong_argv(
+        server.address, port=server.port(WorkloadKind.SOCKPERF_SERVER), duration=profile.duration
+    )
     result = client.run(argv, timeout=profile.duration + 30)
     parsed = sockperf.parse_sockperf(result.stdout, stderr=result.stderr)
     return [
@@ -176,9 +292,9 @@ def _sockperf(
 
 
 def _ab(
-    client: Endpoint, server: Endpoint, profile: Profile
+    client: Endpoint, server: _Target, profile: Profile
 ) -> tuple[list[Measurement], dict[str, str]]:
-    argv = ab.ab_argv(_url(server), requests=profile.ab_requests, concurrency=10)
+    argv = ab.ab_argv(server.url(), requests=profile.ab_requests, concurrency=10)
     result = client.run(argv, timeout=300)
     parsed = ab.parse_ab(result.stdout, stderr=result.stderr)
     return [
@@ -189,10 +305,10 @@ def _ab(
 
 
 def _wrk(
-    client: Endpoint, server: Endpoint, profile: Profile
+    client: Endpoint, server: _Target, profile: Profile
 ) -> tuple[list[Measurement], dict[str, str]]:
     argv = wrk.wrk_argv(
-        _url(server),
+        server.url(),
         threads=profile.wrk_threads,
         connections=profile.wrk_connections,
         duration=profile.duration,

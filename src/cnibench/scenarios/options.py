@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from cnibench.backends.base import MAX_OTHER_SERVICES, ServiceProxy
 from cnibench.errors import ConfigError
 from cnibench.policy import MAX_EXTRA_RULES, PolicyEngine
 
@@ -22,9 +23,15 @@ __all__ = [
     "ScenarioOptions",
     "parse_engines",
     "parse_int_list",
+    "parse_proxies",
     "parse_scenario_options",
+    "parse_targets",
     "parse_weights",
 ]
+
+TARGETS = ("pod", "service", "nodeport")
+"""What the baseline's client connects to: the pod's address, a Service's virtual IP, or a
+NodePort on the server's node."""
 
 MAX_CLIENTS = 500
 MAX_USERS = 5000
@@ -51,6 +58,13 @@ class ScenarioOptions:
         Concurrent clients of the policy scenario.
     engines:
         Lab policy engines.
+    targets:
+        Baseline targets (:data:`TARGETS`); ``pod`` only by default.
+    proxies:
+        Lab Service proxies for the ``service`` and ``nodeport`` targets.
+    services:
+        Further Services in the proxy's tables beside the one measured (seed 001's linear
+        iptables walk against a map lookup).
     """
 
     weights: tuple[Mapping[str, int], ...] = field(default=_DEFAULT_WEIGHTS)
@@ -58,6 +72,9 @@ class ScenarioOptions:
     rules: tuple[int, ...] = (0, 1000)
     clients: tuple[int, ...] = (1, 50)
     engines: tuple[PolicyEngine, ...] = (PolicyEngine.IPTABLES, PolicyEngine.NFTABLES_SET)
+    targets: tuple[str, ...] = ("pod",)
+    proxies: tuple[ServiceProxy, ...] = (ServiceProxy.IPTABLES, ServiceProxy.NFTABLES)
+    services: tuple[int, ...] = (0,)
 
 
 DEFAULT_OPTIONS = ScenarioOptions()
@@ -148,6 +165,35 @@ def parse_engines(text: str) -> tuple[PolicyEngine, ...]:
     return tuple(engines)
 
 
+def parse_targets(text: str) -> tuple[str, ...]:
+    """``"pod,service"`` -> ``("pod", "service")`` (``all``: every target)."""
+    if text.strip() == "all":
+        return TARGETS
+    targets: list[str] = []
+    for item in (part.strip() for part in text.split(",")):
+        if item not in TARGETS:
+            raise ConfigError(f"unknown target {item!r}: choose {', '.join(TARGETS)} or all")
+        if item not in targets:
+            targets.append(item)
+    return tuple(targets)
+
+
+def parse_proxies(text: str) -> tuple[ServiceProxy, ...]:
+    """``"iptables,nftables"`` -> the lab Service proxies (``all``: both)."""
+    if text.strip() == "all":
+        return tuple(ServiceProxy)
+    proxies: list[ServiceProxy] = []
+    for item in (part.strip() for part in text.split(",")):
+        try:
+            proxy = ServiceProxy(item)
+        except ValueError:
+            choices = ", ".join(p.value for p in ServiceProxy)
+            raise ConfigError(f"unknown service proxy {item!r}: choose {choices} or all") from None
+        if proxy not in proxies:
+            proxies.append(proxy)
+    return tuple(proxies)
+
+
 def parse_scenario_options(
     *,
     weights: list[str] | None = None,
@@ -155,6 +201,9 @@ def parse_scenario_options(
     rules: str | None = None,
     clients: str | None = None,
     engine: str | None = None,
+    target: str | None = None,
+    proxy: str | None = None,
+    services: str | None = None,
 ) -> ScenarioOptions:
     """Options from command-line strings; ``None`` keeps the default of that field.
 
@@ -162,8 +211,9 @@ def parse_scenario_options(
     ----------
     weights:
         One ``--weights`` value per weight set (the option may repeat).
-    users, rules, clients, engine:
-        Comma-separated ``--users`` / ``--rules`` / ``--clients`` / ``--engine`` values.
+    users, rules, clients, engine, target, proxy, services:
+        Comma-separated ``--users`` / ``--rules`` / ``--clients`` / ``--engine`` /
+        ``--target`` / ``--proxy`` / ``--services`` values.
 
     Raises
     ------
@@ -183,4 +233,9 @@ def parse_scenario_options(
         if clients
         else options.clients,
         engines=parse_engines(engine) if engine else options.engines,
+        targets=parse_targets(target) if target else options.targets,
+        proxies=parse_proxies(proxy) if proxy else options.proxies,
+        services=parse_int_list(services, name="services", low=0, high=MAX_OTHER_SERVICES)
+        if services
+        else options.services,
     )

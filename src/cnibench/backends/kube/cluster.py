@@ -29,6 +29,7 @@ from cnibench.backends.base import (
     ExternalHost,
     Node,
     NodeRole,
+    Service,
     WorkloadSpec,
 )
 from cnibench.backends.kube import capture, render
@@ -252,6 +253,11 @@ class KubePod:
 
 
 _EXTERNAL_HINT = f"set {EXTERNAL_ADDRESS_ENV} to an address of this host its pods can reach"
+_SERVICE_HINT = (
+    "Service targets are measured on the lab so far (its iptables and nftables proxies);"
+    " on Kubernetes they are not built yet"
+)
+"""Why a Kubernetes cluster skips ``target=service``/``nodeport`` conditions."""
 
 _CAPTURE_SETTLE = 0.3
 """Seconds for the last frames to reach tcpdump's file after the sender finished."""
@@ -485,6 +491,8 @@ class KubeCluster:
         says about lacking ``capability`` (flannel: no NetworkPolicy), or ``""``."""
         if capability is Capability.EXTERNAL_HOST:
             return _EXTERNAL_HINT
+        if capability is Capability.SERVICE_PROXY:
+            return _SERVICE_HINT
         return self._cni.capability_hints.get(capability, "")
 
     @property
@@ -1013,6 +1021,13 @@ class KubeCluster:
         for manifest in reversed(self._split_objects):
             self._applier.delete(manifest)
         self._split_objects.clear()
+
+    def expose(self, server: Endpoint, ports: Sequence[int], *, proxy: str, others: int) -> Service:
+        """Not offered yet (no :attr:`Capability.SERVICE_PROXY`): see :data:`_SERVICE_HINT`."""
+        raise UnsupportedError(_SERVICE_HINT)
+
+    def remove_service(self) -> None:
+        """Nothing to remove: :meth:`expose` is not offered yet."""
 
     def prometheus_url(self) -> str:
         """Install Prometheus + node-exporter on first use and return a port-forward URL."""

@@ -38,6 +38,7 @@ from cnibench.backends.base import (
     Endpoint,
     Node,
     NodeRole,
+    Service,
     WorkloadSpec,
 )
 from cnibench.backends.lab.egress import LabEgressGateway
@@ -71,6 +72,7 @@ from cnibench.backends.lab.runner import (
     stop_processes,
 )
 from cnibench.backends.lab.runtime import LabRuntime
+from cnibench.backends.lab.services import LabServices
 from cnibench.backends.lab.split import LabSplit
 from cnibench.backends.lab.wireguard import (
     WG_SOCKET_DIR,
@@ -155,6 +157,7 @@ class LabCluster:
         self._egress = LabEgressGateway(self._runtime, self._pods, self._wireguard)
         self._filters = LabFilters(self._runtime, self._pods)
         self._split = LabSplit(self._runtime, self._pods)
+        self._services = LabServices(self._runtime, self._pods)
         self._monitoring = LabMonitoring(self._runtime)
         self._features = LabFeatures(kernel_wireguard=False, wireguard_go=False, netem=False)
         self._environment: Environment | None = None
@@ -188,8 +191,8 @@ class LabCluster:
 
     @property
     def capabilities(self) -> frozenset[Capability]:
-        """Egress gateway, network policy (with tiers), L7 policy, traffic split and underlay
-        capture always (tcpdump permitting); WireGuard and latency emulation when the
+        """Egress gateway, network policy (with tiers), L7 policy, traffic split, Services and
+        underlay capture always (tcpdump permitting); WireGuard and latency emulation when the
         host supports them."""
         caps = {
             Capability.EXTERNAL_HOST,
@@ -198,6 +201,7 @@ class LabCluster:
             Capability.POLICY_TIERS,
             Capability.L7_POLICY,
             Capability.TRAFFIC_SPLIT,
+            Capability.SERVICE_PROXY,
         }
         if shutil.which("tcpdump") is not None:
             caps.add(Capability.UNDERLAY_CAPTURE)
@@ -493,6 +497,26 @@ class LabCluster:
         """Remove the split gateway, its DNAT and its pod (no-op without one)."""
         self._split.remove()
 
+    def expose(self, server: Endpoint, ports: Sequence[int], *, proxy: str, others: int) -> Service:
+        """Put a Service in front of ``server`` on every node: virtual IP
+        ``198.18.192.1`` and NodePorts from 30001 on the server's node address, for TCP and
+        UDP on each of ``ports``, after ``others`` further Services, programmed by ``proxy``
+        (``iptables``: kube-proxy's chains; ``nftables``: a verdict map). Replaces a previous
+        one.
+
+        Raises
+        ------
+        ConfigError
+            An unknown proxy, a pod not of this lab, ``others`` out of range.
+        ProvisioningError
+            A node refused the rules (what was loaded is removed by :meth:`remove_service`).
+        """
+        return self._services.expose(server, ports, proxy=proxy, others=others)
+
+    def remove_service(self) -> None:
+        """Remove the Service from every node (no-op without one)."""
+        self._services.remove()
+
     # -- verification -----------------------------------------------------------------------
 
     def encryption_status(self) -> EncryptionStatus:
@@ -595,6 +619,7 @@ class LabCluster:
             self._runtime.processes.clear()
             # The node namespaces take the policy and priority tables with them.
             self._filters.forget_tables()
+            self._services.forget()
             namespaces = self._lab_namespaces()
             leftovers = [pid for pids in pids_in_namespaces(namespaces).values() for pid in pids]
             if leftovers:
