@@ -22,6 +22,9 @@ BAD_INPUT = [
     (["run", "--duration=1.5s"], "whole number of seconds"),
     (["run", "--cluster", "kind", "--cni", "weave"], "unknown --cni 'weave': choose one of"),
     (["explode"], "invalid choice: 'explode'"),
+    (["run", "--target", "clusterip"], "unknown target 'clusterip'"),
+    (["run", "--proxy", "ipvs"], "unknown service proxy 'ipvs'"),
+    (["run", "--services", "-1"], "services"),
     (
         ["run", "--cluster", "lab", "--scenario", "baseline", "--condition", "nope"],
         "no condition matches --condition nope: choose from same-node-idle-iperf3,",
