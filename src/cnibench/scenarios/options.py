@@ -9,7 +9,7 @@ scenarios take in their constructors. Every parser raises a one-line
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -142,6 +142,25 @@ def parse_int_list(text: str, *, name: str, low: int, high: int) -> tuple[int, .
     return tuple(values)
 
 
+def _choices(text: str, choices: Sequence[str], what: str) -> tuple[str, ...]:
+    """A comma-separated list of ``choices`` (``all``: every one), in the order given, each once.
+
+    Raises
+    ------
+    ConfigError
+        A name that is not one of ``choices``, naming ``what`` it should have been.
+    """
+    if text.strip() == "all":
+        return tuple(choices)
+    chosen: list[str] = []
+    for item in (part.strip() for part in text.split(",")):
+        if item not in choices:
+            raise ConfigError(f"unknown {what} {item!r}: choose {', '.join(choices)} or all")
+        if item not in chosen:
+            chosen.append(item)
+    return tuple(chosen)
+
+
 def parse_engines(text: str) -> tuple[PolicyEngine, ...]:
     """``"iptables,nftables-set"`` -> engines; ``"all"`` gives every engine.
 
@@ -150,48 +169,19 @@ def parse_engines(text: str) -> tuple[PolicyEngine, ...]:
     ConfigError
         An unknown engine name.
     """
-    if text.strip() == "all":
-        return tuple(PolicyEngine)
-    engines: list[PolicyEngine] = []
-    for item in text.split(","):
-        item = item.strip()
-        try:
-            engine = PolicyEngine(item)
-        except ValueError:
-            choices = ", ".join(e.value for e in PolicyEngine)
-            raise ConfigError(f"unknown policy engine {item!r}: choose {choices} or all") from None
-        if engine not in engines:
-            engines.append(engine)
-    return tuple(engines)
+    names = _choices(text, [engine.value for engine in PolicyEngine], "policy engine")
+    return tuple(PolicyEngine(name) for name in names)
 
 
 def parse_targets(text: str) -> tuple[str, ...]:
     """``"pod,service"`` -> ``("pod", "service")`` (``all``: every target)."""
-    if text.strip() == "all":
-        return TARGETS
-    targets: list[str] = []
-    for item in (part.strip() for part in text.split(",")):
-        if item not in TARGETS:
-            raise ConfigError(f"unknown target {item!r}: choose {', '.join(TARGETS)} or all")
-        if item not in targets:
-            targets.append(item)
-    return tuple(targets)
+    return _choices(text, TARGETS, "target")
 
 
 def parse_proxies(text: str) -> tuple[ServiceProxy, ...]:
     """``"iptables,nftables"`` -> the lab Service proxies (``all``: both)."""
-    if text.strip() == "all":
-        return tuple(ServiceProxy)
-    proxies: list[ServiceProxy] = []
-    for item in (part.strip() for part in text.split(",")):
-        try:
-            proxy = ServiceProxy(item)
-        except ValueError:
-            choices = ", ".join(p.value for p in ServiceProxy)
-            raise ConfigError(f"unknown service proxy {item!r}: choose {choices} or all") from None
-        if proxy not in proxies:
-            proxies.append(proxy)
-    return tuple(proxies)
+    names = _choices(text, [proxy.value for proxy in ServiceProxy], "service proxy")
+    return tuple(ServiceProxy(name) for name in names)
 
 
 def parse_scenario_options(

@@ -6,10 +6,7 @@ target pod and remembers it, so each kind can be replaced or removed.
 
 from __future__ import annotations
 
-import shutil
-
 from cnibench.backends.base import Endpoint
-from cnibench.backends.lab.plan import Step
 from cnibench.backends.lab.pods import LabPods
 from cnibench.backends.lab.policy import (
     L7_PROXY_PORT,
@@ -20,18 +17,11 @@ from cnibench.backends.lab.policy import (
     nft_policy_ruleset,
     nft_priority_ruleset,
 )
-from cnibench.backends.lab.runner import ManagedProcess, run_step, wait_listening
+from cnibench.backends.lab.runner import ManagedProcess, wait_listening
 from cnibench.backends.lab.runtime import READY_TIMEOUT, LabRuntime, nginx_argv
 from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
 
 __all__ = ["LabFilters"]
-
-
-def _iptables_restore() -> str:
-    # The legacy binary is the kernel's linear xtables datapath, not nftables underneath.
-    return (
-        "iptables-legacy-restore" if shutil.which("iptables-legacy-restore") else "iptables-restore"
-    )
 
 
 class LabFilters:
@@ -62,12 +52,10 @@ class LabFilters:
         with runtime.lock:
             self.remove_policy()
             if engine is PolicyEngine.IPTABLES:
-                run_step(
-                    Step(
-                        f"load the iptables policy of {spec.target.name} on {node}",
-                        ("ip", "netns", "exec", node, _iptables_restore()),
-                        iptables_policy_restore(spec),
-                    ),
+                runtime.iptables_restore(
+                    node,
+                    f"load the iptables policy of {spec.target.name} on {node}",
+                    iptables_policy_restore(spec),
                     timeout=120,
                 )
             else:
@@ -87,12 +75,8 @@ class LabFilters:
             node, engine = self._policy
             self._policy = None
             if engine is PolicyEngine.IPTABLES:
-                run_step(
-                    Step(
-                        f"remove the iptables policy on {node}",
-                        ("ip", "netns", "exec", node, _iptables_restore()),
-                        iptables_policy_removal(),
-                    )
+                runtime.iptables_restore(
+                    node, f"remove the iptables policy on {node}", iptables_policy_removal()
                 )
             else:
                 runtime.drop_feature(node, "pol", "the policy table")

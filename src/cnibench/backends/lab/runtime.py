@@ -147,6 +147,27 @@ class LabRuntime:
             if then_stop:
                 self.stop(then_stop)
 
+    def iptables_restore(
+        self, namespace: str, description: str, restore: str, *, timeout: float = 30.0
+    ) -> None:
+        """Load ``restore`` with ``iptables-restore`` in ``namespace``: the legacy binary where
+        there is one, the kernel's linear xtables datapath rather than nftables underneath.
+
+        Raises
+        ------
+        ProvisioningError
+            Naming ``description``, if it is rejected.
+        """
+        binary = (
+            "iptables-legacy-restore"
+            if shutil.which("iptables-legacy-restore")
+            else "iptables-restore"
+        )
+        run_step(
+            Step(description, ("ip", "netns", "exec", namespace, binary), restore),
+            timeout=timeout,
+        )
+
     def nft(self, namespace: str, description: str, ruleset: str) -> None:
         """Load ``ruleset`` with ``nft -f -`` in ``namespace``.
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from cnibench.backends.base import MAX_OTHER_SERVICES, ServiceProxy
@@ -115,9 +115,33 @@ def _hash(*parts: object) -> str:
     return base64.b32encode(digest).decode()[:16]
 
 
-def _ordered(service: LabService, others: Sequence[LabService]) -> list[LabService]:
-    """The others first, the Service under test last: a linear walk passes every other."""
-    return [*others, service]
+@dataclass(frozen=True)
+class _Entry:
+    """One Service port of one protocol: a row of ``KUBE-SERVICES`` or of the map."""
+
+    service: LabService
+    protocol: str
+    port: int
+    target: int
+    node_port: int
+
+    @property
+    def key(self) -> str:
+        """16 characters naming the Service chain (kube-proxy's ``KUBE-SVC-<key>``)."""
+        return _hash(self.service.name, self.protocol, self.port)
+
+    def endpoint_key(self, endpoint: str) -> str:
+        """16 characters naming an endpoint's chain (``KUBE-SEP-<key>``)."""
+        return _hash(self.service.name, self.protocol, self.port, endpoint)
+
+
+def _entries(service: LabService, others: Sequence[LabService]) -> Iterator[_Entry]:
+    """Every port of every Service, the others first and the Service under test last (a linear
+    walk passes every other); the Service under test for TCP and UDP, the others TCP only."""
+    for svc in [*others, service]:
+        for port, target, node_port in svc.ports:
+            for protocol in PROTOCOLS if svc is service else ("tcp",):
+                yield _Entry(svc, protocol, port, target, node_port)
 
 
 def iptables_services_restore(service: LabService, others: Sequence[LabService]) -> str:
@@ -129,40 +153,29 @@ def iptables_services_restore(service: LabService, others: Sequence[LabService])
     ]
     nodeports: list[str] = []
     bodies: list[str] = []
-    for svc in _ordered(service, others):
-        for port, target, node_port in svc.ports:
-            for protocol in PROTOCOLS if svc is service else ("tcp",):
-                svc_chain = f"KUBE-SVC-{_hash(svc.name, protocol, port)}"
-                chains.append(svc_chain)
-                rules.append(
-                    f"-A KUBE-SERVICES -d {svc.cluster_ip}/32 -p {protocol} -m {protocol}"
-                    f" --dport {port} -j {svc_chain}"
-                )
-                if node_port:
-                    nodeports.append(
-                        f"-A KUBE-NODEPORTS -p {protocol} -m {protocol} --dport {node_port}"
-                        f" -j {svc_chain}"
-                    )
-                count = len(svc.endpoints)
-                for index, endpoint in enumerate(svc.endpoints):
-                    sep_chain = f"KUBE-SEP-{_hash(svc.name, protocol, port, endpoint)}"
-                    chains.append(sep_chain)
-                    left = count - index
-                    # kube-proxy's rule: endpoint i of n is taken with probability 1/(n-i),
-                    # the last one always: every endpoint equally likely.
-                    pick = (
-                        f"-m statistic --mode random --probability {1 / left:.11f} "
-                        if left > 1
-                        else ""
-                    )
-                    bodies.append(f"-A {svc_chain} {pick}-j {sep_chain}")
-                    bodies.append(
-                        f"-A {sep_chain} -p {protocol} -m {protocol} -j DNAT"
-                        f" --to-destination {endpoint}:{target}"
-                    )
-    rules.append(
-        "-A KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS",
-    )
+    for entry in _entries(service, others):
+        proto = f"-p {entry.protocol} -m {entry.protocol}"
+        svc_chain = f"KUBE-SVC-{entry.key}"
+        chains.append(svc_chain)
+        rules.append(
+            f"-A KUBE-SERVICES -d {entry.service.cluster_ip}/32 {proto} --dport {entry.port}"
+            f" -j {svc_chain}"
+        )
+        if entry.node_port:
+            nodeports.append(f"-A KUBE-NODEPORTS {proto} --dport {entry.node_port} -j {svc_chain}")
+        endpoints = entry.service.endpoints
+        for index, endpoint in enumerate(endpoints):
+            sep_chain = f"KUBE-SEP-{entry.endpoint_key(endpoint)}"
+            chains.append(sep_chain)
+            left = len(endpoints) - index
+            # kube-proxy's rule: endpoint i of n is taken with probability 1/(n-i), the last
+            # one always: every endpoint equally likely.
+            pick = f"-m statistic --mode random --probability {1 / left:.11f} " if left > 1 else ""
+            bodies.append(f"-A {svc_chain} {pick}-j {sep_chain}")
+            bodies.append(
+                f"-A {sep_chain} {proto} -j DNAT --to-destination {endpoint}:{entry.target}"
+            )
+    rules.append("-A KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS")
     lines = [
         "*nat",
         ":PREROUTING ACCEPT [0:0]",
@@ -191,28 +204,25 @@ def nft_services_ruleset(table: str, service: LabService, others: Sequence[LabSe
     services: list[str] = []
     nodeports: list[str] = []
     chains: list[str] = []
-    for svc in _ordered(service, others):
-        for port, target, node_port in svc.ports:
-            for protocol in PROTOCOLS if svc is service else ("tcp",):
-                svc_chain = f"svc-{_hash(svc.name, protocol, port).lower()}"
-                services.append(f"{svc.cluster_ip} . {protocol} . {port} : goto {svc_chain}")
-                if node_port:
-                    nodeports.append(f"{protocol} . {node_port} : goto {svc_chain}")
-                seps = []
-                for endpoint in svc.endpoints:
-                    sep_chain = f"sep-{_hash(svc.name, protocol, port, endpoint).lower()}"
-                    seps.append(sep_chain)
-                    chains.append(
-                        f"  chain {sep_chain} {{\n"
-                        f"    meta l4proto {protocol} dnat to {endpoint}:{target}\n  }}"
-                    )
-                if len(seps) == 1:
-                    pick = f"goto {seps[0]}"
-                else:
-                    choices = ", ".join(f"{i} : goto {sep}" for i, sep in enumerate(seps))
-                    pick = f"numgen random mod {len(seps)} vmap {{ {choices} }}"
-                chains.append(f"  chain {svc_chain} {{\n    {pick}\n  }}")
-    nodeport_map = f"    elements = {{ {', '.join(nodeports)} }}\n" if nodeports else ""
+    for entry in _entries(service, others):
+        svc_chain = f"svc-{entry.key.lower()}"
+        services.append(
+            f"{entry.service.cluster_ip} . {entry.protocol} . {entry.port} : goto {svc_chain}"
+        )
+        if entry.node_port:
+            nodeports.append(f"{entry.protocol} . {entry.node_port} : goto {svc_chain}")
+        seps = [f"sep-{entry.endpoint_key(e).lower()}" for e in entry.service.endpoints]
+        for sep_chain, endpoint in zip(seps, entry.service.endpoints, strict=True):
+            chains.append(
+                f"  chain {sep_chain} {{\n"
+                f"    meta l4proto {entry.protocol} dnat to {endpoint}:{entry.target}\n  }}"
+            )
+        if len(seps) == 1:
+            pick = f"goto {seps[0]}"
+        else:
+            choices = ", ".join(f"{i} : goto {sep}" for i, sep in enumerate(seps))
+            pick = f"numgen random mod {len(seps)} vmap {{ {choices} }}"
+        chains.append(f"  chain {svc_chain} {{\n    {pick}\n  }}")
     lines = [
         f"table ip {table}",
         f"delete table ip {table}",
@@ -223,7 +233,7 @@ def nft_services_ruleset(table: str, service: LabService, others: Sequence[LabSe
         "  }",
         "  map service-nodeports {",
         "    type inet_proto . inet_service : verdict",
-        nodeport_map.rstrip("\n"),
+        f"    elements = {{ {', '.join(nodeports)} }}" if nodeports else "",
         "  }",
         *chains,
         "  chain services {",

@@ -8,13 +8,10 @@ removed.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 
 from cnibench.backends.base import Endpoint, Service
-from cnibench.backends.lab.plan import Step
 from cnibench.backends.lab.pods import LabPods
-from cnibench.backends.lab.runner import run_step
 from cnibench.backends.lab.runtime import LabRuntime
 from cnibench.backends.lab.service_rules import (
     ServiceProxy,
@@ -29,13 +26,6 @@ __all__ = ["LabServices"]
 
 _FEATURE = "svc"
 """The nftables table's feature name (see :meth:`LabRuntime.table`)."""
-
-
-def _iptables_restore() -> str:
-    # The legacy binary is the kernel's linear xtables datapath, not nftables underneath.
-    return (
-        "iptables-legacy-restore" if shutil.which("iptables-legacy-restore") else "iptables-restore"
-    )
 
 
 class LabServices:
@@ -66,13 +56,8 @@ class LabServices:
             for node in runtime.plan.nodes:
                 what = f"load {1 + others} Service(s) with {engine.value} on {node.name}"
                 if engine is ServiceProxy.IPTABLES:
-                    run_step(
-                        Step(
-                            what,
-                            ("ip", "netns", "exec", node.name, _iptables_restore()),
-                            iptables_services_restore(service, fillers),
-                        ),
-                        timeout=300,
+                    runtime.iptables_restore(
+                        node.name, what, iptables_services_restore(service, fillers), timeout=300
                     )
                 else:
                     runtime.nft(
@@ -98,12 +83,7 @@ class LabServices:
                 return
             for node in runtime.plan.nodes:
                 if engine is ServiceProxy.IPTABLES:
-                    run_step(
-                        Step(
-                            f"remove the Services on {node.name}",
-                            ("ip", "netns", "exec", node.name, _iptables_restore()),
-                            iptables_services_removal(),
-                        )
-                    )
+                    what = f"remove the Services on {node.name}"
+                    runtime.iptables_restore(node.name, what, iptables_services_removal())
                 else:
                     runtime.drop_feature(node.name, _FEATURE, "the Services")
