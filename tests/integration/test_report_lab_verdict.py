@@ -122,7 +122,8 @@ def test_report_opens_with_the_verdict(lab_session):
     assert re.findall(r"^## (.+)$", markdown, flags=re.MULTILINE)[0] == "Verdict"
     # The forest plot is in the verdict section, before the first scenario section.
     verdict_html = html.split('id="verdict"', 1)[1].split("<h2", 1)[0]
-    assert "Verdict: ratio and 95% CI per contrast" in verdict_html
+    # One forest per scenario, captioned with its scenario (here only egress ran).
+    assert "Verdict, egress: ratio and 95% CI per contrast" in verdict_html
 
 
 def test_number_of_contrasts_is_what_egress_declares(lab_session):
