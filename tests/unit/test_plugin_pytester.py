@@ -70,3 +70,20 @@ def test_bad_options_end_with_one_usage_line_and_no_traceback(
     assert len(errors) == 1, result.errlines
     assert message in errors[0]
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_the_missions_own_command_without_an_engine_says_what_is_missing(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pytest -k egress --cni=antrea`` where no engine answers and no cluster is named: one
+    line naming what Antrea needs, what is missing and what to run instead (issue 11 item 5)."""
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    pytester.makepyfile(test_user=USER_SUITE)
+    result = pytester.runpytest_subprocess("-q", "-k", "egress", "--cni=antrea")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.errlines if line.startswith("ERROR:")]
+    assert len(errors) == 1, result.errlines
+    assert "'antrea' needs a Kubernetes cluster" in errors[0]
+    assert "no container engine answers" in errors[0]
+    assert "cnibench engine up" in errors[0]
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
