@@ -359,8 +359,9 @@ def add_scenario_options(add: Callable[..., object]) -> None:
         "--proxy",
         default=None,
         metavar="NAME,...",
-        help="lab Service proxies for the service and nodeport targets: iptables, nftables"
-        " (default: both) or all",
+        help="Service proxies for the service and nodeport targets: iptables, nftables (the"
+        " lab's two, the default), ebpf (a CNI's kube-proxy replacement) or all; a Kubernetes"
+        " cluster runs the one it has and skips the others, naming it",
     )
     add(
         "--services",

@@ -37,10 +37,15 @@ from .kind_support import (
 )
 
 KPR, KUBE_PROXY = "cilium", "cilium:mode=kube-proxy"
-KPR_BASELINE = BASELINE_CONDITIONS
-"""All four tools on one node and across nodes, as on flannel."""
-KUBE_PROXY_BASELINE = BASELINE_CONDITIONS
+KPR_SERVICE = "cross-node-idle-iperf3-service-ebpf-0svc"
+KUBE_PROXY_SERVICE = "cross-node-idle-iperf3-service-iptables-0svc"
+"""Seed 001's comparison where it lies: through a ClusterIP, Cilium's eBPF against kube-proxy."""
+KPR_BASELINE = (*BASELINE_CONDITIONS, KPR_SERVICE)
+"""All four tools on one node and across nodes, as on flannel, and iperf3 through a Service."""
+KUBE_PROXY_BASELINE = (*BASELINE_CONDITIONS, KUBE_PROXY_SERVICE)
 """The same in kube-proxy (iptables) mode: seed 001's comparison of the two modes."""
+SERVICE_ARGS = ("--target", "pod,service", "--proxy", "ebpf,iptables")
+"""Both proxies asked for in both modes: each cluster measures the one it runs."""
 EGRESS_CONDITIONS = ("gateway-off", "gateway-on")
 POLICY_ON = "on-cross-node-iptables-r0-c1-new-connections"
 POLICY_CONDITIONS = ("off-cross-node-c1", POLICY_ON)
@@ -77,7 +82,7 @@ def _run(
     *scenarios: str,
     keep: bool,
 ) -> str:
-    args = run_args(cni, results, *condition_args(conditions))
+    args = run_args(cni, results, *SERVICE_ARGS, *condition_args(conditions))
     if not keep:
         args.remove("--keep-cluster")
     for scenario in scenarios:
@@ -282,3 +287,11 @@ def test_both_modes_load_as_one_comparison(
     per_mode = cross.groupby("cni")["value"].count()
     assert set(per_mode.index) == {KPR, KUBE_PROXY}
     assert (per_mode >= 2).all()
+    # The Service path, each mode through its own proxy, verified like the pod path.
+    service = both[both["condition"].isin([KPR_SERVICE, KUBE_PROXY_SERVICE])]
+    service = service[service["metric"] == "throughput"]
+    assert service.groupby(["cni", "condition"])["value"].count().to_dict() == {
+        (KPR, KPR_SERVICE): 2,
+        (KUBE_PROXY, KUBE_PROXY_SERVICE): 2,
+    }
+    assert bool(service["verified"].all())

@@ -8,6 +8,7 @@ with ``--keep-cluster`` and reused by the runs after it; the last test removes i
 from __future__ import annotations
 
 import dataclasses
+import json
 import signal
 import subprocess
 import sys
@@ -59,6 +60,59 @@ def test_every_baseline_record_is_verified_and_plausible(flannel_baseline: pd.Da
     # The quick profile's five runs per condition, every one successful.
     ok = flannel_baseline[flannel_baseline["status"] == "ok"].drop_duplicates("run_id")
     assert ok.groupby("condition").size().to_dict() == dict.fromkeys(BASELINE_CONDITIONS, 5)
+
+
+SERVICE_CONDITIONS = (
+    "cross-node-idle-iperf3-service-iptables-0svc",
+    "cross-node-idle-sockperf-service-iptables-0svc",
+    "cross-node-idle-iperf3-service-iptables-100svc",
+    "cross-node-idle-iperf3-nodeport-iptables-0svc",
+    "cross-node-idle-sockperf-nodeport-iptables-0svc",
+)
+"""Through kube-proxy (kind's iptables mode): a ClusterIP, with and without 100 further
+Services in its chains, and a NodePort on the server's node."""
+NOT_THIS_PROXY = "cross-node-idle-iperf3-service-nftables-0svc"
+
+
+@pytest.fixture(scope="module")
+def flannel_services(
+    flannel_baseline: pd.DataFrame, offline_images: dict[str, str], kind_results: Path
+) -> tuple[pd.DataFrame, str, Path]:
+    """Seed 001's Service path on the kept cluster, as a person types it."""
+    results = kind_results / "flannel-services"
+    done = cnibench(
+        *_run_args(
+            results, "--scenario", "baseline", "--target", "service,nodeport",
+            "--proxy", "iptables,nftables", "--services", "0,100",
+            *condition_args((*SERVICE_CONDITIONS, NOT_THIS_PROXY)),
+        ),
+        env=offline_images,
+        timeout=1800,
+    )  # fmt: skip
+    return load_results(results), done.stdout + done.stderr, results
+
+
+def test_service_targets_are_measured_through_kube_proxy(
+    flannel_services: tuple[pd.DataFrame, str, Path],
+) -> None:
+    frame, output, results = flannel_services
+    check_baseline(frame, "flannel", SERVICE_CONDITIONS)
+    for condition in SERVICE_CONDITIONS:
+        (proof,) = results.glob(f"*/verification-baseline-*-{condition}.json")
+        evidence = json.loads(proof.read_text())
+        # The Service's address is no pod's: the answer names the server pod, so kube-proxy
+        # translated it; a ClusterIP from kind's service range, a NodePort on the node.
+        assert evidence["answered_by"] == "bl-srv", evidence
+        host, port = evidence["url"].removeprefix("http://").rstrip("/").rsplit(":", 1)
+        if "-service-" in condition:
+            assert host.startswith("10.96."), evidence
+        else:
+            assert int(port) >= 30000, evidence
+            assert not host.startswith(("10.96.", "10.244.")), evidence
+    skip = next(line for line in output.splitlines() if line.startswith("skipped baseline/"))
+    assert NOT_THIS_PROXY in skip
+    assert "this cluster's Services go through iptables" in skip
+    assert "choose --proxy iptables" in skip
 
 
 def _session_namespaces(env: dict[str, str], cluster: str) -> list[str]:

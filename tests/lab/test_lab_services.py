@@ -101,3 +101,16 @@ def test_the_baselines_verification_fails_once_the_translation_is_gone(
         assert "cannot reach server" in unproven.detail
     finally:
         scenario.cleanup(lab.cluster, prepared)
+
+
+@pytest.mark.parametrize("lab", ["routed"], indirect=True)
+def test_ebpf_services_are_not_the_labs_and_the_hint_says_where_they_are(lab: Lab) -> None:
+    from cnibench.backends.base import Capability
+    from cnibench.errors import ConfigError
+
+    caps = lab.cluster.capabilities
+    assert {Capability.SERVICE_IPTABLES, Capability.SERVICE_NFTABLES} <= caps
+    assert Capability.SERVICE_EBPF not in caps
+    assert "--cni cilium" in lab.cluster.capability_hint(Capability.SERVICE_EBPF)
+    with pytest.raises(ConfigError, match="the lab has no service proxy 'ebpf'"):
+        lab.cluster.expose(lab.server, PORTS, proxy="ebpf", others=0)

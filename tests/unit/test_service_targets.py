@@ -48,14 +48,17 @@ def test_service_targets_multiply_by_proxy_and_table_size() -> None:
         "proxy": "nftables",
         "services": 0,
     }
-    assert BaselineScenario(options).required_capabilities(service) == {Capability.SERVICE_PROXY}
+    assert BaselineScenario(options).required_capabilities(service) == {
+        Capability.SERVICE_PROXY,
+        Capability.SERVICE_NFTABLES,
+    }
 
 
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
         ("target", "clusterip", "unknown target 'clusterip': choose pod, service, nodeport"),
-        ("proxy", "ipvs", "unknown service proxy 'ipvs': choose iptables, nftables"),
+        ("proxy", "ipvs", "unknown service proxy 'ipvs': choose iptables, nftables, ebpf"),
         ("services", "20000", "services"),
     ],
 )

@@ -66,7 +66,18 @@ class Capability(enum.StrEnum):
     UNDERLAY_CAPTURE = "underlay-capture"
     EXTERNAL_HOST = "external-host"
     SERVICE_PROXY = "service-proxy"
-    """Services (a virtual IP, a NodePort) in front of pods, with a choice of proxy engine."""
+    """Services (a virtual IP, a NodePort) in front of pods (:meth:`Cluster.expose`)."""
+    SERVICE_IPTABLES = "service-iptables"
+    """Services programmed by kube-proxy's iptables chains (or the lab's copy of them)."""
+    SERVICE_NFTABLES = "service-nftables"
+    """Services programmed as an nftables verdict map (kube-proxy's nftables mode, the lab)."""
+    SERVICE_EBPF = "service-ebpf"
+    """Services programmed by a CNI's eBPF kube-proxy replacement (Cilium's)."""
+
+    @classmethod
+    def service_proxy(cls, proxy: str) -> Capability:
+        """The capability of Services programmed by ``proxy`` (a :class:`ServiceProxy` value)."""
+        return cls(f"service-{proxy}")
 
 
 class WorkloadKind(enum.StrEnum):
@@ -273,11 +284,14 @@ class EgressServerResult:
 
 
 class ServiceProxy(enum.StrEnum):
-    """The engine that programs Services into a node (the lab's choice; on Kubernetes the CNI's
-    kube-proxy mode decides)."""
+    """The engine that programs Services into a node: the lab offers ``iptables`` and
+    ``nftables`` (``--proxy`` chooses); on Kubernetes the cluster has one, which kube-proxy's
+    mode or a CNI's kube-proxy replacement (``ebpf``) decides, and conditions asking for
+    another are skipped with the one it has."""
 
     IPTABLES = "iptables"
     NFTABLES = "nftables"
+    EBPF = "ebpf"
 
 
 MAX_OTHER_SERVICES = 16000
@@ -490,7 +504,8 @@ class Cluster(Protocol):
         """Put a Service (a virtual IP and NodePorts, TCP and UDP on each of ``ports``) in front
         of ``server``, with ``others`` further Services in the same tables, programmed by the
         ``proxy`` engine (lab: ``iptables``, kube-proxy's chain layout, or ``nftables``, a
-        verdict map). Replaces a previous one. Needs :attr:`Capability.SERVICE_PROXY`."""
+        verdict map; Kubernetes: the one the cluster runs). Replaces a previous one. Needs
+        :attr:`Capability.SERVICE_PROXY` and ``Capability.service_proxy(proxy)``."""
 
     def remove_service(self) -> None:
         """Undo :meth:`expose`. Safe to repeat."""

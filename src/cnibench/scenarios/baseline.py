@@ -11,15 +11,18 @@ target without a ``target`` parameter), or, with ``--target service,nodeport``, 
 Service: its virtual IP, or a NodePort on the server's node (seed 001's comparison of
 kube-proxy's iptables with an eBPF replacement lies on this path; seed 004 measured through
 ClusterIP Services). The Service comes from the cluster's proxy (on the lab ``--proxy``:
-kube-proxy's iptables chains or an nftables verdict map) with ``--services`` further Services
-in its tables. Verification proves the translation: the answer through the Service's address
-names the server pod, and without the Service's rules the address leads nowhere (tested).
+kube-proxy's iptables chains or an nftables verdict map; on Kubernetes the proxy the cluster
+runs, kube-proxy's mode or a CNI's eBPF replacement, and conditions of another proxy are
+skipped naming it) with ``--services`` further Services in its tables. Verification proves the
+translation: the answer through the Service's address names the server pod, and without the
+Service's rules the address leads nowhere (tested).
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -58,6 +61,9 @@ SERVER_WORKLOADS = tuple(
     WorkloadSpec(kind, DEFAULT_PORTS[kind])
     for kind in (WorkloadKind.IPERF3_SERVER, WorkloadKind.SOCKPERF_SERVER, WorkloadKind.HTTP_ECHO)
 )
+SERVICE_SETTLE = 15.0
+"""Seconds a Service target may take to answer after :meth:`Cluster.expose` returned (a proxy's
+next sync); a check through a Service that still gets no answer then fails."""
 _LOAD_CONNECTIONS = 50
 _LOAD_THREADS = 2
 
@@ -122,9 +128,10 @@ class BaselineScenario(Scenario):
         return out
 
     def required_capabilities(self, condition: Condition) -> frozenset[Capability]:
-        """A Service target needs the cluster to build Services."""
+        """A Service target needs the cluster to build Services with the condition's proxy."""
         if "target" in condition.parameters:
-            return frozenset({Capability.SERVICE_PROXY})
+            proxy = str(condition.parameters["proxy"])
+            return frozenset({Capability.SERVICE_PROXY, Capability.service_proxy(proxy)})
         return frozenset()
 
     def prepare(self, cluster: Cluster, condition: Condition, profile: Profile) -> Prepared:
@@ -186,10 +193,18 @@ class BaselineScenario(Scenario):
             return Verification(False, f"client and server are on {where}", evidence)
         target = _Target.of(prepared)
         url = target.url()
-        probe = client.run(
-            ["curl", "-sS", "-w", "\n%{http_code}", "--max-time", "5", url], timeout=10
-        )
-        body, _, code = probe.stdout.strip().rpartition("\n")
+        through_service = "target" in condition.parameters
+        # A proxy programs a new Service a moment after its endpoint is listed (kube-proxy's
+        # next sync): a Service is probed until it answers or SERVICE_SETTLE has passed.
+        deadline = time.monotonic() + (SERVICE_SETTLE if through_service else 0.0)
+        while True:
+            probe = client.run(
+                ["curl", "-sS", "-w", "\n%{http_code}", "--max-time", "3", url], timeout=10
+            )
+            body, _, code = probe.stdout.strip().rpartition("\n")
+            if code == "200" or time.monotonic() >= deadline:
+                break
+            time.sleep(1.0)
         evidence.update(url=url, status=code, answered_by=body.strip())
         if code != "200":
             return Verification(

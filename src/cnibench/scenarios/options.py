@@ -61,7 +61,8 @@ class ScenarioOptions:
     targets:
         Baseline targets (:data:`TARGETS`); ``pod`` only by default.
     proxies:
-        Lab Service proxies for the ``service`` and ``nodeport`` targets.
+        Service proxies for the ``service`` and ``nodeport`` targets (the lab's two by
+        default; a Kubernetes cluster runs the conditions of the proxy it has).
     services:
         Further Services in the proxy's tables beside the one measured (seed 001's linear
         iptables walk against a map lookup).
@@ -179,7 +180,8 @@ def parse_targets(text: str) -> tuple[str, ...]:
 
 
 def parse_proxies(text: str) -> tuple[ServiceProxy, ...]:
-    """``"iptables,nftables"`` -> the lab Service proxies (``all``: both)."""
+    """``"iptables,nftables"`` -> Service proxies (``all``: every one; the lab offers iptables
+    and nftables, a Kubernetes cluster the one it runs)."""
     names = _choices(text, [proxy.value for proxy in ServiceProxy], "service proxy")
     return tuple(ServiceProxy(name) for name in names)
 

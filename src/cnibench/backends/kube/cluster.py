@@ -40,6 +40,7 @@ from cnibench.backends.kube.cnis.base import ObjectScope
 from cnibench.backends.kube.external import EXTERNAL_ADDRESS_ENV
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.pykube_bridge import pykube_client
+from cnibench.backends.kube.services import KubeServices, proxy_hint, service_proxy
 from cnibench.errors import (
     CnibenchError,
     ConfigError,
@@ -253,11 +254,10 @@ class KubePod:
 
 
 _EXTERNAL_HINT = f"set {EXTERNAL_ADDRESS_ENV} to an address of this host its pods can reach"
-_SERVICE_HINT = (
-    "Service targets are measured on the lab so far (its iptables and nftables proxies);"
-    " on Kubernetes they are not built yet"
+_PROXY_CAPABILITIES = frozenset(
+    {Capability.SERVICE_IPTABLES, Capability.SERVICE_NFTABLES, Capability.SERVICE_EBPF}
 )
-"""Why a Kubernetes cluster skips ``target=service``/``nodeport`` conditions."""
+"""One per proxy; a cluster offers the one it runs (see :func:`service_proxy`)."""
 
 _CAPTURE_SETTLE = 0.3
 """Seconds for the last frames to reach tcpdump's file after the sender finished."""
@@ -443,6 +443,7 @@ class KubeCluster:
         self._forward: PodPortForward | None = None
         self._capture_pods: dict[NodeRole, KubePod] = {}
         self._capture_seq = 0
+        self._services: KubeServices | None = None
         self._torn_down = False
 
     # -- identity -------------------------------------------------------------------------
@@ -484,6 +485,11 @@ class KubeCluster:
         extra = {Capability.UNDERLAY_CAPTURE}
         if self._external is not None:
             extra.add(Capability.EXTERNAL_HOST)
+        if self._nodes:  # started: the cluster can be asked which proxy it runs
+            extra.add(Capability.SERVICE_PROXY)
+            proxy = self._service_objects().proxy
+            if proxy:
+                extra.add(Capability.service_proxy(proxy))
         return self._cni.capabilities | extra
 
     def capability_hint(self, capability: Capability) -> str:
@@ -491,8 +497,8 @@ class KubeCluster:
         says about lacking ``capability`` (flannel: no NetworkPolicy), or ``""``."""
         if capability is Capability.EXTERNAL_HOST:
             return _EXTERNAL_HINT
-        if capability is Capability.SERVICE_PROXY:
-            return _SERVICE_HINT
+        if capability in _PROXY_CAPABILITIES:
+            return proxy_hint(self._service_objects().proxy)
         return self._cni.capability_hints.get(capability, "")
 
     @property
@@ -1022,12 +1028,28 @@ class KubeCluster:
             self._applier.delete(manifest)
         self._split_objects.clear()
 
+    def _service_objects(self) -> KubeServices:
+        if self._services is None:
+            self._services = KubeServices(
+                self._core,
+                self._applier,
+                namespace=self.namespace,
+                session=self.session,
+                proxy=service_proxy(self._core, replaces_kube_proxy=self._cni.replaces_kube_proxy),
+                ready_timeout=self.timeouts.pod_ready,
+            )
+        return self._services
+
     def expose(self, server: Endpoint, ports: Sequence[int], *, proxy: str, others: int) -> Service:
-        """Not offered yet (no :attr:`Capability.SERVICE_PROXY`): see :data:`_SERVICE_HINT`."""
-        raise UnsupportedError(_SERVICE_HINT)
+        """A NodePort Service (with its ClusterIP) in front of ``server`` and ``others`` further
+        Services selecting it, through the proxy the cluster runs (see
+        :mod:`cnibench.backends.kube.services`)."""
+        return self._service_objects().expose(server, ports, proxy=proxy, others=others)
 
     def remove_service(self) -> None:
-        """Nothing to remove: :meth:`expose` is not offered yet."""
+        """Delete the Services of :meth:`expose`. Safe to repeat."""
+        if self._services is not None:
+            self._services.remove()
 
     def prometheus_url(self) -> str:
         """Install Prometheus + node-exporter on first use and return a port-forward URL."""

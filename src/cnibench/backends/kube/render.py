@@ -55,6 +55,7 @@ __all__ = [
     "prometheus_config",
     "pull_policy",
     "render_template",
+    "service",
     "session_labels",
     "split_service",
 ]
@@ -340,6 +341,32 @@ def l7_values(name: str, namespace: str, session: str, target: str, path: str) -
         "labels": session_labels(session),
         "target_labels": {ENDPOINT_LABEL: target},
     }
+
+
+def service(
+    name: str,
+    *,
+    namespace: str,
+    session: str,
+    endpoint: str,
+    ports: Sequence[Mapping[str, Any]],
+    node_port: bool = False,
+) -> dict[str, Any]:
+    """A Service selecting the pod ``endpoint`` (the baseline's ``service``/``nodeport``
+    targets, and the further Services loaded beside it): ``ports`` are ServicePort objects
+    (``name``, ``port``, ``targetPort``, ``protocol``, optionally ``nodePort``); type NodePort
+    when ``node_port``, else ClusterIP."""
+    return render_template(
+        "workloads/service.yaml",
+        {
+            "name": name,
+            "namespace": namespace,
+            "labels": session_labels(session),
+            "type": "NodePort" if node_port else "ClusterIP",
+            "selector": {ENDPOINT_LABEL: endpoint},
+            "ports": [dict(port) for port in ports],
+        },
+    )
 
 
 def split_service(

@@ -134,6 +134,10 @@ _LAB_HINTS = {
     Capability.UNDERLAY_CAPTURE: "install tcpdump",
     Capability.WIREGUARD: "neither kernel WireGuard nor wireguard-go works here",
     Capability.LATENCY_EMULATION: "this kernel has no netem qdisc",
+    Capability.SERVICE_EBPF: (
+        "the lab's Services go through --proxy iptables or nftables; eBPF Services are a"
+        " CNI's kube-proxy replacement (--cluster kind --cni cilium)"
+    ),
 }
 """What the host lacks for each capability the lab may not offer (``capability_hint``)."""
 
@@ -202,6 +206,8 @@ class LabCluster:
             Capability.L7_POLICY,
             Capability.TRAFFIC_SPLIT,
             Capability.SERVICE_PROXY,
+            Capability.SERVICE_IPTABLES,
+            Capability.SERVICE_NFTABLES,
         }
         if shutil.which("tcpdump") is not None:
             caps.add(Capability.UNDERLAY_CAPTURE)

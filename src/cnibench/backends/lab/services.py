@@ -24,6 +24,9 @@ from cnibench.errors import ConfigError
 
 __all__ = ["LabServices"]
 
+_ENGINES = (ServiceProxy.IPTABLES.value, ServiceProxy.NFTABLES.value)
+"""The proxies the lab programs (eBPF is a CNI's: see ``Capability.SERVICE_EBPF``)."""
+
 _FEATURE = "svc"
 """The nftables table's feature name (see :meth:`LabRuntime.table`)."""
 
@@ -44,11 +47,10 @@ class LabServices:
         """See :meth:`LabCluster.expose`."""
         runtime = self._runtime
         runtime.check_alive()
-        try:
-            engine = ServiceProxy(proxy)
-        except ValueError:
-            choices = ", ".join(ServiceProxy)
-            raise ConfigError(f"unknown service proxy {proxy!r}: choose {choices}") from None
+        if proxy not in _ENGINES:
+            choices = ", ".join(_ENGINES)
+            raise ConfigError(f"the lab has no service proxy {proxy!r}: choose {choices}")
+        engine = ServiceProxy(proxy)
         pod = self._pods.own(server)
         service, fillers = plan_service(f"{pod.name}-svc", [pod.ip], ports, others=others)
         with runtime.lock:

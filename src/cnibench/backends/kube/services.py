@@ -1,0 +1,217 @@
+"""Services on Kubernetes: the baseline's ``service`` and ``nodeport`` targets.
+
+:class:`KubeServices` puts one NodePort Service (which also has a ClusterIP) in front of a
+server pod, TCP and UDP on each of its ports with one NodePort per port for both protocols, and
+``others`` further ClusterIP Services selecting the same pod, so they are real entries in the
+proxy's tables (kube-proxy leaves a Service without endpoints out of its NAT chains). It waits
+until the Service's EndpointSlice lists the pod as ready; the scenario's check then probes
+through the Service until the proxy has programmed it.
+
+Which proxy programs the Services is the cluster's, not cnibench's choice:
+:func:`service_proxy` reads it (a CNI's kube-proxy replacement is ``ebpf``; otherwise
+kube-proxy's own ConfigMap says ``iptables`` or ``nftables``), and the cluster offers that one
+proxy's capability, so conditions asking for another are skipped naming it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from cnibench.backends.base import MAX_OTHER_SERVICES, Endpoint, Service, ServiceProxy
+from cnibench.backends.kube import render
+from cnibench.backends.kube.api import Applier, api_error_message
+from cnibench.errors import ConfigError, ProvisioningError, UnsupportedError
+
+__all__ = ["KubeServices", "service_proxy"]
+
+_KUBE_PROXY_CONFIG = ("kube-system", "kube-proxy", "config.conf")
+"""Where kube-proxy's configuration lives (kubeadm, and so kind, write it there)."""
+
+_PROTOCOLS = ("TCP", "UDP")
+
+
+def service_proxy(core: Any, *, replaces_kube_proxy: bool) -> str:
+    """The proxy that programs this cluster's Services (a :class:`ServiceProxy` value), or
+    ``""`` when it cannot be told (kube-proxy's ConfigMap is unreadable or names ``ipvs``).
+
+    ``replaces_kube_proxy``: the CNI runs without kube-proxy (Cilium's kube-proxy
+    replacement), so its eBPF programs the Services.
+    """
+    from kubernetes.client.exceptions import ApiException
+
+    if replaces_kube_proxy:
+        return ServiceProxy.EBPF.value
+    namespace, name, key = _KUBE_PROXY_CONFIG
+    try:
+        config_map = core.read_namespaced_config_map(name, namespace)
+    except ApiException:
+        return ""
+    try:
+        config = yaml.safe_load((config_map.data or {}).get(key, "")) or {}
+    except yaml.YAMLError:
+        return ""
+    mode = str(config.get("mode") or "iptables") if isinstance(config, dict) else ""
+    return mode if mode in (ServiceProxy.IPTABLES, ServiceProxy.NFTABLES) else ""
+
+
+def proxy_hint(proxy: str) -> str:
+    """Why a condition with another proxy than ``proxy`` (the cluster's) is skipped."""
+    if not proxy:
+        return (
+            "which proxy programs this cluster's Services could not be told (kube-proxy's"
+            " ConfigMap kube-system/kube-proxy is unreadable or names ipvs)"
+        )
+    source = (
+        "the CNI's kube-proxy replacement"
+        if proxy == ServiceProxy.EBPF
+        else "kube-proxy's mode in kube-system/kube-proxy"
+    )
+    return f"this cluster's Services go through {proxy} ({source}): choose --proxy {proxy}"
+
+
+class KubeServices:
+    """The one measured Service of a session namespace, and the Services loaded beside it.
+
+    Parameters
+    ----------
+    core:
+        A ``CoreV1Api``.
+    applier:
+        Server-side apply of the objects.
+    namespace, session:
+        Where the Services go and the label they carry.
+    proxy:
+        The cluster's proxy (:func:`service_proxy`).
+    ready_timeout:
+        Seconds the Service's endpoint may take to be listed as ready.
+    """
+
+    def __init__(
+        self,
+        core: Any,
+        applier: Applier,
+        *,
+        namespace: str,
+        session: str,
+        proxy: str,
+        ready_timeout: float,
+    ) -> None:
+        self._core = core
+        self._applier = applier
+        self.namespace = namespace
+        self.session = session
+        self.proxy = proxy
+        self.ready_timeout = ready_timeout
+        self._objects: list[dict[str, Any]] = []
+
+    def _service(
+        self, name: str, endpoint: str, ports: Sequence[Mapping[str, Any]], *, node_port: bool
+    ) -> dict[str, Any]:
+        return render.service(
+            name,
+            namespace=self.namespace,
+            session=self.session,
+            endpoint=endpoint,
+            ports=ports,
+            node_port=node_port,
+        )
+
+    def _apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        # Remembered first: a Service the server took before a later step failed is removed.
+        if manifest["metadata"]["name"] not in {o["metadata"]["name"] for o in self._objects}:
+            self._objects.append(manifest)
+        return self._applier.apply(manifest)
+
+    def expose(self, server: Endpoint, ports: Sequence[int], *, proxy: str, others: int) -> Service:
+        """See :meth:`cnibench.backends.base.Cluster.expose`.
+
+        Raises
+        ------
+        UnsupportedError
+            ``proxy`` is not the cluster's (:func:`proxy_hint` says which it is).
+        ConfigError
+            ``others`` out of range.
+        ProvisioningError
+            The server refused a Service, or the pod was not listed as its ready endpoint in
+            time.
+        """
+        if proxy != self.proxy:
+            raise UnsupportedError(proxy_hint(self.proxy))
+        if not 0 <= others <= MAX_OTHER_SERVICES:
+            raise ConfigError(f"others={others}: from 0 to {MAX_OTHER_SERVICES} further Services")
+        self.remove()
+        name = f"{server.name}-svc"
+        # NodePorts are allocated for TCP first, then UDP asks for the same ones, so one
+        # NodePort per pod port serves both protocols (as ClusterIP ports do).
+        tcp = [_port(port, "TCP") for port in ports]
+        first = self._apply(self._service(name, server.name, tcp, node_port=True))
+        node_ports = {
+            int(entry["port"]): int(entry["nodePort"]) for entry in first["spec"]["ports"]
+        }
+        both = [
+            {**_port(port, protocol), "nodePort": node_ports[port]}
+            for port in ports
+            for protocol in _PROTOCOLS
+        ]
+        stored = self._apply(self._service(name, server.name, both, node_port=True))
+        for index in range(others):
+            filler = self._service(
+                f"{name}-{index:05d}", server.name, [_port(ports[0], "TCP")], node_port=False
+            )
+            self._apply(filler)
+        self._wait_ready_endpoint(name, server.ip)
+        return Service(
+            cluster_ip=str(stored["spec"]["clusterIP"]),
+            node_ip=server.node.ip,
+            ports={port: port for port in ports},
+            node_ports=node_ports,
+        )
+
+    def _wait_ready_endpoint(self, name: str, address: str) -> None:
+        """Wait until an EndpointSlice of Service ``name`` lists ``address`` as ready."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        discovery: Any = client.DiscoveryV1Api(self._core.api_client)
+        deadline = time.monotonic() + self.ready_timeout
+        seen = "no EndpointSlice"
+        while time.monotonic() < deadline:
+            try:
+                slices = discovery.list_namespaced_endpoint_slice(
+                    self.namespace, label_selector=f"kubernetes.io/service-name={name}"
+                ).items
+            except ApiException as exc:
+                raise ProvisioningError(
+                    f"EndpointSlices of Service {name} cannot be read: {api_error_message(exc)}"
+                ) from exc
+            for item in slices:
+                for endpoint in item.endpoints or []:
+                    ready = endpoint.conditions is None or endpoint.conditions.ready is not False
+                    if address in (endpoint.addresses or []):
+                        if ready:
+                            return
+                        seen = f"{address} listed but not ready"
+            time.sleep(0.5)
+        raise ProvisioningError(
+            f"Service {name} has no ready endpoint {address} after {self.ready_timeout:g} s"
+            f" ({seen})"
+        )
+
+    def remove(self) -> None:
+        """Delete the Services (the measured one last). Safe to repeat."""
+        for manifest in reversed(self._objects):
+            self._applier.delete(manifest)
+        self._objects.clear()
+
+
+def _port(port: int, protocol: str) -> dict[str, Any]:
+    return {
+        "name": f"{protocol.lower()}-{port}",
+        "port": port,
+        "targetPort": port,
+        "protocol": protocol,
+    }
