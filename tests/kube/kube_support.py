@@ -468,3 +468,18 @@ def stand_in_workload(kind: str, namespace: str, name: str) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": namespace},
         "spec": spec,
     }
+
+
+@contextlib.contextmanager
+def kube_proxy_configmap(core: Any, mode: str) -> Iterator[None]:
+    """kube-proxy's ConfigMap as kubeadm (and so kind) writes it, with ``mode``; deleted on
+    exit. The tier runs no kube-proxy: this only tells cnibench which proxy a cluster has."""
+    body = {
+        "metadata": {"name": "kube-proxy", "namespace": "kube-system"},
+        "data": {"config.conf": f"apiVersion: kubeproxy.config.k8s.io/v1alpha1\nmode: {mode}\n"},
+    }
+    core.create_namespaced_config_map("kube-system", body)
+    try:
+        yield
+    finally:
+        core.delete_namespaced_config_map("kube-proxy", "kube-system")

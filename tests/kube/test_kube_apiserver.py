@@ -21,11 +21,12 @@ from kube_support import (
     K8S_VERSION,
     KWOK_NODE_ANNOTATION,
     bin_dir,
+    kube_proxy_configmap,
     kwok_node,
     wait_kwok_nodes_ready,
 )
 
-from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
+from cnibench.backends.base import Capability, ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.kube import render
 from cnibench.backends.kube.api import Applier
 from cnibench.backends.kube.cluster import KubeCluster, Timeouts
@@ -39,7 +40,7 @@ from cnibench.backends.kube.cnis.cilium import (
 )
 from cnibench.backends.kube.helm import helm_template_argv
 from cnibench.backends.kube.images import Images
-from cnibench.errors import ProvisioningError
+from cnibench.errors import ProvisioningError, UnsupportedError
 from cnibench.policy import PolicyPeer, PolicySpec, PortRange, PriorityCase, PriorityLayer
 
 SESSION = "tier"
@@ -336,6 +337,53 @@ def test_place_puts_pod_on_role_node(kube_cluster: KubeCluster, role: NodeRole) 
     assert pod.node.name == f"cbt-kwok-{role.value}"
     assert pod.node.role is role
     assert pod.ip
+
+
+def test_a_service_and_further_services_are_accepted_with_one_node_port_per_port(
+    kube_cluster: KubeCluster, api_client: Any
+) -> None:
+    """The baseline's Service target on a real API server: a NodePort Service with TCP and UDP
+    on one NodePort per port, further Services selecting the same pod, the pod listed as the
+    ready endpoint (the EndpointSlice controller), all removed again; another proxy than the
+    cluster's is refused naming it."""
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api_client)
+    server = kube_cluster.place(
+        "svc-srv",
+        role=NodeRole.SERVER,
+        workloads=[
+            WorkloadSpec(WorkloadKind.IPERF3_SERVER, 5201),
+            WorkloadSpec(WorkloadKind.HTTP_ECHO, 80),
+        ],
+    )
+    with kube_proxy_configmap(core, "iptables"):
+        caps = kube_cluster.capabilities
+        assert {Capability.SERVICE_PROXY, Capability.SERVICE_IPTABLES} <= caps
+        assert Capability.SERVICE_EBPF not in caps
+        service = kube_cluster.expose(server, [5201, 80], proxy="iptables", others=3)
+        with pytest.raises(UnsupportedError, match="choose --proxy iptables"):
+            kube_cluster.expose(server, [5201, 80], proxy="ebpf", others=0)
+    stored = core.read_namespaced_service("svc-srv-svc", kube_cluster.namespace)
+    assert stored.spec.type == "NodePort"
+    assert stored.spec.cluster_ip == service.cluster_ip
+    assert stored.spec.selector == {render.ENDPOINT_LABEL: "svc-srv"}
+    node_ports = {(p.port, p.protocol): p.node_port for p in stored.spec.ports}
+    assert node_ports == {
+        (port, protocol): service.node_ports[port]
+        for port in (5201, 80)
+        for protocol in ("TCP", "UDP")
+    }
+    assert len(set(service.node_ports.values())) == 2
+    assert service.ports == {5201: 5201, 80: 80}
+    assert service.node_ip == server.node.ip == "127.0.1.3"
+    names = sorted(
+        s.metadata.name for s in core.list_namespaced_service(kube_cluster.namespace).items
+    )
+    assert names == ["svc-srv-svc", *(f"svc-srv-svc-{i:05d}" for i in range(3))]
+    kube_cluster.remove_service()
+    kube_cluster.remove_service()  # safe to repeat
+    assert core.list_namespaced_service(kube_cluster.namespace).items == []
 
 
 def test_remove_deletes_the_pod(kube_cluster: KubeCluster, api_client: Any) -> None:
