@@ -521,7 +521,9 @@ def _serve_one(port: int, bind: str | None, timeout: float) -> dict[str, object]
     # deadline alone ends a stalled or overlong test, always with the same report. A shorter
     # one fired on a loaded machine when the stream was merely descheduled for a second, and
     # libiperf's error path then left the process to die of SIGSEGV.
-    rcv_timeout_s = math.ceil(timeout) + 2.0
+    # 30 s past it, not 2: on a loaded machine (CI's background builds) the main thread could
+    # wake after both, and libiperf's timeout path crashed the process (exit -11) first.
+    rcv_timeout_s = math.ceil(timeout) + 30.0
     lib.iperf_set_test_rcv_timeout(
         test, ctypes.byref(_IperfTime(int(rcv_timeout_s), int(rcv_timeout_s % 1 * 1e6)))
     )
