@@ -27,6 +27,7 @@ from cnibench.backends.base import (
     WorkloadSpec,
 )
 from cnibench.backends.lab import LabBackend
+from cnibench.backends.lab.services import LAB_SERVICE_PROXIES
 from cnibench.scenarios.options import parse_int_list
 from cnibench.tools import ab
 
@@ -41,7 +42,7 @@ def main() -> int:
     sizes = parse_int_list(options.services, name="services", low=0, high=MAX_OTHER_SERVICES)
     if 0 not in sizes:
         sizes = [0, *sizes]  # the reference of every ratio
-    cells = [(proxy, size) for proxy in ServiceProxy for size in sizes]
+    cells = [(proxy, size) for proxy in LAB_SERVICE_PROXIES for size in sizes]
     rates: dict[tuple[ServiceProxy, int], list[float]] = defaultdict(list)
     rows: list[dict[str, object]] = []
     cluster = LabBackend().provision(ClusterSpec(cni="routed"))

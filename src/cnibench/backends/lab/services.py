@@ -22,10 +22,11 @@ from cnibench.backends.lab.service_rules import (
 )
 from cnibench.errors import ConfigError
 
-__all__ = ["LabServices"]
+__all__ = ["LAB_SERVICE_PROXIES", "LabServices"]
 
-_ENGINES = (ServiceProxy.IPTABLES.value, ServiceProxy.NFTABLES.value)
+LAB_SERVICE_PROXIES = (ServiceProxy.IPTABLES, ServiceProxy.NFTABLES)
 """The proxies the lab programs (eBPF is a CNI's: see ``Capability.SERVICE_EBPF``)."""
+_ENGINES = tuple(proxy.value for proxy in LAB_SERVICE_PROXIES)
 
 _FEATURE = "svc"
 """The nftables table's feature name (see :meth:`LabRuntime.table`)."""
