@@ -30,6 +30,7 @@ from cnibench.backends.base import (
     Node,
     NodeRole,
     Service,
+    ServiceProxy,
     WorkloadSpec,
 )
 from cnibench.backends.kube import capture, render
@@ -254,9 +255,7 @@ class KubePod:
 
 
 _EXTERNAL_HINT = f"set {EXTERNAL_ADDRESS_ENV} to an address of this host its pods can reach"
-_PROXY_CAPABILITIES = frozenset(
-    {Capability.SERVICE_IPTABLES, Capability.SERVICE_NFTABLES, Capability.SERVICE_EBPF}
-)
+_PROXY_CAPABILITIES = frozenset(Capability.service_proxy(proxy) for proxy in ServiceProxy)
 """One per proxy; a cluster offers the one it runs (see :func:`service_proxy`)."""
 
 _CAPTURE_SETTLE = 0.3

@@ -106,7 +106,8 @@ class KubeServices:
         self.session = session
         self.proxy = proxy
         self.ready_timeout = ready_timeout
-        self._objects: list[dict[str, Any]] = []
+        self._objects: dict[str, dict[str, Any]] = {}
+        """Applied Services by name, in the order they were first applied."""
 
     def _service(
         self, name: str, endpoint: str, ports: Sequence[Mapping[str, Any]], *, node_port: bool
@@ -122,8 +123,7 @@ class KubeServices:
 
     def _apply(self, manifest: dict[str, Any]) -> dict[str, Any]:
         # Remembered first: a Service the server took before a later step failed is removed.
-        if manifest["metadata"]["name"] not in {o["metadata"]["name"] for o in self._objects}:
-            self._objects.append(manifest)
+        self._objects.setdefault(manifest["metadata"]["name"], manifest)
         return self._applier.apply(manifest)
 
     def expose(self, server: Endpoint, ports: Sequence[int], *, proxy: str, others: int) -> Service:
@@ -203,7 +203,7 @@ class KubeServices:
 
     def remove(self) -> None:
         """Delete the Services (the measured one last). Safe to repeat."""
-        for manifest in reversed(self._objects):
+        for manifest in reversed(self._objects.values()):
             self._applier.delete(manifest)
         self._objects.clear()
 
