@@ -6,6 +6,7 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -159,3 +160,49 @@ def test_main_mode_stops_a_test_that_outlasts_the_timeout(port: int) -> None:
                 process.kill()
             if process is not None:
                 process.communicate(timeout=10)
+
+
+_ABANDON_SCRIPT = """
+import os, subprocess, sys, threading, time
+import iperf3
+from cnibench.tools import iperf3_server
+from cnibench.tools.iperf3 import iperf3_client_argv
+
+finalize = iperf3.IPerf3.__del__
+def traced(self):
+    print("finalized", flush=True)
+    finalize(self)
+iperf3.IPerf3.__del__ = traced
+
+port = int(sys.argv[1])
+clients = []
+def start_client():
+    time.sleep(0.3)  # the server listens within this
+    clients.append(subprocess.Popen(
+        iperf3_client_argv("127.0.0.1", port=port, duration=30),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    ))
+threading.Thread(target=start_client).start()
+line = iperf3_server._serve_one(port, "127.0.0.1", 1)
+print(line["error"], flush=True)
+for client in clients:
+    client.kill()
+    client.wait()
+os._exit(0)  # as the server process does: the abandoned thread ends with the process
+"""
+
+
+def test_an_abandoned_libiperf_test_is_not_freed_under_its_running_thread(port: int) -> None:
+    """When a test outlasts the deadline, its libiperf thread is still running in C; freeing the
+    test under it (the bindings' finalizer) crashed the server with SIGSEGV under CI's load.
+    The finalizer is traced in a process of its own, which leaves the abandoned thread behind."""
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", _ABANDON_SCRIPT, str(port)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    lines = done.stdout.splitlines()
+    assert "test did not finish within 1 s" in lines, done.stdout + done.stderr
+    assert "finalized" not in lines[: lines.index("test did not finish within 1 s") + 1]

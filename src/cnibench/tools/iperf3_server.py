@@ -489,6 +489,10 @@ def _listening(port: int) -> bool:
     return False
 
 
+_ABANDONED: list[object] = []
+"""libiperf servers whose thread is still running in C: never finalized (see ``_serve_one``)."""
+
+
 class _IperfTime(ctypes.Structure):
     """libiperf's ``struct iperf_time``; ``iperf_set_test_rcv_timeout()`` takes a pointer to it."""
 
@@ -517,12 +521,9 @@ def _serve_one(port: int, bind: str | None, timeout: float) -> dict[str, object]
     # Without one-off mode the idle timeout makes iperf_run_server() *return* 2 when no client
     # came; in one-off mode libiperf would call exit() instead.
     lib.iperf_set_test_idle_timeout(test, max(1, math.ceil(timeout)))
-    # libiperf's own receive timeout (default 120 s) is set past this process's deadline: the
-    # deadline alone ends a stalled or overlong test, always with the same report. A shorter
-    # one fired on a loaded machine when the stream was merely descheduled for a second, and
-    # libiperf's error path then left the process to die of SIGSEGV.
-    # 30 s past it, not 2: on a loaded machine (CI's background builds) the main thread could
-    # wake after both, and libiperf's timeout path crashed the process (exit -11) first.
+    # libiperf's own receive timeout (default 120 s) is set 30 s past this process's deadline:
+    # the deadline alone ends a stalled or overlong test, always with the same report. A
+    # shorter one fired on a loaded machine when the stream was merely descheduled.
     rcv_timeout_s = math.ceil(timeout) + 30.0
     lib.iperf_set_test_rcv_timeout(
         test, ctypes.byref(_IperfTime(int(rcv_timeout_s), int(rcv_timeout_s % 1 * 1e6)))
@@ -554,6 +555,11 @@ def _serve_one(port: int, bind: str | None, timeout: float) -> dict[str, object]
     # never came is reported as such rather than as a stuck test.
     worker.join(math.ceil(timeout) + 1.0)
     if worker.is_alive():
+        # The bindings' finalizer ends and frees the libiperf test (iperf_client_end, then
+        # iperf_free_test) when ``server`` goes out of scope here, while the thread still runs
+        # it: a use-after-free that killed this process with SIGSEGV (exit -11) before it could
+        # exit 1. The caller leaves the process at once, so the object is simply kept.
+        _ABANDONED.append(server)
         return {"error": f"test did not finish within {format_number(timeout)} s", "fatal": True}
     rc = outcome.get("rc", -1)
     if rc == _IDLE_RETURN:
