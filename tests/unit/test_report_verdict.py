@@ -295,6 +295,22 @@ def test_an_interval_covering_one_says_no_detectable_difference():
     assert float(match.group(1)) <= 1.0 <= float(match.group(2))
 
 
+def test_a_uselessly_wide_interval_prints_plain_decimals():
+    # Two runs that disagree by a factor of 30 (as rtt under load did in a smoke run): the
+    # interval spans orders of magnitude and its low bound must not print as "8.5e-06".
+    row = report.verdict(_egress([10.0, 300.0], [60.0, 70.0])).iloc[0]
+    assert row.ci_low < 0.01 < 100 < row.ci_high, (row.ci_low, row.ci_high)
+    match = re.fullmatch(
+        r"egress gateway on vxlan: throughput no detectable difference"
+        r" \(CI (\d+\.?\d*)-(\d+\.?\d*), n = 2 vs 2\)",
+        row.verdict,
+    )
+    assert match is not None, row.verdict
+    low, high = (float(bound) for bound in match.groups())
+    assert low == pytest.approx(row.ci_low, rel=0.05)
+    assert high == pytest.approx(row.ci_high, rel=0.01)
+
+
 def test_fewer_than_two_runs_gives_no_interval_and_no_nan_in_words():
     row = report.verdict(_egress([100.0], [90.0, 91.0])).iloc[0]
     assert math.isnan(row.ci_low)

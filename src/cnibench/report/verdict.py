@@ -558,7 +558,9 @@ def _number(value: float, *, digits: int = 2) -> str:
         return f"{value:.1f}"
     if value >= 0.01:
         return f"{value:.{digits}f}"
-    return f"{value:.2g}"
+    # Two significant digits, never in exponent notation: "CI 0.0000085-35925" reads as a
+    # (uselessly wide) interval, "CI 8.5e-06-35925" as a typo.
+    return np.format_float_positional(value, precision=2, fractional=False, trim="-")
 
 
 def _digits(low: float, high: float) -> int:
