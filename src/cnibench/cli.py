@@ -7,21 +7,19 @@ errors exit with 2, failed benchmarks with 1, an interrupted run with 130.
 from __future__ import annotations
 
 import argparse
-import atexit
 import math
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from cnibench.errors import CnibenchError, ConfigError, SetupError, VerificationError
+from cnibench.signals import exit_now, sigterm_raises_interrupt
 
 __all__ = ["main"]
 
@@ -238,7 +236,7 @@ def _add_engine_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cnibench`` console script."""
-    with _sigterm_interrupts():
+    with sigterm_raises_interrupt():
         try:
             return _main(argv)
         except BrokenPipeError:
@@ -250,44 +248,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> NoReturn:
     """The ``cnibench`` console script and ``python -m cnibench.cli``: :func:`main`, then an
-    exit no late signal can spoil.
+    exit no late signal can spoil (:func:`cnibench.signals.exit_now`).
 
     Once ``main`` has returned, every result is written, the clusters are gone and the output
-    is printed: a Ctrl-C or SIGTERM from then on changes nothing, so both are held, the
-    ``atexit`` hooks run (a lab's safety-net teardown among them) and the streams are flushed,
-    and the process ends without the interpreter's finalization. A signal landing in that
-    finalization once crashed it ("Fatal Python error: PyThreadState_Get", exit -6) instead of
-    exiting 130.
+    is printed: a Ctrl-C or SIGTERM from then on changes nothing. A signal landing in the
+    interpreter's finalization once crashed it ("Fatal Python error: PyThreadState_Get", exit
+    -6) instead of exiting 130.
     """
     try:
         code = main()
-    except KeyboardInterrupt:  # in the instant between main's return and the mask below
+    except KeyboardInterrupt:  # in the instant between main's return and exit_now's guard
         code = EXIT_INTERRUPTED
-    with suppress(ValueError, OSError):
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    atexit._run_exitfuncs()  # what finalization would run first (logging's flush included)
-    for stream in (sys.stdout, sys.stderr):
-        with suppress(Exception):
-            stream.flush()
-    os._exit(code)
-
-
-@contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt for the whole command, not only inside the session:
-    a SIGTERM while results are printed then exits 130 like Ctrl-C, instead of -15."""
-
-    from cnibench.session import raise_interrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, raise_interrupt)
-    except ValueError:  # not the main thread (main() called from a worker thread)
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    exit_now(code)
 
 
 def _main(argv: Sequence[str] | None) -> int:

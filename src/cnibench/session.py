@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from cnibench.backends.base import Backend
@@ -26,6 +22,7 @@ from cnibench.scenarios import Condition, Scenario, build_scenarios, scenario_na
 from cnibench.scenarios.options import ScenarioOptions, parse_scenario_options
 from cnibench.scenarios.profiles import Profile, parse_duration, profile_named
 from cnibench.scenarios.runner import ClusterPool, ConditionResult, ProgressCallback, Runner
+from cnibench.signals import sigterm_raises_interrupt
 
 __all__ = [
     "CLUSTER_CHOICES",
@@ -45,19 +42,6 @@ CLUSTER_CHOICES = ("auto", "lab", "kind", "aks", "existing")
 LAB_DATAPATHS = tuple(datapath.value for datapath in LabDatapath)
 """Datapaths the lab offers as ``--cni`` (``("routed", "vxlan")``; the names live in
 :class:`~cnibench.backends.lab.plan.LabDatapath`)."""
-
-
-def raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    """Signal handler making a signal (SIGTERM) a :class:`KeyboardInterrupt`, as Ctrl-C.
-
-    Raised inside a finalizer (``__del__``, e.g. a ``subprocess.Popen`` being collected) the
-    exception would be printed as "Exception ignored in ..." and dropped, and the command would
-    carry on; there the signal is delivered again, a moment later, instead.
-    """
-    if frame is not None and frame.f_code.co_name == "__del__":
-        threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
-        return
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @dataclass(frozen=True)
@@ -506,20 +490,8 @@ class BenchSession:
         """Tear down every cluster of the session."""
         self.pool.teardown()
 
-    @contextmanager
-    def _sigterm_as_interrupt(self) -> Iterator[None]:
-        try:
-            previous = signal.signal(signal.SIGTERM, raise_interrupt)
-        except ValueError:  # not the main thread: leave signal handling to the caller
-            yield
-            return
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-
     def __enter__(self) -> BenchSession:
-        self._guard = self._sigterm_as_interrupt()
+        self._guard = sigterm_raises_interrupt()
         self._guard.__enter__()
         return self
 

@@ -24,9 +24,7 @@ import contextlib
 import json
 import os
 import shutil
-import signal
-import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -84,6 +82,7 @@ from cnibench.errors import CnibenchError, ProvisioningError
 from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
 from cnibench.records import Environment
 from cnibench.results import environment_fingerprint
+from cnibench.signals import signals_deferred
 
 __all__ = [
     "WG_SOCKET_DIR",
@@ -94,40 +93,6 @@ __all__ = [
     "parse_wg_dump",
     "redact_wg_dump",
 ]
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back until the block ends (main thread only).
-
-    A Ctrl-C that lands inside :meth:`LabCluster.teardown` would otherwise abort it half way,
-    after it has already unregistered its atexit hook: the whole lab (namespaces, Prometheus,
-    exporters) would be left behind. A signal that arrives meanwhile is only noted; when the
-    block ends the handler that was in place before runs for it (raising KeyboardInterrupt as
-    usual). Handlers, not the signal mask: the kernel hands a process-directed signal to any
-    thread that does not block it (the port-forward threads), so masking the main thread alone
-    does not hold it back.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[signal.Signals] = []
-
-    def note(signum: int, frame: object) -> None:
-        caught.append(signal.Signals(signum))
-
-    previous = {signum: signal.signal(signum, note) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if caught:
-            handler = previous[caught[0]]
-            if callable(handler):
-                handler(caught[0], None)
-            elif handler == signal.SIG_DFL:
-                signal.raise_signal(caught[0])
 
 
 _LAB_HINTS = {
@@ -613,7 +578,7 @@ class LabCluster:
         ProvisioningError
             If something could not be removed (everything else is still removed).
         """
-        with self._lock, _signals_deferred():
+        with self._lock, signals_deferred():
             if self._runtime.torn_down:
                 return
             self._runtime.torn_down = True

@@ -1,0 +1,122 @@
+"""How cnibench answers SIGINT (Ctrl-C) and SIGTERM: every handler it installs is here.
+
+Three moments need care, and each has one helper:
+
+* **While a command or a session runs**, SIGTERM raises :class:`KeyboardInterrupt` as Ctrl-C
+  does, so both unwind through the same ``finally`` blocks (clusters torn down, partial
+  results closed) and the command exits 130: :func:`sigterm_raises_interrupt`, used by the
+  ``cnibench`` command for its whole length and by :class:`cnibench.session.BenchSession`
+  for library and pytest users (nesting both is harmless).
+* **While a lab is torn down**, a signal would abort the teardown half way, after its safety
+  net has been removed: :func:`signals_deferred` notes the signal and delivers it when the
+  block ends.
+* **Once the command has returned**, results are written and clusters are gone; a signal
+  landing in the interpreter's own finalization printed ``Exception ignored in: <module
+  'threading'> ... KeyboardInterrupt`` or even crashed it (exit -6). :func:`exit_now` blocks
+  both signals, runs the ``atexit`` hooks, flushes and leaves without that finalization.
+
+Only the main thread can install handlers; elsewhere (``main()`` called from a worker thread)
+the helpers leave signal handling to whoever owns the main thread. The locust runner's SIGALRM
+watchdog lives in its own child process and is not concerned.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from types import FrameType
+from typing import NoReturn
+
+__all__ = ["exit_now", "raise_interrupt", "signals_deferred", "sigterm_raises_interrupt"]
+
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+def raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    """Signal handler making a signal (SIGTERM) a :class:`KeyboardInterrupt`, as Ctrl-C.
+
+    Raised inside a finalizer (``__del__``, e.g. a ``subprocess.Popen`` being collected) the
+    exception would be printed as "Exception ignored in ..." and dropped, and the command would
+    carry on; there the signal is delivered again, a moment later, instead.
+    """
+    if frame is not None and frame.f_code.co_name == "__del__":
+        threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
+        return
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextmanager
+def sigterm_raises_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`KeyboardInterrupt` (see :func:`raise_interrupt`);
+    the handler in place before is restored afterwards."""
+    if not _in_main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back until the block ends (main thread only).
+
+    A signal that arrives meanwhile is only noted; when the block ends, the handler that was in
+    place before runs for the first one (raising :class:`KeyboardInterrupt` as usual, or the
+    default action). Handlers, not the signal mask: the kernel hands a process-directed signal
+    to any thread that does not block it (e.g. port-forward threads), so masking the main
+    thread alone does not hold it back.
+    """
+    if not _in_main_thread():
+        yield
+        return
+    caught: list[signal.Signals] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        caught.append(signal.Signals(signum))
+
+    previous = {signum: signal.signal(signum, note) for signum in _HELD}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if caught:
+            handler = previous[caught[0]]
+            if callable(handler):
+                handler(caught[0], None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(caught[0])
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code``; no late SIGINT or SIGTERM can change how.
+
+    Both signals are ignored (a mask alone would not do: the kernel hands a process-directed
+    signal to another thread, and Python then runs the handler in this one) and blocked, the
+    ``atexit`` hooks run (logging's flush and a lab's safety-net teardown among them, whose
+    clean-up commands inherit both and finish), the standard streams are flushed, and the
+    process leaves with :func:`os._exit`, skipping the interpreter finalization a signal could
+    otherwise interrupt.
+    """
+    if _in_main_thread():
+        for signum in _HELD:
+            signal.signal(signum, signal.SIG_IGN)
+    with suppress(ValueError, OSError):
+        signal.pthread_sigmask(signal.SIG_BLOCK, set(_HELD))
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):
+            stream.flush()
+    os._exit(code)
