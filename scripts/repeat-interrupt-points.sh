@@ -20,10 +20,17 @@ trap 'rm -rf "$log_dir"' EXIT
 
 for round in $(seq 1 "$rounds"); do
     started=$(date +%s)
-    if CNIBENCH_RELIABILITY_POINTS=$points "$python" -m pytest -q -p no:cacheprovider \
+    rm -f "$log_dir/summary.json"
+    if CNIBENCH_RELIABILITY_POINTS=$points CNIBENCH_RELIABILITY_SUMMARY=$log_dir/summary.json \
+        "$python" -m pytest -q -p no:cacheprovider \
         tests/reliability/test_rel_interrupt.py -k "exits_130 or reference" \
         >"$log_dir/round.log" 2>&1; then
-        echo "round $round/$rounds passed ($(tail -n 1 "$log_dir/round.log" | tr -d '='), $(( $(date +%s) - started )) s)"
+        # Where each signal landed (phase) and how the run ended (exit code), from the batch.
+        landed=$("$python" -c 'import json, sys
+detail = json.load(open(sys.argv[1]))["interrupt"]["detail"]
+print(", ".join("%s: %s, exit %s" % (k, v["phase"], v["exit"]) for k, v in sorted(detail.items())))' \
+            "$log_dir/summary.json")
+        echo "round $round/$rounds passed ($(tail -n 1 "$log_dir/round.log" | tr -d '='), $(( $(date +%s) - started )) s): $landed"
     else
         echo "round $round/$rounds FAILED:"
         tail -n 60 "$log_dir/round.log"
