@@ -12,8 +12,8 @@ Three moments need care, and each has one helper:
   block ends.
 * **Once the command has returned**, results are written and clusters are gone; a signal
   landing in the interpreter's own finalization printed ``Exception ignored in: <module
-  'threading'> ... KeyboardInterrupt`` or even crashed it (exit -6). :func:`exit_now` blocks
-  both signals, runs the ``atexit`` hooks, flushes and leaves without that finalization.
+  'threading'> ... KeyboardInterrupt`` or even crashed it (exit -6). :func:`exit_now` ignores
+  and blocks both signals, runs the ``atexit`` hooks, flushes and leaves without that finalization.
 
 Only the main thread can install handlers; elsewhere (``main()`` called from a worker thread)
 the helpers leave signal handling to whoever owns the main thread. The locust runner's SIGALRM

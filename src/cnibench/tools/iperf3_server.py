@@ -489,10 +489,6 @@ def _listening(port: int) -> bool:
     return False
 
 
-_ABANDONED: list[object] = []
-"""libiperf servers whose thread is still running in C: never finalized (see ``_serve_one``)."""
-
-
 class _IperfTime(ctypes.Structure):
     """libiperf's ``struct iperf_time``; ``iperf_set_test_rcv_timeout()`` takes a pointer to it."""
 
@@ -540,11 +536,15 @@ def _serve_one(port: int, bind: str | None, timeout: float) -> dict[str, object]
     run_server.argtypes = (ctypes.c_void_p,)
     run_server.restype = ctypes.c_int
 
-    def run() -> None:
-        outcome["rc"] = run_server(test)
+    def run(owner: Any) -> None:
+        outcome["rc"] = run_server(owner._test)
         outcome["errno"] = ctypes.get_errno()
 
-    worker = threading.Thread(target=run, name="libiperf-server", daemon=True)
+    # The thread holds ``server`` for as long as it runs: the bindings' finalizer ends and
+    # frees the libiperf test (iperf_client_end, then iperf_free_test), and when this function
+    # gave up on a stuck test and dropped its own reference, that freed the test under the
+    # still-running thread, a use-after-free that killed the process with SIGSEGV (exit -11).
+    worker = threading.Thread(target=run, args=(server,), name="libiperf-server", daemon=True)
     worker.start()
     deadline = time.monotonic() + _GRACE_S
     while not _listening(port) and worker.is_alive() and time.monotonic() < deadline:
@@ -555,11 +555,6 @@ def _serve_one(port: int, bind: str | None, timeout: float) -> dict[str, object]
     # never came is reported as such rather than as a stuck test.
     worker.join(math.ceil(timeout) + 1.0)
     if worker.is_alive():
-        # The bindings' finalizer ends and frees the libiperf test (iperf_client_end, then
-        # iperf_free_test) when ``server`` goes out of scope here, while the thread still runs
-        # it: a use-after-free that killed this process with SIGSEGV (exit -11) before it could
-        # exit 1. The caller leaves the process at once, so the object is simply kept.
-        _ABANDONED.append(server)
         return {"error": f"test did not finish within {format_number(timeout)} s", "fatal": True}
     rc = outcome.get("rc", -1)
     if rc == _IDLE_RETURN:
