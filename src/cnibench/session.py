@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cnibench.backends.base import Backend
-from cnibench.backends.lab.plan import LabDatapath
+from cnibench.backends.lab.plan import LabDatapath, napi_option
 from cnibench.errors import ConfigError
 from cnibench.results import ResultsStore
 from cnibench.scenarios import Condition, Scenario, build_scenarios, scenario_named
@@ -176,8 +176,10 @@ def validate_cnis(
                 raise ConfigError(
                     f"unknown --cni {cni!r} for the lab: choose one of {', '.join(LAB_DATAPATHS)}"
                 )
-            if spec.options:
-                raise ConfigError(f"--cni {spec.label!r}: lab datapaths take no options")
+            try:
+                napi_option(spec.options)
+            except ConfigError as exc:
+                raise ConfigError(f"--cni {spec.label!r}: {exc}") from None
         return tuple(dict.fromkeys(spec.label for spec in specs)) or LAB_DATAPATHS
 
     for spec in specs:

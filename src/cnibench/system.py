@@ -42,6 +42,7 @@ SYSTEM_TOOLS: tuple[SystemTool, ...] = (
     SystemTool("iptables", "iptables", "lab: policy engine iptables"),
     SystemTool("conntrack", "conntrack", "lab: flush connection tracking between runs"),
     SystemTool("tcpdump", "tcpdump", "lab: capture on the underlay (WireGuard verification)"),
+    SystemTool("ethtool", "ethtool", "lab: napi=threaded (GRO and TSO of the underlay veths)"),
     SystemTool("wg", "wireguard-tools", "lab: WireGuard configuration"),
     SystemTool("wireguard-go", "wireguard-go", "lab: WireGuard without the kernel module"),
     SystemTool("iperf3", "iperf3", "throughput"),

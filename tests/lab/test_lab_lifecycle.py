@@ -20,6 +20,7 @@ from lab_support import Lab, provision_or_skip, spec_for
 from cnibench.backends.base import NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.lab import CleanReport, LabBackend, LabCluster, clean_leftovers
 from cnibench.backends.lab import cluster as cluster_module
+from cnibench.backends.lab.cgroups import LabCgroups
 from cnibench.backends.lab.plan import LabPlan, Step
 from cnibench.errors import ProvisioningError
 
@@ -36,6 +37,11 @@ def sockets_of(lab_id: str) -> list[str]:
     if not WG_SOCKETS.is_dir():
         return []
     return sorted(name for name in os.listdir(WG_SOCKETS) if name.startswith(f"{lab_id}-"))
+
+
+def cgroups_of(lab_id: str) -> list[Path]:
+    """The lab's cgroup directories that exist (one per hierarchy this host counts with)."""
+    return [d for d in LabCgroups(lab_id).directories() if d.is_dir()]
 
 
 def alive(pid: int) -> bool:
@@ -56,6 +62,7 @@ class Leftovers:
     sockets: list[str]
     state_dir: Path
     prometheus_url: str = ""
+    cgroups: tuple[Path, ...] = ()
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +82,7 @@ def torn_down(lab_backend: LabBackend) -> tuple[Leftovers, LabCluster]:
             sockets_of(cluster.lab_id),
             cluster.state_dir,
             cluster.prometheus_url(),
+            tuple(cgroups_of(cluster.lab_id)),
         )
     return before, cluster
 
@@ -108,6 +116,11 @@ def test_teardown_removes_wireguard_sockets(torn_down: tuple[Leftovers, LabClust
     assert sockets_of(before.lab_id) == []
 
 
+def test_teardown_removes_the_machines_cgroups(torn_down: tuple[Leftovers, LabCluster]) -> None:
+    before, _ = torn_down
+    assert (len(before.cgroups) > 0, cgroups_of(before.lab_id)) == (True, [])
+
+
 def test_second_teardown_is_harmless(torn_down: tuple[Leftovers, LabCluster]) -> None:
     _, cluster = torn_down
     cluster.teardown()
@@ -139,10 +152,10 @@ def test_failed_provisioning_names_the_step_and_removes_the_half_made_lab(
     with pytest.raises(ProvisioningError) as info:
         lab_backend.provision(spec_for("routed", roles=TWO_NODES))
     (plan,) = planned
-    leftovers = (namespaces_of(plan.lab_id), plan.state_dir.exists())
+    leftovers = (namespaces_of(plan.lab_id), plan.state_dir.exists(), cgroups_of(plan.lab_id))
     assert ("create a link of an unknown kind failed" in str(info.value), leftovers) == (
         True,
-        ([], False),
+        ([], False, []),
     )
 
 
@@ -210,7 +223,8 @@ def killed_then_cleaned(lab_backend: LabBackend) -> Iterator[tuple[Leftovers, Cl
         lab_id = _read_line(child, timeout=60)
         assert lab_id, f"the child did not provision a lab: {child.stderr}"
         state_dir = Path("/run/cnibench") / lab_id
-        recorded = json.loads((state_dir / "lab.json").read_text())["processes"]
+        lab_json = json.loads((state_dir / "lab.json").read_text())
+        recorded = lab_json["processes"]
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=10)
         before = Leftovers(
@@ -219,6 +233,7 @@ def killed_then_cleaned(lab_backend: LabBackend) -> Iterator[tuple[Leftovers, Cl
             sorted(entry["pid"] for entry in recorded),
             sockets_of(lab_id),
             state_dir,
+            cgroups=tuple(Path(d) for d in lab_json["cgroups"]),
         )
         report = clean_leftovers(lab_id=lab_id)
         yield before, report
@@ -262,6 +277,17 @@ def test_clean_leftovers_removes_state_and_sockets(
 ) -> None:
     before, _ = killed_then_cleaned
     assert (before.state_dir.exists(), sockets_of(before.lab_id)) == (False, [])
+
+
+def test_clean_leftovers_removes_the_killed_labs_cgroups(
+    killed_then_cleaned: tuple[Leftovers, CleanReport],
+) -> None:
+    before, report = killed_then_cleaned
+    assert len(before.cgroups) > 0
+    assert (sorted(report.cgroups), [d for d in before.cgroups if d.exists()]) == (
+        sorted(before.cgroups),
+        [],
+    )
 
 
 def test_clean_report_names_the_lab(killed_then_cleaned: tuple[Leftovers, CleanReport]) -> None:

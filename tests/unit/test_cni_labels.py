@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cnibench.backends.base import ClusterSpec
@@ -62,8 +64,16 @@ def test_the_lab_refuses_options_and_kube_drivers_their_unknown_features() -> No
     from cnibench.backends.lab import LabBackend
     from cnibench.session import validate_cnis
 
-    with pytest.raises(ConfigError, match="'vxlan:mtu=9000': lab datapaths take no options"):
+    with pytest.raises(
+        ConfigError,
+        match=re.escape("'vxlan:mtu=9000': the lab takes only the option napi=inline|threaded"),
+    ):
         validate_cnis(LabBackend(), ["vxlan:mtu=9000"], requested="lab")
+    with pytest.raises(ConfigError, match="'vxlan:napi=busy': unknown lab option napi=busy"):
+        validate_cnis(LabBackend(), ["vxlan:napi=busy"], requested="lab")
+    assert validate_cnis(LabBackend(), ["routed:napi=threaded"], requested="lab") == (
+        "routed:napi=threaded",
+    )
 
     class Kube:
         name = "kube"

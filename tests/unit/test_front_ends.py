@@ -16,7 +16,10 @@ BAD = [
         "unknown --cluster 'moon': choose one of auto, lab, kind, aks, existing",
     ),
     (("--cni", "weave"), "unknown --cni 'weave' for the lab: choose one of routed, vxlan"),
-    (("--cni", "vxlan:mtu=9000"), "--cni 'vxlan:mtu=9000': lab datapaths take no options"),
+    (
+        ("--cni", "vxlan:mtu=9000"),
+        "--cni 'vxlan:mtu=9000': the lab takes only the option napi=inline|threaded, got mtu",
+    ),
     (("--runs", "0"), "--runs must be a positive integer, got 0"),
     (("--runs", "many"), "--runs: 'many' is not an integer"),
     (("--duration", "soon"), "invalid duration 'soon': use e.g. 30s, 12m, 1h or 250ms"),

@@ -65,6 +65,27 @@ def test_unknown_encryption_is_a_config_error() -> None:
 def test_options_are_rejected() -> None:
     with pytest.raises(ConfigError, match="mode"):
         plan_lab(ClusterSpec(cni="routed", options={"mode": "kpr"}), LAB)
+    with pytest.raises(ConfigError, match="napi=inline or napi=threaded"):
+        plan_lab(ClusterSpec(cni="routed", options={"napi": "busy"}), LAB)
+
+
+def test_threaded_napi_is_opt_in_and_covers_every_machine_and_bridge_port() -> None:
+    from cnibench.backends.lab.plan import napi_steps
+
+    default = plan_lab(ClusterSpec(cni="routed"), LAB)
+    assert not default.napi_threaded
+    assert napi_steps(default) == []
+    plan = plan_lab(ClusterSpec(cni="vxlan", options={"napi": "threaded"}), LAB)
+    assert plan.napi_threaded
+    assert set(plan.machines) == {"n1", "n2", "n3", "ext", "mon"}
+    steps = napi_steps(plan)
+    threaded = {s.argv[3] for s in steps if "threaded" in s.argv[-1]}
+    assert threaded == set(plan.machines.values())
+    gro = {s.argv[3] for s in steps if s.argv[-2:] == ("gro", "on")}
+    assert gro == threaded
+    tso_off = {s.argv[6] for s in steps if s.argv[-2:] == ("tso", "off")}
+    assert tso_off == {n.bridge_port for n in plan.nodes} | {"ext", "mon"}
+    assert all(s.argv[3] == plan.underlay_namespace for s in steps if "tso" in s.argv)
 
 
 @pytest.mark.parametrize("lab_id", ["cb12345", "cbt1a2b3", "xx123456", "cb1234567", "CB123456"])

@@ -38,6 +38,7 @@ __all__ = [
     "ExternalHost",
     "Node",
     "NodeRole",
+    "ResourceUsage",
     "Service",
     "ServiceProxy",
     "WorkloadKind",
@@ -320,6 +321,26 @@ class Service:
     node_ports: Mapping[int, int]
 
 
+@dataclass(frozen=True)
+class ResourceUsage:
+    """What one machine of a cluster has used so far (:meth:`Cluster.resource_usage`).
+
+    Attributes
+    ----------
+    cpu_seconds:
+        CPU time of its processes, its pods' and its receive threads since it was created
+        (cumulative; a run's share is the difference of two readings).
+    memory_bytes:
+        Memory charged to it now, or ``None`` if not measurable.
+    memory_peak_bytes:
+        Highest memory charged since the last reading that reset the peak, or ``None``.
+    """
+
+    cpu_seconds: float
+    memory_bytes: int | None = None
+    memory_peak_bytes: int | None = None
+
+
 @runtime_checkable
 class Endpoint(Protocol):
     """A pod: a place where client commands run and servers listen."""
@@ -516,6 +537,13 @@ class Cluster(Protocol):
     @property
     def metrics_device_regex(self) -> str:
         """RE2 regex of the node interfaces whose received bytes count as node traffic."""
+
+    def resource_usage(self, *, reset_peak: bool = False) -> Mapping[str, ResourceUsage]:
+        """Each machine's own CPU time and memory so far, by the name metrics give it: a
+        node's role (``client``, ``server``, ``egress-gw``; nodes sharing a role are summed),
+        ``external`` and ``monitoring``. Empty when the backend cannot separate machines (their
+        CPU is then only known host-wide, from Prometheus). ``reset_peak`` restarts the memory
+        peaks after reading them."""
 
     def environment(self) -> Environment:
         """Fingerprint of the cluster and host (no secrets)."""

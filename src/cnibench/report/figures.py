@@ -74,7 +74,7 @@ _BASE_UNITS: dict[str, tuple[str, float, tuple[str, ...]]] = {
 }
 _PREFIX_SCALE = {"n": 1e-9, "µ": 1e-6, "m": 1e-3, "": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 NON_NEGATIVE_UNITS: frozenset[str] = frozenset(
-    {"bits/s", "bytes/s", "bytes", "B", "us", "ms", "s", "requests/s", "%", "MB", "count"}
+    {"bits/s", "bytes/s", "bytes", "B", "us", "ms", "s", "requests/s", "%", "MB", "count", "cores"}
 )
 """Units of quantities that cannot be negative: their error bars are cut at zero."""
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")

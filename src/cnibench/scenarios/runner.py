@@ -2,7 +2,8 @@
 
 For one (scenario, CNI, condition) the runner gets a cluster from the :class:`ClusterPool`,
 prepares, verifies, measures every repetition (retrying failed ones up to the profile's limit),
-adds CPU and memory from the cluster's Prometheus over each run's window, and writes every run
+adds CPU and memory over each run's window (host-wide from the cluster's Prometheus, and each
+machine's own where the backend can separate them), and writes every run
 atomically to the results store as soon as it ends. A failed attempt is recorded with its reason
 and never averaged in; an unverified set-up, or one that cannot be made, is recorded as failed
 and raises.
@@ -22,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from cnibench import stats
-from cnibench.backends.base import Backend, Cluster, ClusterSpec, Endpoint
+from cnibench.backends.base import Backend, Cluster, ClusterSpec, Endpoint, ResourceUsage
 from cnibench.errors import (
     CnibenchError,
     InsufficientDataError,
@@ -45,6 +46,7 @@ __all__ = [
     "ProgressCallback",
     "RunResult",
     "Runner",
+    "machine_usage",
 ]
 
 METRICS_READY_TIMEOUT = 60.0
@@ -213,6 +215,34 @@ class ClusterPool:
         self.teardown()
 
 
+def machine_usage(
+    before: Mapping[str, ResourceUsage], after: Mapping[str, ResourceUsage], seconds: float
+) -> list[Measurement]:
+    """Each machine's own CPU and memory over a run, from two readings of
+    :meth:`Cluster.resource_usage` taken ``seconds`` apart.
+
+    ``cpu@<machine>`` is in cores (CPU seconds per second of run: 0.5 is half a core, and a
+    machine may use more than one); ``ram@<machine>`` is the peak over the run in MB (2**20
+    bytes) where the peak can be reset, otherwise what is charged at the end.
+
+    >>> machine_usage({"egress-gw": ResourceUsage(10.0)}, {"egress-gw": ResourceUsage(11.5)}, 3.0)
+    [Measurement(metric='cpu@egress-gw', value=0.5, unit='cores')]
+    """
+    out: list[Measurement] = []
+    if seconds <= 0:
+        return out
+    for name, end in after.items():
+        start = before.get(name)
+        if start is None:
+            continue
+        cpu = max(0.0, end.cpu_seconds - start.cpu_seconds) / seconds
+        out.append(Measurement(f"cpu@{name}", cpu, "cores"))
+        memory = end.memory_peak_bytes if end.memory_peak_bytes is not None else end.memory_bytes
+        if memory is not None:
+            out.append(Measurement(f"ram@{name}", memory / 2**20, "MB"))
+    return out
+
+
 def new_session_id() -> str:
     """Sortable, unique session id such as ``20261122T103500Z-1a2b3c``."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -367,14 +397,18 @@ class Runner:
         attempt: int,
     ) -> RunResult:
         run_id = f"{scenario.name}-{cluster.spec.slug}-{condition.id}-r{repetition}a{attempt}"
+        resources = self.resource_metrics and scenario.resource_metrics
+        before = cluster.resource_usage(reset_peak=True) if resources else {}
         started = time.time()
         raw: Mapping[str, str] = {}
         try:
             output = scenario.measure(cluster, prepared, condition, self.profile, repetition)
             raw = output.raw
             ended = time.time()
+            after = cluster.resource_usage() if before else {}
             measurements = list(output.measurements)
-            if self.resource_metrics and scenario.resource_metrics:
+            if resources:
+                measurements += machine_usage(before, after, ended - started)
                 measurements += self._resources(cluster, started, ended)
             evidence: dict[str, ParamValue] = {}
             if output.verification is not None:
@@ -421,7 +455,8 @@ class Runner:
         )
 
     def _resources(self, cluster: Cluster, start: float, end: float) -> list[Measurement]:
-        """CPU and RAM (mean over nodes) plus each node's receive rate over the run window."""
+        """Host-wide CPU and RAM (mean over nodes' exporters) plus each node's receive rate
+        over the run window, from Prometheus."""
         client = MetricsClient(
             cluster.prometheus_url(),
             settings=MetricsSettings(device_regex=cluster.metrics_device_regex),

@@ -29,6 +29,7 @@ from cnibench.backends.base import (
     ExternalHost,
     Node,
     NodeRole,
+    ResourceUsage,
     Service,
     ServiceProxy,
     WorkloadSpec,
@@ -512,6 +513,11 @@ class KubeCluster:
     def metrics_device_regex(self) -> str:
         """Node uplinks as named by kind (``eth0``) and Azure VMs (``eth0``/``ens*``)."""
         return "^(eth|ens|enp).+$"
+
+    def resource_usage(self, *, reset_peak: bool = False) -> dict[str, ResourceUsage]:
+        """Empty: per-node CPU comes from each node's node-exporter, which on kind reads the
+        shared host's ``/proc/stat`` (so it is host-wide there) and on AKS the VM's own."""
+        return {}
 
     # -- set-up ---------------------------------------------------------------------------
     def start(self) -> None:

@@ -1,8 +1,9 @@
 """``cnibench clean`` for the lab: remove what crashed or killed runs left behind.
 
 A lab's objects are recognisable by name: network namespaces ``cb<6 hex>-*``, state
-directories ``/run/cnibench/cb<6 hex>`` and wireguard-go control sockets
-``/var/run/wireguard/cb<6 hex>-*.sock``.
+directories ``/run/cnibench/cb<6 hex>``, wireguard-go control sockets
+``/var/run/wireguard/cb<6 hex>-*.sock`` and per-machine cgroups ``cnibench-cb<6 hex>`` (below
+the cgroup of the process that made the lab, as recorded in ``lab.json``, or below ours).
 Processes a lab started live inside its namespaces, so they are found through the namespaces
 (like ``ip netns pids``) and stopped by PID. Nothing else is touched.
 
@@ -19,6 +20,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from cnibench.backends.lab.cgroups import CGROUP_PREFIX, leftover_lab_cgroups, remove_cgroup_dirs
 from cnibench.backends.lab.plan import (
     LAB_ID_RE,
     LAB_NAMESPACE_RE,
@@ -58,6 +60,8 @@ class CleanReport:
         State directories removed.
     sockets:
         wireguard-go control sockets removed.
+    cgroups:
+        Per-machine cgroup directories removed (one per lab and hierarchy).
     skipped:
         Labs left alone because their owning process is alive.
     errors:
@@ -71,6 +75,7 @@ class CleanReport:
     pids: tuple[int, ...]
     state_dirs: tuple[Path, ...]
     sockets: tuple[Path, ...]
+    cgroups: tuple[Path, ...] = ()
     skipped: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     dry_run: bool = False
@@ -88,7 +93,8 @@ class CleanReport:
         lines = [
             f"lab: {verb} {len(self.lab_ids)} lab(s) {' '.join(self.lab_ids)}".rstrip(),
             f"  {len(self.namespaces)} namespace(s), {len(self.pids)} process(es),"
-            f" {len(self.sockets)} wireguard socket(s), {len(self.state_dirs)} state dir(s)",
+            f" {len(self.sockets)} wireguard socket(s), {len(self.state_dirs)} state dir(s),"
+            f" {len(self.cgroups)} cgroup dir(s)",
         ]
         if self.skipped:
             lines.append(f"  skipped (owner still running): {' '.join(self.skipped)}")
@@ -132,6 +138,15 @@ def _recorded_pids(info: dict[str, object]) -> list[int]:
     return found
 
 
+def _recorded_cgroups(lab: str, info: dict[str, object]) -> list[Path]:
+    # Only a directory named for this very lab is taken from the file, whatever it says.
+    recorded = info.get("cgroups")
+    if not isinstance(recorded, list):
+        return []
+    paths = [Path(str(entry)) for entry in recorded]
+    return [p for p in paths if p.is_absolute() and p.name == f"{CGROUP_PREFIX}{lab}"]
+
+
 def clean_leftovers(
     *,
     dry_run: bool = False,
@@ -139,7 +154,8 @@ def clean_leftovers(
     include_active: bool = False,
     state_root: Path = Path("/run/cnibench"),
 ) -> CleanReport:
-    """Remove leftovers of labs: processes, namespaces, wireguard-go sockets, state dirs.
+    """Remove leftovers of labs: processes, namespaces, wireguard-go sockets, cgroups, state
+    dirs.
 
     Parameters
     ----------
@@ -186,7 +202,8 @@ def clean_leftovers(
         match = _SOCKET_RE.match(name)
         if match:
             sockets_of.setdefault(match.group(1), []).append(WG_SOCKET_DIR / name)
-    labs = sorted(set(namespaces_of) | set(sockets_of) | set(dirs))
+    cgroups_of = leftover_lab_cgroups()
+    labs = sorted(set(namespaces_of) | set(sockets_of) | set(dirs) | set(cgroups_of))
     if lab_id is not None:
         labs = [lab for lab in labs if lab == lab_id]
 
@@ -196,6 +213,7 @@ def clean_leftovers(
     pids: list[int] = []
     state_dirs: list[Path] = []
     socket_paths: list[Path] = []
+    cgroup_dirs: list[Path] = []
     for lab in labs:
         info = _read_lab_json(state_root / lab)
         if not include_active and _owner_alive(info):
@@ -207,6 +225,8 @@ def clean_leftovers(
         found = [pid for group in pids_in_namespaces(lab_namespaces).values() for pid in group]
         pids += sorted(set(found) | set(_recorded_pids(info)))
         socket_paths += sockets_of.get(lab, [])
+        found_dirs = [*cgroups_of.get(lab, []), *_recorded_cgroups(lab, info)]
+        cgroup_dirs += [d for d in dict.fromkeys(found_dirs) if d.is_dir()]
         if lab in dirs:
             state_dirs.append(state_root / lab)
 
@@ -224,6 +244,7 @@ def clean_leftovers(
                 path.unlink(missing_ok=True)
             except OSError as exc:
                 errors.append(f"cannot remove {path}: {exc}")
+        errors += [f"cgroup {d} remains" for d in remove_cgroup_dirs(cgroup_dirs)]
         for path in state_dirs:
             shutil.rmtree(path, ignore_errors=True)
             if path.exists():
@@ -234,6 +255,7 @@ def clean_leftovers(
         pids=tuple(pids),
         state_dirs=tuple(state_dirs),
         sockets=tuple(socket_paths),
+        cgroups=tuple(cgroup_dirs),
         skipped=tuple(skipped),
         errors=tuple(errors),
         dry_run=dry_run,

@@ -36,15 +36,19 @@ from cnibench.backends.base import (
     Endpoint,
     Node,
     NodeRole,
+    ResourceUsage,
     Service,
     WorkloadSpec,
 )
+from cnibench.backends.lab.cgroups import LabCgroups
 from cnibench.backends.lab.egress import LabEgressGateway
 from cnibench.backends.lab.external import LabEgressServerFuture, LabExternalHost
 from cnibench.backends.lab.features import LabFeatures, probe_features, tool_versions
 from cnibench.backends.lab.filters import LabFilters
 from cnibench.backends.lab.monitoring import LabMonitoring
+from cnibench.backends.lab.napi import napi_thread_pids
 from cnibench.backends.lab.plan import (
+    NODE_UPLINK,
     UNDERLAY_DEVICE_REGEX,
     VXLAN_PORT,
     VXLAN_VNI,
@@ -52,6 +56,7 @@ from cnibench.backends.lab.plan import (
     LabPlan,
     namespace_removal_step,
     namespace_steps,
+    napi_steps,
     nat_steps,
     route_steps,
     sysctl_steps,
@@ -128,6 +133,7 @@ class LabCluster:
         self._split = LabSplit(self._runtime, self._pods)
         self._services = LabServices(self._runtime, self._pods)
         self._monitoring = LabMonitoring(self._runtime)
+        self._cgroups = LabCgroups(plan.lab_id)
         self._features = LabFeatures(kernel_wireguard=False, wireguard_go=False, netem=False)
         self._environment: Environment | None = None
         self._external = LabExternalHost(self._runtime)
@@ -270,8 +276,11 @@ class LabCluster:
         atexit.register(self.teardown)
         try:
             run_steps(namespace_steps(self._plan))
+            self._create_cgroups()
             run_steps(sysctl_steps(self._plan))
             run_steps(underlay_steps(self._plan))
+            run_steps(napi_steps(self._plan))
+            self._adopt_napi_threads()
             self._features = probe_features(self._plan.underlay_namespace)
             if self._plan.encryption:
                 self._wireguard.create(self._features)
@@ -291,6 +300,36 @@ class LabCluster:
             raise
         self._provisioned = True
         self._record()
+
+    def _create_cgroups(self) -> None:
+        """One cgroup per machine, before any process starts in it."""
+        try:
+            self._cgroups.create(self._plan.machines)
+        except ProvisioningError:
+            if self._plan.napi_threaded:
+                raise  # asked for per-node CPU, which needs them
+            # Without them a run's CPU is known only host-wide (from Prometheus).
+            self._cgroups.remove()
+            self._cgroups = LabCgroups(self.lab_id, layout=self._cgroups.layout)
+        self._record()
+
+    def _adopt_napi_threads(self) -> None:
+        """Count each machine's receive threads (``napi=threaded``) as that machine's CPU."""
+        if not self._plan.napi_threaded:
+            return
+        if not self._cgroups.available:
+            raise ProvisioningError(
+                f"lab {self.lab_id}: napi=threaded measures CPU per node, but no cgroup"
+                " hierarchy counting CPU time (cpuacct or cgroup v2) is mounted"
+            )
+        for member, namespace in self._plan.machines.items():
+            pids = napi_thread_pids(namespace, [NODE_UPLINK])[NODE_UPLINK]
+            if not pids:
+                raise ProvisioningError(
+                    f"lab {self.lab_id}: {NODE_UPLINK} of {namespace} has no NAPI thread after"
+                    " threading was switched on (this kernel does not thread veth NAPI)"
+                )
+            self._cgroups.adopt(member, pids)
 
     def _create_state_dir(self) -> None:
         state = self._plan.state_dir
@@ -330,6 +369,7 @@ class LabCluster:
                     for p in pods
                 },
                 "wg_interfaces": list(self._plan.wg_interfaces),
+                "cgroups": [str(d) for d in self._cgroups.directories() if d.is_dir()],
                 "wireguard_implementation": self._wireguard.implementation,
                 "processes": [proc.to_json_dict() for proc in self._runtime.processes.values()],
             }
@@ -524,6 +564,21 @@ class LabCluster:
         """
         return self._monitoring.prometheus_url()
 
+    def resource_usage(self, *, reset_peak: bool = False) -> dict[str, ResourceUsage]:
+        """CPU time and memory of each machine's cgroup (see :class:`Cluster`).
+
+        A node counts its own processes and its pods'; with ``napi=threaded`` also the kernel
+        threads that receive its packets, without it that work is counted by the sender.
+        """
+        names = {f"n{node.index}": node.role.value for node in self._plan.nodes}
+        names.update(ext="external", mon="monitoring")
+        out: dict[str, ResourceUsage] = {}
+        for member, usage in self._cgroups.usage(reset_peak=reset_peak).items():
+            name = names[member]
+            known = out.get(name)
+            out[name] = usage if known is None else _summed(known, usage)
+        return out
+
     def environment(self) -> Environment:
         """Fingerprint of the host and the lab (computed once)."""
         with self._lock:
@@ -552,6 +607,8 @@ class LabCluster:
             "datapath": self._plan.datapath.value,
             "encryption": self._spec.encryption,
             "pod_mtu": self._plan.pod_mtu,
+            "napi": "threaded" if self._plan.napi_threaded else "inline",
+            "cpu_per_node": self._cgroups.available,
         }
         if self._plan.datapath is LabDatapath.VXLAN:
             values.update(
@@ -601,6 +658,7 @@ class LabCluster:
                 except ProvisioningError as exc:
                     problems.append(str(exc))
             self._wireguard.remove_sockets()
+            problems += [f"cgroup {d} remains" for d in self._cgroups.remove()]
             self._pods.clear()
             shutil.rmtree(self._plan.state_dir, ignore_errors=True)
             if self._plan.state_dir.exists():
@@ -619,3 +677,16 @@ class LabCluster:
             return []
         # Pods first, the underlay last: cosmetic, the kernel handles any order.
         return sorted(names, key=lambda n: (n == self._plan.underlay_namespace, n))
+
+
+def _summed(a: ResourceUsage, b: ResourceUsage) -> ResourceUsage:
+    """Two machines of one role as one (memory unknown if either's is)."""
+
+    def add(x: int | None, y: int | None) -> int | None:
+        return None if x is None or y is None else x + y
+
+    return ResourceUsage(
+        a.cpu_seconds + b.cpu_seconds,
+        add(a.memory_bytes, b.memory_bytes),
+        add(a.memory_peak_bytes, b.memory_peak_bytes),
+    )

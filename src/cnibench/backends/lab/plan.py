@@ -47,6 +47,7 @@ __all__ = [
     "LAB_ID_RE",
     "LAB_NAMESPACE_RE",
     "MONITOR_IP",
+    "NAPI_MODES",
     "NODE_EXPORTER_PORT",
     "NODE_UPLINK",
     "POD_SUPERNET",
@@ -70,6 +71,8 @@ __all__ = [
     "lab_state_dir",
     "namespace_removal_step",
     "namespace_steps",
+    "napi_option",
+    "napi_steps",
     "new_lab_id",
     "nginx_echo_config",
     "node_nat_ruleset",
@@ -279,6 +282,9 @@ class LabPlan:
     pod_mtu:
         MTU of pod interfaces: the underlay MTU minus every tunnel header on the path, so that
         pods never send packets the overlay must fragment (bytes).
+    napi_threaded:
+        Whether every machine receives on its underlay interface in threaded NAPI pollers of
+        its own (option ``napi=threaded``) rather than in the sender's softirq.
     """
 
     lab_id: str
@@ -291,6 +297,15 @@ class LabPlan:
     external: HostPlan
     monitor: HostPlan
     pod_mtu: int
+    napi_threaded: bool = False
+
+    @property
+    def machines(self) -> dict[str, str]:
+        """Every namespace that stands for a machine, by its cgroup member name: ``n<i>``
+        for node *i* (its pods belong to it), ``ext`` and ``mon``."""
+        prefix = f"{self.lab_id}-"
+        names = [*(node.name for node in self.nodes), self.external.name, self.monitor.name]
+        return {name.removeprefix(prefix): name for name in names}
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -439,7 +454,8 @@ def plan_lab(
     ----------
     spec:
         ``cni`` is the datapath (``routed`` or ``vxlan``), ``encryption`` ``""`` or
-        ``"wireguard"``, one node per entry of ``roles``. The lab takes no ``options``.
+        ``"wireguard"``, one node per entry of ``roles``. One option: ``napi`` (``inline``,
+        the default, or ``threaded``, see :func:`napi_steps`).
     lab_id:
         ``cb`` + six hex digits (see :func:`new_lab_id`).
     state_root:
@@ -453,7 +469,7 @@ def plan_lab(
     Raises
     ------
     ConfigError
-        Unknown datapath or encryption, options given, no node or more than 100 nodes, or a
+        Unknown datapath, encryption or option, no node or more than 100 nodes, or a
         malformed lab id.
     """
     validate_lab_id(lab_id)
@@ -467,8 +483,7 @@ def plan_lab(
         raise ConfigError(
             f"unknown lab encryption {spec.encryption!r}: choose '' (none) or wireguard"
         )
-    if spec.options:
-        raise ConfigError(f"the lab backend takes no options, got {sorted(spec.options)}")
+    napi = napi_option(spec.options)
     if not spec.roles or len(spec.roles) > MAX_NODES:
         raise ConfigError(f"a lab needs 1 to {MAX_NODES} nodes, got {len(spec.roles)}")
     encryption = spec.encryption == "wireguard"
@@ -503,7 +518,76 @@ def plan_lab(
         external=HostPlan(f"{lab_id}-ext", EXTERNAL_IP, "ext"),
         monitor=HostPlan(f"{lab_id}-mon", MONITOR_IP, "mon"),
         pod_mtu=mtu,
+        napi_threaded=napi == "threaded",
     )
+
+
+NAPI_MODES = ("inline", "threaded")
+"""Values of the lab's one option, ``napi``: where a machine's receive processing runs."""
+
+
+def napi_option(options: Mapping[str, str]) -> str:
+    """The ``napi`` mode ``options`` ask for (``inline`` by default).
+
+    Raises
+    ------
+    ConfigError
+        An option other than ``napi``, or an unknown mode.
+    """
+    unknown = sorted(set(options) - {"napi"})
+    if unknown:
+        raise ConfigError(
+            f"the lab takes only the option napi=inline|threaded, got {', '.join(unknown)}"
+        )
+    napi = options.get("napi", "inline")
+    if napi not in NAPI_MODES:
+        raise ConfigError(f"unknown lab option napi={napi}: choose napi=inline or napi=threaded")
+    return napi
+
+
+def napi_steps(plan: LabPlan) -> list[Step]:
+    """With ``napi=threaded``: each machine's underlay interface receives in NAPI threads.
+
+    A veth hands a packet to its peer's NAPI poller only when GRO is on at the receiver and
+    the packet is not a GSO super-packet, so the bridge ports that transmit to the machines
+    segment in software (TSO off) and every machine's ``eth0`` turns GRO and threading on.
+    Without the option, nothing: the receiving side's work runs in the sender's softirq and
+    is counted as the sender's CPU.
+    """
+    if not plan.napi_threaded:
+        return []
+    ports = [node.bridge_port for node in plan.nodes]
+    ports += [plan.external.bridge_port, plan.monitor.bridge_port]
+    ul = plan.underlay_namespace
+    steps = [
+        Step(
+            f"turn TSO off on bridge port {port}",
+            ("ip", "netns", "exec", ul, "ethtool", "-K", port, "tso", "off"),
+        )
+        for port in ports
+    ]
+    for namespace in plan.machines.values():
+        steps.append(
+            Step(
+                f"turn GRO on at {NODE_UPLINK} of {namespace}",
+                ("ip", "netns", "exec", namespace, "ethtool", "-K", NODE_UPLINK, "gro", "on"),
+            )
+        )
+        steps.append(
+            Step(
+                f"thread the NAPI poller of {NODE_UPLINK} in {namespace}",
+                (
+                    "ip",
+                    "netns",
+                    "exec",
+                    namespace,
+                    "sh",
+                    "-c",
+                    f"echo 1 > /sys/class/net/{NODE_UPLINK}/threaded",
+                ),
+            )
+        )
+    return steps
 
 
 def plan_pod(plan: LabPlan, name: str, node: NodePlan, *, host: int, seq: int) -> PodPlan:

@@ -4,7 +4,10 @@ Commands are argv lists (never shell strings). A failing provisioning command ra
 :class:`~cnibench.errors.ProvisioningError` naming the step and quoting the command's stderr. Long
 running processes (servers, wireguard-go, Prometheus) are started in their own process group
 with ``ip netns exec`` (which execs the command, so the PID we hold is the server's) and are
-stopped by that PID: SIGTERM, a bounded wait, then SIGKILL to the group.
+stopped by that PID: SIGTERM, a bounded wait, then SIGKILL to the group. Whatever runs in a
+machine's namespace (a node, its pods, the external or monitoring host) first enters that
+machine's cgroups (:func:`~cnibench.backends.lab.cgroups.enter_argv`), so its CPU and memory are
+the machine's own.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from cnibench.backends.base import CommandResult
+from cnibench.backends.lab.cgroups import enter_argv
 from cnibench.backends.lab.plan import Step
 from cnibench.errors import ProvisioningError, ToolError
 
@@ -125,7 +129,7 @@ def run_in_namespace(
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
-            ["ip", "netns", "exec", namespace, *argv],
+            enter_argv(namespace, ["ip", "netns", "exec", namespace, *argv]),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -250,7 +254,7 @@ def start_process(
             log = log_path.open("ab")
             stdout, stderr = log, subprocess.STDOUT
         popen = subprocess.Popen(
-            ["ip", "netns", "exec", namespace, *argv],
+            enter_argv(namespace, ["ip", "netns", "exec", namespace, *argv]),
             stdin=subprocess.DEVNULL,
             stdout=stdout,
             stderr=stderr,
