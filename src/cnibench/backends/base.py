@@ -329,14 +329,15 @@ class ResourceUsage:
     ----------
     cpu_seconds:
         CPU time of its processes, its pods' and its receive threads since it was created
-        (cumulative; a run's share is the difference of two readings).
+        (cumulative; a run's share is the difference of two readings), or ``None`` where the
+        work its packets cause is not counted as its own (the lab with ``napi=inline``).
     memory_bytes:
         Memory charged to it now, or ``None`` if not measurable.
     memory_peak_bytes:
         Highest memory charged since the last reading that reset the peak, or ``None``.
     """
 
-    cpu_seconds: float
+    cpu_seconds: float | None
     memory_bytes: int | None = None
     memory_peak_bytes: int | None = None
 

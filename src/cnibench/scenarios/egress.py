@@ -37,7 +37,9 @@ class EgressScenario(Scenario):
     """Client pod to external iperf3 server, with and without an egress gateway."""
 
     name = "egress"
-    primary_metrics = ("throughput", "rtt_mean", "cpu", "ram")
+    primary_metrics = ("throughput", "rtt_mean", "cpu@egress-gw", "cpu", "ram")
+    """``cpu@egress-gw``: the gateway node's own CPU (cores), which the lab measures with
+    ``napi=threaded``; ``cpu``/``ram``: host-wide (the lab) or mean over nodes (Kubernetes)."""
     contrasts = (Contrast("gateway", treatment={"gateway": "on"}, control={"gateway": "off"}),)
 
     def conditions(self) -> list[Condition]:

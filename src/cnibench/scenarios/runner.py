@@ -223,7 +223,8 @@ def machine_usage(
 
     ``cpu@<machine>`` is in cores (CPU seconds per second of run: 0.5 is half a core, and a
     machine may use more than one); ``ram@<machine>`` is the peak over the run in MB (2**20
-    bytes) where the peak can be reset, otherwise what is charged at the end.
+    bytes) where the peak can be reset, otherwise what is charged at the end. A machine whose
+    CPU is not its own (``cpu_seconds`` ``None``) has only ``ram@``.
 
     >>> machine_usage({"egress-gw": ResourceUsage(10.0)}, {"egress-gw": ResourceUsage(11.5)}, 3.0)
     [Measurement(metric='cpu@egress-gw', value=0.5, unit='cores')]
@@ -235,8 +236,9 @@ def machine_usage(
         start = before.get(name)
         if start is None:
             continue
-        cpu = max(0.0, end.cpu_seconds - start.cpu_seconds) / seconds
-        out.append(Measurement(f"cpu@{name}", cpu, "cores"))
+        if start.cpu_seconds is not None and end.cpu_seconds is not None:
+            cpu = max(0.0, end.cpu_seconds - start.cpu_seconds) / seconds
+            out.append(Measurement(f"cpu@{name}", cpu, "cores"))
         memory = end.memory_peak_bytes if end.memory_peak_bytes is not None else end.memory_bytes
         if memory is not None:
             out.append(Measurement(f"ram@{name}", memory / 2**20, "MB"))

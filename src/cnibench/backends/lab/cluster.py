@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -567,13 +568,17 @@ class LabCluster:
     def resource_usage(self, *, reset_peak: bool = False) -> dict[str, ResourceUsage]:
         """CPU time and memory of each machine's cgroup (see :class:`Cluster`).
 
-        A node counts its own processes and its pods'; with ``napi=threaded`` also the kernel
-        threads that receive its packets, without it that work is counted by the sender.
+        A machine counts its own processes and its pods', and with ``napi=threaded`` the kernel
+        threads that receive its packets. Without that option the receive work, forwarding
+        included, runs in the softirq of whichever task sent the packet and is counted there
+        (a gateway would look free), so CPU is left out (``None``) and only memory reported.
         """
         names = {f"n{node.index}": node.role.value for node in self._plan.nodes}
         names.update(ext="external", mon="monitoring")
         out: dict[str, ResourceUsage] = {}
         for member, usage in self._cgroups.usage(reset_peak=reset_peak).items():
+            if not self._plan.napi_threaded:
+                usage = dataclasses.replace(usage, cpu_seconds=None)
             name = names[member]
             known = out.get(name)
             out[name] = usage if known is None else _summed(known, usage)
@@ -685,8 +690,9 @@ def _summed(a: ResourceUsage, b: ResourceUsage) -> ResourceUsage:
     def add(x: int | None, y: int | None) -> int | None:
         return None if x is None or y is None else x + y
 
+    cpu = None if a.cpu_seconds is None or b.cpu_seconds is None else a.cpu_seconds + b.cpu_seconds
     return ResourceUsage(
-        a.cpu_seconds + b.cpu_seconds,
+        cpu,
         add(a.memory_bytes, b.memory_bytes),
         add(a.memory_peak_bytes, b.memory_peak_bytes),
     )
