@@ -1,4 +1,5 @@
-"""The locust runner for real: virtual users against nginx echo backends on loopback."""
+"""The split load runner for real, both engines (cnibench's epoll client and locust): virtual
+users against nginx echo backends on loopback."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cnibench.tools.locust_runner import (
+    ENGINES,
     locust_runner_argv,
     parse_locust_records,
     parse_locust_summary,
@@ -111,6 +113,12 @@ def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Echo]:
             process.communicate()
 
 
+@pytest.fixture(scope="module", params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    """Each engine of the runner."""
+    return str(request.param)
+
+
 def run_locust(argv: list[str]) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=BOUND_S, check=False)
@@ -119,11 +127,16 @@ def run_locust(argv: list[str]) -> tuple[subprocess.CompletedProcess[str], float
 
 @pytest.fixture(scope="module")
 def split_run(
-    echo: Echo, tmp_path_factory: pytest.TempPathFactory
+    echo: Echo, engine: str, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[subprocess.CompletedProcess[str], float, Path]:
     out = tmp_path_factory.mktemp("locust") / "records.csv"
     argv = locust_runner_argv(
-        echo.proxy_url, users=USERS, spawn_rate=USERS, duration=SECONDS, out=str(out)
+        echo.proxy_url,
+        users=USERS,
+        spawn_rate=USERS,
+        duration=SECONDS,
+        out=str(out),
+        engine=engine,
     )
     done, elapsed = run_locust(argv)
     return done, elapsed, out
@@ -170,8 +183,10 @@ def test_summary_agrees_with_records(
     assert summary.requests_per_second > 0
 
 
-def test_records_on_stdout_summary_on_stderr(echo: Echo) -> None:
-    argv = locust_runner_argv(echo.v1_url, users=2, spawn_rate=2, duration=1, out="-", wait=0.01)
+def test_records_on_stdout_summary_on_stderr(echo: Echo, engine: str) -> None:
+    argv = locust_runner_argv(
+        echo.v1_url, users=2, spawn_rate=2, duration=1, out="-", wait=0.01, engine=engine
+    )
     done, _ = run_locust(argv)
     assert done.returncode == 0, done.stderr[-2000:]
     run = parse_locust_records(done.stdout)
@@ -179,10 +194,16 @@ def test_records_on_stdout_summary_on_stderr(echo: Echo) -> None:
     assert parse_locust_summary(done.stderr).requests == run.requests
 
 
-def test_unreachable_target_gives_failed_records() -> None:
+def test_unreachable_target_gives_failed_records(engine: str) -> None:
     (closed,) = free_ports(1)
     argv = locust_runner_argv(
-        f"http://{LOOPBACK}:{closed}/", users=1, spawn_rate=1, duration=1, out="-", wait=0.05
+        f"http://{LOOPBACK}:{closed}/",
+        users=1,
+        spawn_rate=1,
+        duration=1,
+        out="-",
+        wait=0.05,
+        engine=engine,
     )
     done, elapsed = run_locust(argv)
     assert done.returncode == 0
@@ -194,17 +215,26 @@ def test_unreachable_target_gives_failed_records() -> None:
 
 
 @pytest.mark.parametrize("processes", [1, 3])
-def test_users_are_spread_over_the_runner_processes(echo: Echo, processes: int) -> None:
+def test_users_are_spread_over_the_runner_processes(
+    echo: Echo, engine: str, processes: int
+) -> None:
     """One runner or several (started together, records merged in start order) give the same
     kind of result; the summary says how many ran and counts what the records hold."""
     argv = locust_runner_argv(
-        echo.proxy_url, users=7, spawn_rate=7, duration=2, out="-", processes=processes
+        echo.proxy_url,
+        users=7,
+        spawn_rate=7,
+        duration=2,
+        out="-",
+        processes=processes,
+        engine=engine,
     )
     done, elapsed = run_locust(argv)
     assert done.returncode == 0, done.stderr[-2000:]
     assert elapsed < BOUND_S
     summary_line = json.loads(done.stderr.strip().splitlines()[-1])
     assert summary_line["processes"] == processes
+    assert summary_line["engine"] == engine
     assert summary_line["users"] == 7
     run = parse_locust_records(done.stdout)
     summary = parse_locust_summary(done.stderr)
@@ -215,3 +245,31 @@ def test_users_are_spread_over_the_runner_processes(echo: Echo, processes: int) 
     # Started together: the records span the run's duration, not it plus a start-up skew.
     span = float(run.records["time"].max() - run.records["time"].min())
     assert 1.0 < span <= 2.5
+
+
+def test_a_silent_server_gives_timed_out_records_and_the_run_still_ends(engine: str) -> None:
+    """A server that accepts and never answers: every request fails after the request timeout,
+    its user reconnects, and the run ends in its bound."""
+    with socket.socket() as silent:
+        silent.bind((LOOPBACK, 0))
+        silent.listen(64)
+        port = silent.getsockname()[1]
+        argv = locust_runner_argv(
+            f"http://{LOOPBACK}:{port}/",
+            users=2,
+            spawn_rate=2,
+            duration=2.5,
+            out="-",
+            request_timeout=0.5,
+            engine=engine,
+        )
+        done, elapsed = run_locust(argv)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert elapsed < BOUND_S
+    run = parse_locust_records(done.stdout)
+    assert run.failures == run.requests >= 2
+    assert set(run.records["status"]) == {0}
+    assert run.records["error"].str.contains(r"(?i)timed? ?out").all(), run.records[
+        "error"
+    ].tolist()
+    assert (run.records["latency_ms"] >= 450).all()

@@ -56,7 +56,24 @@ def test_argv() -> None:
         "5",
         "--out",
         "/tmp/r.csv",
+        "--engine",
+        "epoll",
     ]
+
+
+def test_the_epoll_engine_refuses_https_and_unknown_engines_are_refused() -> None:
+    from cnibench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="plain http"):
+        locust_runner_argv("https://198.18.0.10/", users=1, spawn_rate=1, duration=1, out="-")
+    with pytest.raises(ConfigError, match="unknown engine 'k6'"):
+        locust_runner_argv(
+            "http://198.18.0.10/", users=1, spawn_rate=1, duration=1, out="-", engine="k6"
+        )
+    argv = locust_runner_argv(
+        "https://198.18.0.10/", users=1, spawn_rate=1, duration=1, out="-", engine="locust"
+    )
+    assert argv[-2:] == ["--engine", "locust"]
 
 
 def test_argv_with_wait_and_header() -> None:
