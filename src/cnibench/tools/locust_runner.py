@@ -446,19 +446,15 @@ def _run(options: argparse.Namespace, records: IO[str]) -> dict[str, object]:
     records.flush()
     if writer.write_error:
         return {"error": f"cannot write records: {writer.write_error}"}
-    return {
-        "requests": writer.requests,
-        "failures": writer.failures,
-        "requests_per_second": writer.requests / duration if duration > 0 else 0.0,
-        "duration_s": duration,
-        "users": options.users,
-        "spawn_rate": options.spawn_rate,
-        "url": options.url,
-        "processes": 1,
-        "engine": "locust",
-        "backends": writer.backends,
-        "statuses": {str(k): v for k, v in sorted(writer.statuses.items())},
-    }
+    return _summary(
+        options,
+        requests=writer.requests,
+        failures=writer.failures,
+        duration=duration,
+        processes=1,
+        backends=writer.backends,
+        statuses=writer.statuses,
+    )
 
 
 def _run_epoll(options: argparse.Namespace, records: IO[str]) -> dict[str, object]:
@@ -506,19 +502,15 @@ def _run_epoll(options: argparse.Namespace, records: IO[str]) -> dict[str, objec
     records.flush()
     if write_error:
         return {"error": f"cannot write records: {write_error}"}
-    return {
-        "requests": counts["requests"],
-        "failures": counts["failures"],
-        "requests_per_second": counts["requests"] / duration if duration > 0 else 0.0,
-        "duration_s": duration,
-        "users": options.users,
-        "spawn_rate": options.spawn_rate,
-        "url": options.url,
-        "processes": 1,
-        "engine": "epoll",
-        "backends": backends,
-        "statuses": {str(k): v for k, v in sorted(statuses.items())},
-    }
+    return _summary(
+        options,
+        requests=counts["requests"],
+        failures=counts["failures"],
+        duration=duration,
+        processes=1,
+        backends=backends,
+        statuses=statuses,
+    )
 
 
 def _shares(total: int, parts: int) -> list[int]:
@@ -599,17 +591,39 @@ def _merged(summaries: Sequence[LocustSummary], options: argparse.Namespace) -> 
             backends[name] = backends.get(name, 0) + count
         for status, count in summary.statuses.items():
             statuses[status] = statuses.get(status, 0) + count
+    return _summary(
+        options,
+        requests=requests,
+        failures=sum(s.failures for s in summaries),
+        duration=duration,
+        processes=len(summaries),
+        backends=backends,
+        statuses=statuses,
+    )
+
+
+def _summary(
+    options: argparse.Namespace,
+    *,
+    requests: int,
+    failures: int,
+    duration: float,
+    processes: int,
+    backends: Mapping[str, int],
+    statuses: Mapping[int, int],
+) -> dict[str, object]:
+    """The JSON summary line every engine and the merging parent print."""
     return {
         "requests": requests,
-        "failures": sum(s.failures for s in summaries),
+        "failures": failures,
         "requests_per_second": requests / duration if duration > 0 else 0.0,
         "duration_s": duration,
         "users": options.users,
         "spawn_rate": options.spawn_rate,
         "url": options.url,
-        "processes": len(summaries),
+        "processes": processes,
         "engine": options.engine,
-        "backends": backends,
+        "backends": dict(backends),
         "statuses": {str(k): v for k, v in sorted(statuses.items())},
     }
 
