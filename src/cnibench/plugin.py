@@ -227,7 +227,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
                 all_metrics=bool(config.getoption("--all-metrics", default=False)),
             )
             writer = config.get_terminal_writer()
-            for line in verdict_summary(verdict(load_results(session_dir), reference=reference)):
+            table = verdict(load_results(session_dir), reference=reference)
+            for line in verdict_summary(table, full_at=f"the Verdict section of {report}"):
                 writer.line(f"cnibench: {line}")
             writer.line(f"cnibench: report written to {report}")
 

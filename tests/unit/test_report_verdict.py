@@ -445,3 +445,48 @@ def test_a_narrow_interval_prints_bounds_that_differ():
     low, high = re.search(r"CI (\d\.\d+)-(\d\.\d+)", line).groups()
     assert low != high, line
     assert float(low) <= 1.0 <= float(high), line
+
+
+def _one_clear_cost_among_noise(noisy: int) -> pd.DataFrame:
+    """Gateway on vs off: on vxlan throughput 5 % lower in twelve tight runs each (a
+    detectable difference); on ``noisy`` further CNIs two runs that disagree wildly (large
+    ratios whose intervals cover 1)."""
+    built = _Frame()
+    spread = 1 + 0.002 * np.linspace(-1, 1, 12)
+    built.add("egress", "vxlan", "gateway-off", {"gateway": "off"}, "throughput", 10e9 * spread)
+    built.add("egress", "vxlan", "gateway-on", {"gateway": "on"}, "throughput", 9.5e9 * spread)
+    for i in range(noisy):
+        cni = f"noisy{i}"
+        built.add("egress", cni, "gateway-off", {"gateway": "off"}, "throughput", [10e9, 12e9])
+        built.add("egress", cni, "gateway-on", {"gateway": "on"}, "throughput", [1e9, 40e9 + i])
+    return built.frame()
+
+
+def test_a_long_verdict_prints_the_detectable_difference_first_and_counts_the_rest():
+    table = report.verdict(_one_clear_cost_among_noise(noisy=5))
+    clear = "egress gateway on vxlan: throughput ×0.950"
+    gateway_lines = [line for line in table["verdict"] if "egress gateway on" in line]
+    assert len(gateway_lines) == 6
+    # By effect alone the clear 5 % cost comes after the noise.
+    assert not table["verdict"].iloc[0].startswith(clear)
+    assert int(table["significant"].sum()) == 1
+    lines = report.verdict_summary(table, limit=3, full_at="cnibench report results/x")
+    heading, *body, last = lines
+    assert heading.startswith(f"verdict: {len(table)} planned contrast(s)")
+    assert "1 detectable difference(s)" in heading
+    assert len(body) == 3
+    assert body[0].startswith(f"  {clear}"), body
+    assert all("no detectable difference" in line for line in body[1:])
+    assert last == (
+        f"  ... {len(table) - 3} more not shown, each with no detectable difference;"
+        " every line: cnibench report results/x"
+    )
+
+
+def test_a_short_verdict_prints_every_line_in_effect_order():
+    table = report.verdict(_one_clear_cost_among_noise(noisy=1))
+    lines = report.verdict_summary(table, limit=len(table))
+    assert [line.strip() for line in lines[1:]] == list(table["verdict"])
+    assert "detectable difference(s)" not in lines[0]
+    with pytest.raises(ConfigError, match="limit must be at least 1"):
+        report.verdict_summary(table, limit=0)

@@ -62,6 +62,7 @@ from cnibench.scenarios.base import OTHER_THAN_CONTROL, Contrast, Scenario
 
 __all__ = [
     "CORRECTION",
+    "SUMMARY_LINES",
     "VERDICT_COLUMNS",
     "ContrastKind",
     "PlannedContrast",
@@ -74,6 +75,9 @@ __all__ = [
 
 CORRECTION = "Holm"
 """The multiplicity correction across the contrasts of one verdict (see the module notes)."""
+
+SUMMARY_LINES = 24
+"""Most contrast lines :func:`verdict_summary` prints: about one terminal screen."""
 
 VERDICT_COLUMNS: tuple[str, ...] = (
     "scenario",
@@ -709,9 +713,18 @@ def verdict_lines(frame: pd.DataFrame) -> list[str]:
     return [str(text) for text in frame["verdict"]]
 
 
-def verdict_summary(frame: pd.DataFrame) -> list[str]:
+def verdict_summary(
+    frame: pd.DataFrame, *, limit: int = SUMMARY_LINES, full_at: str = ""
+) -> list[str]:
     """What ``cnibench run`` and ``pytest --report`` print at the end: a heading line, then
-    :func:`verdict_lines` (the heading alone says so when there is no contrast)."""
+    :func:`verdict_lines` (the heading alone says so when there is no contrast).
+
+    A terminal is read from its last screen, so at most ``limit`` lines are printed: every
+    detectable difference first, then the lines whose own interval excludes 1 though the
+    correction leaves no detectable difference, then the rest, each group largest effect
+    first; a last line counts what was left out and says where every line is (``full_at``,
+    e.g. the ``cnibench report`` command of the results). A session with a few contrasts prints them
+    all, in :func:`verdict`'s order."""
     if frame.empty:
         notes = [f"  {note}" for note in frame.attrs.get("notes", [])]
         return [
@@ -719,6 +732,8 @@ def verdict_summary(frame: pd.DataFrame) -> list[str]:
             " condition, a CNI comparison a second CNI on the same condition)",
             *notes,
         ]
+    if limit < 1:
+        raise ConfigError(f"limit must be at least 1, got {limit!r}")
     level = float(frame["level"].iloc[0])
     heading = (
         f"verdict: {len(frame)} planned contrast(s), ratio treatment / control of truncated"
@@ -727,4 +742,28 @@ def verdict_summary(frame: pd.DataFrame) -> list[str]:
     cnis = set(frame["cni"]) | set(frame["control_cni"])
     if len(cnis) > 1:
         heading += f"; reference CNI {frame.attrs.get('reference', '')}"
-    return [heading + ":", *(f"  {line}" for line in verdict_lines(frame))]
+    if len(frame) <= limit:
+        return [heading + ":", *(f"  {line}" for line in verdict_lines(frame))]
+    significant = frame["significant"].to_numpy(dtype=bool)
+    detected = int(significant.sum())
+    low = frame["ci_low"].to_numpy(dtype=np.float64)
+    high = frame["ci_high"].to_numpy(dtype=np.float64)
+    # Then the lines whose own interval excludes 1 (evidence, if not enough after the
+    # correction), then the rest; a stable sort keeps the effect order within each group.
+    apart = (low > 1.0) | (high < 1.0)
+    rank = np.where(significant, 0, np.where(apart, 1, 2))
+    shown = frame.iloc[np.argsort(rank, kind="stable")[:limit]]
+    left_out = len(frame) - len(shown)
+    left_detected = detected - int(shown["significant"].sum())
+    heading += (
+        f"; the {len(shown)} that say most: {detected} detectable difference(s), then the"
+        " largest effects whose own interval excludes 1, then the rest"
+    )
+    rest = f"{left_out} more not shown"
+    if left_detected:
+        rest += f" ({left_detected} of them detectable differences)"
+    else:
+        rest += ", each with no detectable difference"
+    if full_at:
+        rest += f"; every line: {full_at}"
+    return [heading + ":", *(f"  {line}" for line in verdict_lines(shown)), f"  ... {rest}"]
