@@ -3,16 +3,22 @@ chains or an nftables verdict map) on the nodes, proven by conntrack's record of
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from lab_support import HTTP_PORT, IPERF3_PORT, SOCKPERF_PORT, Lab
 
+from cnibench import load_results
 from cnibench.backends.base import Service
+from cnibench.backends.lab.service_rules import SERVICE_RANGE
 from cnibench.scenarios.baseline import BaselineScenario
 from cnibench.scenarios.options import parse_scenario_options
 from cnibench.scenarios.profiles import profile_named
+from suite_support import run_cnibench
 
 PORTS = (IPERF3_PORT, SOCKPERF_PORT, HTTP_PORT)
 
@@ -114,3 +120,45 @@ def test_ebpf_services_are_not_the_labs_and_the_hint_says_where_they_are(lab: La
     assert "--cni cilium" in lab.cluster.capability_hint(Capability.SERVICE_EBPF)
     with pytest.raises(ConfigError, match="the lab has no service proxy 'ebpf'"):
         lab.cluster.expose(lab.server, PORTS, proxy="ebpf", others=0)
+
+
+TOOL_METRICS = {"iperf3": "throughput", "sockperf": "latency_avg", "ab": "requests_per_second",
+                "wrk": "requests_per_second"}  # fmt: skip
+"""Each tool of the baseline and the number it is run for."""
+
+
+def test_the_cli_measures_the_pod_and_its_service_with_every_tool(
+    lab_backend: object, tmp_path: Path
+) -> None:
+    """``cnibench run --scenario baseline --target pod,service`` as a person types it, cut to
+    the cross-node idle conditions: verified runs of all four tools on both targets, the
+    Service's ones answered by the server pod at a virtual IP, and a service-path verdict."""
+    ids = [f"cross-node-idle-{tool}{suffix}" for tool in TOOL_METRICS
+           for suffix in ("", "-service-nftables-0svc")]  # fmt: skip
+    results = tmp_path / "results"
+    done = run_cnibench(
+        "run", "--cluster", "lab", "--cni", "routed", "--scenario", "baseline",
+        "--target", "pod,service", "--proxy", "nftables", "--profile", "smoke",
+        "--results-dir", results, *(arg for cid in ids for arg in ("--condition", cid)),
+        timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    frame = load_results(results)
+    assert set(frame["condition"]) == set(ids)
+    assert bool(frame["verified"].all())
+    assert set(frame["status"]) == {"ok"}
+    for tool, metric in TOOL_METRICS.items():
+        for target in ("pod", "service"):
+            rows = frame[(frame["param_tool"] == tool) & (frame["metric"] == metric)]
+            rows = rows[rows["param_target"].fillna("pod") == target]
+            assert len(rows) == 2, (tool, target, rows)
+            assert (rows["value"] > 0).all(), (tool, target, rows)
+        (proof,) = results.glob(f"*/verification-*-cross-node-idle-{tool}-service-*.json")
+        evidence = json.loads(proof.read_text())
+        host = evidence["url"].removeprefix("http://").rsplit(":", 1)[0]
+        assert ipaddress.ip_address(host) in SERVICE_RANGE, evidence
+        assert evidence["answered_by"] == "bl-srv", evidence
+        assert (
+            f"service path on routed (load=idle, placement=cross-node, proxy=nftables,"
+            f" services=0, tool={tool})" in done.stdout
+        )
