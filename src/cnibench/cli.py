@@ -458,11 +458,11 @@ def _print_verdict(results_dir: Path, reference: str | None) -> None:
     from cnibench.report import verdict, verdict_summary
     from cnibench.results import load_results
 
-    full = shlex.join(["cnibench", "report", str(results_dir)])
+    command = ["cnibench", "report", str(results_dir)]
     if reference is not None:
-        full += f" --reference {shlex.quote(reference)}"
+        command += ["--reference", reference]
     table = verdict(load_results(results_dir), reference=reference)
-    for line in verdict_summary(table, full_at=f"{full} (its Verdict section)"):
+    for line in verdict_summary(table, full_at=f"{shlex.join(command)} (its Verdict section)"):
         # One line each, however narrow the terminal: people grep these.
         print(line, flush=True)
 

@@ -723,8 +723,8 @@ def verdict_summary(
     detectable difference first, then the lines whose own interval excludes 1 though the
     correction leaves no detectable difference, then the rest, each group largest effect
     first; a last line counts what was left out and says where every line is (``full_at``,
-    e.g. the ``cnibench report`` command of the results). A session with a few contrasts prints them
-    all, in :func:`verdict`'s order."""
+    e.g. the ``cnibench report`` command of the results). A session with a few contrasts
+    prints them all, in :func:`verdict`'s order."""
     if frame.empty:
         notes = [f"  {note}" for note in frame.attrs.get("notes", [])]
         return [
@@ -742,28 +742,29 @@ def verdict_summary(
     cnis = set(frame["cni"]) | set(frame["control_cni"])
     if len(cnis) > 1:
         heading += f"; reference CNI {frame.attrs.get('reference', '')}"
-    if len(frame) <= limit:
-        return [heading + ":", *(f"  {line}" for line in verdict_lines(frame))]
-    significant = frame["significant"].to_numpy(dtype=bool)
-    detected = int(significant.sum())
-    low = frame["ci_low"].to_numpy(dtype=np.float64)
-    high = frame["ci_high"].to_numpy(dtype=np.float64)
-    # Then the lines whose own interval excludes 1 (evidence, if not enough after the
-    # correction), then the rest; a stable sort keeps the effect order within each group.
-    apart = (low > 1.0) | (high < 1.0)
-    rank = np.where(significant, 0, np.where(apart, 1, 2))
-    shown = frame.iloc[np.argsort(rank, kind="stable")[:limit]]
-    left_out = len(frame) - len(shown)
-    left_detected = detected - int(shown["significant"].sum())
-    heading += (
-        f"; the {len(shown)} that say most: {detected} detectable difference(s), then the"
-        " largest effects whose own interval excludes 1, then the rest"
-    )
-    rest = f"{left_out} more not shown"
-    if left_detected:
-        rest += f" ({left_detected} of them detectable differences)"
-    else:
-        rest += ", each with no detectable difference"
-    if full_at:
-        rest += f"; every line: {full_at}"
-    return [heading + ":", *(f"  {line}" for line in verdict_lines(shown)), f"  ... {rest}"]
+    shown, tail = frame, []
+    if len(frame) > limit:
+        significant = frame["significant"].to_numpy(dtype=bool)
+        detected = int(significant.sum())
+        low = frame["ci_low"].to_numpy(dtype=np.float64)
+        high = frame["ci_high"].to_numpy(dtype=np.float64)
+        # Then the lines whose own interval excludes 1 (evidence, if not enough after the
+        # correction), then the rest; a stable sort keeps the effect order within each group.
+        apart = (low > 1.0) | (high < 1.0)
+        rank = np.where(significant, 0, np.where(apart, 1, 2))
+        shown = frame.iloc[np.argsort(rank, kind="stable")[:limit]]
+        left_out = len(frame) - len(shown)
+        left_detected = detected - int(shown["significant"].sum())
+        heading += (
+            f"; the {len(shown)} that say most: {detected} detectable difference(s), then the"
+            " largest effects whose own interval excludes 1, then the rest"
+        )
+        rest = f"{left_out} more not shown"
+        if left_detected:
+            rest += f" ({left_detected} of them detectable differences)"
+        else:
+            rest += ", each with no detectable difference"
+        if full_at:
+            rest += f"; every line: {full_at}"
+        tail = [f"  ... {rest}"]
+    return [heading + ":", *(f"  {line}" for line in verdict_lines(shown)), *tail]
