@@ -165,7 +165,7 @@ SKIPPED_HERE = {
     ("split", "flannel"): "Envoy-based ones cannot be built offline",
     ("wireguard", "antrea"): "antrea needs the openvswitch kernel module, which this kernel lacks",
     ("wireguard", "calico"): "Calico is not served by the Go module proxy",
-    ("wireguard", "kube-router"): "kube-router is not served by the Go module proxy",
+    ("wireguard", "kube-router"): "kube-router cannot encrypt with WireGuard: it has no encryption",
 }
 """What cannot run on this machine, and the words its skip line must give as the reason."""
 

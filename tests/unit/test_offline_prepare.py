@@ -15,7 +15,14 @@ from cnibench import cli
 from cnibench.backends.kube.offline import OfflineBuilder
 from cnibench.backends.kube.offline.recipes import ROOTFS_PACKAGES
 
-STEPS = ("build_kubernetes", "build_go_binaries", "build_cilium", "build_helm", "link_tools")
+STEPS = (
+    "build_kubernetes",
+    "build_go_binaries",
+    "build_cilium",
+    "build_helm",
+    "build_kube_router",
+    "link_tools",
+)
 ENGINE_STEPS = ("node_image", "import_image")
 
 
@@ -37,7 +44,8 @@ def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
 
 
 def test_prepare_runs_every_long_step_and_touches_no_engine(calls: list[str]) -> None:
-    assert cli.main(["images", "build", "--cni", "cilium", "--prepare"]) == 0
+    argv = ["images", "build", "--cni", "cilium", "--cni", "kube-router", "--prepare"]
+    assert cli.main(argv) == 0
     assert set(STEPS) <= set(calls)
     assert {f"rootfs:{name}" for name in ROOTFS_PACKAGES} <= set(calls)
     assert not [c for c in calls if c.split(":")[0] in ENGINE_STEPS]
@@ -49,3 +57,5 @@ def test_a_full_build_also_makes_the_images(calls: list[str]) -> None:
     assert any(c.startswith("import_image") for c in calls)
     assert "build_cilium" not in calls  # opt-in
     assert "rootfs:cilium" not in calls
+    assert "build_kube_router" not in calls
+    assert "rootfs:kube-router" not in calls

@@ -34,6 +34,7 @@ from cnibench.backends.kube.offline.recipes import (
     CILIUM_PACKAGES,
     CILIUM_SOURCE,
     CNI_PLUGINS,
+    KUBE_ROUTER_MODULE,
     KUBERNETES_COMMANDS,
     KUBERNETES_IMPORTS,
     ROOTFS_PACKAGES,
@@ -50,6 +51,7 @@ from cnibench.backends.kube.offline.recipes import (
     flannel_go_mod,
     go_proxy,
     image_recipes,
+    kube_router_go_mod,
     kubernetes_go_mod,
     recipe_digest,
     runtime_images,
@@ -63,6 +65,7 @@ __all__ = ["BuildReport", "OfflineBuilder", "cache_root", "module_cache_dir", "o
 _KUBERNETES_RECIPE = "k8s-2"
 _GO_RECIPE = "go-1"
 _CILIUM_RECIPE = "cilium-1"
+_KUBE_ROUTER_RECIPE = "kube-router-1"
 _ROOTFS_RECIPE = "rootfs-1"
 _NODE_RECIPE = "node-1"
 
@@ -203,7 +206,13 @@ class OfflineBuilder:
         for package in CILIUM_PACKAGES:
             name = package.rsplit("/", 1)[-1]
             found[f"cilium/{name}"] = self.cilium_bin / name
+        found["kube-router"] = self.kube_router_bin / "kube-router"
         return found
+
+    @property
+    def kube_router_bin(self) -> Path:
+        """kube-router's command, per release."""
+        return self.offline / "kube-router" / self.versions.kube_router / "bin"
 
     @property
     def cilium_bin(self) -> Path:
@@ -511,6 +520,36 @@ class OfflineBuilder:
                 step="cilium",
                 cwd=work,
                 env=env,
+            )
+        return out
+
+    def build_kube_router(self) -> Path:
+        """kube-router's command through a wrapper module (see
+        :func:`~.recipes.kube_router_go_mod`); returns the bin directory. About 4 minutes cold
+        on 2 cores."""
+        v = self.versions
+        package = f"{KUBE_ROUTER_MODULE}/cmd/kube-router"
+        digest = recipe_digest(_KUBE_ROUTER_RECIPE, v.kube_router, package)
+        out = self.kube_router_bin
+        if self._current(out, digest) and (out / "kube-router").is_file():
+            return out
+        with self._step(f"kube-router {v.kube_router}: go build"):
+            work = self.offline / "src" / f"kube-router-{v.kube_router}"
+            work.mkdir(parents=True, exist_ok=True)
+            (work / "go.mod").write_text(kube_router_go_mod(v))
+            (work / "doc.go").write_text(
+                "// Package kuberouter only holds the go.mod that builds kube-router.\n"
+                "package kuberouter\n"
+            )
+            # A main package of a dependency: -mod=mod (from _go_env) completes go.mod/go.sum.
+            self._go_build_into(
+                out,
+                [package],
+                ["-trimpath", "-ldflags", "-s -w"],
+                digest=digest,
+                step="kube-router",
+                cwd=work,
+                env=self._go_env(),
             )
         return out
 
@@ -880,12 +919,19 @@ class OfflineBuilder:
 
     def _build_all(self, cnis: frozenset[str], *, images: bool) -> BuildReport:
         recipes = image_recipes(self.images, cnis=cnis)
-        cilium = any(recipe.rootfs == "cilium" for recipe in recipes)
-        rootfs_names = [name for name in ROOTFS_PACKAGES if name != "cilium" or cilium]
+        wanted_rootfs = {recipe.rootfs for recipe in recipes}
+        cilium = "cilium" in wanted_rootfs
+        kube_router = "kube-router" in wanted_rootfs
+        optional = {"cilium", "kube-router"}
+        rootfs_names = [
+            name for name in ROOTFS_PACKAGES if name not in optional or name in wanted_rootfs
+        ]
 
         def go_builds() -> None:
             self.build_kubernetes()
             self.build_go_binaries()
+            if kube_router:
+                self.build_kube_router()
             if cilium:
                 self.build_cilium()
                 self.build_helm()

@@ -25,6 +25,7 @@ __all__ = [
     "CNI_IMAGE_FIELDS",
     "CNI_PLUGINS",
     "KUBERNETES_COMMANDS",
+    "KUBE_ROUTER_MODULE",
     "OFFLINE_CNIS",
     "ROOTFS_PACKAGES",
     "ImageRecipe",
@@ -37,6 +38,7 @@ __all__ = [
     "etcd_go_mod",
     "go_proxy",
     "image_recipes",
+    "kube_router_go_mod",
     "kubernetes_go_mod",
     "not_offline_reason",
     "pod_image_tags",
@@ -72,6 +74,11 @@ class OfflineVersions:
     helm:
         ``helm.sh/helm/v3`` release that installs Cilium's chart (built with Cilium; the
         release the kube tier builds, ``scripts/kube-tier.sh``).
+    kube_router:
+        ``github.com/cloudnativelabs/kube-router/v2`` release: the only one the Go module proxy
+        serves. Security flaws are reported for it, so it runs in throwaway kind clusters only;
+        the public image set pins a current release
+        (:attr:`~cnibench.backends.kube.cni.CniVersions.kube_router`).
     debian:
         Debian suite of every root filesystem.
     """
@@ -87,6 +94,7 @@ class OfflineVersions:
     # (recipe_digest), so Cilium's and helm's versions must not rebuild them.
     cilium: str = field(default="v1.18.4", repr=False)
     helm: str = field(default="v3.18.6", repr=False)
+    kube_router: str = field(default="v2.1.0", repr=False)
     debian: str = "bookworm"
 
     @property
@@ -158,6 +166,9 @@ ROOTFS_PACKAGES: Mapping[str, tuple[str, ...]] = {
         "nginx-light",
     ),
     "monitoring": ("prometheus", "prometheus-node-exporter"),
+    # kube-router programs iptables (Debian's default backend, as kube-proxy's image) and
+    # ipsets for NetworkPolicy, and routes and the bridge for pod routing.
+    "kube-router": ("iptables", "ipset", "nftables", "conntrack", "iproute2", "kmod"),
     # The Cilium agent compiles its BPF programs at run time (clang, llc) and programs
     # netfilter, routes, ipsets and BPF objects. Debian's default iptables backend stays: the
     # upstream image's iptables-wrapper picks legacy or nft at first run, but kube-proxy in
@@ -179,14 +190,13 @@ ROOTFS_PACKAGES: Mapping[str, tuple[str, ...]] = {
 """Debian packages of each root filesystem (``debootstrap --variant=minbase``)."""
 
 
-OFFLINE_CNIS = ("flannel", "cilium")
-"""CNIs the offline image set builds (from Go modules) and installs (cilium only when asked:
-``cnibench images build --cni cilium``)."""
+OFFLINE_CNIS = ("flannel", "cilium", "kube-router")
+"""CNIs the offline image set builds (from Go modules) and installs (cilium and kube-router
+only when asked: ``cnibench images build --cni cilium --cni kube-router``)."""
 
 _NOT_OFFLINE = {
     "kindnet": "kindnetd is a nested module of kind the Go module proxy does not serve",
     "calico": "Calico is not served by the Go module proxy",
-    "kube-router": "kube-router is not served by the Go module proxy",
     "antrea": "Antrea is not served by the Go module proxy",
 }
 _KERNEL_MODULES = {"antrea": "openvswitch"}
@@ -557,7 +567,7 @@ def runtime_images(versions: OfflineVersions) -> tuple[ImageRecipe, ...]:
     )
 
 
-CNI_IMAGE_FIELDS: Mapping[str, str] = {"cilium": "cilium"}
+CNI_IMAGE_FIELDS: Mapping[str, str] = {"cilium": "cilium", "kube_router": "kube-router"}
 """Image fields only a cluster of that CNI needs (field -> CNI): built and loaded only when the
 CNI is asked for (Cilium's image is 1.1 GB)."""
 
@@ -635,6 +645,13 @@ def image_recipes(
             env=_PATH,
         ),
         "cilium": cilium_image(images.cilium),
+        "kube_router": ImageRecipe(
+            tag=images.kube_router,
+            rootfs="kube-router",
+            files={"/usr/local/bin/kube-router": "kube-router"},
+            entrypoint=("/usr/local/bin/kube-router",),
+            env=_PATH,
+        ),
     }
     seen: dict[str, ImageRecipe] = {}
     for f in fields(images):
@@ -693,6 +710,24 @@ def flannel_go_mod(versions: OfflineVersions) -> str:
             f"require github.com/flannel-io/flannel {versions.flannel}",
             "",
             f"replace {TENCENT_VPC_MODULE} => ./tencent-vpc-stub",
+            "",
+        ]
+    )
+
+
+KUBE_ROUTER_MODULE = "github.com/cloudnativelabs/kube-router/v2"
+
+
+def kube_router_go_mod(versions: OfflineVersions) -> str:
+    """go.mod of the wrapper module that builds kube-router (its go.mod replaces nothing, so
+    the wrapper only requires it; the build completes go.mod and go.sum itself)."""
+    return "\n".join(
+        [
+            "module cnibench.local/kube-router",
+            "",
+            "go 1.24.0",
+            "",
+            f"require {KUBE_ROUTER_MODULE} {versions.kube_router}",
             "",
         ]
     )
