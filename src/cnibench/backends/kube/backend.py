@@ -28,6 +28,7 @@ from cnibench.backends.kube.external import (
     top_of_subnet_range,
 )
 from cnibench.backends.kube.images import Images, require_pullable
+from cnibench.backends.kube.node_usage import KindNodeUsage
 from cnibench.backends.kube.offline.recipes import not_offline_reason
 from cnibench.backends.kube.providers import Provider
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError, UnsupportedError
@@ -238,6 +239,14 @@ class KubeBackend:
             )
         return pool
 
+    def _node_usage(self) -> KindNodeUsage | None:
+        """kind's nodes are containers of an engine on this machine: their cgroups can be
+        read (the provider's runner asks the engine for each node's process)."""
+        if self.provider.name != "kind":
+            return None
+        runner = getattr(self.provider, "run", None)
+        return KindNodeUsage(runner) if callable(runner) else None
+
     def provision(self, spec: ClusterSpec) -> KubeCluster:
         """Get a cluster from the provider, install the CNI (kind/aks), start a session.
 
@@ -309,6 +318,7 @@ class KubeBackend:
                 external=external,
                 egress_ip_range=egress_range,
                 release=(lambda: provider.delete(made)) if owned else None,
+                node_usage=self._node_usage(),
             )
             cluster.start()
         except CnibenchError:

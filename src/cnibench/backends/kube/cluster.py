@@ -41,6 +41,7 @@ from cnibench.backends.kube.cnis import DRIVERS, CniDriver
 from cnibench.backends.kube.cnis.base import ObjectScope
 from cnibench.backends.kube.external import EXTERNAL_ADDRESS_ENV
 from cnibench.backends.kube.images import Images
+from cnibench.backends.kube.node_usage import AgentPod, KindNodeUsage, agent_changes, agent_pods
 from cnibench.backends.kube.pykube_bridge import pykube_client
 from cnibench.backends.kube.services import KubeServices, proxy_hint, service_proxy
 from cnibench.errors import (
@@ -397,6 +398,9 @@ class KubeCluster:
     release:
         Called by :meth:`teardown` instead of deleting the namespace: it deletes the whole
         cluster (kind/aks clusters not kept). ``None`` keeps the cluster.
+    node_usage:
+        Reads each node's and the CNI agent's own cgroups (kind on this machine); ``None``:
+        :meth:`resource_usage` is empty.
     """
 
     def __init__(
@@ -413,6 +417,7 @@ class KubeCluster:
         timeouts: Timeouts | None = None,
         egress_ip_range: tuple[str, str] | None = None,
         release: Callable[[], None] | None = None,
+        node_usage: KindNodeUsage | None = None,
     ) -> None:
         from kubernetes import client
 
@@ -432,6 +437,8 @@ class KubeCluster:
         self.timeouts = timeouts or Timeouts()
         self.egress_ip_range = egress_ip_range
         self._release = release
+        self._node_usage = node_usage
+        self._agents_seen: dict[str, tuple[str, int]] = {}
         self._nodes: list[Node] = []
         self._cluster_objects: list[dict[str, Any]] = []
         self._policy_objects: list[dict[str, Any]] = []
@@ -515,9 +522,35 @@ class KubeCluster:
         return "^(eth|ens|enp).+$"
 
     def resource_usage(self, *, reset_peak: bool = False) -> dict[str, ResourceUsage]:
-        """Empty: per-node CPU comes from each node's node-exporter, which on kind reads the
-        shared host's ``/proc/stat`` (so it is host-wide there) and on AKS the VM's own."""
-        return {}
+        """Each role's nodes and the CNI agent's pods, as their own cgroups count them (kind
+        on this machine: ``cpu@<role>``, ``cpu@<agent>``); empty elsewhere, where per-node CPU
+        is node-exporter's (host-wide on kind, the VM's own on AKS).
+
+        A reading with ``reset_peak`` starts a run; the next reading without it ends the run
+        and fails it when an agent pod was replaced or restarted in between: the run did not
+        measure the datapath as it was set up.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            The CNI agent restarted since the run's first reading (names the pod).
+        """
+        if self._node_usage is None:
+            return {}
+        agent = self._cni.agent
+        pods = agent_pods(self._core, agent) if agent else []
+        seen = {p.name: (p.uid, p.restarts) for p in pods}
+        if not reset_peak and self._agents_seen:
+            changed = agent_changes(self._agents_seen, seen)
+            if changed:
+                raise ToolError(f"the CNI agent restarted during the run: {changed}")
+        self._agents_seen = seen
+        roles = {node.name: node.role.value for node in self._nodes}
+        return self._node_usage.usage(
+            roles,
+            agent.name if agent else "",
+            [AgentPod(p.node, p.name, p.uid) for p in pods],
+        )
 
     # -- set-up ---------------------------------------------------------------------------
     def start(self) -> None:

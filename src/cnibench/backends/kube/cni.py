@@ -32,6 +32,7 @@ __all__ = [
     "KIND_POD_SUBNET",
     "NGF_NAMESPACE",
     "NGF_RELEASE",
+    "Agent",
     "CniDefinition",
     "CniVersions",
     "HelmChart",
@@ -135,6 +136,23 @@ class Readiness:
 
 
 @dataclass(frozen=True)
+class Agent:
+    """The CNI's own per-node pods, whose CPU and memory are the CNI's cost.
+
+    Attributes
+    ----------
+    name:
+        What metrics call it (``cpu@<name>``, ``ram@<name>``), e.g. ``cilium-agent``.
+    namespace, selector:
+        Where its pods are and the label selector that finds them.
+    """
+
+    name: str
+    namespace: str
+    selector: str
+
+
+@dataclass(frozen=True)
 class CniDefinition:
     """How to install a CNI and what it offers.
 
@@ -173,6 +191,8 @@ class CniDefinition:
     capability_hints:
         For a capability the CNI lacks, a few words on why or what to use instead; appended
         to the reason a scenario needing it is skipped.
+    agent:
+        The CNI's agent pods, or ``None`` when they are not known.
     """
 
     name: str
@@ -190,6 +210,7 @@ class CniDefinition:
     gateway_api_crds: str = ""
     addon_charts: tuple[HelmChart, ...] = ()
     capability_hints: Mapping[Capability, str] = field(default_factory=dict)
+    agent: Agent | None = None
 
 
 def refuse_wireguard(spec: ClusterSpec) -> None:

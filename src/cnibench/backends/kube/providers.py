@@ -251,6 +251,17 @@ class KindProvider:
         self.load_local_images(name, cni=cni.name)
         return ProviderCluster(name, kubeconfig, f"kind-{name}", created)
 
+    def run(self, argv: Sequence[str]) -> str:
+        """Run ``argv`` (a ``kind`` or ``docker`` command) as this provider does; its stdout.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            It failed (its last error line).
+        """
+        out: str = self._run(argv)
+        return out
+
     def load_local_images(self, name: str, *, cni: str = "") -> None:
         """Build (once per host) and load into cluster ``name`` every image cnibench builds
         itself (:meth:`~cnibench.backends.kube.images.Images.local_builds`); with the offline
