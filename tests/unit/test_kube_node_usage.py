@@ -98,8 +98,9 @@ def test_each_node_and_the_agent_pods_are_read_from_the_node_containers(tmp_path
         "kube-router",
         [AgentPod("kr-worker", "kube-router-abcde", UID)],
     )
-    assert usage["client"] == ResourceUsage(1.0, 400)
-    assert usage["server"] == ResourceUsage(2.0, 400)
+    # Without threaded receive a node's CPU is not its own (the sender pays): memory only.
+    assert usage["client"] == ResourceUsage(None, 400)
+    assert usage["server"] == ResourceUsage(None, 400)
     assert usage["kube-router"] == ResourceUsage(0.25, 80)
     assert asked[0] == ["docker", "inspect", "--format", "{{.State.Pid}}", "kr-worker"]
 
@@ -109,7 +110,67 @@ def test_nodes_sharing_a_role_are_summed(tmp_path: Path) -> None:
     usage = KindNodeUsage(lambda argv: str(pids[argv[-1]]), proc=proc).usage(
         {"kr-worker": "client", "kr-worker2": "client"}, "", []
     )
-    assert usage == {"client": ResourceUsage(3.0, 800)}
+    assert usage == {"client": ResourceUsage(None, 800)}
+
+
+def test_threaded_napi_counts_the_receive_threads_as_the_nodes_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both ends of the node's link are threaded (the node's in the node, the peer's on the
+    host, TSO off and GRO on), and the node's pollers' CPU joins the container's."""
+    proc, pids = _fake_host(tmp_path)
+    (proc / "777").mkdir()
+    (proc / "777" / "schedstat").write_text("500000000 12 34\n")
+    sys_net = tmp_path / "sys-class-net"
+    (sys_net / "lo").mkdir(parents=True)
+    ran: list[list[str]] = []
+
+    def run(argv: list[str]) -> str:
+        ran.append(argv)
+        if argv[:2] == ["docker", "inspect"]:
+            return str(pids[argv[-1]])
+        if argv[:2] == ["docker", "exec"]:
+            return "1\n"  # the peer's ifindex: lo's, which every host has
+        return ""
+
+    asked: list[tuple[str, list[str]]] = []
+
+    def threads(netns: str, interfaces: list[str]) -> dict[str, list[int]]:
+        asked.append((netns, interfaces))
+        return {"eth0": [777]}
+
+    monkeypatch.setattr("cnibench.backends.kube.node_usage.napi_thread_pids", threads)
+    usage = KindNodeUsage(run, proc=proc, sys_class_net=sys_net)
+    assert usage.thread_napi("kr-worker") == [777]
+    assert usage.threaded == {"kr-worker"}
+    node_end = next(argv for argv in ran if argv[:2] == ["docker", "exec"])
+    assert "tso off gro on" in node_end[-1]
+    assert "/sys/class/net/eth0/threaded" in node_end[-1]
+    assert ["ethtool", "-K", "lo", "tso", "off", "gro", "on"] in ran
+    assert (sys_net / "lo" / "threaded").read_text() == "1\n"
+    assert asked == [(str(proc / "4242" / "ns" / "net"), ["eth0"])]
+    read = usage.usage({"kr-worker": "egress-gw", "kr-worker2": "server"}, "", [])
+    assert read["egress-gw"] == ResourceUsage(1.5, 400)  # 1.0 s container + 0.5 s threads
+    assert read["server"] == ResourceUsage(None, 400)  # not threaded: memory only
+
+
+def test_threading_a_node_whose_kernel_has_no_threads_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proc, pids = _fake_host(tmp_path)
+    (tmp_path / "net" / "lo").mkdir(parents=True)
+    monkeypatch.setattr(
+        "cnibench.backends.kube.node_usage.napi_thread_pids", lambda netns, names: {"eth0": []}
+    )
+
+    def run(argv: list[str]) -> str:
+        return str(pids[argv[-1]]) if argv[:2] == ["docker", "inspect"] else "1"
+
+    usage = KindNodeUsage(run, proc=proc, sys_class_net=tmp_path / "net")
+    with pytest.raises(ProvisioningError, match="kr-worker has no NAPI thread"):
+        usage.thread_napi("kr-worker")
+    with pytest.raises(ProvisioningError, match="not a container of an engine on this machine"):
+        KindNodeUsage(lambda argv: "0", proc=proc).thread_napi("kr-worker")
 
 
 def test_an_engine_elsewhere_gives_no_usage(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from cnibench.errors import ConfigError
 
 __all__ = [
     "KIND_POD_SUBNET",
+    "NAPI_CHOICES",
     "NGF_NAMESPACE",
     "NGF_RELEASE",
     "Agent",
@@ -264,15 +265,24 @@ def nginx_gateway_fabric_chart(versions: CniVersions | None = None) -> HelmChart
     )
 
 
+NAPI_CHOICES = ("inline", "threaded")
+"""Values of the ``napi`` option every CNI takes on kind: ``threaded`` makes each node receive
+in kernel threads of its own, counted as the node's CPU (``cpu@<role>``), as on the lab."""
+
+
 def check_options(spec: ClusterSpec, allowed: frozenset[str] = frozenset()) -> None:
-    """Refuse cluster options the CNI of ``spec`` does not take.
+    """Refuse cluster options the CNI of ``spec`` does not take (every CNI takes ``napi``).
 
     Raises
     ------
     cnibench.errors.ConfigError
-        One line naming the unknown options and, when there are any, the accepted ones.
+        One line naming the unknown options and, when there are any, the accepted ones; or a
+        ``napi`` value that is not one of :data:`NAPI_CHOICES`.
     """
-    unknown_options = sorted(set(spec.options) - allowed)
+    napi = spec.options.get("napi", "inline")
+    if napi not in NAPI_CHOICES:
+        raise ConfigError(f"--cni {spec.cni}: napi={napi}: choose {' or '.join(NAPI_CHOICES)}")
+    unknown_options = sorted(set(spec.options) - allowed - {"napi"})
     if unknown_options:
         accepted = f" (it takes {', '.join(sorted(allowed))})" if allowed else ""
         raise ConfigError(

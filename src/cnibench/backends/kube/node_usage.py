@@ -12,11 +12,20 @@ process's ``/proc/<pid>/cgroup``; a pod by its UID in the cgroup directory's nam
 kubelet's systemd driver writes ``...-pod<uid with _>.slice``, the cgroupfs driver
 ``pod<uid>``). Where the engine is not on this machine the PIDs are not ours and nothing is
 read: the usage is then empty, as on other providers.
+
+A node's CPU is its own only with ``napi=threaded`` (:meth:`KindNodeUsage.thread_napi`), as on
+the lab: otherwise the kernel charges a packet's receive and forwarding to whichever process
+sent it, often on another node, so only the node's memory is reported. Threading is switched
+on at both ends of each node's link to the kind bridge (``eth0`` in the node, its peer on the
+host), with TSO off so the peers see no GSO super-packets and GRO on so they poll in NAPI; the
+node's ``eth0`` pollers are then counted as the node's CPU (their ``/proc/<tid>/schedstat``),
+and the host-side pollers as nobody's (the bridge and the external host are not nodes).
 """
 
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from cnibench.backends.base import ResourceUsage
 from cnibench.backends.cgroupfs import CgroupLayout, process_layout, read_usage
-from cnibench.errors import CnibenchError, ToolError
+from cnibench.backends.napi import napi_thread_pids
+from cnibench.errors import CnibenchError, ProvisioningError, ToolError
 
 if TYPE_CHECKING:
     from cnibench.backends.kube.cni import Agent
@@ -39,6 +49,14 @@ __all__ = [
     "sum_usage",
 ]
 
+NODE_LINK = "eth0"
+"""A kind node's interface on the kind bridge."""
+_THREAD_NODE_END = (
+    f"ethtool -K {NODE_LINK} tso off gro on >/dev/null"
+    f" && echo 1 > /sys/class/net/{NODE_LINK}/threaded"
+    f" && cat /sys/class/net/{NODE_LINK}/iflink"
+)
+"""Run in the node: its end threaded; prints the host-side peer's interface index."""
 _POD_SEARCH_DEPTH = 5
 """Directory levels below a node's cgroup where pod cgroups are looked for (kind: kubelet.slice
 / kubelet-kubepods.slice / kubelet-kubepods-<qos>.slice / ...-pod<uid>.slice)."""
@@ -139,7 +157,7 @@ def sum_usage(usages: Iterable[ResourceUsage]) -> ResourceUsage | None:
     if not found:
         return None
 
-    def total(values: list[float | int | None]) -> float | int | None:
+    def total(values: list[float | int | None]) -> float | int | None:  # None if any is
         return None if any(v is None for v in values) else sum(v for v in values if v is not None)
 
     cpu = total([u.cpu_seconds for u in found])
@@ -161,38 +179,108 @@ class KindNodeUsage:
     """
 
     def __init__(
-        self, inspect: Callable[[Sequence[str]], str], *, proc: Path = Path("/proc")
+        self,
+        inspect: Callable[[Sequence[str]], str],
+        *,
+        proc: Path = Path("/proc"),
+        sys_class_net: Path = Path("/sys/class/net"),
     ) -> None:
         self._inspect = inspect
         self._proc = proc
+        self._sys_class_net = sys_class_net
         self._layouts: dict[str, CgroupLayout] = {}
         self._pods: dict[str, tuple[Path, Path | None]] = {}
+        self._napi: dict[str, list[int]] = {}
 
-    def _layout(self, node: str) -> CgroupLayout | None:
-        known = self._layouts.get(node)
-        if known is not None and known.cpu is not None and known.cpu.is_dir():
-            return known
+    @property
+    def threaded(self) -> frozenset[str]:
+        """Nodes whose receive threads are counted (their CPU is their own)."""
+        return frozenset(self._napi)
+
+    def thread_napi(self, node: str) -> list[int]:
+        """Make ``node`` receive in NAPI threads of its own at both ends of its link, and count
+        them as its CPU from now on; returns their PIDs. Idempotent (a kept cluster is
+        threaded again when reused).
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            The node is not a container here, a step failed, or the kernel does not thread
+            veth NAPI (the message names the node and the step).
+        """
+        pid = self._pid(node)
+        if pid is None:
+            raise ProvisioningError(
+                f"napi=threaded: node {node} is not a container of an engine on this machine"
+            )
+        out = self._inspect(["docker", "exec", node, "sh", "-c", _THREAD_NODE_END])
+        try:
+            peer = socket.if_indextoname(int(out.split()[-1]))
+        except (OSError, ValueError, IndexError) as exc:
+            raise ProvisioningError(
+                f"napi=threaded: the host side of {node}'s {NODE_LINK} ({out.strip()!r}): {exc}"
+            ) from exc
+        self._inspect(["ethtool", "-K", peer, "tso", "off", "gro", "on"])
+        try:
+            (self._sys_class_net / peer / "threaded").write_text("1\n")
+        except OSError as exc:
+            raise ProvisioningError(f"napi=threaded: thread {peer} on the host: {exc}") from exc
+        netns = str(self._proc / str(pid) / "ns" / "net")
+        pids = napi_thread_pids(netns, [NODE_LINK])[NODE_LINK]
+        if not pids:
+            raise ProvisioningError(
+                f"napi=threaded: {NODE_LINK} of node {node} has no NAPI thread after threading"
+                " was switched on (this kernel does not thread veth NAPI)"
+            )
+        self._napi[node] = pids
+        return pids
+
+    def _threads_cpu(self, node: str) -> float | None:
+        """CPU seconds of the node's receive threads (``None`` if one is gone)."""
+        total = 0
+        for tid in self._napi.get(node, []):
+            try:
+                total += int((self._proc / str(tid) / "schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                return None
+        return total / 1e9
+
+    def _pid(self, node: str) -> int | None:
         try:
             pid = int(self._inspect(["docker", "inspect", "--format", "{{.State.Pid}}", node]))
         except (CnibenchError, ValueError):
             return None
         if pid <= 0 or not (self._proc / str(pid)).is_dir():
             return None  # not running, or the engine's processes are not on this machine
+        return pid
+
+    def _layout(self, node: str) -> CgroupLayout | None:
+        known = self._layouts.get(node)
+        if known is not None and known.cpu is not None and known.cpu.is_dir():
+            return known
+        pid = self._pid(node)
+        if pid is None:
+            return None
         layout = process_layout(pid, proc=self._proc)
         if layout.cpu is None:
             return None
         self._layouts[node] = layout
         return layout
 
-    def node(self, node: str, *, reset_peak: bool = False) -> ResourceUsage | None:
-        """The node container's own usage (its working set, no cache), or ``None``."""
+    def node(self, node: str) -> ResourceUsage | None:
+        """The node container's own usage (its working set, no cache), or ``None``; its CPU
+        (with its receive threads') only once :meth:`thread_napi` made it its own."""
         layout = self._layout(node)
         if layout is None or layout.cpu is None:
             return None
-        usage = read_usage(
-            layout.cpu, cpu_v2=layout.cpu_v2, memory_dir=layout.memory, reset_peak=reset_peak
-        )
-        return None if usage is None else ResourceUsage(usage.cpu_seconds, usage.memory_bytes)
+        usage = read_usage(layout.cpu, cpu_v2=layout.cpu_v2, memory_dir=layout.memory)
+        if usage is None:
+            return None
+        cpu = None
+        threads = self._threads_cpu(node) if node in self._napi else None
+        if usage.cpu_seconds is not None and threads is not None:
+            cpu = usage.cpu_seconds + threads
+        return ResourceUsage(cpu, usage.memory_bytes)
 
     def pod(self, pod: AgentPod) -> ResourceUsage | None:
         """One pod's usage below its node's cgroup, or ``None`` when it cannot be found."""

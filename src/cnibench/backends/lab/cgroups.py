@@ -5,7 +5,7 @@ Every lab namespace that stands for a machine (node ``n<i>`` with its pods, the 
 process's own cgroup: ``<own cgroup>/cnibench-<lab>/<member>``. Every process the lab starts
 enters its member's cgroups before it executes (:func:`enter_argv`), so its children are counted
 too, and so are kernel threads moved in with :meth:`LabCgroups.adopt` (the threaded NAPI
-pollers that do a node's receive processing, see :mod:`cnibench.backends.lab.napi`).
+pollers that do a node's receive processing, see :mod:`cnibench.backends.napi`).
 
 Two layouts are read, whichever the host has:
 
