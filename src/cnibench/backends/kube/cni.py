@@ -30,6 +30,7 @@ from cnibench.errors import ConfigError
 
 __all__ = [
     "KIND_POD_SUBNET",
+    "KUBE_PROXY_MODES",
     "NAPI_CHOICES",
     "NGF_NAMESPACE",
     "NGF_RELEASE",
@@ -265,6 +266,9 @@ def nginx_gateway_fabric_chart(versions: CniVersions | None = None) -> HelmChart
     )
 
 
+KUBE_PROXY_MODES = ("iptables", "nftables")
+"""Values of the ``kube-proxy`` option every CNI that keeps kube-proxy takes on kind: the mode
+kind gives kube-proxy (``networking.kubeProxyMode``; kind's default is ``iptables``)."""
 NAPI_CHOICES = ("inline", "threaded")
 """Values of the ``napi`` option every CNI takes on kind: ``threaded`` makes each node receive
 in kernel threads of its own, counted as the node's CPU (``cpu@<role>``), as on the lab."""
@@ -282,7 +286,12 @@ def check_options(spec: ClusterSpec, allowed: frozenset[str] = frozenset()) -> N
     napi = spec.options.get("napi", "inline")
     if napi not in NAPI_CHOICES:
         raise ConfigError(f"--cni {spec.cni}: napi={napi}: choose {' or '.join(NAPI_CHOICES)}")
-    unknown_options = sorted(set(spec.options) - allowed - {"napi"})
+    mode = spec.options.get("kube-proxy", "iptables")
+    if mode not in KUBE_PROXY_MODES:
+        raise ConfigError(
+            f"--cni {spec.cni}: kube-proxy={mode}: choose {' or '.join(KUBE_PROXY_MODES)}"
+        )
+    unknown_options = sorted(set(spec.options) - allowed - {"napi", "kube-proxy"})
     if unknown_options:
         accepted = f" (it takes {', '.join(sorted(allowed))})" if allowed else ""
         raise ConfigError(
@@ -329,10 +338,16 @@ def cni_definition(
 
     driver = DRIVERS.get(spec.cni)
     if driver is not None:
-        return driver.definition(
+        definition = driver.definition(
             spec,
             versions=versions,
             images=images or Images(),
             k8s_service_host=k8s_service_host,
         )
+        if definition.replaces_kube_proxy and "kube-proxy" in spec.options:
+            raise ConfigError(
+                f"--cni {spec.label}: this configuration replaces kube-proxy, so it has no"
+                " kube-proxy mode to choose"
+            )
+        return definition
     raise ConfigError(f"unknown --cni {spec.cni!r}: choose one of {', '.join(cni_names())}")
