@@ -209,6 +209,16 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         " Repeatable",
     )
     build.add_argument(
+        "--gateway",
+        action="append",
+        choices=("traefik",),
+        default=[],
+        metavar="GATEWAY",
+        dest="cnis",
+        help="also build this Gateway API implementation (traefik, for --cni X:gateway=traefik:"
+        " a Go build of about 10 minutes on 2 cores). Repeatable",
+    )
+    build.add_argument(
         "--prepare",
         action="store_true",
         help="only the Go builds and root filesystems (no engine needed); a later build"

@@ -162,7 +162,7 @@ def test_a_pod_never_ready_fails_its_condition_with_the_reason_and_the_session_g
 SKIPPED_HERE = {
     ("wireguard", "flannel"): "the wireguard kernel module, which this kernel lacks",
     ("l7", "flannel"): "needs Envoy",
-    ("split", "flannel"): "Envoy-based ones cannot be built offline",
+    ("split", "flannel"): "add one with --cni flannel:gateway=traefik",
     ("wireguard", "antrea"): "antrea needs the openvswitch kernel module, which this kernel lacks",
     ("wireguard", "calico"): "Calico is not served by the Go module proxy",
 }

@@ -21,6 +21,7 @@ STEPS = (
     "build_cilium",
     "build_helm",
     "build_kube_router",
+    "build_traefik",
     "link_tools",
 )
 ENGINE_STEPS = ("node_image", "import_image")
@@ -44,7 +45,8 @@ def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
 
 
 def test_prepare_runs_every_long_step_and_touches_no_engine(calls: list[str]) -> None:
-    argv = ["images", "build", "--cni", "cilium", "--cni", "kube-router", "--prepare"]
+    argv = ["images", "build", "--cni", "cilium", "--cni", "kube-router", "--gateway", "traefik"]
+    argv.append("--prepare")
     assert cli.main(argv) == 0
     assert set(STEPS) <= set(calls)
     assert {f"rootfs:{name}" for name in ROOTFS_PACKAGES} <= set(calls)
@@ -59,3 +61,4 @@ def test_a_full_build_also_makes_the_images(calls: list[str]) -> None:
     assert "rootfs:cilium" not in calls
     assert "build_kube_router" not in calls
     assert "rootfs:kube-router" not in calls
+    assert "build_traefik" not in calls

@@ -77,7 +77,7 @@ NETWORK_POLICY_HINT = (
 )
 L7_POLICY_HINT = "flannel has no L7 policy (Cilium's needs Envoy, which cannot be built offline)"
 TRAFFIC_SPLIT_HINT = (
-    "flannel brings no Gateway API implementation (the Envoy-based ones cannot be built offline)"
+    "flannel brings no Gateway API implementation: add one with --cni flannel:gateway=traefik"
 )
 
 

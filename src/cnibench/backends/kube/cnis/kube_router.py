@@ -70,7 +70,10 @@ ARGS = (
 """kube-router's flags: routing and NetworkPolicy on, its IPVS service proxy off, no tunnels
 (kind's nodes share one L2 network)."""
 L7_POLICY_HINT = "kube-router enforces NetworkPolicy at L3/L4 only"
-TRAFFIC_SPLIT_HINT = "kube-router brings no Gateway API implementation"
+TRAFFIC_SPLIT_HINT = (
+    "kube-router brings no Gateway API implementation: add one with"
+    " --cni kube-router:gateway=traefik"
+)
 _INSTALL_CNI = f"""\
 set -eu
 if [ ! -f {CONFLIST_PATH} ]; then

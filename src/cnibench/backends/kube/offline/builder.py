@@ -34,12 +34,14 @@ from cnibench.backends.kube.offline.recipes import (
     CILIUM_PACKAGES,
     CILIUM_SOURCE,
     CNI_PLUGINS,
+    GATEWAY_API_MODULE,
     KUBE_ROUTER_MODULE,
     KUBERNETES_COMMANDS,
     KUBERNETES_IMPORTS,
     ROOTFS_PACKAGES,
     TENCENT_VPC_MODULE,
     TENCENT_VPC_STUB,
+    TRAEFIK_MODULE,
     ImageRecipe,
     OfflineVersions,
     cilium_go_mod,
@@ -66,6 +68,7 @@ _KUBERNETES_RECIPE = "k8s-2"
 _GO_RECIPE = "go-1"
 _CILIUM_RECIPE = "cilium-1"
 _KUBE_ROUTER_RECIPE = "kube-router-1"
+_TRAEFIK_RECIPE = "traefik-1"
 _ROOTFS_RECIPE = "rootfs-1"
 _NODE_RECIPE = "node-1"
 
@@ -207,7 +210,13 @@ class OfflineBuilder:
             name = package.rsplit("/", 1)[-1]
             found[f"cilium/{name}"] = self.cilium_bin / name
         found["kube-router"] = self.kube_router_bin / "kube-router"
+        found["traefik"] = self.traefik_bin / "traefik"
         return found
+
+    @property
+    def traefik_bin(self) -> Path:
+        """Traefik's command, per release."""
+        return self.offline / "traefik" / self.versions.traefik / "bin"
 
     @property
     def kube_router_bin(self) -> Path:
@@ -550,6 +559,40 @@ class OfflineBuilder:
                 step="kube-router",
                 cwd=work,
                 env=self._go_env(),
+            )
+        return out
+
+    def build_traefik(self) -> Path:
+        """Traefik's command, built with its own module directory (in the Go module cache) as
+        the main module, since its go.mod has ``replace`` directives; and the Gateway API
+        module whose CRDs go in before it. Returns the bin directory.
+
+        The web UI embeds ``webui/static``, which holds a placeholder in the module: no npm
+        build is needed.
+        """
+        v = self.versions
+        digest = recipe_digest(_TRAEFIK_RECIPE, v.traefik, v.gateway_api)
+        out = self.traefik_bin
+        if self._current(out, digest) and (out / "traefik").is_file():
+            return out
+        with self._step(f"traefik {v.traefik}: go build"):
+            self.module_dir(GATEWAY_API_MODULE, v.gateway_api)
+            module = self.module_dir(TRAEFIK_MODULE, v.traefik)
+            # The module cache is read-only: its own go.mod and go.sum must do.
+            env = dict(self._go_env())
+            env["GOFLAGS"] = env["GOFLAGS"].replace("-mod=mod", "-mod=readonly")
+            self._go_build_into(
+                out,
+                ["./cmd/traefik"],
+                [
+                    "-trimpath",
+                    "-ldflags",
+                    f"-s -w -X github.com/traefik/traefik/v3/pkg/version.Version={v.traefik}",
+                ],
+                digest=digest,
+                step="traefik",
+                cwd=module,
+                env=env,
             )
         return out
 
@@ -922,6 +965,7 @@ class OfflineBuilder:
         wanted_rootfs = {recipe.rootfs for recipe in recipes}
         cilium = "cilium" in wanted_rootfs
         kube_router = "kube-router" in wanted_rootfs
+        traefik = any(recipe.tag == self.images.traefik for recipe in recipes)
         optional = {"cilium", "kube-router"}
         rootfs_names = [
             name for name in ROOTFS_PACKAGES if name not in optional or name in wanted_rootfs
@@ -932,6 +976,8 @@ class OfflineBuilder:
             self.build_go_binaries()
             if kube_router:
                 self.build_kube_router()
+            if traefik:
+                self.build_traefik()
             if cilium:
                 self.build_cilium()
                 self.build_helm()

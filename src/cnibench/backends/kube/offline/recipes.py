@@ -24,10 +24,13 @@ __all__ = [
     "CILIUM_SOURCE",
     "CNI_IMAGE_FIELDS",
     "CNI_PLUGINS",
+    "GATEWAY_API_CRDS",
+    "GATEWAY_API_MODULE",
     "KUBERNETES_COMMANDS",
     "KUBE_ROUTER_MODULE",
     "OFFLINE_CNIS",
     "ROOTFS_PACKAGES",
+    "TRAEFIK_MODULE",
     "ImageRecipe",
     "OfflineVersions",
     "cilium_go_mod",
@@ -79,6 +82,13 @@ class OfflineVersions:
         serves. Security flaws are reported for it, so it runs in throwaway kind clusters only;
         the public image set pins a current release
         (:attr:`~cnibench.backends.kube.cni.CniVersions.kube_router`).
+    traefik:
+        ``github.com/traefik/traefik/v3`` release: the Gateway API implementation of
+        ``gateway=traefik`` (its go.mod has ``replace`` directives, so it is built with its
+        own module directory as the main module).
+    gateway_api:
+        ``sigs.k8s.io/gateway-api`` release Traefik is built against; its standard CRDs
+        (``config/crd/standard``, used in place from the Go module cache) go in before it.
     debian:
         Debian suite of every root filesystem.
     """
@@ -95,6 +105,8 @@ class OfflineVersions:
     cilium: str = field(default="v1.18.4", repr=False)
     helm: str = field(default="v3.18.6", repr=False)
     kube_router: str = field(default="v2.1.0", repr=False)
+    traefik: str = field(default="v3.7.13", repr=False)
+    gateway_api: str = field(default="v1.6.1", repr=False)
     debian: str = "bookworm"
 
     @property
@@ -191,6 +203,8 @@ ROOTFS_PACKAGES: Mapping[str, tuple[str, ...]] = {
 
 
 OFFLINE_CNIS = ("flannel", "cilium", "kube-router")
+OFFLINE_GATEWAYS = ("traefik",)
+"""Gateway API implementations the offline image set builds (``--gateway traefik``)."""
 """CNIs the offline image set builds (from Go modules) and installs (cilium and kube-router
 only when asked: ``cnibench images build --cni cilium --cni kube-router``)."""
 
@@ -567,7 +581,11 @@ def runtime_images(versions: OfflineVersions) -> tuple[ImageRecipe, ...]:
     )
 
 
-CNI_IMAGE_FIELDS: Mapping[str, str] = {"cilium": "cilium", "kube_router": "kube-router"}
+CNI_IMAGE_FIELDS: Mapping[str, str] = {
+    "cilium": "cilium",
+    "kube_router": "kube-router",
+    "traefik": "traefik",
+}
 """Image fields only a cluster of that CNI needs (field -> CNI): built and loaded only when the
 CNI is asked for (Cilium's image is 1.1 GB)."""
 
@@ -645,6 +663,12 @@ def image_recipes(
             env=_PATH,
         ),
         "cilium": cilium_image(images.cilium),
+        # A static binary (CGO off): nothing else in the image.
+        "traefik": ImageRecipe(
+            tag=images.traefik,
+            files={"/usr/local/bin/traefik": "traefik"},
+            entrypoint=("/usr/local/bin/traefik",),
+        ),
         "kube_router": ImageRecipe(
             tag=images.kube_router,
             rootfs="kube-router",
@@ -716,6 +740,10 @@ def flannel_go_mod(versions: OfflineVersions) -> str:
 
 
 KUBE_ROUTER_MODULE = "github.com/cloudnativelabs/kube-router/v2"
+TRAEFIK_MODULE = "github.com/traefik/traefik/v3"
+GATEWAY_API_MODULE = "sigs.k8s.io/gateway-api"
+GATEWAY_API_CRDS = "config/crd/standard"
+"""Where a Gateway API release keeps its standard-channel CRDs, inside its module."""
 
 
 def kube_router_go_mod(versions: OfflineVersions) -> str:
