@@ -115,3 +115,43 @@ def test_traefiks_image_is_a_static_binary_built_only_when_asked_for() -> None:
     assert recipe.rootfs == ""
     assert recipe.files == {"/usr/local/bin/traefik": "traefik"}
     assert traefik.image_version(OFFLINE_IMAGES.traefik) == OfflineVersions().traefik
+
+
+def _route(weights: dict[str, int], conditions: list[dict[str, str]] | None) -> dict[str, Any]:
+    refs = [{"name": n, "port": 80, "weight": w} for n, w in weights.items()]
+    route: dict[str, Any] = {"spec": {"rules": [{"backendRefs": refs}]}}
+    if conditions is not None:
+        route["status"] = {"parents": [{"conditions": conditions}]}
+    return route
+
+
+ACCEPTED = {"type": "Accepted", "status": "True"}
+RESOLVED = {"type": "ResolvedRefs", "status": "True"}
+
+
+@pytest.mark.parametrize(
+    ("route", "problem"),
+    [
+        (_route({"split-v1": 60, "split-v2": 40}, [ACCEPTED, RESOLVED]), ""),
+        (_route({"split-v1": 60, "split-v2": 40}, None), "no Gateway implementation"),
+        (
+            _route(
+                {"split-v1": 60, "split-v2": 40},
+                [
+                    ACCEPTED,
+                    {"type": "ResolvedRefs", "status": "False", "message": "svc split-v2 absent"},
+                ],
+            ),
+            "ResolvedRefs is not True: svc split-v2 absent",
+        ),
+        (_route({"split-v1": 50, "split-v2": 50}, [ACCEPTED, RESOLVED]), "weights are"),
+    ],
+    ids=["serving", "not-taken", "unresolved", "other-weights"],
+)
+def test_a_split_serves_only_once_its_route_is_taken_at_the_weights_asked_for(
+    route: dict[str, Any], problem: str
+) -> None:
+    from cnibench.backends.kube.cluster import route_problem
+
+    found = route_problem(route, {"split-v1": 60, "split-v2": 40})
+    assert (found == "") if not problem else (problem in found), found

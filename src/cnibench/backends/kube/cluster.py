@@ -367,6 +367,41 @@ class PodPortForward:
         self._listener.close()
 
 
+def route_problem(route: Mapping[str, Any], weights: Mapping[str, int]) -> str:
+    """What keeps an HTTPRoute (as the server stores it) from splitting as asked: backend
+    weights other than ``weights`` (Service name -> weight), or a parent Gateway whose
+    implementation has not set ``Accepted`` and ``ResolvedRefs`` to ``True``; ``""`` if
+    nothing does.
+
+    >>> route = {"spec": {"rules": [{"backendRefs": [{"name": "a", "weight": 3}]}]},
+    ...          "status": {"parents": [{"conditions": [
+    ...              {"type": "Accepted", "status": "True"},
+    ...              {"type": "ResolvedRefs", "status": "True"}]}]}}
+    >>> route_problem(route, {"a": 3})
+    ''
+    >>> route_problem(route, {"a": 2})
+    "the route's weights are {'a': 3}, not {'a': 2}"
+    """
+    stored = {
+        str(ref["name"]): int(ref.get("weight", 1))
+        for rule in route.get("spec", {}).get("rules", [])
+        for ref in rule.get("backendRefs", [])
+    }
+    if stored != dict(weights):
+        return f"the route's weights are {stored}, not {dict(weights)}"
+    parents = (route.get("status") or {}).get("parents") or []
+    if not parents:
+        return "no Gateway implementation has taken the route yet"
+    for parent in parents:
+        conditions = {c.get("type"): c for c in parent.get("conditions") or []}
+        for kind in ("Accepted", "ResolvedRefs"):
+            condition = conditions.get(kind, {})
+            if condition.get("status") != "True":
+                reason = condition.get("message") or condition.get("reason") or "not reported"
+                return f"route {kind} is not True: {reason}"
+    return ""
+
+
 class KubeCluster:
     """A provisioned Kubernetes cluster with a CNI installed (a
     :class:`~cnibench.backends.base.Cluster`).
@@ -1045,20 +1080,35 @@ class KubeCluster:
         return objects
 
     def create_split(self, backends: Mapping[str, tuple[Endpoint, int]], *, port: int) -> str:
-        """Apply the split objects and return ``http://<gateway address>/``."""
+        """Apply the split objects and return ``http://<gateway address>/`` once the Gateway
+        has an address and its implementation accepted the HTTPRoute with every backend
+        resolved, at the weights asked for (read back from the server).
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            No address, or the route not accepted in time (with the route's own conditions),
+            or stored weights that differ from those asked for.
+        """
         objects = self.split_manifests(
             {n: (e.name, w) for n, (e, w) in backends.items()}, port=port
         )
         self._applier.apply_all(objects)
         self._split_objects.extend(objects)
         deadline = time.monotonic() + self.timeouts.pod_ready
+        seen = "no status yet"
         while time.monotonic() < deadline:
-            status = self._applier.apply(objects[-2], dry_run=True).get("status") or {}
-            addresses = status.get("addresses") or []
-            if addresses:
+            gateway = self._applier.apply(objects[-2], dry_run=True)
+            route = self._applier.apply(objects[-1], dry_run=True)
+            addresses = (gateway.get("status") or {}).get("addresses") or []
+            problem = route_problem(route, {f"split-{n}": w for n, (_, w) in backends.items()})
+            if addresses and not problem:
                 return f"http://{addresses[0]['value']}/"
+            seen = problem or "the Gateway has no address"
             time.sleep(1.0)
-        raise ProvisioningError(f"Gateway {_SPLIT_GATEWAY} got no address")
+        raise ProvisioningError(
+            f"Gateway {_SPLIT_GATEWAY} not serving after {self.timeouts.pod_ready:g} s: {seen}"
+        )
 
     def remove_split(self) -> None:
         """Delete the split objects. Safe to repeat."""
