@@ -91,7 +91,7 @@ class Images:
     flannel: str = "ghcr.io/flannel-io/flannel:v0.28.10"
     cilium: str = ""
     kube_router: str = "docker.io/cloudnativelabs/kube-router:v2.6.1"
-    traefik: str = "docker.io/library/traefik:v3.7.13"
+    traefik: str = "docker.io/library/traefik:v3.6.12"
     kind_node: str = (
         "docker.io/kindest/node:v1.33.4"
         "@sha256:25a6018e48dfcaee478f4a59af81157a437f15e6e140bf103f85a2e7cd0cbbf2"
@@ -161,7 +161,7 @@ OFFLINE_IMAGES = Images(
     flannel="localhost/cnibench-flannel:v0.28.10-offline-1",
     cilium="localhost/cnibench-cilium:v1.18.4-offline-1",
     kube_router="localhost/cnibench-kube-router:v2.1.0-offline-1",
-    traefik="localhost/cnibench-traefik:v3.7.13-offline-1",
+    traefik="localhost/cnibench-traefik:v3.6.12-offline-1",
     kind_node="localhost/cnibench-kind-node:v1.34.4-offline-1",
 )
 """The images ``cnibench images build`` makes from Debian packages and Go modules only, for

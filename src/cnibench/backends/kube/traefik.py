@@ -76,7 +76,7 @@ def traefik_args() -> list[str]:
 
 
 def image_version(image: str) -> str:
-    """The Traefik release an image tag names (``...:v3.7.13-offline-1`` -> ``v3.7.13``)."""
+    """The Traefik release an image tag names (``...:v3.6.12-offline-1`` -> ``v3.6.12``)."""
     match = re.search(r":(v\d+\.\d+\.\d+)", image)
     return match.group(1) if match else ""
 

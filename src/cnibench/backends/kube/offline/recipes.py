@@ -85,7 +85,9 @@ class OfflineVersions:
     traefik:
         ``github.com/traefik/traefik/v3`` release: the Gateway API implementation of
         ``gateway=traefik`` (its go.mod has ``replace`` directives, so it is built with its
-        own module directory as the main module).
+        own module directory as the main module). v3.6.12 is the newest release whose whole
+        build closure the Go module proxy serves (checked 2026-11-26): v3.7.x needs fifteen
+        modules it refuses (lego v5's DNS provider SDKs and Traefik's fork of go-http-auth).
     gateway_api:
         ``sigs.k8s.io/gateway-api`` release Traefik is built against; its standard CRDs
         (``config/crd/standard``, used in place from the Go module cache) go in before it.
@@ -105,8 +107,8 @@ class OfflineVersions:
     cilium: str = field(default="v1.18.4", repr=False)
     helm: str = field(default="v3.18.6", repr=False)
     kube_router: str = field(default="v2.1.0", repr=False)
-    traefik: str = field(default="v3.7.13", repr=False)
-    gateway_api: str = field(default="v1.6.1", repr=False)
+    traefik: str = field(default="v3.6.12", repr=False)
+    gateway_api: str = field(default="v1.4.0", repr=False)
     debian: str = "bookworm"
 
     @property
