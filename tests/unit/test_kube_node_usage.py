@@ -4,6 +4,7 @@ shows them (fake /proc and cgroup files; the kind tier reads the real ones)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,6 +37,18 @@ def _v1_cgroup(root: Path, relative: str, *, nanos: int, usage: int, inactive: i
     (memory / "memory.stat").write_text(f"cache 1\ntotal_inactive_file {inactive}\n")
 
 
+def _inspector(pids: dict[str, int], calls: list[list[str]] | None = None) -> Any:
+    """A stand-in for ``docker inspect``: a node container's init PID or its ID."""
+
+    def inspect(argv: list[str]) -> str:
+        if calls is not None:
+            calls.append(argv)
+        node = argv[-1]
+        return f"{node}id\n" if "{{.Id}}" in argv else f"{pids[node]}\n"
+
+    return inspect
+
+
 def _fake_host(tmp_path: Path) -> tuple[Path, dict[str, int]]:
     """A /proc with two node containers' init processes in cgroup v1 (cpuacct, memory)."""
     proc = tmp_path / "proc"
@@ -49,9 +62,12 @@ def _fake_host(tmp_path: Path) -> tuple[Path, dict[str, int]]:
     for index, (node, pid) in enumerate(pids.items()):
         (proc / str(pid)).mkdir()
         (proc / str(pid) / "cgroup").write_text(
-            f"6:memory:/docker/{node}id\n4:cpuacct:/docker/{node}id\n0::/\n"
+            # systemd, the node's init, sits in init.scope in one hierarchy: the node's cgroup
+            # is the container's, above it.
+            f"6:memory:/docker/{node}id/init.scope\n4:cpuacct:/docker/{node}id\n0::/\n"
         )
         _v1_cgroup(cg, f"docker/{node}id", nanos=(index + 1) * 10**9, usage=500, inactive=100)
+        _v1_cgroup(cg, f"docker/{node}id/init.scope", nanos=1, usage=7, inactive=0)
     _v1_cgroup(cg, f"docker/kr-workerid/{SLICE}", nanos=250_000_000, usage=90, inactive=10)
     return proc, pids
 
@@ -88,12 +104,7 @@ def test_a_pod_cgroup_is_found_by_its_uid_in_either_driver_naming(
 def test_each_node_and_the_agent_pods_are_read_from_the_node_containers(tmp_path: Path) -> None:
     proc, pids = _fake_host(tmp_path)
     asked: list[list[str]] = []
-
-    def inspect(argv: list[str]) -> str:
-        asked.append(argv)
-        return f"{pids[argv[-1]]}\n"
-
-    usage = KindNodeUsage(inspect, proc=proc).usage(
+    usage = KindNodeUsage(_inspector(pids, asked), proc=proc).usage(
         {"kr-worker": "client", "kr-worker2": "server"},
         "kube-router",
         [AgentPod("kr-worker", "kube-router-abcde", UID)],
@@ -107,7 +118,7 @@ def test_each_node_and_the_agent_pods_are_read_from_the_node_containers(tmp_path
 
 def test_nodes_sharing_a_role_are_summed(tmp_path: Path) -> None:
     proc, pids = _fake_host(tmp_path)
-    usage = KindNodeUsage(lambda argv: str(pids[argv[-1]]), proc=proc).usage(
+    usage = KindNodeUsage(_inspector(pids), proc=proc).usage(
         {"kr-worker": "client", "kr-worker2": "client"}, "", []
     )
     assert usage == {"client": ResourceUsage(None, 800)}
@@ -128,7 +139,7 @@ def test_threaded_napi_counts_the_receive_threads_as_the_nodes_cpu(
     def run(argv: list[str]) -> str:
         ran.append(argv)
         if argv[:2] == ["docker", "inspect"]:
-            return str(pids[argv[-1]])
+            return str(_inspector(pids)(argv))
         if argv[:2] == ["docker", "exec"]:
             return "1\n"  # the peer's ifindex: lo's, which every host has
         return ""
@@ -186,7 +197,7 @@ def test_an_engine_elsewhere_gives_no_usage(tmp_path: Path) -> None:
 
 def test_an_agent_pod_that_cannot_be_found_leaves_the_agent_out(tmp_path: Path) -> None:
     proc, pids = _fake_host(tmp_path)
-    usage = KindNodeUsage(lambda argv: str(pids[argv[-1]]), proc=proc).usage(
+    usage = KindNodeUsage(_inspector(pids), proc=proc).usage(
         {"kr-worker": "client"}, "kube-router", [AgentPod("kr-worker", "p", "other-uid")]
     )
     assert set(usage) == {"client"}

@@ -258,6 +258,8 @@ def test_wireguard_encryption_needs_the_kernel_module_on_this_host() -> None:
         )
         assert not_offline_reason(cni, loaded_modules=("wireguard",), encryption="wireguard") == ""
         assert not_offline_reason(cni, loaded_modules=("veth",)) == ""
+    # A CNI that cannot encrypt at all says so itself (its driver), not "no kernel module".
+    assert not_offline_reason("kube-router", loaded_modules=("veth",), encryption="wireguard") == ""
     # A CNI that cannot run at all says that first.
     assert "openvswitch" in not_offline_reason("antrea", encryption="wireguard")
 

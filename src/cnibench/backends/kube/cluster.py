@@ -367,6 +367,22 @@ class PodPortForward:
         self._listener.close()
 
 
+def _http_status(url: str) -> int:
+    """HTTP status of one GET of ``url`` from this host (where the split load comes from), or 0
+    when nothing answers in 2 s."""
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=2.0) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except (OSError, ValueError):
+        return 0
+
+
 def route_problem(route: Mapping[str, Any], weights: Mapping[str, int]) -> str:
     """What keeps an HTTPRoute (as the server stores it) from splitting as asked: backend
     weights other than ``weights`` (Service name -> weight), or a parent Gateway whose
@@ -1081,8 +1097,9 @@ class KubeCluster:
 
     def create_split(self, backends: Mapping[str, tuple[Endpoint, int]], *, port: int) -> str:
         """Apply the split objects and return ``http://<gateway address>/`` once the Gateway
-        has an address and its implementation accepted the HTTPRoute with every backend
-        resolved, at the weights asked for (read back from the server).
+        has an address, its implementation accepted the HTTPRoute with every backend resolved,
+        at the weights asked for (read back from the server), and the address answers a GET
+        from this host with a 2xx.
 
         Raises
         ------
@@ -1103,7 +1120,12 @@ class KubeCluster:
             addresses = (gateway.get("status") or {}).get("addresses") or []
             problem = route_problem(route, {f"split-{n}": w for n, (_, w) in backends.items()})
             if addresses and not problem:
-                return f"http://{addresses[0]['value']}/"
+                url = f"http://{addresses[0]['value']}/"
+                answer = _http_status(url)
+                if 200 <= answer < 300:
+                    return url
+                # Accepted in status a moment before the implementation routes by it.
+                problem = f"{url} answers {answer or 'nothing'}"
             seen = problem or "the Gateway has no address"
             time.sleep(1.0)
         raise ProvisioningError(

@@ -132,6 +132,25 @@ def agent_changes(
     return "; ".join(lines)
 
 
+def container_root(directory: Path | None, container: str) -> Path | None:
+    """The ancestor of ``directory`` (or itself) whose name holds the container's ID
+    (``<id>`` with cgroupfs, ``docker-<id>.scope`` with systemd), or ``None``.
+
+    >>> container_root(Path("/cg/cpuacct/docker/abc123/init.scope"), "abc123")
+    PosixPath('/cg/cpuacct/docker/abc123')
+    >>> container_root(Path("/cg/memory/system.slice/docker-abc123.scope"), "abc123")
+    PosixPath('/cg/memory/system.slice/docker-abc123.scope')
+    >>> container_root(Path("/cg/cpuacct/docker/other"), "abc123") is None
+    True
+    """
+    if directory is None or not container:
+        return None
+    for candidate in (directory, *directory.parents):
+        if container in candidate.name:
+            return candidate
+    return None
+
+
 def find_pod_cgroup(node_dir: Path, uid: str, *, depth: int = _POD_SEARCH_DEPTH) -> Path | None:
     """The cgroup directory of the pod with ``uid`` below a node's cgroup ``node_dir``."""
     wanted = (f"pod{uid}", f"pod{uid.replace('-', '_')}")
@@ -255,13 +274,25 @@ class KindNodeUsage:
         return pid
 
     def _layout(self, node: str) -> CgroupLayout | None:
+        """The node container's own cgroups: its init process's, cut at the directory named
+        after the container (systemd, the node's init, moves itself into ``init.scope``
+        below it, and may do so in one hierarchy and not another)."""
         known = self._layouts.get(node)
         if known is not None and known.cpu is not None and known.cpu.is_dir():
             return known
         pid = self._pid(node)
         if pid is None:
             return None
-        layout = process_layout(pid, proc=self._proc)
+        try:
+            container = self._inspect(["docker", "inspect", "--format", "{{.Id}}", node]).strip()
+        except CnibenchError:
+            return None
+        found = process_layout(pid, proc=self._proc)
+        layout = CgroupLayout(
+            cpu=container_root(found.cpu, container),
+            cpu_v2=found.cpu_v2,
+            memory=container_root(found.memory, container),
+        )
         if layout.cpu is None:
             return None
         self._layouts[node] = layout

@@ -216,6 +216,8 @@ _NOT_OFFLINE = {
     "antrea": "Antrea is not served by the Go module proxy",
 }
 _KERNEL_MODULES = {"antrea": "openvswitch"}
+_KERNEL_WIREGUARD = ("flannel", "cilium")
+"""Offline CNIs whose WireGuard encryption is the kernel's (kube-router has none at all)."""
 """Kernel modules a CNI cannot run without, whatever is built."""
 
 
@@ -233,7 +235,7 @@ def not_offline_reason(
             return f"{cni} needs the {module} kernel module, which this kernel lacks"
         why = _NOT_OFFLINE.get(cni, f"{cni} has no offline build")
         return f"no offline image of {cni}: {why} (the public images need a registry)"
-    if encryption == "wireguard" and "wireguard" not in modules:
+    if encryption == "wireguard" and cni in _KERNEL_WIREGUARD and "wireguard" not in modules:
         return (
             f"{cni} encryption with WireGuard needs the wireguard kernel module, which this"
             " kernel lacks"
