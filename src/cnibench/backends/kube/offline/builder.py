@@ -182,6 +182,7 @@ class OfflineBuilder:
         self.logs = self.offline / "logs"
         self._log = log or (lambda line: print(f"[images] {line}", flush=True))
         self.report = BuildReport()
+        self._checking = False
 
     # -- paths and stamps -------------------------------------------------------------------
 
@@ -247,6 +248,8 @@ class OfflineBuilder:
 
     @contextmanager
     def _step(self, name: str) -> Iterator[None]:
+        if self._checking:
+            raise _WouldBuildError(name)
         start = time.monotonic()
         self._log(f"{name} ...")
         yield
@@ -957,8 +960,44 @@ class OfflineBuilder:
             A step failed (the message names it, its last error line and its log file).
         """
         self.offline.mkdir(parents=True, exist_ok=True)
+        wanted = frozenset(cnis)
+        if self._prepared(wanted):
+            # Every long step is current: making the images needs no lock, so this build does
+            # not wait for another one preparing other CNIs on the same cache (CI's background
+            # prepare of Cilium while the kind tier starts with flannel and kube-router).
+            return self._build_all(wanted, images=images)
         with _exclusive(self.offline / ".build.lock", self._log):
-            return self._build_all(frozenset(cnis), images=images)
+            return self._build_all(wanted, images=images)
+
+    def _prepared(self, cnis: frozenset[str]) -> bool:
+        """Whether every Go build and root filesystem the images of ``cnis`` need is current
+        (nothing would be built: each step is asked and refuses instead of starting)."""
+        self._checking = True
+        try:
+            self._prepare(cnis)
+        except _WouldBuildError:
+            return False
+        finally:
+            self._checking = False
+        return True
+
+    def _prepare(self, cnis: frozenset[str]) -> None:
+        """The long steps for ``cnis``, one after another (a check: see :meth:`_prepared`)."""
+        recipes = image_recipes(self.images, cnis=cnis)
+        wanted_rootfs = {recipe.rootfs for recipe in recipes}
+        optional = {"cilium", "kube-router"}
+        for name in ROOTFS_PACKAGES:
+            if name not in optional or name in wanted_rootfs:
+                self.rootfs(name)
+        self.build_kubernetes()
+        self.build_go_binaries()
+        if "kube-router" in wanted_rootfs:
+            self.build_kube_router()
+        if any(recipe.tag == self.images.traefik for recipe in recipes):
+            self.build_traefik()
+        if "cilium" in wanted_rootfs:
+            self.build_cilium()
+            self.build_helm()
 
     def _build_all(self, cnis: frozenset[str], *, images: bool) -> BuildReport:
         recipes = image_recipes(self.images, cnis=cnis)
@@ -1009,6 +1048,10 @@ mkdir -p /etc/kubernetes/manifests /var/lib/kubelet
 """
 """What kind's base Dockerfile does to systemd (kubelet and containerd started at boot, units a
 container must not run masked or removed)."""
+
+
+class _WouldBuildError(Exception):
+    """Raised by a step asked only whether it is current (:meth:`OfflineBuilder._prepared`)."""
 
 
 @contextmanager
