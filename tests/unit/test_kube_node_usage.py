@@ -106,8 +106,7 @@ def test_each_node_and_the_agent_pods_are_read_from_the_node_containers(tmp_path
     asked: list[list[str]] = []
     usage = KindNodeUsage(_inspector(pids, asked), proc=proc).usage(
         {"kr-worker": "client", "kr-worker2": "server"},
-        "kube-router",
-        [AgentPod("kr-worker", "kube-router-abcde", UID)],
+        {"kube-router": [AgentPod("kr-worker", "kube-router-abcde", UID)], "traefik": []},
     )
     # Without threaded receive a node's CPU is not its own (the sender pays): memory only.
     assert usage["client"] == ResourceUsage(None, 400)
@@ -119,7 +118,7 @@ def test_each_node_and_the_agent_pods_are_read_from_the_node_containers(tmp_path
 def test_nodes_sharing_a_role_are_summed(tmp_path: Path) -> None:
     proc, pids = _fake_host(tmp_path)
     usage = KindNodeUsage(_inspector(pids), proc=proc).usage(
-        {"kr-worker": "client", "kr-worker2": "client"}, "", []
+        {"kr-worker": "client", "kr-worker2": "client"}, {}
     )
     assert usage == {"client": ResourceUsage(None, 800)}
 
@@ -160,7 +159,7 @@ def test_threaded_napi_counts_the_receive_threads_as_the_nodes_cpu(
     assert ["ethtool", "-K", "lo", "tso", "off", "gro", "on"] in ran
     assert (sys_net / "lo" / "threaded").read_text() == "1\n"
     assert asked == [(str(proc / "4242" / "ns" / "net"), ["eth0"])]
-    read = usage.usage({"kr-worker": "egress-gw", "kr-worker2": "server"}, "", [])
+    read = usage.usage({"kr-worker": "egress-gw", "kr-worker2": "server"}, {})
     assert read["egress-gw"] == ResourceUsage(1.5, 400)  # 1.0 s container + 0.5 s threads
     assert read["server"] == ResourceUsage(None, 400)  # not threaded: memory only
 
@@ -191,14 +190,14 @@ def test_an_engine_elsewhere_gives_no_usage(tmp_path: Path) -> None:
     def failing(argv: list[str]) -> str:
         raise ProvisioningError("docker inspect failed")
 
-    assert KindNodeUsage(lambda argv: "999999", proc=proc).usage({"n": "client"}, "", []) == {}
-    assert KindNodeUsage(failing, proc=proc).usage({"n": "client"}, "", []) == {}
+    assert KindNodeUsage(lambda argv: "999999", proc=proc).usage({"n": "client"}, {}) == {}
+    assert KindNodeUsage(failing, proc=proc).usage({"n": "client"}, {}) == {}
 
 
 def test_an_agent_pod_that_cannot_be_found_leaves_the_agent_out(tmp_path: Path) -> None:
     proc, pids = _fake_host(tmp_path)
     usage = KindNodeUsage(_inspector(pids), proc=proc).usage(
-        {"kr-worker": "client"}, "kube-router", [AgentPod("kr-worker", "p", "other-uid")]
+        {"kr-worker": "client"}, {"kube-router": [AgentPod("kr-worker", "p", "other-uid")]}
     )
     assert set(usage) == {"client"}
 

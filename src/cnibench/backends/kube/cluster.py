@@ -588,9 +588,9 @@ class KubeCluster:
         """
         if self._node_usage is None:
             return {}
-        agent = self._cni.agent
-        pods = agent_pods(self._core, agent) if agent else []
-        seen = {p.name: (p.uid, p.restarts) for p in pods}
+        agents = [a for a in (self._cni.agent, self._cni.gateway_agent) if a is not None]
+        pods = {agent.name: agent_pods(self._core, agent) for agent in agents}
+        seen = {f"{n}/{p.name}": (p.uid, p.restarts) for n, found in pods.items() for p in found}
         if not reset_peak and self._agents_seen:
             changed = agent_changes(self._agents_seen, seen)
             if changed:
@@ -599,8 +599,7 @@ class KubeCluster:
         roles = {node.name: node.role.value for node in self._nodes}
         return self._node_usage.usage(
             roles,
-            agent.name if agent else "",
-            [AgentPod(p.node, p.name, p.uid) for p in pods],
+            {n: [AgentPod(p.node, p.name, p.uid) for p in found] for n, found in pods.items()},
         )
 
     # -- set-up ---------------------------------------------------------------------------

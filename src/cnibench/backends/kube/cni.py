@@ -197,6 +197,9 @@ class CniDefinition:
         to the reason a scenario needing it is skipped.
     agent:
         The CNI's agent pods, or ``None`` when they are not known.
+    gateway_agent:
+        The pods of a Gateway API implementation cnibench installs beside the CNI (Traefik),
+        whose CPU and memory are recorded the same way.
     addon_manifests:
         Objects of an add-on cnibench renders itself (Traefik for ``gateway=traefik``),
         applied after the CNI's.
@@ -222,6 +225,7 @@ class CniDefinition:
     addon_charts: tuple[HelmChart, ...] = ()
     capability_hints: Mapping[Capability, str] = field(default_factory=dict)
     agent: Agent | None = None
+    gateway_agent: Agent | None = None
     addon_manifests: tuple[Mapping[str, Any], ...] = ()
     gateway_api_crds_dir: str = ""
 
@@ -358,6 +362,7 @@ def with_traefik(definition: CniDefinition, spec: ClusterSpec, images: Images) -
         gateway_api_crds_dir=crds_dir,
         addon_manifests=tuple(traefik.traefik_manifests(images.traefik)),
         capability_hints=hints,
+        gateway_agent=Agent("traefik", traefik.NAMESPACE, traefik.SELECTOR),
     )
 
 

@@ -53,7 +53,10 @@ NODE_LINK = "eth0"
 """A kind node's interface on the kind bridge."""
 _THREAD_NODE_END = (
     f"ethtool -K {NODE_LINK} tso off gro on >/dev/null"
-    f" && echo 1 > /sys/class/net/{NODE_LINK}/threaded"
+    # A kind node's /sys is read-only: a private mount namespace gets a writable sysfs of the
+    # node's network namespace, and goes with the command.
+    " && unshare --mount --propagation private sh -c"
+    f" 'mount -t sysfs sysfs /sys && echo 1 > /sys/class/net/{NODE_LINK}/threaded'"
     f" && cat /sys/class/net/{NODE_LINK}/iflink"
 )
 """Run in the node: its end threaded; prints the host-side peer's interface index."""
@@ -332,18 +335,16 @@ class KindNodeUsage:
         return None if usage is None else ResourceUsage(usage.cpu_seconds, usage.memory_bytes)
 
     def usage(
-        self, roles: Mapping[str, str], agent: str, pods: Sequence[AgentPod]
+        self, roles: Mapping[str, str], agents: Mapping[str, Sequence[AgentPod]]
     ) -> dict[str, ResourceUsage]:
-        """Usage by name: each role (its nodes summed), and ``agent`` (its pods summed).
+        """Usage by name: each role (its nodes summed), and each agent (its pods summed).
 
         Parameters
         ----------
         roles:
             Node name -> role name.
-        agent:
-            Name of the CNI agent (e.g. ``cilium-agent``); ``""`` for none.
-        pods:
-            The agent's pods.
+        agents:
+            Agent name (e.g. ``cilium-agent``, ``traefik``) -> its pods.
         """
         by_role: dict[str, list[ResourceUsage]] = {}
         for node, role in roles.items():
@@ -351,9 +352,9 @@ class KindNodeUsage:
             if reading is not None:
                 by_role.setdefault(role, []).append(reading)
         out = {role: u for role, found in by_role.items() if (u := sum_usage(found))}
-        if agent and pods:
+        for agent, pods in agents.items():
             readings = [self.pod(pod) for pod in pods]
-            if all(r is not None for r in readings):
+            if readings and all(r is not None for r in readings):
                 total = sum_usage(r for r in readings if r is not None)
                 if total is not None:
                     out[agent] = total

@@ -48,6 +48,8 @@ PING_PORT = 8082
 """Port of the ``ping`` entry point the readiness probe asks."""
 NODE_ROLE = NodeRole.EGRESS_GW
 _LABELS = {"app.kubernetes.io/name": "traefik"}
+SELECTOR = "app.kubernetes.io/name=traefik"
+"""Label selector of Traefik's pods (``cpu@traefik``, ``ram@traefik``)."""
 _GATEWAY_RESOURCES = (
     "gatewayclasses",
     "gateways",
