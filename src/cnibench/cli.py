@@ -91,6 +91,7 @@ def _build_parser() -> _Parser:
         action="store_true",
         help="--report draws every recorded metric, not only each scenario's primary metrics",
     )
+    run.add_argument("--margin", type=_margin, default=None, metavar="M", help=_MARGIN_HELP)
 
     report = commands.add_parser("report", help="figures, tables and an HTML report of results")
     report.add_argument("results", type=Path, metavar="RESULTS_DIR")
@@ -122,6 +123,7 @@ def _build_parser() -> _Parser:
         action="store_true",
         help="draw every recorded metric, not only each scenario's primary metrics",
     )
+    report.add_argument("--margin", type=_margin, default=None, metavar="M", help=_MARGIN_HELP)
     report.add_argument(
         "--session",
         action="append",
@@ -150,6 +152,26 @@ def _build_parser() -> _Parser:
     return parser
 
 
+_MARGIN_HELP = (
+    "equivalence margin: a ratio whose whole 95%% interval lies within ±M is 'same within"
+    " ±M' (e.g. 2%%; default: no equivalence claim)"
+)
+
+
+def _margin(text: str) -> float:
+    from cnibench.report.compare import parse_threshold
+
+    try:
+        value = parse_threshold(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("threshold", "margin")) from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"invalid margin {text!r}: it must be above 0 and below 100%"
+        )
+    return value
+
+
 def _threshold(text: str) -> float:
     from cnibench.report.compare import parse_threshold
 
@@ -163,7 +185,8 @@ def _add_compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     compare = commands.add_parser(
         "compare",
         help="regression gate: exit 1 when a metric of CANDIDATE_DIR is worse than"
-        " BASELINE_DIR's beyond the threshold with its whole 95%% interval",
+        " BASELINE_DIR's by more than the threshold and significantly so (at most 1%% false"
+        " alarms per comparison when BASELINE_DIR holds several A/A sessions)",
     )
     compare.add_argument("baseline", type=Path, metavar="BASELINE_DIR")
     compare.add_argument("candidate", type=Path, metavar="CANDIDATE_DIR")
@@ -174,6 +197,20 @@ def _add_compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="T",
         help="worsening that fails the gate: a percentage (5%%) or a fraction below 1 (0.05);"
         " default 5%%",
+    )
+    compare.add_argument(
+        "--mode",
+        choices=("regression", "non-inferiority"),
+        default="regression",
+        help="regression (default): fail on a significant loss beyond the threshold;"
+        " non-inferiority: fail unless each interval shows the loss is within the threshold",
+    )
+    compare.add_argument(
+        "--margin",
+        type=_margin,
+        default=None,
+        metavar="M",
+        help="also print the metrics shown to be the same within ±M (95%% interval inside)",
     )
     compare.add_argument(
         "--markdown",
@@ -360,7 +397,7 @@ def _run(args: argparse.Namespace) -> int:
     if results:
         _print_table(results, registry, Console(width=max(console.width, 150)))
         if results_dir.is_dir():
-            _print_verdict(results_dir, args.reference)
+            _print_verdict(results_dir, args.reference, args.margin)
     problems[:0] = _skip_lines(skipped, Counter((p.scenario.name, p.cni) for p in plan))
     for result in results:
         for run in result.runs:
@@ -376,7 +413,11 @@ def _run(args: argparse.Namespace) -> int:
         from cnibench.report import write_report
 
         write_report(
-            results_dir, html=args.report, reference=args.reference, all_metrics=args.all_metrics
+            results_dir,
+            html=args.report,
+            reference=args.reference,
+            all_metrics=args.all_metrics,
+            margin=args.margin,
         )
         console.print(f"report written to {args.report}")
     failed = unproven or any(not r.ok_runs for r in results)
@@ -400,8 +441,9 @@ def _skip_lines(
 def _print_table(
     results: Sequence[object], scenarios: Mapping[str, object], console: object
 ) -> None:
-    """The truncated mean and interval of each condition's headline metrics
-    (:meth:`Scenario.headline_metrics`), in the order the scenario gives them."""
+    """The estimate and interval of each condition's headline metrics
+    (:meth:`Scenario.headline_metrics`), in the order the scenario gives them: the geometric
+    mean of a positive quantity, the mean of a signed one, ``k/n`` of a yes/no one."""
     from rich.console import Console
     from rich.table import Table
 
@@ -409,7 +451,11 @@ def _print_table(
     from cnibench.scenarios.runner import ConditionResult
 
     assert isinstance(console, Console)
-    table = Table(title="truncated mean (10 %) and 95 % confidence interval per condition")
+    table = Table(
+        title="95 % confidence interval per condition: geometric mean of positive metrics,"
+        " mean of signed ones, share of yes (k/n, Clopper-Pearson) of yes/no ones;"
+        " every run counted, outlying runs flagged"
+    )
     for column in ("scenario", "cni", "condition", "metric", "n", "mean", "95% CI", "unit", "ok"):
         table.add_column(
             column,
@@ -428,24 +474,29 @@ def _print_table(
             summary = summaries.get(metric)
             if summary is None:
                 continue
-            if summary.n >= 2:
+            if summary.n >= 2 and summary.successes < 0:
                 smallest_n = min(smallest_n, summary.n) if smallest_n else summary.n
             unit = summary.unit
             ci = (
-                "-" if summary.n < 2 else f"[{_fmt(summary.low, unit)}, {_fmt(summary.high, unit)}]"
+                "-"
+                if not math.isfinite(summary.low)
+                else f"[{_fmt(summary.low, unit)}, {_fmt(summary.high, unit)}]"
             )
+            shown = _fmt(summary.estimate, unit)
+            if summary.successes >= 0:
+                shown = f"{summary.successes}/{summary.n} = {summary.estimate:.2f}"
             table.add_row(
                 result.scenario,
                 result.cni,
                 result.condition.id,
                 summary.metric,
                 str(summary.n),
-                _fmt(summary.truncated_mean, unit),
+                shown,
                 ci,
                 summary.unit,
                 ("verified" if result.verified else "NOT verified")
                 + (f", {failed} failed" if failed else "")
-                + (f", {summary.excluded} outlier excluded" if summary.excluded else ""),
+                + (f", {summary.flagged} outlying run(s) flagged" if summary.flagged else ""),
             )
     console.print(table)
     note = _few_runs_note(smallest_n)
@@ -453,7 +504,7 @@ def _print_table(
         console.print(note, markup=False, highlight=False)
 
 
-def _print_verdict(results_dir: Path, reference: str | None) -> None:
+def _print_verdict(results_dir: Path, reference: str | None, margin: float | None) -> None:
     """The session's verdict on stdout: a heading, then one line per planned contrast."""
     from cnibench.report import verdict, verdict_summary
     from cnibench.results import load_results
@@ -461,7 +512,9 @@ def _print_verdict(results_dir: Path, reference: str | None) -> None:
     command = ["cnibench", "report", str(results_dir)]
     if reference is not None:
         command += ["--reference", reference]
-    table = verdict(load_results(results_dir), reference=reference)
+    if margin is not None:
+        command += ["--margin", f"{100 * margin:g}%"]
+    table = verdict(load_results(results_dir), reference=reference, margin=margin)
     for line in verdict_summary(table, full_at=f"{shlex.join(command)} (its Verdict section)"):
         # One line each, however narrow the terminal: people grep these.
         print(line, flush=True)
@@ -475,8 +528,8 @@ def _few_runs_note(n: int) -> str:
 
     multiplier = float(scipy_stats.t.ppf(0.975, n - 1))
     return (
-        f"note: with n = {n} runs an interval is the mean ± {multiplier:.1f} standard errors,"
-        " (a factor on the log scale for positive quantities), so it is wide;"
+        f"note: with n = {n} runs an interval is the mean ± {multiplier:.1f} standard errors"
+        " (of the logarithms for positive quantities, so a factor), so it is wide;"
         " --runs 5 or --profile standard narrow it"
     )
 
@@ -607,6 +660,7 @@ def _report(args: argparse.Namespace) -> int:
         reference=args.reference,
         all_metrics=args.all_metrics,
         sessions=args.session or "all",
+        margin=args.margin,
     )
     for path in (paths.html, paths.markdown):
         if path is not None:
@@ -630,10 +684,14 @@ def _compare(args: argparse.Namespace) -> int:
     baseline = load_result_set(args.baseline, what="baseline")
     candidate = load_result_set(args.candidate, what="candidate")
     try:
-        comparison = compare_result_sets(baseline, candidate, threshold=args.threshold)
+        comparison = compare_result_sets(
+            baseline, candidate, threshold=args.threshold, mode=args.mode
+        )
     except InsufficientDataError as exc:
         raise ConfigError(str(exc)) from exc
     print(comparison.text())
+    if args.margin is not None:
+        print(comparison.equivalence_line(args.margin))
     if args.markdown is not None:
         write_markdown(comparison, args.markdown)
         print(f"wrote {args.markdown}")

@@ -34,7 +34,14 @@ from cnibench.errors import (
     VerificationError,
 )
 from cnibench.metrics import MetricsClient, MetricsSettings
-from cnibench.records import Measurement, ParamValue, RunRecord, RunStatus, unit_upper_bound
+from cnibench.records import (
+    Measurement,
+    ParamValue,
+    RunRecord,
+    RunStatus,
+    summary_scale,
+    unit_upper_bound,
+)
 from cnibench.results import ResultsStore
 from cnibench.scenarios.base import Condition, Prepared, Scenario, Verification
 from cnibench.scenarios.profiles import Profile
@@ -89,30 +96,36 @@ class RunResult:
 
 @dataclass(frozen=True)
 class MetricSummary:
-    """Truncated mean and 95 % interval of one metric over the ok runs of a condition.
+    """Estimate and 95 % interval of one metric over the ok runs of a condition.
 
     Attributes
     ----------
     metric, unit:
         What was summarised.
     n:
-        Number of ok runs kept (outliers excluded).
-    truncated_mean:
-        10 %-trimmed mean of the kept runs, in ``unit``.
+        Number of ok runs (every one is in the estimate; outlying ones are only flagged).
+    estimate:
+        :func:`cnibench.stats.summarize_runs`: the geometric mean of the runs when all are
+        positive, else their mean; for a yes/no metric (unit ``bool``) the share of yes.
     low, high:
-        :func:`cnibench.stats.summarize_runs`: Student-t 95 % interval of the kept values,
-        on the log scale when all are positive (NaN when n < 2).
-    excluded:
-        Outlier runs left out, as in the report.
+        Its 95 % interval (log-t, t or Clopper-Pearson; NaN when n < 2 except for yes/no).
+    flagged:
+        Outlying runs (modified z-score beyond 3.5), shown beside the row, never dropped.
+    estimator:
+        What ``estimate`` is, in words (``"geometric mean"``, ``"mean"``, ``"proportion"``).
+    successes:
+        Runs that said yes (yes/no metrics; else -1).
     """
 
     metric: str
     unit: str
     n: int
-    truncated_mean: float
+    estimate: float
     low: float
     high: float
-    excluded: int = 0
+    flagged: int = 0
+    estimator: str = "geometric mean"
+    successes: int = -1
 
 
 @dataclass(frozen=True)
@@ -156,7 +169,7 @@ class ConditionResult:
 
     def summaries(self) -> list[MetricSummary]:
         """One :class:`MetricSummary` per metric measured in the ok runs: the report's own
-        summary (:func:`cnibench.stats.summarize_runs`, outlier runs excluded)."""
+        summary (:func:`cnibench.stats.summarize_runs`: every run in, outliers flagged)."""
         units: dict[str, str] = {}
         for run in self.ok_runs:
             for m in run.measurements:
@@ -164,7 +177,9 @@ class ConditionResult:
         out = []
         for metric, unit in units.items():
             try:
-                summary = stats.summarize_runs(self.values(metric), upper=unit_upper_bound(unit))
+                summary = stats.summarize_runs(
+                    self.values(metric), scale=summary_scale(unit), upper=unit_upper_bound(unit)
+                )
             except InsufficientDataError:
                 continue
             out.append(
@@ -175,7 +190,9 @@ class ConditionResult:
                     summary.mean,
                     summary.low,
                     summary.high,
-                    excluded=len(summary.outliers),
+                    flagged=len(summary.outliers),
+                    estimator=summary.estimator,
+                    successes=summary.successes,
                 )
             )
         return out
