@@ -499,6 +499,14 @@ def _print_table(
                 + (f", {summary.flagged} outlying run(s) flagged" if summary.flagged else ""),
             )
     console.print(table)
+    for result in results:
+        assert isinstance(result, ConditionResult)
+        if result.precision_note:
+            console.print(
+                f"{result.scenario}/{result.cni}/{result.condition.id}: {result.precision_note}",
+                markup=False,
+                highlight=False,
+            )
     note = _few_runs_note(smallest_n)
     if note:
         console.print(note, markup=False, highlight=False)

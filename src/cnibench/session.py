@@ -21,7 +21,13 @@ from cnibench.results import ResultsStore
 from cnibench.scenarios import Condition, Scenario, build_scenarios, scenario_named
 from cnibench.scenarios.options import ScenarioOptions, parse_scenario_options
 from cnibench.scenarios.profiles import Profile, parse_duration, profile_named
-from cnibench.scenarios.runner import ClusterPool, ConditionResult, ProgressCallback, Runner
+from cnibench.scenarios.runner import (
+    DEFAULT_MAX_RUNS,
+    ClusterPool,
+    ConditionResult,
+    ProgressCallback,
+    Runner,
+)
 from cnibench.signals import sigterm_raises_interrupt
 
 __all__ = [
@@ -65,6 +71,13 @@ class SessionConfig:
     scenario_options:
         Scenario parameters (``--weights``, ``--users``, ``--rules``, ``--clients``,
         ``--engine``).
+    precision:
+        ``--precision``: wanted half-width of a contrast's 95 % interval as a fraction (0.05);
+        each condition repeats runs until its primary metrics are that precise or
+        ``max_runs`` is reached (:func:`cnibench.scenarios.runner.precision_reached`).
+        ``None``: exactly the profile's runs.
+    max_runs:
+        ``--max-runs``: most repetitions ``precision`` may take a condition to.
     """
 
     cluster: str = "auto"
@@ -74,6 +87,8 @@ class SessionConfig:
     keep_cluster: bool = False
     recreate_cluster: bool = False
     scenario_options: ScenarioOptions = field(default_factory=ScenarioOptions)
+    precision: float | None = None
+    max_runs: int = DEFAULT_MAX_RUNS
 
 
 def container_engine(timeout: float = 5.0) -> str:
@@ -231,6 +246,19 @@ def add_session_options(add: Callable[..., object]) -> None:
         metavar="TIME",
         help="length of each timed measurement, e.g. 30s or 12m (overrides the profile)",
     )
+    add(
+        "--precision",
+        default=None,
+        metavar="P",
+        help="repeat runs until each contrast's 95%% interval is within ±P (e.g. 5%%) or"
+        " --max-runs is reached; stops on width, never on significance",
+    )
+    add(
+        "--max-runs",
+        default=None,
+        metavar="N",
+        help=f"most runs per condition --precision may take (default {DEFAULT_MAX_RUNS})",
+    )
     add("--results-dir", default="results", metavar="DIR", help="default: results")
     add(
         "--keep-cluster",
@@ -251,6 +279,8 @@ SESSION_OPTIONS = (
     "profile",
     "runs",
     "duration",
+    "precision",
+    "max_runs",
     "results_dir",
     "keep_cluster",
     "recreate_cluster",
@@ -295,6 +325,11 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         proxy=values.get("proxy"),
         services=values.get("services"),
     )
+    max_runs = _integer("--max-runs", values.get("max_runs"))
+    if max_runs is not None and max_runs < profile.runs:
+        raise ConfigError(
+            f"--max-runs {max_runs} is below the {profile.runs} runs per condition of the profile"
+        )
     return SessionConfig(
         cluster=cluster,
         cnis=tuple(values.get("cni") or ()),
@@ -303,7 +338,24 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         keep_cluster=bool(values.get("keep_cluster")),
         recreate_cluster=bool(values.get("recreate_cluster")),
         scenario_options=options,
+        precision=_precision(values.get("precision")),
+        max_runs=DEFAULT_MAX_RUNS if max_runs is None else max_runs,
     )
+
+
+def _precision(text: object) -> float | None:
+    """``--precision`` as a fraction in (0, 1): ``5%`` or ``0.05``."""
+    if text is None:
+        return None
+    from cnibench.report.compare import parse_threshold
+
+    try:
+        value = parse_threshold(str(text))
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("threshold", "--precision")) from None
+    if not 0.0 < value < 1.0:
+        raise ConfigError(f"--precision {text!r}: it must be above 0 and below 100%")
+    return value
 
 
 def _integer(option: str, text: object) -> int | None:
@@ -448,7 +500,14 @@ class BenchSession:
         )
         self.store = ResultsStore(config.results_dir)
         self.pool = ClusterPool(self.backend)
-        self.runner = Runner(self.pool, self.store, config.profile, progress=progress)
+        self.runner = Runner(
+            self.pool,
+            self.store,
+            config.profile,
+            progress=progress,
+            precision=config.precision,
+            max_runs=config.max_runs,
+        )
         self._previous_sigterm: object = None
 
     def plan(self, planned: Sequence[PlannedCondition]) -> list[PlannedRun]:

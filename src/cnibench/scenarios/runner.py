@@ -16,6 +16,7 @@ import json
 import math
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -142,6 +143,9 @@ class ConditionResult:
         Every attempt, failed ones included.
     session_dir:
         Where the records were written.
+    precision_note:
+        With ``--precision``: whether the target was reached and after how many runs, or the
+        maximum stopped it (``""`` without ``--precision``).
     """
 
     scenario: str
@@ -150,6 +154,7 @@ class ConditionResult:
     verification: Verification
     runs: tuple[RunResult, ...]
     session_dir: str
+    precision_note: str = ""
 
     @property
     def ok_runs(self) -> tuple[RunResult, ...]:
@@ -196,6 +201,66 @@ class ConditionResult:
                 )
             )
         return out
+
+
+DEFAULT_MAX_RUNS = 30
+"""Most repetitions ``--precision`` adds up to (``--max-runs``)."""
+
+
+def precision_reached(
+    runs: Sequence[RunResult], metrics: Sequence[str], target: float
+) -> tuple[bool, dict[str, float]]:
+    """Whether every positive primary metric's interval is narrow enough for ``target``.
+
+    Parameters
+    ----------
+    runs:
+        The attempts so far (only ok ones count).
+    metrics:
+        The scenario's primary metrics; those not measured, or with a run at 0 or below (no
+        relative width), are left out.
+    target:
+        Wanted half-width of a *contrast* between two such conditions, as a fraction (0.05
+        for ``--precision 5%``). Each condition must reach ``target / sqrt(2)``: two
+        independent conditions of that half-width on the log scale give a ratio of about
+        ``target``.
+
+    Returns
+    -------
+    tuple of (bool, dict)
+        Whether all reached it (False with fewer than 2 ok runs or no metric to judge), and
+        per metric the relative half-width of its 95 % interval, ``sqrt(high / low) - 1``.
+    """
+    ok = [run for run in runs if run.status is RunStatus.OK]
+    widths: dict[str, float] = {}
+    for metric in metrics:
+        values = [m.value for run in ok for m in run.measurements if m.metric == metric]
+        finite = [v for v in values if math.isfinite(v)]
+        if len(finite) < 2 or min(finite) <= 0:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+            interval = stats.geometric_mean_interval(finite)
+        widths[metric] = math.sqrt(interval.high / interval.low) - 1.0
+    reached = bool(widths) and all(w <= target / math.sqrt(2.0) for w in widths.values())
+    return reached, widths
+
+
+def precision_words(
+    reached: bool, widths: Mapping[str, float], target: float, repetitions: int
+) -> str:
+    """What ``--precision`` did, in one line, e.g. ``"precision ±5 % reached after 9 runs:
+    throughput ±3.1 %"``."""
+    shown = ", ".join(f"{metric} ±{100 * width:.1f} %" for metric, width in widths.items())
+    goal = (
+        f"±{100 * target:g} % per contrast (±{100 * target / math.sqrt(2.0):.1f} % per condition)"
+    )
+    if reached:
+        return f"precision {goal} reached after {repetitions} runs: {shown}"
+    return (
+        f"precision {goal} NOT reached: stopped at the maximum of {repetitions} runs:"
+        f" {shown or 'no positive primary metric to judge'}"
+    )
 
 
 class ClusterPool:
@@ -302,12 +367,16 @@ class Runner:
         *,
         progress: ProgressCallback | None = None,
         resource_metrics: bool = True,
+        precision: float | None = None,
+        max_runs: int = DEFAULT_MAX_RUNS,
     ) -> None:
         self.pool = pool
         self.store = store
         self.profile = profile
         self.progress = progress
         self.resource_metrics = resource_metrics
+        self.precision = precision
+        self.max_runs = max(max_runs, profile.runs)
         self._environments: set[str] = set()
         self._metrics_checked: set[int] = set()
         self._environment_ids: dict[int, str] = {}
@@ -354,11 +423,12 @@ class Runner:
                 f"verification-{scenario.name}-{cluster.spec.slug}-{condition.id}",
                 {"ok": verification.ok, "detail": verification.detail, **verification.evidence},
             )
-            runs = [
-                run
-                for repetition in range(self.profile.runs)
-                for run in self._repetition(scenario, cluster, prepared, condition, repetition)
-            ]
+            runs, precision_note = self._measured_runs(scenario, cluster, prepared, condition)
+            if precision_note:
+                self.store.write_json(
+                    f"precision-{scenario.name}-{cluster.spec.slug}-{condition.id}",
+                    {"target": self.precision, "max_runs": self.max_runs, "note": precision_note},
+                )
         return ConditionResult(
             scenario=scenario.name,
             cni=cni,
@@ -366,7 +436,28 @@ class Runner:
             verification=verification,
             runs=tuple(runs),
             session_dir=str(self.store.session_dir),
+            precision_note=precision_note,
         )
+
+    def _measured_runs(
+        self, scenario: Scenario, cluster: Cluster, prepared: Prepared, condition: Condition
+    ) -> tuple[list[RunResult], str]:
+        """The profile's repetitions, then, with ``--precision``, one more at a time until
+        every primary metric's interval is narrow enough or ``max_runs`` is reached. The rule
+        looks at interval widths only, never at a difference or a p-value, so stopping cannot
+        bias a comparison towards significance."""
+        runs: list[RunResult] = []
+        repetition = 0
+        while True:
+            runs += self._repetition(scenario, cluster, prepared, condition, repetition)
+            repetition += 1
+            if repetition < self.profile.runs:
+                continue
+            if self.precision is None:
+                return runs, ""
+            reached, widths = precision_reached(runs, scenario.primary_metrics, self.precision)
+            if reached or repetition >= self.max_runs:
+                return runs, precision_words(reached, widths, self.precision, repetition)
 
     @contextmanager
     def _prepared(
