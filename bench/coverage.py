@@ -292,18 +292,21 @@ def main(argv: list[str] | None = None) -> int:
     n = options.simulations
     print(
         f"coverage.py {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.node() or 'this host'}"
-        f" (seed {options.seed})"
+        f" (seed {options.seed})",
+        flush=True,
     )
     sections = [
-        coverage_table(n, rng),
-        aa_verdict_rate(n, rng),
-        gate_rates(max(10, n // 2), rng),
-        split_rates(n, rng),
+        lambda: coverage_table(n, rng),
+        lambda: aa_verdict_rate(n, rng),
+        lambda: gate_rates(max(10, n // 2), rng),
+        lambda: split_rates(n, rng),
     ]
     failed = False
-    for lines, ok in sections:
+    for section in sections:
+        # Each section printed as soon as it is measured: the whole run takes minutes.
+        lines, ok = section()
         for line in lines:
-            print(line)
+            print(line, flush=True)
         if not ok:
             failed = True
             print("  PROMISE MISSED")

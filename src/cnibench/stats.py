@@ -801,7 +801,7 @@ def summarize_runs(
     -----
     Why the geometric mean: with lognormal runs its log-t interval is exact (coverage 95.0 %
     at any n), where the previous rule (drop runs by the MAD rule, then the Student-t interval
-    of the 10 %-trimmed mean) covered 84-91 % at n = 3-8; ``bench/coverage.py`` measures
+    of the 10 %-trimmed mean) covered 82-90 % at n = 3-20; ``bench/coverage.py`` measures
     both. It is the centre of its own interval, and the ratio of two of them is the centre of
     the log-scale Welch interval the verdict and the gate print.
     """
