@@ -444,3 +444,80 @@ def test_library_options_are_checked(tmp_path, options, message):
     )
     with pytest.raises(ConfigError, match=message):
         compare_results(base, cand, **options)
+
+
+# ---------------------------------------------------------------- issue 23: modes, sessions
+
+
+def _several_sessions(tmp_path, means, *, metric="throughput"):
+    """A baseline directory of A/A sessions, one per mean, each with the same relative noise."""
+    noise = [1.0, 1.01, 0.99, 1.005, 0.995]
+    for i, mean in enumerate(means):
+        write_result_set(
+            tmp_path / "base",
+            [Condition({metric: [mean * v for v in noise]})],
+            session_id=f"20261122T1{i}0000Z-00000{i}",
+        )
+    return load_results(tmp_path / "base", sessions="all")
+
+
+def test_several_baseline_sessions_put_their_variance_into_the_interval(tmp_path):
+    base = _several_sessions(tmp_path, [100.0, 104.0, 97.0])
+    cand_dir = write_result_set(
+        tmp_path / "cand",
+        [Condition({"throughput": [95.0, 95.5, 94.5, 95.2, 94.8]})],
+        session_id="20261123T100000Z-00000c",
+    )
+    comparison = compare_result_sets(base, load_results(cand_dir))
+    assert comparison.between is not None
+    assert "session-to-session SD" in comparison.text().splitlines()[1]
+    # By hand: the three session means of the logs have the runs' own noise removed.
+    logs = [
+        np.log(np.array([m * v for v in [1.0, 1.01, 0.99, 1.005, 0.995]])) for m in (100, 104, 97)
+    ]
+    means = np.array([v.mean() for v in logs])
+    within = np.mean([v.var(ddof=1) / v.size for v in logs])
+    assert comparison.between.variance == pytest.approx(means.var(ddof=1) - within)
+    # Wider than Welch on the pooled runs, which treats 15 runs of 3 sessions as independent.
+    row = comparison.frame.iloc[0]
+    pooled = np.concatenate([np.exp(v) for v in logs])
+    _, low, high = _scipy_log_interval(pooled, [95.0, 95.5, 94.5, 95.2, 94.8])
+    assert row["ci_high"] / row["ci_low"] > high / low
+
+
+def test_one_baseline_session_warns_that_session_variance_is_missing(tmp_path):
+    comparison = _regressed(tmp_path)
+    assert comparison.between is None
+    assert "false-alarm rate can be well above 1%" in comparison.warning()
+    assert comparison.warning() in comparison.markdown()
+
+
+def test_non_inferiority_fails_unless_the_bound_clears_the_threshold(tmp_path):
+    noise = np.array([1.0, 1.01, 0.99, 1.005, 0.995])
+    base, cand = _sets(
+        tmp_path,
+        [Condition({"throughput": (1000.0 * noise).tolist()})],
+        [Condition({"throughput": (1000.0 * 0.97 * noise[::-1]).tolist()})],
+    )
+    _, low, _ = _scipy_log_interval((1000.0 * noise).tolist(), (970.0 * noise[::-1]).tolist())
+    strict = compare_result_sets(base, cand, threshold=0.02, mode="non-inferiority")
+    lenient = compare_result_sets(base, cand, threshold=0.10, mode="non-inferiority")
+    assert low < 0.98  # 3 % worse: not shown within 2 %
+    assert strict.frame.iloc[0]["verdict"] == Verdict.NOT_SHOWN
+    assert strict.regressed
+    assert low > 0.90  # shown within 10 %
+    assert not lenient.regressed
+    with pytest.raises(ConfigError, match="mode must be one of"):
+        compare_result_sets(base, cand, mode="superiority")
+
+
+def test_a_total_failure_fails_the_gate(tmp_path):
+    base, cand = _sets(
+        tmp_path,
+        [Condition({"throughput": [10e9, 10.2e9, 9.9e9]})],
+        [Condition({"throughput": [0.0, 0.0, 0.0]})],
+    )
+    comparison = compare_result_sets(base, cand)
+    assert comparison.regressed
+    (line,) = comparison.regression_lines()
+    assert "TOTAL FAILURE: every candidate run is 0" in line
