@@ -1069,8 +1069,9 @@ def figure_forest(
         (largest effect on top), labelled with the contrast without the scenario's name:
         a dot at the ratio (treatment / control, dimensionless), a line over its interval,
         filled when the difference holds after the multiplicity correction and hollow
-        otherwise; a vertical line at 1 (no difference). Contrasts without an interval are
-        counted in a note under the axes.
+        otherwise; a vertical line at 1 (no difference). Contrasts without a ratio interval
+        (differences in the metric's unit, proportions, splits, or none) are counted in a
+        note under the axes.
 
     Raises
     ------
@@ -1145,7 +1146,8 @@ def figure_forest(
         figure.text(
             0.01,
             0.005,
-            f"{left_out} contrast(s) without an interval are not shown (see the verdict lines)",
+            f"{left_out} contrast(s) without a ratio interval (differences in a metric's unit,"
+            " proportions, splits, or no interval) are not shown: see the verdict lines",
             fontsize=7,
         )
         engine = figure.get_layout_engine()
