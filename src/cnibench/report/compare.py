@@ -368,13 +368,14 @@ class SessionVariance:
         Between-session variance component of ``log(value)``, pooled over every condition and
         metric (a common relative session-to-session SD), at least 0.
     df:
-        Its degrees of freedom, the sum of (sessions - 1) over the groups pooled.
+        Its effective degrees of freedom (Satterthwaite, see :func:`session_variance`), at
+        most the sum of (sessions - 1) over the groups pooled.
     sessions:
         Most baseline sessions of one group.
     """
 
     variance: float
-    df: int
+    df: float
     sessions: int
 
     @property
@@ -384,7 +385,7 @@ class SessionVariance:
 
 
 def session_variance(groups: Sequence[Sequence[npt.ArrayLike]]) -> SessionVariance | None:
-    """Pooled session-to-session variance of log values from A/A baseline sessions.
+    r"""Pooled session-to-session variance of log values from A/A baseline sessions.
 
     Parameters
     ----------
@@ -399,25 +400,36 @@ def session_variance(groups: Sequence[Sequence[npt.ArrayLike]]) -> SessionVarian
     Notes
     -----
     Per group with :math:`S` sessions of :math:`n_s` runs, session means :math:`m_s` of the
-    logarithms and within-session variances :math:`s_s^2`: the method-of-moments component
-    :math:`\\mathrm{var}(m_s) - \\overline{s_s^2/n_s}`; pooled with weights :math:`S - 1`, and
-    taken at least 0.
+    logarithms and within-session variances :math:`s_s^2`: :math:`T = \mathrm{var}(m_s)`
+    (:math:`S - 1` df) and :math:`W = \overline{s_s^2/n_s}` (:math:`\sum (n_s - 1)` df),
+    each pooled over groups with weights :math:`S - 1`; the method-of-moments component is
+    :math:`\hat\sigma_s^2 = \max(0, T - W)`. Its degrees of freedom are Satterthwaite's for a
+    difference, :math:`(T - W)^2 / (T^2/\nu_T + W^2/\nu_W)`: far fewer than the
+    :math:`\sum (S - 1)` of :math:`T` alone when the run noise is a large part of it, and
+    using those made the gate's far-tail p-values too small (1.6 % family-wise false alarms
+    instead of 1 % in a simulation of 20 metrics, 3 sessions of 5 runs, CV 5 %, session SD 3 %).
     """
-    total, df, most = 0.0, 0, 0
+    weight_sum, tau, within, df_within, most = 0, 0.0, 0.0, 0, 0
     for sessions in groups:
         logs = [np.log(np.asarray(v, dtype=np.float64)) for v in sessions]
         logs = [v for v in logs if v.size >= 1]
         if len(logs) < 2:
             continue
         means = np.array([float(v.mean()) for v in logs])
-        within = [float(v.var(ddof=1)) / v.size for v in logs if v.size >= 2]
-        component = float(means.var(ddof=1)) - (float(np.mean(within)) if within else 0.0)
-        total += (len(logs) - 1) * component
-        df += len(logs) - 1
+        parts = [float(v.var(ddof=1)) / v.size for v in logs if v.size >= 2]
+        weight = len(logs) - 1
+        tau += weight * float(means.var(ddof=1))
+        within += weight * (float(np.mean(parts)) if parts else 0.0)
+        df_within += sum(v.size - 1 for v in logs)
+        weight_sum += weight
         most = max(most, len(logs))
-    if df == 0:
+    if weight_sum == 0:
         return None
-    return SessionVariance(max(0.0, total / df), df, most)
+    tau, within = tau / weight_sum, within / weight_sum
+    variance = max(0.0, tau - within)
+    spread = tau**2 / weight_sum + (within**2 / df_within if df_within else 0.0)
+    df = (tau - within) ** 2 / spread if spread > 0 and variance > 0 else float(weight_sum)
+    return SessionVariance(variance, max(1.0, min(df, float(weight_sum))), most)
 
 
 @dataclass(frozen=True)
@@ -727,7 +739,7 @@ class ResultComparison:
         if self.between is not None:
             return (
                 f"session-to-session SD {self.between.sd_percent:.1f}% from"
-                f" {self.between.sessions} baseline sessions (df {self.between.df}), included"
+                f" {self.between.sessions} baseline sessions (df {self.between.df:.0f}), included"
                 " in every interval"
             )
         return (
