@@ -7,6 +7,7 @@ errors exit with 2, failed benchmarks with 1, an interrupted run with 130.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import shlex
@@ -92,6 +93,13 @@ def _build_parser() -> _Parser:
         help="--report draws every recorded metric, not only each scenario's primary metrics",
     )
     run.add_argument("--margin", type=_margin, default=None, metavar="M", help=_MARGIN_HELP)
+    run.add_argument(
+        "--interleave",
+        action="store_true",
+        help="run the conditions of a scenario on one cluster in alternating rounds (control,"
+        " treatment, treatment, control, ...) so that drift falls on both; each round sets"
+        " its condition up and verifies it again",
+    )
 
     report = commands.add_parser("report", help="figures, tables and an HTML report of results")
     report.add_argument("results", type=Path, metavar="RESULTS_DIR")
@@ -343,9 +351,16 @@ def _run(args: argparse.Namespace) -> int:
     from cnibench.errors import UnsupportedError
     from cnibench.scenarios import build_scenarios
     from cnibench.scenarios.runner import ConditionResult
-    from cnibench.session import BenchSession, plan_conditions, session_config
+    from cnibench.session import (
+        BenchSession,
+        interleaved_rounds,
+        plan_conditions,
+        session_config,
+    )
 
     config = session_config(vars(args))
+    if args.interleave and config.precision is not None:
+        raise ConfigError("--interleave and --precision cannot be combined yet: choose one")
     registry = build_scenarios(config.scenario_options)
     # Names are checked before a backend is chosen: a misspelt condition is the first error.
     # "egress" runs on every --cni; "baseline@vxlan" or "egress@routed+vxlan" only on those.
@@ -377,22 +392,61 @@ def _run(args: argparse.Namespace) -> int:
         with progress:
             task = progress.add_task("starting", total=len(plan) * profile.runs)
             session.runner.progress = lambda text: progress.update(task, advance=1)
-            for planned_run in plan:
+            order = (
+                interleaved_rounds(plan, profile.runs)
+                if args.interleave
+                else [(-1, planned_run) for planned_run in plan]
+            )
+            merged: dict[tuple[str, str, str], ConditionResult] = {}
+            given_up: set[tuple[str, str, str]] = set()
+            for round_number, planned_run in order:
                 scenario, cni = planned_run.scenario, planned_run.cni
                 condition = planned_run.condition
+                key = (scenario.name, cni, condition.id)
+                if key in given_up:
+                    continue
                 progress.update(task, description=f"{scenario.name} {cni} {condition.id}")
+                # One round of an interleaved session is one repetition; otherwise all.
+                rounds = None if round_number < 0 else range(round_number, round_number + 1)
+                left = profile.runs if rounds is None else profile.runs - round_number
                 try:
-                    results.append(session.run_condition(scenario, cni, condition))
+                    result = session.run_condition(scenario, cni, condition, repetitions=rounds)
                 except UnsupportedError as exc:
+                    given_up.add(key)
                     skipped.setdefault((scenario.name, cni, str(exc)), []).append(condition.id)
-                    progress.update(task, advance=profile.runs)
+                    progress.update(task, advance=left)
+                    continue
                 except VerificationError as exc:
                     # The session goes on: one condition that cannot be set up or
                     # proven says nothing about the next.
+                    given_up.add(key)
                     unproven += 1
                     label = "NOT SET UP" if isinstance(exc, SetupError) else "NOT VERIFIED"
                     problems.append(f"{label} {exc}")
-                    progress.update(task, advance=profile.runs)
+                    progress.update(task, advance=left)
+                    continue
+                earlier = merged.get(key)
+                merged[key] = (
+                    result
+                    if earlier is None
+                    else dataclasses.replace(earlier, runs=(*earlier.runs, *result.runs))
+                )
+            results = [result for key, result in merged.items() if key not in given_up]
+            if args.interleave:
+                session.store.write_json(
+                    "interleaved-order",
+                    {
+                        "rounds": [
+                            {
+                                "round": number,
+                                "scenario": planned.scenario.name,
+                                "cni": planned.cni,
+                                "condition": planned.condition.id,
+                            }
+                            for number, planned in order
+                        ]
+                    },
+                )
         results_dir = session.store.session_dir
     if results:
         _print_table(results, registry, Console(width=max(console.width, 150)))

@@ -431,6 +431,42 @@ class PlannedRun:
     condition: Condition
 
 
+def interleaved_rounds(plan: Sequence[PlannedRun], runs: int) -> list[tuple[int, PlannedRun]]:
+    """``plan`` as interleaved rounds: the conditions of one scenario on one CNI (one
+    cluster) take turns, one repetition each per round, the order rotating every round, so
+    that drift of the machine during the session falls on treatment and control alike.
+
+    With a control C and a treatment T that is C T, T C, C T, ...; with more conditions each
+    leads in turn. Groups keep the plan's order (one cluster at a time).
+
+    Parameters
+    ----------
+    plan:
+        :meth:`BenchSession.plan`'s running order.
+    runs:
+        Rounds (the profile's runs per condition).
+
+    Returns
+    -------
+    list of (round, PlannedRun)
+        The running order; ``round`` is the repetition number of that run.
+
+    Examples
+    --------
+    Two conditions ``C`` and ``T`` of one scenario and CNI, 3 runs:
+    ``[(0, C), (0, T), (1, T), (1, C), (2, C), (2, T)]``.
+    """
+    groups: dict[tuple[str, str], list[PlannedRun]] = {}
+    for planned in plan:
+        groups.setdefault((planned.scenario.name, planned.cni), []).append(planned)
+    order: list[tuple[int, PlannedRun]] = []
+    for members in groups.values():
+        for round_number in range(runs):
+            shift = round_number % len(members)
+            order += [(round_number, m) for m in (*members[shift:], *members[:shift])]
+    return order
+
+
 def plan_conditions(
     registry: Mapping[str, Scenario],
     items: Sequence[str] = (),
@@ -537,15 +573,21 @@ class BenchSession:
         ]
 
     def run_condition(
-        self, scenario: Scenario | str, cni: str, condition: Condition
+        self,
+        scenario: Scenario | str,
+        cni: str,
+        condition: Condition,
+        *,
+        repetitions: range | None = None,
     ) -> ConditionResult:
         """Run one condition (see :meth:`cnibench.scenarios.runner.Runner.run_condition`).
 
-        ``scenario`` may be a name, resolved among the session's configured scenarios.
+        ``scenario`` may be a name, resolved among the session's configured scenarios;
+        ``repetitions`` runs only those repetition numbers (one interleaved round).
         """
         if isinstance(scenario, str):
             scenario = scenario_named(scenario, self.scenarios)
-        return self.runner.run_condition(scenario, cni, condition)
+        return self.runner.run_condition(scenario, cni, condition, repetitions=repetitions)
 
     def close(self) -> None:
         """Tear down every cluster of the session."""

@@ -91,3 +91,28 @@ def test_without_precision_exactly_the_profiles_runs(tmp_path):
     runner._repetition = lambda *a: [_run(a[4], throughput=1e9 * (1 + a[4]))]  # type: ignore[method-assign]
     runs, note = runner._measured_runs(_Scenario(), None, None, None)  # type: ignore[arg-type]
     assert (len(runs), note) == (5, "")
+
+
+def test_interleaved_rounds_alternate_control_and_treatment_per_cluster():
+    from cnibench.scenarios import SCENARIOS
+    from cnibench.session import PlannedRun, interleaved_rounds
+
+    egress = SCENARIOS["egress"]
+    off, on = egress.conditions()[:2]
+    plan = [
+        PlannedRun(egress, "routed", off),
+        PlannedRun(egress, "routed", on),
+        PlannedRun(egress, "vxlan", off),
+    ]
+    order = [(r, p.cni, p.condition.id) for r, p in interleaved_rounds(plan, 3)]
+    assert order == [
+        (0, "routed", off.id),
+        (0, "routed", on.id),
+        (1, "routed", on.id),
+        (1, "routed", off.id),
+        (2, "routed", off.id),
+        (2, "routed", on.id),
+        (0, "vxlan", off.id),
+        (1, "vxlan", off.id),
+        (2, "vxlan", off.id),
+    ]

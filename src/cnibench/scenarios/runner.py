@@ -381,8 +381,19 @@ class Runner:
         self._metrics_checked: set[int] = set()
         self._environment_ids: dict[int, str] = {}
 
-    def run_condition(self, scenario: Scenario, cni: str, condition: Condition) -> ConditionResult:
+    def run_condition(
+        self,
+        scenario: Scenario,
+        cni: str,
+        condition: Condition,
+        *,
+        repetitions: range | None = None,
+    ) -> ConditionResult:
         """Prepare, verify, measure and record ``condition`` on the cluster for ``cni``.
+
+        ``repetitions`` runs exactly those repetition numbers (one round of an interleaved
+        session, :func:`cnibench.session.interleaved_rounds`); by default the profile's runs,
+        extended by ``--precision``.
 
         Raises
         ------
@@ -423,7 +434,15 @@ class Runner:
                 f"verification-{scenario.name}-{cluster.spec.slug}-{condition.id}",
                 {"ok": verification.ok, "detail": verification.detail, **verification.evidence},
             )
-            runs, precision_note = self._measured_runs(scenario, cluster, prepared, condition)
+            if repetitions is not None:
+                runs = [
+                    run
+                    for repetition in repetitions
+                    for run in self._repetition(scenario, cluster, prepared, condition, repetition)
+                ]
+                precision_note = ""
+            else:
+                runs, precision_note = self._measured_runs(scenario, cluster, prepared, condition)
             if precision_note:
                 self.store.write_json(
                     f"precision-{scenario.name}-{cluster.spec.slug}-{condition.id}",
