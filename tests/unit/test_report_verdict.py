@@ -645,5 +645,51 @@ def test_a_cni_contrast_the_reference_lacks_is_named_not_silently_dropped():
     ), table.attrs["notes"]
     lines = report.verdict_summary(table, full_at="cnibench report r/")
     assert lines[-1] == (
-        "  1 contrast(s) could not be formed; each with why in the report (cnibench report r/)"
+        "  1 note(s) on what was not compared and why: see the report (cnibench report r/)"
     )
+
+
+def test_a_scenario_the_reference_did_not_run_takes_its_first_cni_as_reference():
+    # As in the demo: wireguard and priority on vxlan first, egress on two other labels.
+    built = _Frame()
+    built.add(
+        "wireguard", "vxlan", "off-rr", {"encryption": "off", "measurement": "rr"}, "cpu", [5, 6]
+    )
+    for cni in ("routed:napi=threaded", "vxlan:napi=threaded"):
+        for state in ("off", "on"):
+            built.add("egress", cni, f"gateway-{state}", {"gateway": state}, "cpu", [50, 51, 53])
+    table = report.verdict(built.frame())
+    cni_rows = table[table["kind"] == "cni"]
+    assert set(cni_rows["control_cni"]) == {"routed:napi=threaded"}
+    assert set(cni_rows["cni"]) == {"vxlan:napi=threaded"}
+    assert len(cni_rows) == 2
+    assert (
+        "egress: reference CNI vxlan did not run it; routed:napi=threaded, the first CNI that"
+        " did, is its reference"
+    ) in table.attrs["notes"]
+
+
+def test_a_treatment_far_below_its_control_stays_a_ratio():
+    # Userspace WireGuard at a fiftieth of the throughput: ×0.02, not "-10730707021 bits/s".
+    off = [10.9e9, 11.0e9, 10.8e9, 10.95e9, 11.05e9]
+    on = [0.21e9, 0.22e9, 0.215e9, 0.218e9, 0.212e9]
+    row = report.verdict(_egress(on, off)).iloc[0]
+    assert row.scale == "ratio"
+    assert row.ratio == pytest.approx(sps.gmean(on) / sps.gmean(off))
+
+
+def test_a_large_difference_is_printed_with_one_prefix_and_a_readable_interval():
+    # A near-zero control of a large quantity, falling below it: every number in G, the
+    # interval's negative bounds joined by "to".
+    built = _Frame()
+    off = [0.0, 0.0, 0.0]
+    on = [-10.7e9, -10.9e9, -10.6e9]
+    built.add("egress", "vxlan", "gateway-off", {"gateway": "off"}, "throughput", off)
+    built.add("egress", "vxlan", "gateway-on", {"gateway": "on"}, "throughput", on)
+    row = report.verdict(built.frame()).iloc[0]
+    ci = sps.ttest_ind(on, off, equal_var=False).confidence_interval(0.95)
+    low, high = math.floor(100 * ci.low / 1e9) / 100, math.ceil(100 * ci.high / 1e9) / 100
+    assert row.verdict.startswith(
+        f"egress gateway on vxlan: throughput -10.7G bits/s (95 % CI {low:.2f}G to"
+        f" {high:.2f}G; 0.00G → -10.7G, n = 3 vs 3)"
+    ), row.verdict

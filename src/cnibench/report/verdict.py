@@ -77,7 +77,7 @@ from cnibench.records import ParamValue, summary_scale
 from cnibench.report.compare import log_ratio_interval
 from cnibench.report.data import LEVEL, ok_runs
 from cnibench.scenarios import SCENARIOS
-from cnibench.scenarios.base import OTHER_THAN_CONTROL, Contrast, Scenario
+from cnibench.scenarios.base import OTHER_THAN_CONTROL, Condition, Contrast, Scenario
 
 __all__ = [
     "CORRECTION",
@@ -456,6 +456,12 @@ def _outcomes(
     """A row per yes/no metric of a condition that no planned contrast states."""
     covered = {(p.cni, p.treatment, p.metric) for p in planned}
     covered |= {(p.control_cni, p.control, p.metric) for p in planned}
+
+    def shown(condition: _Condition) -> set[str]:
+        # What the run table shows of the condition: its headline and primary metrics.
+        declared = Condition(scenario.name, condition.condition, dict(condition.parameters))
+        return set(scenario.headline_metrics(declared)) | set(scenario.primary_metrics)
+
     return [
         PlannedContrast(
             scenario.name,
@@ -471,7 +477,7 @@ def _outcomes(
             metric,
         )
         for condition in conditions
-        for metric in sorted(condition.metrics & yes_no)
+        for metric in sorted(condition.metrics & yes_no & shown(condition))
         if (condition.cni, condition.condition, metric) not in covered
     ]
 
@@ -524,7 +530,17 @@ def plan_contrasts(
         conditions = _conditions(rows, name)
         planned += _feature_contrasts(scenario, conditions, found)
         if scenario.compares_cnis:
-            planned += _cni_contrasts(scenario, conditions, chosen, found)
+            here = list(dict.fromkeys(c.cni for c in conditions))
+            used = chosen
+            if chosen not in here and len(here) > 1:
+                # The reference did not run this scenario: the first CNI that did stands in,
+                # and the notes say so, rather than every CNI contrast silently vanishing.
+                used = here[0]
+                found.append(
+                    f"{name}: reference CNI {chosen} did not run it; {used}, the first CNI"
+                    " that did, is its reference"
+                )
+            planned += _cni_contrasts(scenario, conditions, used, found)
         if scenario.compares_shares_with_weights:
             planned += _weight_contrasts(scenario, conditions)
         yes_no = set(rows.loc[(rows["scenario"] == name) & (rows["unit"] == "bool"), "metric"])
@@ -537,7 +553,7 @@ def plan_contrasts(
 # --------------------------------------------------------------------------------------------
 
 RATIO_SPAN = 10.0
-"""Two positive sides whose estimates differ by more than this factor are compared as a
+"""A treatment more than this factor above its (positive) control is compared as a
 difference in the metric's unit: a near-zero control makes a ratio (×138) mean little and
 head the list, where "+0.37 cores" says what happened."""
 
@@ -619,8 +635,10 @@ def _scale_of(unit: str, treatment: npt.NDArray[np.float64], control: Any) -> Sc
     if summary_scale(unit) == "binary":
         return Scale.PROPORTION
     if treatment.size and control.size and np.all(treatment > 0) and np.all(control > 0):
-        spread = math.exp(abs(float(np.mean(np.log(treatment)) - np.mean(np.log(control)))))
-        if spread <= RATIO_SPAN:
+        # Only a near-zero *control* makes a ratio meaningless (×138); a treatment that falls
+        # to a fiftieth of its control (userspace WireGuard's throughput) is a fine ×0.02.
+        growth = math.exp(float(np.mean(np.log(treatment)) - np.mean(np.log(control))))
+        if growth <= RATIO_SPAN:
             return Scale.RATIO
     return Scale.DIFFERENCE
 
@@ -866,6 +884,14 @@ def _digits(low: float, high: float) -> int:
     return digits
 
 
+def _prefix(magnitude: float) -> tuple[float, str]:
+    """Divisor and SI prefix for numbers of this magnitude (as the run table shows them)."""
+    for smallest, divisor, prefix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if magnitude >= smallest:
+            return divisor, prefix
+    return 1.0, ""
+
+
 def interval_text(low: float, high: float, *, null: float) -> str:
     """``"low-high"`` rounded outwards, with enough decimals that an interval excluding
     ``null`` (1 for a ratio, 0 for a difference) never prints as if it contained it:
@@ -895,7 +921,8 @@ def interval_text(low: float, high: float, *, null: float) -> str:
     ):
         digits += 1
         lo, hi = shown(digits)
-    return f"{lo}-{hi}"
+    # "-1.2--0.8" misreads; with a negative bound the two are joined by "to".
+    return f"{lo} to {hi}" if low < 0 or high < 0 else f"{lo}-{hi}"
 
 
 def _n_text(row: Mapping[str, Any]) -> str:
@@ -929,7 +956,9 @@ def _power_words(row: Mapping[str, Any]) -> str:
         if int(row["runs_needed"]) > 0:
             words += f"; ±{100 * wanted:g} % needs about {row['runs_needed']} runs per side"
         return words
-    return f": this n detects about ±{_number(float(row['detectable']))} {row['unit']}".rstrip()
+    divisor, prefix = _prefix(float(row["detectable"]))
+    shown = f"{_number(float(row['detectable']) / divisor)}{prefix}"
+    return f": this n detects about ±{shown} {row['unit']}".rstrip()
 
 
 def _sentence(planned: PlannedContrast, row: Mapping[str, Any]) -> str:
@@ -962,13 +991,22 @@ def _sentence(planned: PlannedContrast, row: Mapping[str, Any]) -> str:
         ci = f"{level} CI {interval_text(low, high, null=1.0)}"
         body = f"{stated} ({ci}, {n})"
     elif row["scale"] == Scale.DIFFERENCE:
+        # One SI prefix for every number of the line (10.9G → 0.22G), as the run table.
+        sides = (float(row["control_mean"]), float(row["treatment_mean"]))
+        divisor, prefix = _prefix(max(abs(v) for v in (low, high, estimate, *sides)))
         unit = f" {row['unit']}" if row["unit"] else ""
-        stated = f"{_signed(estimate, digits)}{unit}"
+        d = _digits(low / divisor, high / divisor)
+        stated = f"{_signed(estimate / divisor, d)}{prefix}{unit}"
         moved = (
-            f"{_number(float(row['control_mean']), digits=digits)} →"
-            f" {_number(float(row['treatment_mean']), digits=digits)}"
+            f"{_number(sides[0] / divisor, digits=d)}{prefix} →"
+            f" {_number(sides[1] / divisor, digits=d)}{prefix}"
         )
-        body = f"{stated} ({level} CI {interval_text(low, high, null=0.0)}; {moved}, {n})"
+        shown = interval_text(low / divisor, high / divisor, null=0.0)
+        if prefix:
+            separator = " to " if " to " in shown else "-"
+            lo, hi = shown.split(separator)
+            shown = f"{lo}{prefix}{separator}{hi}{prefix}"
+        body = f"{stated} ({level} CI {shown}; {moved}, {n})"
     else:
         stated = f"{_signed(estimate, 2)} in the share of yes"
         body = (
@@ -1170,6 +1208,6 @@ def verdict_summary(
         # names each with why.
         where = f" ({full_at})" if full_at else ""
         tail.append(
-            f"  {len(notes)} contrast(s) could not be formed; each with why in the report{where}"
+            f"  {len(notes)} note(s) on what was not compared and why: see the report{where}"
         )
     return [heading + ":", *(f"  {line}" for line in verdict_lines(shown)), *tail]
