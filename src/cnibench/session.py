@@ -78,6 +78,9 @@ class SessionConfig:
         ``None``: exactly the profile's runs.
     max_runs:
         ``--max-runs``: most repetitions ``precision`` may take a condition to.
+    precision_metrics:
+        ``--precision-on``: the metrics ``precision`` judges (default: each scenario's
+        positive primary metrics), e.g. ``("throughput",)``.
     """
 
     cluster: str = "auto"
@@ -89,6 +92,7 @@ class SessionConfig:
     scenario_options: ScenarioOptions = field(default_factory=ScenarioOptions)
     precision: float | None = None
     max_runs: int = DEFAULT_MAX_RUNS
+    precision_metrics: tuple[str, ...] = ()
 
 
 def container_engine(timeout: float = 5.0) -> str:
@@ -259,6 +263,13 @@ def add_session_options(add: Callable[..., object]) -> None:
         metavar="N",
         help=f"most runs per condition --precision may take (default {DEFAULT_MAX_RUNS})",
     )
+    add(
+        "--precision-on",
+        default=None,
+        metavar="METRIC,...",
+        help="the metrics --precision judges, e.g. throughput (default: each scenario's"
+        " primary metrics)",
+    )
     add("--results-dir", default="results", metavar="DIR", help="default: results")
     add(
         "--keep-cluster",
@@ -281,6 +292,7 @@ SESSION_OPTIONS = (
     "duration",
     "precision",
     "max_runs",
+    "precision_on",
     "results_dir",
     "keep_cluster",
     "recreate_cluster",
@@ -325,6 +337,7 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         proxy=values.get("proxy"),
         services=values.get("services"),
     )
+    precision = _precision(values.get("precision"))
     max_runs = _integer("--max-runs", values.get("max_runs"))
     if max_runs is not None and max_runs < profile.runs:
         raise ConfigError(
@@ -338,9 +351,22 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         keep_cluster=bool(values.get("keep_cluster")),
         recreate_cluster=bool(values.get("recreate_cluster")),
         scenario_options=options,
-        precision=_precision(values.get("precision")),
+        precision=precision,
         max_runs=DEFAULT_MAX_RUNS if max_runs is None else max_runs,
+        precision_metrics=_precision_metrics(values.get("precision_on"), precision),
     )
+
+
+def _precision_metrics(text: object, precision: float | None) -> tuple[str, ...]:
+    """``--precision-on`` as metric names; it means nothing without ``--precision``."""
+    if text is None:
+        return ()
+    if precision is None:
+        raise ConfigError("--precision-on needs --precision")
+    names = tuple(name.strip() for name in str(text).split(",") if name.strip())
+    if not names:
+        raise ConfigError(f"--precision-on {str(text)!r}: name at least one metric")
+    return names
 
 
 def _precision(text: object) -> float | None:
@@ -543,6 +569,7 @@ class BenchSession:
             progress=progress,
             precision=config.precision,
             max_runs=config.max_runs,
+            precision_metrics=config.precision_metrics,
         )
         self._previous_sigterm: object = None
 

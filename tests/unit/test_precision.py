@@ -116,3 +116,44 @@ def test_interleaved_rounds_alternate_control_and_treatment_per_cluster():
         (1, "vxlan", off.id),
         (2, "vxlan", off.id),
     ]
+
+
+def test_precision_on_judges_only_the_named_metrics(tmp_path):
+    # Throughput tight, RTT wild: with --precision-on throughput the profile's 5 runs do.
+    rng = np.random.default_rng(9)
+    runner = Runner(
+        pool=None,  # type: ignore[arg-type]
+        store=ResultsStore(tmp_path),
+        profile=profile_named("quick"),
+        precision=0.05,
+        max_runs=8,
+        precision_metrics=("throughput",),
+    )
+
+    def one(*args: Any) -> list[RunResult]:
+        repetition = args[4]
+        tight = 9e9 * math.exp(rng.normal(0, 0.001))
+        return [_run(repetition, throughput=tight, rtt_mean=100 * math.exp(rng.normal(0, 1)))]
+
+    runner._repetition = one  # type: ignore[method-assign]
+
+    class Both:
+        name = "egress"
+        primary_metrics = ("throughput", "rtt_mean")
+
+    runs, note = runner._measured_runs(Both(), None, None, None)  # type: ignore[arg-type]
+    assert len(runs) == 5
+    assert note.startswith("precision ±5 % per contrast (±3.5 % per condition) reached after 5")
+    assert "rtt_mean" not in note
+
+
+def test_precision_on_without_precision_is_a_one_line_error():
+    from cnibench.errors import ConfigError
+    from cnibench.session import session_config
+
+    with pytest.raises(ConfigError, match=r"^--precision-on needs --precision$"):
+        session_config({"cluster": "lab", "profile": "quick", "precision_on": "throughput"})
+    config = session_config(
+        {"cluster": "lab", "profile": "quick", "precision": "5%", "precision_on": "throughput"}
+    )
+    assert (config.precision, config.precision_metrics) == (0.05, ("throughput",))

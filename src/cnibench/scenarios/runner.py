@@ -369,6 +369,7 @@ class Runner:
         resource_metrics: bool = True,
         precision: float | None = None,
         max_runs: int = DEFAULT_MAX_RUNS,
+        precision_metrics: tuple[str, ...] = (),
     ) -> None:
         self.pool = pool
         self.store = store
@@ -377,6 +378,7 @@ class Runner:
         self.resource_metrics = resource_metrics
         self.precision = precision
         self.max_runs = max(max_runs, profile.runs)
+        self.precision_metrics = precision_metrics
         self._environments: set[str] = set()
         self._metrics_checked: set[int] = set()
         self._environment_ids: dict[int, str] = {}
@@ -474,7 +476,8 @@ class Runner:
                 continue
             if self.precision is None:
                 return runs, ""
-            reached, widths = precision_reached(runs, scenario.primary_metrics, self.precision)
+            judged = self.precision_metrics or scenario.primary_metrics
+            reached, widths = precision_reached(runs, judged, self.precision)
             if reached or repetition >= self.max_runs:
                 return runs, precision_words(reached, widths, self.precision, repetition)
 
