@@ -17,7 +17,17 @@ import nox
 nox.options.sessions = ["lint", "typecheck", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
-PREPARE_IMAGES = ("images", "build", "--cni", "cilium", "--prepare")
+PREPARE_IMAGES = (
+    "images",
+    "build",
+    "--cni",
+    "cilium",
+    "--cni",
+    "kube-router",
+    "--gateway",
+    "traefik",
+    "--prepare",
+)
 """What the kind tier's image builds need that takes long and no engine (see ``tests``)."""
 
 PYTHON = False if os.environ.get("CNIBENCH_NOX_NO_VENV") else None

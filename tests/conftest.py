@@ -55,6 +55,12 @@ LAST_DIRS = ("kube", "kind")
 kind tier for the image builder's lock."""
 
 
+KIND_LAST = ("test_kind_cilium.py",)
+"""kind modules run after the tier's others: Cilium's images are the last the background
+prepare builds (about 16 minutes cold), and the flannel and kube-router modules need only what
+is built before them (the image builder takes no lock once a build's steps are current)."""
+
+
 FOLDER_MARKERS = {"lab": "lab", "reliability": "lab", "kube": "kube", "kind": "kind"}
 """The marker every test of a folder gets (``-m kube`` selects the kube tier): a test's needs
 follow from where it lives, not from a line each module must remember. tests/integration mixes
@@ -73,8 +79,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if marker:
             item.add_marker(marker)
 
-    def rank(item: pytest.Item) -> int:
+    def rank(item: pytest.Item) -> tuple[int, int]:
         tier = _tier(item)
-        return LAST_DIRS.index(tier) + 1 if tier in LAST_DIRS else 0
+        group = LAST_DIRS.index(tier) + 1 if tier in LAST_DIRS else 0
+        return group, int(tier == "kind" and Path(str(item.path)).name in KIND_LAST)
 
     items.sort(key=rank)  # stable: the order inside each group is kept

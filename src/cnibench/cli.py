@@ -245,12 +245,23 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     build.add_argument(
         "--cni",
         action="append",
-        choices=("cilium",),
+        choices=("cilium", "kube-router"),
         default=[],
         metavar="CNI",
         dest="cnis",
         help="also build this CNI's images (cilium: a Go build of about 18 minutes on 2 cores"
-        " and a 1.1 GB image); flannel's is always built. Repeatable",
+        " and a 1.1 GB image; kube-router: about 4 minutes); flannel's is always built."
+        " Repeatable",
+    )
+    build.add_argument(
+        "--gateway",
+        action="append",
+        choices=("traefik",),
+        default=[],
+        metavar="GATEWAY",
+        dest="cnis",
+        help="also build this Gateway API implementation (traefik, for --cni X:gateway=traefik:"
+        " a Go build of about 10 minutes on 2 cores). Repeatable",
     )
     build.add_argument(
         "--prepare",

@@ -9,7 +9,7 @@ import pytest
 from cnibench.backends.base import ClusterSpec
 from cnibench.backends.kube.cni import cni_definition
 from cnibench.backends.kube.cnis import DRIVERS, cni_names
-from cnibench.errors import ConfigError
+from cnibench.errors import ConfigError, UnsupportedError
 
 
 def test_every_cni_name_has_a_driver_under_its_own_name() -> None:
@@ -30,7 +30,7 @@ def test_each_driver_defines_its_own_cni_and_refuses_an_unknown_option(name: str
         cni_definition(ClusterSpec(cni=name, options={"colour": "blue"}))
 
 
-ENCRYPTS = {"cilium": True, "antrea": True, "calico": True, "kindnet": False, "kube-router": False}
+ENCRYPTS = {"cilium": True, "antrea": True, "calico": True, "kindnet": False}
 
 
 @pytest.mark.parametrize(("name", "encrypts"), ENCRYPTS.items())
@@ -41,3 +41,9 @@ def test_wireguard_is_offered_only_by_cnis_that_encrypt(name: str, encrypts: boo
     else:
         with pytest.raises(ConfigError, match=f"--cni {name} cannot encrypt with WireGuard"):
             cni_definition(spec)
+
+
+def test_kube_router_skips_wireguard_since_it_has_no_encryption() -> None:
+    """Not a usage error: a wireguard condition on kube-router is skipped with the reason."""
+    with pytest.raises(UnsupportedError, match="kube-router cannot encrypt with WireGuard"):
+        cni_definition(ClusterSpec(cni="kube-router", encryption="wireguard"))

@@ -165,14 +165,21 @@ def test_antrea_external_ip_pool_structure() -> None:
 
 
 @pytest.mark.parametrize(
-    ("cni_name", "kube_proxy_mode", "default_cni_off"),
-    [("cilium", "none", True), ("flannel", None, True), ("kindnet", None, False)],
-    ids=["cilium-kpr", "flannel", "kindnet"],
+    ("label", "kube_proxy_mode", "default_cni_off"),
+    [
+        ("cilium", "none", True),
+        ("flannel", None, True),
+        ("kindnet", None, False),
+        ("flannel:kube-proxy=nftables", "nftables", True),
+        ("kube-router:kube-proxy=iptables,napi=threaded", "iptables", True),
+        ("cilium:mode=kube-proxy,kube-proxy=nftables", "nftables", True),
+    ],
+    ids=["cilium-kpr", "flannel", "kindnet", "flannel-nft", "kube-router-ipt", "cilium-kp-nft"],
 )
 def test_kind_config_round_trips(
-    cni_name: str, kube_proxy_mode: str | None, default_cni_off: bool
+    label: str, kube_proxy_mode: str | None, default_cni_off: bool
 ) -> None:
-    spec = ClusterSpec(cni=cni_name)
+    spec = ClusterSpec.from_label(label)
     text = yaml.safe_dump(render.kind_cluster_config("c1", spec, cni_definition(spec)))
     config = yaml.safe_load(text)
     assert config["apiVersion"] == "kind.x-k8s.io/v1alpha4"
@@ -181,6 +188,19 @@ def test_kind_config_round_trips(
     roles = [n.get("labels", {}).get("cnibench.io/role") for n in config["nodes"]]
     assert roles == [None, "client", "server", "egress-gw"]
     assert {n["image"] for n in config["nodes"]} == {Images().kind_node}
+
+
+@pytest.mark.parametrize(
+    ("label", "message"),
+    [
+        ("flannel:kube-proxy=ipvs", "kube-proxy=ipvs: choose iptables or nftables"),
+        ("flannel:napi=busy", "napi=busy: choose inline or threaded"),
+        ("cilium:kube-proxy=nftables", "replaces kube-proxy, so it has no kube-proxy mode"),
+    ],
+)
+def test_cluster_options_every_cni_takes_are_checked(label: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        cni_definition(ClusterSpec.from_label(label))
 
 
 def test_prometheus_relabels_instance_to_node_name() -> None:

@@ -15,7 +15,15 @@ from cnibench import cli
 from cnibench.backends.kube.offline import OfflineBuilder
 from cnibench.backends.kube.offline.recipes import ROOTFS_PACKAGES
 
-STEPS = ("build_kubernetes", "build_go_binaries", "build_cilium", "build_helm", "link_tools")
+STEPS = (
+    "build_kubernetes",
+    "build_go_binaries",
+    "build_cilium",
+    "build_helm",
+    "build_kube_router",
+    "build_traefik",
+    "link_tools",
+)
 ENGINE_STEPS = ("node_image", "import_image")
 
 
@@ -37,7 +45,9 @@ def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
 
 
 def test_prepare_runs_every_long_step_and_touches_no_engine(calls: list[str]) -> None:
-    assert cli.main(["images", "build", "--cni", "cilium", "--prepare"]) == 0
+    argv = ["images", "build", "--cni", "cilium", "--cni", "kube-router", "--gateway", "traefik"]
+    argv.append("--prepare")
+    assert cli.main(argv) == 0
     assert set(STEPS) <= set(calls)
     assert {f"rootfs:{name}" for name in ROOTFS_PACKAGES} <= set(calls)
     assert not [c for c in calls if c.split(":")[0] in ENGINE_STEPS]
@@ -49,3 +59,22 @@ def test_a_full_build_also_makes_the_images(calls: list[str]) -> None:
     assert any(c.startswith("import_image") for c in calls)
     assert "build_cilium" not in calls  # opt-in
     assert "rootfs:cilium" not in calls
+    assert "build_kube_router" not in calls
+    assert "rootfs:kube-router" not in calls
+    assert "build_traefik" not in calls
+
+
+def test_a_build_whose_long_steps_are_current_takes_no_lock(tmp_path: Path) -> None:
+    """Asked whether it is prepared, an empty cache says no without starting any step (no
+    debootstrap, no go command); a cache whose every step is stamped says yes, so its build
+    makes the images without waiting for another build holding the cache's lock."""
+    builder = OfflineBuilder(root=tmp_path, environ={"PATH": "/nonexistent"}, log=lambda _: None)
+    assert builder._prepared(frozenset()) is False
+    assert builder.report.seconds == {}
+    assert not (tmp_path / "offline" / "rootfs").exists()
+
+    asked: list[str] = []
+    for name in (*STEPS, "rootfs"):
+        setattr(builder, name, lambda *args, _n=name: asked.append(_n))
+    assert builder._prepared(frozenset({"cilium", "kube-router", "traefik"})) is True
+    assert {"build_kubernetes", "build_cilium", "build_kube_router", "build_traefik"} <= set(asked)

@@ -15,6 +15,7 @@ from cnibench.backends.kube.offline.recipes import (
     CILIUM_PACKAGES,
     CILIUM_SOURCE,
     CILIUM_UNSERVED_FORKS,
+    KUBE_ROUTER_MODULE,
     ROOTFS_PACKAGES,
     ImageRecipe,
     OfflineVersions,
@@ -27,6 +28,7 @@ from cnibench.backends.kube.offline.recipes import (
     etcd_go_mod,
     go_proxy,
     image_recipes,
+    kube_router_go_mod,
     kubernetes_go_mod,
     not_offline_reason,
     pod_image_tags,
@@ -226,12 +228,12 @@ def test_offline_set_is_selected_by_environment() -> None:
     assert custom.prometheus == OFFLINE_IMAGES.prometheus
 
 
-def test_flannel_and_cilium_run_offline_and_every_other_cni_says_why() -> None:
+def test_flannel_cilium_and_kube_router_run_offline_and_every_other_cni_says_why() -> None:
     from cnibench.backends.kube.cnis import cni_names
 
-    assert not_offline_reason("flannel") == ""
-    assert not_offline_reason("cilium") == ""
-    for cni in set(cni_names()) - {"flannel", "cilium"}:
+    for cni in ("flannel", "cilium", "kube-router"):
+        assert not_offline_reason(cni) == ""
+    for cni in set(cni_names()) - {"flannel", "cilium", "kube-router"}:
         reason = not_offline_reason(cni, loaded_modules=("openvswitch",))
         assert reason.startswith(f"no offline image of {cni}: "), reason
         assert reason.endswith("(the public images need a registry)")
@@ -256,6 +258,8 @@ def test_wireguard_encryption_needs_the_kernel_module_on_this_host() -> None:
         )
         assert not_offline_reason(cni, loaded_modules=("wireguard",), encryption="wireguard") == ""
         assert not_offline_reason(cni, loaded_modules=("veth",)) == ""
+    # A CNI that cannot encrypt at all says so itself (its driver), not "no kernel module".
+    assert not_offline_reason("kube-router", loaded_modules=("veth",), encryption="wireguard") == ""
     # A CNI that cannot run at all says that first.
     assert "openvswitch" in not_offline_reason("antrea", encryption="wireguard")
 
@@ -374,3 +378,33 @@ def test_an_empty_image_field_has_no_recipe() -> None:
     tags = pod_image_tags(dataclasses.replace(OFFLINE_IMAGES, cilium=""))
     assert "" not in tags
     assert len(tags) == len(pod_image_tags(OFFLINE_IMAGES)) - 1
+
+
+def test_kube_router_wrapper_requires_the_served_release() -> None:
+    text = kube_router_go_mod(OfflineVersions())
+    assert "module cnibench.local/kube-router" in text
+    assert f"require {KUBE_ROUTER_MODULE} v2.1.0" in text
+    assert "replace" not in text  # kube-router's go.mod replaces nothing
+
+
+def test_kube_router_version_does_not_change_the_other_steps_digests() -> None:
+    assert recipe_digest("go-1", OfflineVersions()) == recipe_digest(
+        "go-1", OfflineVersions(kube_router="v2.6.1")
+    )
+
+
+@pytest.mark.parametrize(
+    ("cnis", "has_kube_router"),
+    [(None, True), (["kube-router"], True), (["cilium"], False), ([], False)],
+    ids=["all", "kube-router", "cilium", "none"],
+)
+def test_kube_router_image_only_for_kube_router(
+    cnis: list[str] | None, has_kube_router: bool
+) -> None:
+    recipes = {r.tag: r for r in image_recipes(OFFLINE_IMAGES, cnis=cnis)}
+    assert (OFFLINE_IMAGES.kube_router in recipes) is has_kube_router
+    if has_kube_router:
+        recipe = recipes[OFFLINE_IMAGES.kube_router]
+        assert recipe.files == {"/usr/local/bin/kube-router": "kube-router"}
+        # NetworkPolicy is iptables + ipsets: the userland must be in the image.
+        assert {"iptables", "ipset", "iproute2"} <= set(ROOTFS_PACKAGES[recipe.rootfs])

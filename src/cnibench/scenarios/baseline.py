@@ -15,7 +15,11 @@ kube-proxy's iptables chains or an nftables verdict map; on Kubernetes the proxy
 runs, kube-proxy's mode or a CNI's eBPF replacement, and conditions of another proxy are
 skipped naming it) with ``--services`` further Services in its tables. Verification proves the
 translation: the answer through the Service's address names the server pod, and without the
-Service's rules the address leads nowhere (tested).
+Service's rules the address leads nowhere (tested). The further Services are created first, in
+bulk, and the measured one last, so the time from the measured Service stored (its pod a ready
+endpoint) until it answers is how long the proxy took to program the batch:
+``service_programming_time``, beside ``service_creation_time`` (the API calls), once per set-up,
+with the first run.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from cnibench.backends.base import (
     WorkloadSpec,
 )
 from cnibench.errors import CnibenchError
-from cnibench.records import Measurement
+from cnibench.records import Measurement, ParamValue
 from cnibench.scenarios.base import (
     OTHER_THAN_CONTROL,
     Condition,
@@ -64,6 +68,14 @@ SERVER_WORKLOADS = tuple(
 SERVICE_SETTLE = 15.0
 """Seconds a Service target may take to answer after :meth:`Cluster.expose` returned (a proxy's
 next sync); a check through a Service that still gets no answer then fails."""
+SERVICE_SETTLE_PER_SERVICE = 0.02
+"""Further seconds of settle time per further Service (5000: 100 s more)."""
+_EXPOSED_AT = "service_exposed_at"
+_CREATED = "service_creation_seconds"
+_PROGRAMMED = "service_programming_seconds"
+"""Keys of :attr:`Prepared.expected`: when every Service was stored (monotonic seconds), how
+long storing them took, and how long from then until the measured one answered (reported with
+the first run)."""
 _LOAD_CONNECTIONS = 50
 _LOAD_THREADS = 2
 
@@ -157,12 +169,15 @@ class BaselineScenario(Scenario):
         server: Endpoint = prepared.endpoints["server"]
         prepared.expected["address"] = server.ip
         if target is not None:
+            started = time.monotonic()
             service = cluster.expose(
                 server,
                 [spec.port for spec in SERVER_WORKLOADS],
                 proxy=str(condition.parameters["proxy"]),
                 others=int(condition.parameters["services"]),
             )
+            prepared.expected[_EXPOSED_AT] = repr(time.monotonic())
+            prepared.expected[_CREATED] = repr(time.monotonic() - started)
             prepared.expected["service"] = "yes"
             if target == "service":
                 address, ports = service.cluster_ip, service.ports
@@ -185,7 +200,10 @@ class BaselineScenario(Scenario):
         client: Endpoint = prepared.endpoints["client"]
         want_same = condition.parameters["placement"] == "same-node"
         on_same = server.node.name == client.node.name
-        evidence = {"server_node": server.node.name, "client_node": client.node.name}
+        evidence: dict[str, ParamValue] = {
+            "server_node": server.node.name,
+            "client_node": client.node.name,
+        }
         if server.node.role is not NodeRole.SERVER:
             return Verification(False, f"server pod landed on {server.node.name}", evidence)
         if want_same != on_same:
@@ -195,8 +213,11 @@ class BaselineScenario(Scenario):
         url = target.url()
         through_service = "target" in condition.parameters
         # A proxy programs a new Service a moment after its endpoint is listed (kube-proxy's
-        # next sync): a Service is probed until it answers or SERVICE_SETTLE has passed.
-        deadline = time.monotonic() + (SERVICE_SETTLE if through_service else 0.0)
+        # next sync): a Service is probed until it answers or the settle time has passed (more
+        # with thousands of further Services in the tables).
+        services = int(condition.parameters.get("services", 0))
+        settle = SERVICE_SETTLE + services * SERVICE_SETTLE_PER_SERVICE
+        deadline = time.monotonic() + (settle if through_service else 0.0)
         while True:
             probe = client.run(
                 ["curl", "-sS", "-w", "\n%{http_code}", "--max-time", "3", url], timeout=10
@@ -205,6 +226,7 @@ class BaselineScenario(Scenario):
             if code == "200" or time.monotonic() >= deadline:
                 break
             time.sleep(1.0)
+        answered_at = time.monotonic()
         evidence.update(url=url, status=code, answered_by=body.strip())
         if code != "200":
             return Verification(
@@ -219,6 +241,14 @@ class BaselineScenario(Scenario):
             return Verification(
                 False, f"{url} was answered by {body.strip()!r}, not by {server.name}", evidence
             )
+        exposed = prepared.expected.pop(_EXPOSED_AT, "")
+        if exposed:
+            # From every Service stored (the measured one last, its pod a ready endpoint) until
+            # it answered: the proxy programming the whole batch.
+            programmed = answered_at - float(exposed)
+            evidence["programming_seconds"] = round(programmed, 3)
+            evidence["creation_seconds"] = round(float(prepared.expected[_CREATED]), 3)
+            prepared.expected[_PROGRAMMED] = repr(programmed)
         return Verification(True, f"{where}; {url} answered by {server.name}", evidence)
 
     def measure(
@@ -243,6 +273,13 @@ class BaselineScenario(Scenario):
                 background.stop()
         if background is not None and background.result is not None:
             raw = {**raw, "background-wrk.txt": background.result.stdout}
+        programmed = prepared.expected.get(_PROGRAMMED, "")
+        if programmed and repetition == 0:  # once per set-up: the first run carries it
+            measurements = [
+                *measurements,
+                Measurement("service_creation_time", float(prepared.expected[_CREATED]), "s"),
+                Measurement("service_programming_time", float(programmed), "s"),
+            ]
         return RunOutput(measurements, raw)
 
 

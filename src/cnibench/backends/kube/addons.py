@@ -315,6 +315,23 @@ def _describe(document: Mapping[str, Any]) -> str:
     return f"{document.get('kind')} {where}{metadata.get('name')}"
 
 
+def local_manifests(directory: Path) -> list[dict[str, Any]]:
+    """The objects of every ``*.yaml`` file in ``directory`` (sorted by name), e.g. a Gateway
+    API release's CRDs used in place from the Go module cache.
+
+    Raises
+    ------
+    cnibench.errors.ProvisioningError
+        The directory holds no manifest (its module was not downloaded), or one is not YAML.
+    """
+    files = sorted(directory.glob("*.yaml"))
+    if not files:
+        raise ProvisioningError(
+            f"no manifest in {directory}: build the images that need it (cnibench images build)"
+        )
+    return [doc for path in files for doc in split_documents(path.read_text(), source=str(path))]
+
+
 def install_release_manifest(
     api_client: Any, url: str, *, fetch: Fetcher | None = None, timeout: float = 120.0
 ) -> list[str]:
@@ -460,7 +477,11 @@ def install_cni(
         With the failing step.
     """
     runner = helm or run_checked
-    if cni.gateway_api_crds:
+    if cni.gateway_api_crds_dir:
+        install_manifests(
+            api_client, local_manifests(Path(cni.gateway_api_crds_dir)), timeout=timeout
+        )
+    elif cni.gateway_api_crds:
         install_release_manifest(
             api_client, gateway_api_crds_url(cni.gateway_api_crds), fetch=fetch, timeout=timeout
         )
@@ -471,6 +492,8 @@ def install_cni(
             install_release_manifest(api_client, url, fetch=fetch, timeout=timeout)
     elif cni.manifests:
         install_manifests(api_client, cni.manifests, timeout=timeout)
+    if cni.addon_manifests:
+        install_manifests(api_client, cni.addon_manifests, timeout=timeout)
     for chart in cni.addon_charts:
         _install_chart(chart, kubeconfig=kubeconfig, context=context, helm=runner)
 

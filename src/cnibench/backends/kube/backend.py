@@ -28,6 +28,7 @@ from cnibench.backends.kube.external import (
     top_of_subnet_range,
 )
 from cnibench.backends.kube.images import Images, require_pullable
+from cnibench.backends.kube.node_usage import KindNodeUsage
 from cnibench.backends.kube.offline.recipes import not_offline_reason
 from cnibench.backends.kube.providers import Provider
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError, UnsupportedError
@@ -238,6 +239,14 @@ class KubeBackend:
             )
         return pool
 
+    def _node_usage(self) -> KindNodeUsage | None:
+        """kind's nodes are containers of an engine on this machine: their cgroups can be
+        read (the provider's runner asks the engine for each node's process)."""
+        if self.provider.name != "kind":
+            return None
+        runner = getattr(self.provider, "run", None)
+        return KindNodeUsage(runner) if callable(runner) else None
+
     def provision(self, spec: ClusterSpec) -> KubeCluster:
         """Get a cluster from the provider, install the CNI (kind/aks), start a session.
 
@@ -298,6 +307,7 @@ class KubeBackend:
                     self.load_balancer_range(network, egress_range),
                     versions=self.addon_versions,
                 )
+            node_usage = self._node_usage()
             cluster = KubeCluster(
                 api_client,
                 spec,
@@ -309,13 +319,35 @@ class KubeBackend:
                 external=external,
                 egress_ip_range=egress_range,
                 release=(lambda: provider.delete(made)) if owned else None,
+                node_usage=node_usage,
             )
             cluster.start()
+            if spec.options.get("napi") == "threaded":
+                thread_receive(cluster, node_usage)
         except CnibenchError:
             if made.created and not self.keep_cluster:
                 self.provider.delete(made)
             raise
         return cluster
+
+
+def thread_receive(cluster: KubeCluster, node_usage: KindNodeUsage | None) -> None:
+    """``napi=threaded``: every role node receives in threads of its own, counted as its CPU.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        The cluster's nodes are not containers of an engine on this machine (not kind).
+    cnibench.errors.ProvisioningError
+        A node could not be threaded (see :meth:`KindNodeUsage.thread_napi`).
+    """
+    if node_usage is None:
+        raise ConfigError(
+            f"--cni {cluster.spec.label}: napi=threaded needs --cluster kind (the nodes must be"
+            " containers on this machine)"
+        )
+    for node in cluster.nodes:
+        node_usage.thread_napi(node.name)
 
 
 if TYPE_CHECKING:

@@ -41,6 +41,7 @@ from cnibench.backends.kube.cnis import DRIVERS, CniDriver
 from cnibench.backends.kube.cnis.base import ObjectScope
 from cnibench.backends.kube.external import EXTERNAL_ADDRESS_ENV
 from cnibench.backends.kube.images import Images
+from cnibench.backends.kube.node_usage import AgentPod, KindNodeUsage, agent_changes, agent_pods
 from cnibench.backends.kube.pykube_bridge import pykube_client
 from cnibench.backends.kube.services import KubeServices, proxy_hint, service_proxy
 from cnibench.errors import (
@@ -366,6 +367,57 @@ class PodPortForward:
         self._listener.close()
 
 
+def _http_status(url: str) -> int:
+    """HTTP status of one GET of ``url`` from this host (where the split load comes from), or 0
+    when nothing answers in 2 s."""
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=2.0) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except (OSError, ValueError):
+        return 0
+
+
+def route_problem(route: Mapping[str, Any], weights: Mapping[str, int]) -> str:
+    """What keeps an HTTPRoute (as the server stores it) from splitting as asked: backend
+    weights other than ``weights`` (Service name -> weight), or a parent Gateway whose
+    implementation has not set ``Accepted`` and ``ResolvedRefs`` to ``True``; ``""`` if
+    nothing does.
+
+    >>> route = {"spec": {"rules": [{"backendRefs": [{"name": "a", "weight": 3}]}]},
+    ...          "status": {"parents": [{"conditions": [
+    ...              {"type": "Accepted", "status": "True"},
+    ...              {"type": "ResolvedRefs", "status": "True"}]}]}}
+    >>> route_problem(route, {"a": 3})
+    ''
+    >>> route_problem(route, {"a": 2})
+    "the route's weights are {'a': 3}, not {'a': 2}"
+    """
+    stored = {
+        str(ref["name"]): int(ref.get("weight", 1))
+        for rule in route.get("spec", {}).get("rules", [])
+        for ref in rule.get("backendRefs", [])
+    }
+    if stored != dict(weights):
+        return f"the route's weights are {stored}, not {dict(weights)}"
+    parents = (route.get("status") or {}).get("parents") or []
+    if not parents:
+        return "no Gateway implementation has taken the route yet"
+    for parent in parents:
+        conditions = {c.get("type"): c for c in parent.get("conditions") or []}
+        for kind in ("Accepted", "ResolvedRefs"):
+            condition = conditions.get(kind, {})
+            if condition.get("status") != "True":
+                reason = condition.get("message") or condition.get("reason") or "not reported"
+                return f"route {kind} is not True: {reason}"
+    return ""
+
+
 class KubeCluster:
     """A provisioned Kubernetes cluster with a CNI installed (a
     :class:`~cnibench.backends.base.Cluster`).
@@ -397,6 +449,9 @@ class KubeCluster:
     release:
         Called by :meth:`teardown` instead of deleting the namespace: it deletes the whole
         cluster (kind/aks clusters not kept). ``None`` keeps the cluster.
+    node_usage:
+        Reads each node's and the CNI agent's own cgroups (kind on this machine); ``None``:
+        :meth:`resource_usage` is empty.
     """
 
     def __init__(
@@ -413,6 +468,7 @@ class KubeCluster:
         timeouts: Timeouts | None = None,
         egress_ip_range: tuple[str, str] | None = None,
         release: Callable[[], None] | None = None,
+        node_usage: KindNodeUsage | None = None,
     ) -> None:
         from kubernetes import client
 
@@ -432,6 +488,8 @@ class KubeCluster:
         self.timeouts = timeouts or Timeouts()
         self.egress_ip_range = egress_ip_range
         self._release = release
+        self._node_usage = node_usage
+        self._agents_seen: dict[str, tuple[str, int]] = {}
         self._nodes: list[Node] = []
         self._cluster_objects: list[dict[str, Any]] = []
         self._policy_objects: list[dict[str, Any]] = []
@@ -515,9 +573,34 @@ class KubeCluster:
         return "^(eth|ens|enp).+$"
 
     def resource_usage(self, *, reset_peak: bool = False) -> dict[str, ResourceUsage]:
-        """Empty: per-node CPU comes from each node's node-exporter, which on kind reads the
-        shared host's ``/proc/stat`` (so it is host-wide there) and on AKS the VM's own."""
-        return {}
+        """Each role's nodes and the CNI agent's pods, as their own cgroups count them (kind
+        on this machine: ``cpu@<role>``, ``cpu@<agent>``); empty elsewhere, where per-node CPU
+        is node-exporter's (host-wide on kind, the VM's own on AKS).
+
+        A reading with ``reset_peak`` starts a run; the next reading without it ends the run
+        and fails it when an agent pod was replaced or restarted in between: the run did not
+        measure the datapath as it was set up.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            The CNI agent restarted since the run's first reading (names the pod).
+        """
+        if self._node_usage is None:
+            return {}
+        agents = [a for a in (self._cni.agent, self._cni.gateway_agent) if a is not None]
+        pods = {agent.name: agent_pods(self._core, agent) for agent in agents}
+        seen = {f"{n}/{p.name}": (p.uid, p.restarts) for n, found in pods.items() for p in found}
+        if not reset_peak and self._agents_seen:
+            changed = agent_changes(self._agents_seen, seen)
+            if changed:
+                raise ToolError(f"the CNI agent restarted during the run: {changed}")
+        self._agents_seen = seen
+        roles = {node.name: node.role.value for node in self._nodes}
+        return self._node_usage.usage(
+            roles,
+            {n: [AgentPod(p.node, p.name, p.uid) for p in found] for n, found in pods.items()},
+        )
 
     # -- set-up ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -1012,20 +1095,41 @@ class KubeCluster:
         return objects
 
     def create_split(self, backends: Mapping[str, tuple[Endpoint, int]], *, port: int) -> str:
-        """Apply the split objects and return ``http://<gateway address>/``."""
+        """Apply the split objects and return ``http://<gateway address>/`` once the Gateway
+        has an address, its implementation accepted the HTTPRoute with every backend resolved,
+        at the weights asked for (read back from the server), and the address answers a GET
+        from this host with a 2xx.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            No address, or the route not accepted in time (with the route's own conditions),
+            or stored weights that differ from those asked for.
+        """
         objects = self.split_manifests(
             {n: (e.name, w) for n, (e, w) in backends.items()}, port=port
         )
         self._applier.apply_all(objects)
         self._split_objects.extend(objects)
         deadline = time.monotonic() + self.timeouts.pod_ready
+        seen = "no status yet"
         while time.monotonic() < deadline:
-            status = self._applier.apply(objects[-2], dry_run=True).get("status") or {}
-            addresses = status.get("addresses") or []
-            if addresses:
-                return f"http://{addresses[0]['value']}/"
+            gateway = self._applier.apply(objects[-2], dry_run=True)
+            route = self._applier.apply(objects[-1], dry_run=True)
+            addresses = (gateway.get("status") or {}).get("addresses") or []
+            problem = route_problem(route, {f"split-{n}": w for n, (_, w) in backends.items()})
+            if addresses and not problem:
+                url = f"http://{addresses[0]['value']}/"
+                answer = _http_status(url)
+                if 200 <= answer < 300:
+                    return url
+                # Accepted in status a moment before the implementation routes by it.
+                problem = f"{url} answers {answer or 'nothing'}"
+            seen = problem or "the Gateway has no address"
             time.sleep(1.0)
-        raise ProvisioningError(f"Gateway {_SPLIT_GATEWAY} got no address")
+        raise ProvisioningError(
+            f"Gateway {_SPLIT_GATEWAY} not serving after {self.timeouts.pod_ready:g} s: {seen}"
+        )
 
     def remove_split(self) -> None:
         """Delete the split objects. Safe to repeat."""

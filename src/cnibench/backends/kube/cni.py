@@ -20,6 +20,7 @@ Antrea); the others take none.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,9 +30,13 @@ from cnibench.backends.kube.images import Images
 from cnibench.errors import ConfigError
 
 __all__ = [
+    "GATEWAYS",
     "KIND_POD_SUBNET",
+    "KUBE_PROXY_MODES",
+    "NAPI_CHOICES",
     "NGF_NAMESPACE",
     "NGF_RELEASE",
+    "Agent",
     "CniDefinition",
     "CniVersions",
     "HelmChart",
@@ -135,6 +140,23 @@ class Readiness:
 
 
 @dataclass(frozen=True)
+class Agent:
+    """The CNI's own per-node pods, whose CPU and memory are the CNI's cost.
+
+    Attributes
+    ----------
+    name:
+        What metrics call it (``cpu@<name>``, ``ram@<name>``), e.g. ``cilium-agent``.
+    namespace, selector:
+        Where its pods are and the label selector that finds them.
+    """
+
+    name: str
+    namespace: str
+    selector: str
+
+
+@dataclass(frozen=True)
 class CniDefinition:
     """How to install a CNI and what it offers.
 
@@ -173,6 +195,18 @@ class CniDefinition:
     capability_hints:
         For a capability the CNI lacks, a few words on why or what to use instead; appended
         to the reason a scenario needing it is skipped.
+    agent:
+        The CNI's agent pods, or ``None`` when they are not known.
+    gateway_agent:
+        The pods of a Gateway API implementation cnibench installs beside the CNI (Traefik),
+        whose CPU and memory are recorded the same way.
+    addon_manifests:
+        Objects of an add-on cnibench renders itself (Traefik for ``gateway=traefik``),
+        applied after the CNI's.
+    gateway_api_crds_dir:
+        A local directory of the Gateway API CRDs to apply instead of downloading
+        :attr:`gateway_api_crds`' release manifest (the offline image set's, in the Go module
+        cache).
     """
 
     name: str
@@ -190,6 +224,10 @@ class CniDefinition:
     gateway_api_crds: str = ""
     addon_charts: tuple[HelmChart, ...] = ()
     capability_hints: Mapping[Capability, str] = field(default_factory=dict)
+    agent: Agent | None = None
+    gateway_agent: Agent | None = None
+    addon_manifests: tuple[Mapping[str, Any], ...] = ()
+    gateway_api_crds_dir: str = ""
 
 
 def refuse_wireguard(spec: ClusterSpec) -> None:
@@ -243,20 +281,89 @@ def nginx_gateway_fabric_chart(versions: CniVersions | None = None) -> HelmChart
     )
 
 
+KUBE_PROXY_MODES = ("iptables", "nftables")
+"""Values of the ``kube-proxy`` option every CNI that keeps kube-proxy takes on kind: the mode
+kind gives kube-proxy (``networking.kubeProxyMode``; kind's default is ``iptables``)."""
+NAPI_CHOICES = ("inline", "threaded")
+GATEWAYS = ("traefik",)
+"""Values of the ``gateway`` option every CNI without a Gateway API implementation of its own
+takes: the implementation cnibench installs beside it."""
+"""Values of the ``napi`` option every CNI takes on kind: ``threaded`` makes each node receive
+in kernel threads of its own, counted as the node's CPU (``cpu@<role>``), as on the lab."""
+
+
 def check_options(spec: ClusterSpec, allowed: frozenset[str] = frozenset()) -> None:
-    """Refuse cluster options the CNI of ``spec`` does not take.
+    """Refuse cluster options the CNI of ``spec`` does not take (every CNI takes ``napi``).
 
     Raises
     ------
     cnibench.errors.ConfigError
-        One line naming the unknown options and, when there are any, the accepted ones.
+        One line naming the unknown options and, when there are any, the accepted ones; or a
+        ``napi`` value that is not one of :data:`NAPI_CHOICES`.
     """
-    unknown_options = sorted(set(spec.options) - allowed)
+    napi = spec.options.get("napi", "inline")
+    if napi not in NAPI_CHOICES:
+        raise ConfigError(f"--cni {spec.cni}: napi={napi}: choose {' or '.join(NAPI_CHOICES)}")
+    mode = spec.options.get("kube-proxy", "iptables")
+    if mode not in KUBE_PROXY_MODES:
+        raise ConfigError(
+            f"--cni {spec.cni}: kube-proxy={mode}: choose {' or '.join(KUBE_PROXY_MODES)}"
+        )
+    gateway = spec.options.get("gateway", "")
+    if gateway and gateway not in GATEWAYS:
+        raise ConfigError(f"--cni {spec.cni}: gateway={gateway}: choose {', '.join(GATEWAYS)}")
+    unknown_options = sorted(set(spec.options) - allowed - {"napi", "kube-proxy", "gateway"})
     if unknown_options:
         accepted = f" (it takes {', '.join(sorted(allowed))})" if allowed else ""
         raise ConfigError(
             f"--cni {spec.cni} takes no option {', '.join(unknown_options)}{accepted}"
         )
+
+
+def with_traefik(definition: CniDefinition, spec: ClusterSpec, images: Images) -> CniDefinition:
+    """``definition`` with Traefik as its Gateway API implementation: the standard CRDs of
+    the Gateway API release Traefik is built against, Traefik's objects after the CNI's, its
+    Deployment awaited, and traffic splitting offered.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        The CNI already has a Gateway API implementation enabled.
+    """
+    from cnibench.backends.kube import traefik
+    from cnibench.backends.kube.offline.recipes import (
+        GATEWAY_API_CRDS,
+        GATEWAY_API_MODULE,
+        OfflineVersions,
+    )
+
+    if definition.gateway_class:
+        raise ConfigError(
+            f"--cni {spec.label}: gateway=traefik beside {definition.name}'s own Gateway API"
+            f" implementation ({definition.gateway_class}): choose one"
+        )
+    version = OfflineVersions().gateway_api
+    crds_dir = ""
+    if images.offline:
+        from cnibench.backends.kube.offline.builder import module_cache_dir
+
+        crds_dir = str(module_cache_dir(GATEWAY_API_MODULE, version) / GATEWAY_API_CRDS)
+    hints: dict[Capability, str] = dict(definition.capability_hints)
+    hints.pop(Capability.TRAFFIC_SPLIT, None)
+    return dataclasses.replace(
+        definition,
+        capabilities=definition.capabilities | {Capability.TRAFFIC_SPLIT},
+        readiness=(
+            *definition.readiness,
+            Readiness("Deployment", traefik.NAMESPACE, traefik.DEPLOYMENT),
+        ),
+        gateway_class=traefik.GATEWAY_CLASS,
+        gateway_api_crds=version,
+        gateway_api_crds_dir=crds_dir,
+        addon_manifests=tuple(traefik.traefik_manifests(images.traefik)),
+        capability_hints=hints,
+        gateway_agent=Agent("traefik", traefik.NAMESPACE, traefik.SELECTOR),
+    )
 
 
 def cni_definition(
@@ -298,10 +405,18 @@ def cni_definition(
 
     driver = DRIVERS.get(spec.cni)
     if driver is not None:
-        return driver.definition(
+        definition = driver.definition(
             spec,
             versions=versions,
             images=images or Images(),
             k8s_service_host=k8s_service_host,
         )
+        if definition.replaces_kube_proxy and "kube-proxy" in spec.options:
+            raise ConfigError(
+                f"--cni {spec.label}: this configuration replaces kube-proxy, so it has no"
+                " kube-proxy mode to choose"
+            )
+        if spec.options.get("gateway"):
+            definition = with_traefik(definition, spec, images or Images())
+        return definition
     raise ConfigError(f"unknown --cni {spec.cni!r}: choose one of {', '.join(cni_names())}")

@@ -71,6 +71,12 @@ class Images:
         Cilium's agent, operator and init image; ``""`` (the public default) means the chart's
         own images. When set, the chart is installed with it as every Cilium image and without
         Envoy (see :mod:`cnibench.backends.kube.cnis.cilium`).
+    kube_router:
+        kube-router (``kube-router`` on PATH, with iptables, ipset and iproute2): the release
+        image of :attr:`~cnibench.backends.kube.cni.CniVersions.kube_router`.
+    traefik:
+        Traefik (``/usr/local/bin/traefik``), the Gateway API implementation of
+        ``gateway=traefik``.
     kind_node:
         kind node image, pinned by tag and digest as the kind v0.30.0 release notes list it
         (the release that built it: use kind >= v0.30.0). Kubernetes v1.33, a minor every
@@ -84,6 +90,8 @@ class Images:
     node_exporter: str = "quay.io/prometheus/node-exporter:v1.9.1"
     flannel: str = "ghcr.io/flannel-io/flannel:v0.28.10"
     cilium: str = ""
+    kube_router: str = "docker.io/cloudnativelabs/kube-router:v2.6.1"
+    traefik: str = "docker.io/library/traefik:v3.6.12"
     kind_node: str = (
         "docker.io/kindest/node:v1.33.4"
         "@sha256:25a6018e48dfcaee478f4a59af81157a437f15e6e140bf103f85a2e7cd0cbbf2"
@@ -152,12 +160,16 @@ OFFLINE_IMAGES = Images(
     node_exporter="localhost/cnibench-node-exporter:offline-1",
     flannel="localhost/cnibench-flannel:v0.28.10-offline-1",
     cilium="localhost/cnibench-cilium:v1.18.4-offline-1",
+    kube_router="localhost/cnibench-kube-router:v2.1.0-offline-1",
+    traefik="localhost/cnibench-traefik:v3.6.12-offline-1",
     kind_node="localhost/cnibench-kind-node:v1.34.4-offline-1",
 )
 """The images ``cnibench images build`` makes from Debian packages and Go modules only, for
 machines that reach no container registry (air-gapped labs, CI). The tools image also serves
-the HTTP echo (Debian's nginx-light). Cilium's image is built only when asked for
-(``cnibench images build --cni cilium``). Tags end in the build recipe's number: bump it when what
+the HTTP echo (Debian's nginx-light). Cilium's and kube-router's images are built only when
+asked for (``cnibench images build --cni cilium --cni kube-router``); kube-router's is v2.1.0,
+the only release the Go module proxy serves, which has reported security flaws: for throwaway
+kind clusters only. Tags end in the build recipe's number: bump it when what
 goes into an image changes, so a cluster never keeps a stale copy."""
 
 IMAGE_SETS: Mapping[str, Images] = {"public": Images(), "offline": OFFLINE_IMAGES}

@@ -248,10 +248,21 @@ class KindProvider:
             self._run(kind_create_argv(name, config_path))
         kubeconfig.write_text(self._run(["kind", "get", "kubeconfig", "--name", name]))
         kubeconfig.chmod(0o600)
-        self.load_local_images(name, cni=cni.name)
+        self.load_local_images(name, cni=cni.name, gateway=spec.options.get("gateway", ""))
         return ProviderCluster(name, kubeconfig, f"kind-{name}", created)
 
-    def load_local_images(self, name: str, *, cni: str = "") -> None:
+    def run(self, argv: Sequence[str]) -> str:
+        """Run ``argv`` (a ``kind`` or ``docker`` command) as this provider does; its stdout.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            It failed (its last error line).
+        """
+        out: str = self._run(argv)
+        return out
+
+    def load_local_images(self, name: str, *, cni: str = "", gateway: str = "") -> None:
         """Build (once per host) and load into cluster ``name`` every image cnibench builds
         itself (:meth:`~cnibench.backends.kube.images.Images.local_builds`); with the offline
         set, every pod image of it, a CNI's own images only into a cluster of that ``cni``.
@@ -268,13 +279,17 @@ class KindProvider:
             from cnibench.backends.kube.offline import pod_image_tags
 
             shared = set(pod_image_tags(self.images, cnis=[]))
-            for image in pod_image_tags(self.images, cnis=[cni] if cni else []):
+            own = set(pod_image_tags(self.images, cnis=[cni] if cni else [])) - shared
+            wanted = [c for c in (cni, gateway) if c]
+            for image in pod_image_tags(self.images, cnis=wanted):
                 try:
                     self._run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
                 except ProvisioningError:
                     build = "cnibench images build"
-                    if image not in shared:  # a CNI's own: built only when asked for
+                    if image in own:  # a CNI's own: built only when asked for
                         build += f" --cni {cni}"
+                    elif image not in shared:  # the gateway's
+                        build += f" --gateway {gateway}"
                     raise ProvisioningError(
                         f"offline image {image} is not in the engine: run {build}"
                     ) from None

@@ -589,13 +589,16 @@ def kind_cluster_config(
 ) -> dict[str, Any]:
     """kind ``Cluster`` config: one control plane plus one worker per role in ``spec.roles``,
     each worker labelled ``cnibench.io/role=<role>``; the default CNI off unless the CNI is
-    kindnet, kube-proxy off when the CNI replaces it; every node on the pinned image."""
+    kindnet, kube-proxy off when the CNI replaces it, else in the mode of the ``kube-proxy``
+    option (kind's default, iptables, without it); every node on the pinned image."""
     images = images or Images()
     networking: dict[str, Any] = {"podSubnet": cni.pod_subnet}
     if cni.disable_default_cni:
         networking["disableDefaultCNI"] = True
     if cni.replaces_kube_proxy:
         networking["kubeProxyMode"] = "none"
+    elif "kube-proxy" in spec.options:
+        networking["kubeProxyMode"] = spec.options["kube-proxy"]
     nodes: list[dict[str, Any]] = [{"role": "control-plane", "image": images.kind_node}]
     nodes.extend(
         {"role": "worker", "image": images.kind_node, "labels": {ROLE_LABEL: role.value}}

@@ -5,7 +5,7 @@ Every lab namespace that stands for a machine (node ``n<i>`` with its pods, the 
 process's own cgroup: ``<own cgroup>/cnibench-<lab>/<member>``. Every process the lab starts
 enters its member's cgroups before it executes (:func:`enter_argv`), so its children are counted
 too, and so are kernel threads moved in with :meth:`LabCgroups.adopt` (the threaded NAPI
-pollers that do a node's receive processing, see :mod:`cnibench.backends.lab.napi`).
+pollers that do a node's receive processing, see :mod:`cnibench.backends.napi`).
 
 Two layouts are read, whichever the host has:
 
@@ -25,11 +25,16 @@ import errno
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from cnibench.backends.base import ResourceUsage
+from cnibench.backends.cgroupfs import (
+    CgroupLayout,
+    cpu_stat_usec,
+    layout_from,
+    read_int,
+)
 from cnibench.errors import ProvisioningError
 
 __all__ = [
@@ -59,86 +64,6 @@ _ENTER_SCRIPT = (
     'echo $$ > "$f" || { echo "cnibench: cannot enter cgroup $f" >&2; exit 125; }; done; '
     'exec "$@"'
 )
-
-
-@dataclass(frozen=True)
-class CgroupLayout:
-    """Where this process's cgroups are, per kind of number.
-
-    Attributes
-    ----------
-    cpu:
-        Directory of our own cgroup in the hierarchy counting CPU time (v1 ``cpuacct`` or v2),
-        or ``None``.
-    cpu_v2:
-        Whether :attr:`cpu` is a cgroup v2 directory (``cpu.stat``) rather than v1 ``cpuacct``.
-    memory:
-        Directory of our own cgroup in the v1 ``memory`` hierarchy, or ``None`` (on v2 memory
-        is read from the :attr:`cpu` directory when its controller is enabled).
-    """
-
-    cpu: Path | None
-    cpu_v2: bool
-    memory: Path | None
-
-    @property
-    def roots(self) -> tuple[Path, ...]:
-        """Our own cgroup directory in every hierarchy used (without duplicates)."""
-        return tuple(dict.fromkeys(p for p in (self.cpu, self.memory) if p is not None))
-
-
-def _own_cgroups(text: str) -> dict[str, str]:
-    """``/proc/self/cgroup`` as controller -> path; the v2 entry under ``""``."""
-    own: dict[str, str] = {}
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        for controller in parts[1].split(",") if parts[1] else [""]:
-            own[controller] = parts[2]
-    return own
-
-
-def _cgroup_mounts(text: str) -> list[tuple[str, str, str, set[str]]]:
-    """``/proc/self/mountinfo`` cgroup mounts as (fs root, mount point, type, options)."""
-    mounts = []
-    for line in text.splitlines():
-        before, sep, after = line.partition(" - ")
-        if not sep:
-            continue
-        fields, tail = before.split(), after.split()
-        if len(fields) < 5 or len(tail) < 3 or tail[0] not in ("cgroup", "cgroup2"):
-            continue
-        mounts.append((fields[3], fields[4], tail[0], set(tail[2].split(","))))
-    return mounts
-
-
-def _inside(fs_root: str, mount_point: str, own: str) -> Path | None:
-    """Directory of cgroup ``own`` under a mount of the hierarchy at ``fs_root``."""
-    if own != fs_root and not own.startswith(fs_root.rstrip("/") + "/"):
-        return None
-    relative = own[len(fs_root) :].lstrip("/")
-    path = Path(mount_point) / relative
-    return path if path.is_dir() else None
-
-
-def layout_from(cgroup_text: str, mountinfo_text: str) -> CgroupLayout:
-    """The layout described by ``/proc/self/cgroup`` and ``/proc/self/mountinfo`` texts."""
-    own = _own_cgroups(cgroup_text)
-    cpu: Path | None = None
-    memory: Path | None = None
-    v2: Path | None = None
-    for fs_root, point, fs_type, options in _cgroup_mounts(mountinfo_text):
-        if fs_type == "cgroup2":
-            if v2 is None and "" in own:
-                v2 = _inside(fs_root, point, own[""])
-        elif "cpuacct" in options and cpu is None and "cpuacct" in own:
-            cpu = _inside(fs_root, point, own["cpuacct"])
-        elif "memory" in options and memory is None and "memory" in own:
-            memory = _inside(fs_root, point, own["memory"])
-    if cpu is not None:
-        return CgroupLayout(cpu=cpu, cpu_v2=False, memory=memory)
-    return CgroupLayout(cpu=v2, cpu_v2=v2 is not None, memory=memory)
 
 
 @cache
@@ -183,24 +108,6 @@ def enter_argv(
     if not files:
         return list(argv)
     return ["sh", "-c", _ENTER_SCRIPT, "cnibench-cgroup", *map(str, files), "--", *argv]
-
-
-def _read_int(path: Path) -> int | None:
-    try:
-        return int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _cpu_stat_usec(path: Path) -> int | None:
-    try:
-        for line in path.read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == "usage_usec":
-                return int(value)
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 def _rmdir_tree(directory: Path, deadline: float) -> bool:
@@ -302,10 +209,10 @@ class LabCgroups:
         for member in self._members:
             cpu_dir = self.layout.cpu / f"{CGROUP_PREFIX}{self.lab_id}" / member
             if self.layout.cpu_v2:
-                usec = _cpu_stat_usec(cpu_dir / "cpu.stat")
+                usec = cpu_stat_usec(cpu_dir / "cpu.stat")
                 seconds = None if usec is None else usec / 1e6
             else:
-                nanos = _read_int(cpu_dir / "cpuacct.usage")
+                nanos = read_int(cpu_dir / "cpuacct.usage")
                 seconds = None if nanos is None else nanos / 1e9
             if seconds is None:
                 continue
@@ -318,14 +225,14 @@ class LabCgroups:
     ) -> tuple[int | None, int | None]:
         if self.layout.memory is not None:
             directory = self.layout.memory / f"{CGROUP_PREFIX}{self.lab_id}" / member
-            current = _read_int(directory / "memory.usage_in_bytes")
-            peak = _read_int(directory / "memory.max_usage_in_bytes")
+            current = read_int(directory / "memory.usage_in_bytes")
+            peak = read_int(directory / "memory.max_usage_in_bytes")
             if reset_peak:
                 with contextlib.suppress(OSError):
                     (directory / "memory.max_usage_in_bytes").write_text("0\n")
             return current, peak
         if self.layout.cpu_v2:
-            return _read_int(cpu_dir / "memory.current"), _read_int(cpu_dir / "memory.peak")
+            return read_int(cpu_dir / "memory.current"), read_int(cpu_dir / "memory.peak")
         return None, None
 
     def remove(self) -> list[str]:

@@ -47,7 +47,6 @@ from cnibench.backends.lab.external import LabEgressServerFuture, LabExternalHos
 from cnibench.backends.lab.features import LabFeatures, probe_features, tool_versions
 from cnibench.backends.lab.filters import LabFilters
 from cnibench.backends.lab.monitoring import LabMonitoring
-from cnibench.backends.lab.napi import napi_thread_pids
 from cnibench.backends.lab.plan import (
     NODE_UPLINK,
     UNDERLAY_DEVICE_REGEX,
@@ -84,6 +83,7 @@ from cnibench.backends.lab.wireguard import (
     parse_wg_dump,
     redact_wg_dump,
 )
+from cnibench.backends.napi import napi_thread_pids
 from cnibench.errors import CnibenchError, ProvisioningError
 from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
 from cnibench.records import Environment
@@ -324,7 +324,8 @@ class LabCluster:
                 " hierarchy counting CPU time (cpuacct or cgroup v2) is mounted"
             )
         for member, namespace in self._plan.machines.items():
-            pids = napi_thread_pids(namespace, [NODE_UPLINK])[NODE_UPLINK]
+            netns = os.path.join(NETNS_DIR, namespace)
+            pids = napi_thread_pids(netns, [NODE_UPLINK])[NODE_UPLINK]
             if not pids:
                 raise ProvisioningError(
                     f"lab {self.lab_id}: {NODE_UPLINK} of {namespace} has no NAPI thread after"

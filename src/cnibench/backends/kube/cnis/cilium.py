@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from cnibench.backends.base import Capability, EncryptionStatus, NodeRole
 from cnibench.backends.kube import render
 from cnibench.backends.kube.cni import (
+    Agent,
     CniDefinition,
     HelmChart,
     Readiness,
@@ -434,6 +435,7 @@ class CiliumDriver(DriverBase):
             encryption=spec.encryption,
             gateway_api_crds=versions.cilium_gateway_api if "gateway-api" in features else "",
             capability_hints=_feature_hints(features, mode, envoy=not own_image),
+            agent=Agent("cilium-agent", "kube-system", "k8s-app=cilium"),
         )
 
     def egress_objects(

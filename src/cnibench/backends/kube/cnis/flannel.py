@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cnibench.backends.base import Capability
-from cnibench.backends.kube.cni import CniDefinition, Readiness, check_options
+from cnibench.backends.kube.cni import Agent, CniDefinition, Readiness, check_options
 from cnibench.backends.kube.cnis.base import DriverBase
 from cnibench.backends.kube.render import MANAGED_BY
 from cnibench.errors import UnsupportedError
@@ -77,7 +77,7 @@ NETWORK_POLICY_HINT = (
 )
 L7_POLICY_HINT = "flannel has no L7 policy (Cilium's needs Envoy, which cannot be built offline)"
 TRAFFIC_SPLIT_HINT = (
-    "flannel brings no Gateway API implementation (the Envoy-based ones cannot be built offline)"
+    "flannel brings no Gateway API implementation: add one with --cni flannel:gateway=traefik"
 )
 
 
@@ -422,6 +422,7 @@ class FlannelDriver(DriverBase):
             version=versions.flannel,
             capabilities=frozenset(),
             readiness=(Readiness("DaemonSet", NAMESPACE, DAEMONSET),),
+            agent=Agent("flanneld", NAMESPACE, "app=flannel"),
             capability_hints={
                 Capability.NETWORK_POLICY: NETWORK_POLICY_HINT,
                 Capability.L7_POLICY: L7_POLICY_HINT,

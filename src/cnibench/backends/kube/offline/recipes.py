@@ -24,9 +24,13 @@ __all__ = [
     "CILIUM_SOURCE",
     "CNI_IMAGE_FIELDS",
     "CNI_PLUGINS",
+    "GATEWAY_API_CRDS",
+    "GATEWAY_API_MODULE",
     "KUBERNETES_COMMANDS",
+    "KUBE_ROUTER_MODULE",
     "OFFLINE_CNIS",
     "ROOTFS_PACKAGES",
+    "TRAEFIK_MODULE",
     "ImageRecipe",
     "OfflineVersions",
     "cilium_go_mod",
@@ -37,6 +41,7 @@ __all__ = [
     "etcd_go_mod",
     "go_proxy",
     "image_recipes",
+    "kube_router_go_mod",
     "kubernetes_go_mod",
     "not_offline_reason",
     "pod_image_tags",
@@ -72,6 +77,20 @@ class OfflineVersions:
     helm:
         ``helm.sh/helm/v3`` release that installs Cilium's chart (built with Cilium; the
         release the kube tier builds, ``scripts/kube-tier.sh``).
+    kube_router:
+        ``github.com/cloudnativelabs/kube-router/v2`` release: the only one the Go module proxy
+        serves. Security flaws are reported for it, so it runs in throwaway kind clusters only;
+        the public image set pins a current release
+        (:attr:`~cnibench.backends.kube.cni.CniVersions.kube_router`).
+    traefik:
+        ``github.com/traefik/traefik/v3`` release: the Gateway API implementation of
+        ``gateway=traefik`` (its go.mod has ``replace`` directives, so it is built with its
+        own module directory as the main module). v3.6.12 is the newest release whose whole
+        build closure the Go module proxy serves (checked 2026-11-26): v3.7.x needs fifteen
+        modules it refuses (lego v5's DNS provider SDKs and Traefik's fork of go-http-auth).
+    gateway_api:
+        ``sigs.k8s.io/gateway-api`` release Traefik is built against; its standard CRDs
+        (``config/crd/standard``, used in place from the Go module cache) go in before it.
     debian:
         Debian suite of every root filesystem.
     """
@@ -87,6 +106,9 @@ class OfflineVersions:
     # (recipe_digest), so Cilium's and helm's versions must not rebuild them.
     cilium: str = field(default="v1.18.4", repr=False)
     helm: str = field(default="v3.18.6", repr=False)
+    kube_router: str = field(default="v2.1.0", repr=False)
+    traefik: str = field(default="v3.6.12", repr=False)
+    gateway_api: str = field(default="v1.4.0", repr=False)
     debian: str = "bookworm"
 
     @property
@@ -158,6 +180,9 @@ ROOTFS_PACKAGES: Mapping[str, tuple[str, ...]] = {
         "nginx-light",
     ),
     "monitoring": ("prometheus", "prometheus-node-exporter"),
+    # kube-router programs iptables (Debian's default backend, as kube-proxy's image) and
+    # ipsets for NetworkPolicy, and routes and the bridge for pod routing.
+    "kube-router": ("iptables", "ipset", "nftables", "conntrack", "iproute2", "kmod"),
     # The Cilium agent compiles its BPF programs at run time (clang, llc) and programs
     # netfilter, routes, ipsets and BPF objects. Debian's default iptables backend stays: the
     # upstream image's iptables-wrapper picks legacy or nft at first run, but kube-proxy in
@@ -179,17 +204,20 @@ ROOTFS_PACKAGES: Mapping[str, tuple[str, ...]] = {
 """Debian packages of each root filesystem (``debootstrap --variant=minbase``)."""
 
 
-OFFLINE_CNIS = ("flannel", "cilium")
-"""CNIs the offline image set builds (from Go modules) and installs (cilium only when asked:
-``cnibench images build --cni cilium``)."""
+OFFLINE_CNIS = ("flannel", "cilium", "kube-router")
+OFFLINE_GATEWAYS = ("traefik",)
+"""Gateway API implementations the offline image set builds (``--gateway traefik``)."""
+"""CNIs the offline image set builds (from Go modules) and installs (cilium and kube-router
+only when asked: ``cnibench images build --cni cilium --cni kube-router``)."""
 
 _NOT_OFFLINE = {
     "kindnet": "kindnetd is a nested module of kind the Go module proxy does not serve",
     "calico": "Calico is not served by the Go module proxy",
-    "kube-router": "kube-router is not served by the Go module proxy",
     "antrea": "Antrea is not served by the Go module proxy",
 }
 _KERNEL_MODULES = {"antrea": "openvswitch"}
+_KERNEL_WIREGUARD = ("flannel", "cilium")
+"""Offline CNIs whose WireGuard encryption is the kernel's (kube-router has none at all)."""
 """Kernel modules a CNI cannot run without, whatever is built."""
 
 
@@ -207,7 +235,7 @@ def not_offline_reason(
             return f"{cni} needs the {module} kernel module, which this kernel lacks"
         why = _NOT_OFFLINE.get(cni, f"{cni} has no offline build")
         return f"no offline image of {cni}: {why} (the public images need a registry)"
-    if encryption == "wireguard" and "wireguard" not in modules:
+    if encryption == "wireguard" and cni in _KERNEL_WIREGUARD and "wireguard" not in modules:
         return (
             f"{cni} encryption with WireGuard needs the wireguard kernel module, which this"
             " kernel lacks"
@@ -557,7 +585,11 @@ def runtime_images(versions: OfflineVersions) -> tuple[ImageRecipe, ...]:
     )
 
 
-CNI_IMAGE_FIELDS: Mapping[str, str] = {"cilium": "cilium"}
+CNI_IMAGE_FIELDS: Mapping[str, str] = {
+    "cilium": "cilium",
+    "kube_router": "kube-router",
+    "traefik": "traefik",
+}
 """Image fields only a cluster of that CNI needs (field -> CNI): built and loaded only when the
 CNI is asked for (Cilium's image is 1.1 GB)."""
 
@@ -635,6 +667,19 @@ def image_recipes(
             env=_PATH,
         ),
         "cilium": cilium_image(images.cilium),
+        # A static binary (CGO off): nothing else in the image.
+        "traefik": ImageRecipe(
+            tag=images.traefik,
+            files={"/usr/local/bin/traefik": "traefik"},
+            entrypoint=("/usr/local/bin/traefik",),
+        ),
+        "kube_router": ImageRecipe(
+            tag=images.kube_router,
+            rootfs="kube-router",
+            files={"/usr/local/bin/kube-router": "kube-router"},
+            entrypoint=("/usr/local/bin/kube-router",),
+            env=_PATH,
+        ),
     }
     seen: dict[str, ImageRecipe] = {}
     for f in fields(images):
@@ -693,6 +738,28 @@ def flannel_go_mod(versions: OfflineVersions) -> str:
             f"require github.com/flannel-io/flannel {versions.flannel}",
             "",
             f"replace {TENCENT_VPC_MODULE} => ./tencent-vpc-stub",
+            "",
+        ]
+    )
+
+
+KUBE_ROUTER_MODULE = "github.com/cloudnativelabs/kube-router/v2"
+TRAEFIK_MODULE = "github.com/traefik/traefik/v3"
+GATEWAY_API_MODULE = "sigs.k8s.io/gateway-api"
+GATEWAY_API_CRDS = "config/crd/standard"
+"""Where a Gateway API release keeps its standard-channel CRDs, inside its module."""
+
+
+def kube_router_go_mod(versions: OfflineVersions) -> str:
+    """go.mod of the wrapper module that builds kube-router (its go.mod replaces nothing, so
+    the wrapper only requires it; the build completes go.mod and go.sum itself)."""
+    return "\n".join(
+        [
+            "module cnibench.local/kube-router",
+            "",
+            "go 1.24.0",
+            "",
+            f"require {KUBE_ROUTER_MODULE} {versions.kube_router}",
             "",
         ]
     )

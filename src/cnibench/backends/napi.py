@@ -1,9 +1,11 @@
 """Which kernel threads receive for an interface: threaded NAPI pollers found over netlink.
 
-With ``napi=threaded`` a lab node receives its packets in kernel threads of its own
+With ``napi=threaded`` a node receives its packets in kernel threads of its own
 (``/sys/class/net/<dev>/threaded``), instead of in the softirq of whichever process sent them.
-Those threads are then moved into the node's cgroup (:mod:`cnibench.backends.lab.cgroups`), so
-that what a node spends forwarding (an egress gateway, a router) is counted as that node's CPU.
+Those threads are then counted as the node's: the lab moves them into the node's cgroup
+(:mod:`cnibench.backends.lab.cgroups`), kind adds their CPU time to the node container's
+(:mod:`cnibench.backends.kube.node_usage`), so that what a node spends forwarding (an egress
+gateway, a router) is counted as that node's CPU.
 
 A thread's PID is reported by the generic netlink family ``netdev`` (``napi-get``, Linux 6.9
 and later). Interface names repeat across namespaces (every node has an ``eth0``), so the
@@ -20,7 +22,6 @@ import struct
 import threading
 from collections.abc import Iterator, Sequence
 
-from cnibench.backends.lab.runner import NETNS_DIR
 from cnibench.errors import ProvisioningError
 
 __all__ = ["napi_thread_pids"]
@@ -107,7 +108,8 @@ def _pids_here(ifindex: int) -> list[int]:
 
 
 def napi_thread_pids(namespace: str, interfaces: Sequence[str]) -> dict[str, list[int]]:
-    """PIDs of the threaded NAPI pollers of ``interfaces`` in network namespace ``namespace``.
+    """PIDs of the threaded NAPI pollers of ``interfaces`` in the network namespace whose file
+    is ``namespace`` (``/run/netns/<name>``, ``/proc/<pid>/ns/net``).
 
     An interface without threaded NAPI has an empty list.
 
@@ -123,7 +125,7 @@ def napi_thread_pids(namespace: str, interfaces: Sequence[str]) -> dict[str, lis
     def query() -> None:
         try:
             libc = ctypes.CDLL(None, use_errno=True)
-            fd = os.open(os.path.join(NETNS_DIR, namespace), os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(namespace, os.O_RDONLY | os.O_CLOEXEC)
             try:
                 if libc.setns(fd, _CLONE_NEWNET) != 0:
                     code = ctypes.get_errno()
@@ -136,7 +138,7 @@ def napi_thread_pids(namespace: str, interfaces: Sequence[str]) -> dict[str, lis
             failure.append(exc)
 
     # The thread ends in the namespace it joined; no other thread of the process changes.
-    worker = threading.Thread(target=query, name=f"napi-{namespace}", daemon=True)
+    worker = threading.Thread(target=query, name="napi-query", daemon=True)
     worker.start()
     worker.join(10.0)
     if worker.is_alive():

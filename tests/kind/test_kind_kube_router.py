@@ -1,0 +1,409 @@
+"""kube-router built from its Go module on a real kind cluster: seed 003's rule scaling on an
+iptables + ipset engine, its proof and negative control, the agent's own CPU and memory, and
+faults on a real cluster (the agent pod or the server pod deleted mid-run, Ctrl-C at random
+points). kube-proxy runs in its nftables mode (``--cni kube-router:kube-proxy=nftables``), so
+the same cluster measures a ClusterIP with 1000 further Services in nftables' verdict maps
+(the flannel cluster measures kube-proxy's iptables mode).
+
+One cluster for the module: the policy run creates it with ``--keep-cluster``, every later test
+reuses it, and the last one removes it with ``cnibench clean``-equivalent ``kind delete``.
+kube-router v2.1.0 is the only release the Go module proxy serves and has reported security
+flaws: the cluster is throwaway, on the private engine's own bridge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from cnibench.backends.base import ClusterSpec, NodeRole
+from cnibench.backends.kube.render import SESSION_LABEL
+from cnibench.records import RunStatus
+from cnibench.results import load_results
+from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario
+from cnibench.scenarios.priority import KUBE_SETTLE
+from cnibench.scenarios.profiles import Profile
+from cnibench.session import BenchSession, SessionConfig
+
+from .conftest import BUILD_TIMEOUT
+from .kind_support import cnibench, cnibench_clusters, condition_args, core_api, kind, run_args
+
+CNI = "kube-router:kube-proxy=nftables"
+SLUG = ClusterSpec.from_label(CNI).slug
+"""How file names spell the label."""
+AGENT = "kube-router"
+SERVICE_1000 = "cross-node-idle-iperf3-service-nftables-1000svc"
+POLICY_OFF = "off-cross-node-c1"
+POLICY_R0 = "on-cross-node-iptables-r0-c1-new-connections"
+POLICY_R100 = "on-cross-node-iptables-r100-c1-new-connections"
+POLICY_CONDITIONS = (POLICY_OFF, POLICY_R0, POLICY_R100)
+BASELINE = "cross-node-idle-iperf3"
+
+
+@pytest.fixture(scope="module")
+def kube_router_images(offline_images: dict[str, str]) -> dict[str, str]:
+    """The offline set with kube-router's image (its Go build and root filesystem)."""
+    cnibench("images", "build", "--cni", AGENT, env=offline_images, timeout=BUILD_TIMEOUT)
+    return offline_images
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_cluster_outlives_the_module(offline_images: dict[str, str]) -> Iterator[None]:
+    """The modules after this one count the tier's clusters."""
+    yield
+    for name in cnibench_clusters(offline_images):
+        kind("delete", "cluster", "--name", name, env=offline_images)
+
+
+@pytest.fixture(scope="module")
+def policy_run(
+    kube_router_images: dict[str, str], kind_results: Path
+) -> tuple[pd.DataFrame, str, Path]:
+    """``cnibench run --cluster kind --cni kube-router:kube-proxy=nftables --scenario policy
+    --rules 0,100``, the pod-to-pod baseline and a ClusterIP behind 1000 further Services, as a
+    person types it; the cluster is kept for the tests after it."""
+    assert cnibench_clusters(kube_router_images) == []  # one cluster at a time on 2 cores
+    results = kind_results / "kube-router"
+    args = run_args(CNI, results, "--scenario", "policy", "--scenario", "baseline")
+    args += ["--rules", "0,100", "--clients", "1"]
+    args += ["--target", "pod,service", "--proxy", "nftables", "--services", "1000"]
+    args += condition_args((*POLICY_CONDITIONS, BASELINE, SERVICE_1000))
+    done = cnibench(*args, env=kube_router_images, check=False, timeout=2400)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+    assert "Traceback" not in output
+    print(done.stdout)
+    return load_results(results), output, results
+
+
+def test_kube_router_enforces_the_policy_at_0_and_100_rules(
+    policy_run: tuple[pd.DataFrame, str, Path],
+) -> None:
+    frame, _, results = policy_run
+    assert set(frame["cni"]) == {CNI}
+    assert set(frame["cni_version"]) == {"v2.1.0"}  # the release the offline image runs
+    policy = frame[frame["scenario"] == "policy"]
+    assert set(policy["condition"]) == set(POLICY_CONDITIONS)
+    assert bool(policy["verified"].all())
+    assert set(policy["status"]) == {"ok"}
+    for condition in POLICY_CONDITIONS:
+        (path,) = results.glob(f"*/verification-policy-{SLUG}-{condition}.json")
+        proof = json.loads(path.read_text())
+        assert proof["ok"], proof
+        assert proof["probes_ok"] == proof["probes"] >= 3, proof
+        (denied,) = (c for c in proof["probe_matrix"].split(";") if c.startswith("pol-deny->"))
+        want = "deny" if condition.startswith("on-") else "allow"
+        assert denied.endswith(f"/{want}/ok"), proof
+    rate = policy[policy["metric"] == "new_connections_per_second"]
+    assert (rate["value"] > 0).all(), rate["value"].tolist()
+    assert set(rate["condition"]) == set(POLICY_CONDITIONS)
+    throughput = policy[policy["metric"] == "throughput"]
+    assert (throughput["value"] / 1e9).between(0.01, 400).all(), throughput["value"].tolist()
+
+
+def test_the_time_until_kube_router_enforces_is_recorded(
+    policy_run: tuple[pd.DataFrame, str, Path],
+) -> None:
+    """From the apply call until the probe matrix held: once per set-up, with the policy on."""
+    frame, _, _ = policy_run
+    enforcement = frame[frame["metric"] == "policy_enforcement_time"]
+    assert sorted(enforcement["condition"]) == sorted((POLICY_R0, POLICY_R100))
+    assert (enforcement["unit"] == "s").all()
+    assert enforcement["value"].between(0.0, 60.0).all(), enforcement["value"].tolist()
+
+
+def test_each_node_and_the_agent_have_their_own_cpu_and_memory(
+    policy_run: tuple[pd.DataFrame, str, Path],
+) -> None:
+    """Read from the node containers' cgroups: the agent (kube-router's pods on every node)
+    used CPU and holds memory, each node holds memory; the host-wide figures stay. A node's CPU
+    is its own only with napi=threaded (the Cilium module checks that): not recorded here."""
+    frame, _, _ = policy_run
+    ok = frame[frame["status"] == "ok"]
+    runs = ok["run_id"].nunique()
+    for metric, unit in (
+        ("cpu@kube-router", "cores"),
+        ("ram@kube-router", "MB"),
+        ("ram@client", "MB"),
+        ("ram@server", "MB"),
+        ("cpu", "%"),
+    ):
+        values = ok[ok["metric"] == metric]
+        assert values["run_id"].nunique() == runs, f"{metric} missing for some runs"
+        assert (values["unit"] == unit).all(), (metric, set(values["unit"]))
+        assert (values["value"] > 0).all(), (metric, values["value"].tolist())
+    assert ok[ok["metric"].isin(["cpu@client", "cpu@server"])].empty
+    # Two cores: the agent cannot use more.
+    cores = ok[ok["unit"] == "cores"]
+    assert cores["value"].le(2.5).all(), cores[["metric", "value"]].to_dict("records")
+    agent_ram = ok[ok["metric"] == "ram@kube-router"]["value"]
+    assert agent_ram.between(5, 2000).all(), agent_ram.tolist()
+
+
+def test_the_pod_path_and_a_service_among_1000_in_nftables_are_measured(
+    policy_run: tuple[pd.DataFrame, str, Path],
+) -> None:
+    frame, _, results = policy_run
+    base = frame[(frame["scenario"] == "baseline") & (frame["metric"] == "throughput")]
+    assert base.groupby("condition").size().to_dict() == {BASELINE: 2, SERVICE_1000: 2}
+    assert bool(base["verified"].all())
+    assert (base["value"] / 1e9).between(0.05, 400).all(), base["value"].tolist()
+    (proof,) = results.glob(f"*/verification-baseline-*-{SERVICE_1000}.json")
+    evidence = json.loads(proof.read_text())
+    # The ClusterIP is no pod's: the answer names the server pod, so kube-proxy's nftables
+    # rules translated it, with 1000 further Services in its maps.
+    assert evidence["answered_by"] == "bl-srv", evidence
+    assert evidence["url"].removeprefix("http://").startswith("10.96."), evidence
+    programmed = frame[frame["metric"] == "service_programming_time"]
+    assert list(programmed["condition"]) == [SERVICE_1000]  # once per set-up
+    assert programmed["value"].between(0.1, 600).all(), programmed["value"].tolist()
+    assert evidence["programming_seconds"] == pytest.approx(programmed["value"].iloc[0], abs=1e-3)
+
+
+NOT_HERE = {
+    "wireguard": "kube-router cannot encrypt with WireGuard: it has no encryption",
+    "l7": "kube-router enforces NetworkPolicy at L3/L4 only",
+    "split": "kube-router brings no Gateway API implementation",
+}
+"""What kube-router does not offer, and the words its skip line gives."""
+
+
+def test_what_kube_router_does_not_offer_is_skipped_with_the_reason(
+    policy_run: tuple[pd.DataFrame, str, Path], kube_router_images: dict[str, str], tmp_path: Path
+) -> None:
+    args = run_args(CNI, tmp_path / "skipped", *condition_args(("on-iperf3", "policy-on")))
+    for scenario in NOT_HERE:
+        args += ["--scenario", scenario]
+    args += condition_args(("v1-95-v2-5-u1",))
+    done = cnibench(*args, env=kube_router_images, check=False, timeout=900)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output[-3000:]  # nothing measured: every condition skipped
+    assert "Traceback" not in output
+    skips = {
+        line.split()[1].split("/")[0]: line
+        for line in output.splitlines()
+        if line.startswith("skipped ")
+    }
+    for scenario, words in NOT_HERE.items():
+        assert words in skips.get(scenario, ""), (scenario, skips)
+    assert len(cnibench_clusters(kube_router_images)) == 1  # the kept one, no other made
+
+
+def _library_session(env: dict[str, str], monkeypatch: pytest.MonkeyPatch, results: Path) -> Any:
+    for key in ("DOCKER_HOST", "CNIBENCH_IMAGES"):
+        monkeypatch.setenv(key, env[key])
+    config = SessionConfig(cluster="kind", cnis=(CNI,), keep_cluster=True, results_dir=results)
+    return BenchSession(config)
+
+
+def test_the_policy_check_fails_on_kube_router_when_the_policy_is_not_applied(
+    policy_run: tuple[pd.DataFrame, str, Path],
+    kube_router_images: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Negative control on the real engine: the condition set up and proven, then its policy
+    removed: the probe matrix must now see the pod outside the policy get through."""
+    with _library_session(kube_router_images, monkeypatch, tmp_path / "results") as session:
+        policy = session.scenarios["policy"]
+        (condition,) = (c for c in policy.conditions() if c.id == POLICY_R0)
+        cluster = session.runner.pool.get(policy.cluster_spec(CNI, condition))
+        prepared = policy.prepare(cluster, condition, session.config.profile)
+        try:
+            applied = policy.verify(cluster, prepared, condition)
+            cluster.remove_policy()
+            for _ in range(10):  # until kube-router has synced its chains (a held check passes)
+                time.sleep(KUBE_SETTLE)
+                removed = policy.verify(cluster, prepared, condition)
+                if not removed.ok:
+                    break
+        finally:
+            policy.cleanup(cluster, prepared)
+    assert applied.ok, applied.detail
+    assert not removed.ok
+    assert "probe matrix wrong" in removed.detail
+    assert "pol-deny" in removed.detail
+
+
+def _disturbing(
+    scenario: Scenario, disturb: Callable[[Any, Prepared], None]
+) -> Callable[..., RunOutput]:
+    """``scenario.measure`` that first calls ``disturb(cluster, prepared)`` once, in the first
+    run: its first resource reading is taken, the tool has not started yet (later attempts and
+    runs are left alone)."""
+    measure = scenario.measure
+    done: list[bool] = []
+
+    def wrapped(
+        cluster: Any, prepared: Prepared, condition: Condition, profile: Profile, repetition: int
+    ) -> RunOutput:
+        if not done:
+            done.append(True)
+            disturb(cluster, prepared)
+        return measure(cluster, prepared, condition, profile, repetition)
+
+    return wrapped
+
+
+def _agent_on(core: Any, node: str) -> str:
+    pods = core.list_namespaced_pod("kube-system", label_selector=f"k8s-app={AGENT}").items
+    (name,) = (p.metadata.name for p in pods if p.spec.node_name == node)
+    return str(name)
+
+
+def _conditions(session: Any, scenario: str, *ids: str) -> list[Condition]:
+    found = {c.id: c for c in session.scenarios[scenario].conditions()}
+    return [found[i] for i in ids]
+
+
+def test_an_agent_deleted_mid_run_fails_that_run_with_the_reason_and_the_next_condition_runs(
+    policy_run: tuple[pd.DataFrame, str, Path],
+    kube_router_images: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kube-router pod on the client's node is deleted while the first run measures: the
+    DaemonSet replaces it, and the run cannot count (its datapath was not the one set up)."""
+    deleted: list[str] = []
+    with _library_session(kube_router_images, monkeypatch, tmp_path / "results") as session:
+        baseline = session.scenarios["baseline"]
+
+        def delete_agent(cluster: Any, prepared: Prepared) -> None:
+            core = cluster._core
+            (node,) = (n.name for n in cluster.nodes if n.role is NodeRole.CLIENT)
+            name = _agent_on(core, node)
+            core.delete_namespaced_pod(name, "kube-system", grace_period_seconds=0)
+            deleted.append(name)
+
+        monkeypatch.setattr(baseline, "measure", _disturbing(baseline, delete_agent))
+        first, second = _conditions(session, "baseline", BASELINE, "same-node-idle-iperf3")
+        disturbed = session.run_condition(baseline, CNI, first)
+        went_on = session.run_condition(baseline, CNI, second)
+    frame = load_results(tmp_path / "results")
+    failed = frame[frame["status"] == "failed"].drop_duplicates("run_id")
+    assert len(deleted) == 1
+    assert len(failed) >= 1, disturbed
+    reasons = " ".join(failed["reason"])
+    assert "the CNI agent restarted during the run" in reasons
+    assert deleted[0] in reasons
+    assert set(failed["condition"]) == {BASELINE}
+    assert went_on.verified
+    assert went_on.ok_runs
+
+
+def test_a_server_pod_deleted_mid_run_fails_its_runs_with_the_reason_and_the_next_condition_runs(
+    policy_run: tuple[pd.DataFrame, str, Path],
+    kube_router_images: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with _library_session(kube_router_images, monkeypatch, tmp_path / "results") as session:
+        baseline = session.scenarios["baseline"]
+
+        def delete_server(cluster: Any, prepared: Prepared) -> None:
+            server = prepared.endpoints["server"]
+            cluster._core.delete_namespaced_pod(
+                server.name, server.namespace, grace_period_seconds=0
+            )
+
+        monkeypatch.setattr(baseline, "measure", _disturbing(baseline, delete_server))
+        first, second = _conditions(session, "baseline", BASELINE, "same-node-idle-iperf3")
+        session.run_condition(baseline, CNI, first)
+        went_on = session.run_condition(baseline, CNI, second)
+    frame = load_results(tmp_path / "results")
+    runs = frame.drop_duplicates("run_id")
+    first_runs = runs[runs["condition"] == BASELINE]
+    assert (first_runs["status"] == RunStatus.FAILED.value).any(), first_runs.to_dict("records")
+    failed = first_runs[first_runs["status"] == RunStatus.FAILED.value]
+    assert failed["reason"].str.len().gt(0).all()
+    assert went_on.ok_runs
+    assert set(runs[runs["condition"] == "same-node-idle-iperf3"]["status"]) == {"ok"}
+
+
+def _session_namespaces(env: dict[str, str], cluster: str) -> list[str]:
+    found = core_api(env, cluster).list_namespace(label_selector=SESSION_LABEL).items
+    return [ns.metadata.name for ns in found]
+
+
+INTERRUPTS = 3
+"""Ctrl-C points per tier run: drawn at random (the seed is printed) from set-up to measuring."""
+
+
+def test_ctrl_c_at_random_points_of_a_kind_run_leaves_nothing_half_done(
+    policy_run: tuple[pd.DataFrame, str, Path],
+    kube_router_images: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """Each time: exit 130, no traceback, no session namespace left in the cluster, and every
+    result file that was written is whole."""
+    (cluster,) = cnibench_clusters(kube_router_images)  # kept by the policy run
+    seed = int(os.environ.get("CNIBENCH_INTERRUPT_SEED", time.time_ns() % 10**6))
+    print(f"interrupt seed {seed} (CNIBENCH_INTERRUPT_SEED reproduces it)")
+    rng = random.Random(seed)
+    for point in range(INTERRUPTS):
+        delay = rng.uniform(0.0, 25.0)  # after the namespace exists: pods, proof, runs
+        results = tmp_path / f"interrupted-{point}"
+        argv = [
+            sys.executable,
+            "-m",
+            "cnibench.cli",
+            *run_args(CNI, results, "--scenario", "policy", "--rules", "100", "--clients", "1"),
+            *condition_args((POLICY_R100,)),
+            "--runs",
+            "10",
+        ]
+        process = subprocess.Popen(
+            argv,
+            env=kube_router_images,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 600
+            while not _session_namespaces(kube_router_images, cluster):
+                assert process.poll() is None, process.communicate()[0][-3000:]
+                assert time.monotonic() < deadline, "the run never created its namespace"
+                time.sleep(0.5)
+            time.sleep(delay)
+            process.send_signal(signal.SIGINT)
+            output, _ = process.communicate(timeout=300)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        where = f"point {point} ({delay:.1f} s after the namespace appeared)"
+        assert process.returncode in (0, 130), (where, output[-3000:])
+        assert "Traceback" not in output, where
+        assert _session_namespaces(kube_router_images, cluster) == [], where
+        for path in results.rglob("*"):
+            assert not path.name.endswith(".tmp"), (where, path)
+            if path.suffix == ".json":
+                json.loads(path.read_text())  # whole, or not there at all
+
+
+def test_the_cluster_is_removed_with_nothing_of_the_module_left(
+    policy_run: tuple[pd.DataFrame, str, Path], kube_router_images: dict[str, str]
+) -> None:
+    (kept,) = cnibench_clusters(kube_router_images)
+    kind("delete", "cluster", "--name", kept, env=kube_router_images)
+    assert cnibench_clusters(kube_router_images) == []
+    nodes = subprocess.run(
+        ["docker", "ps", "-a", "--filter", f"label=io.x-k8s.kind.cluster={kept}", "-q"],
+        env=kube_router_images,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert nodes.stdout.strip() == ""
