@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cnibench.backends.base import NodeRole
+from cnibench.backends.base import ClusterSpec, NodeRole
 from cnibench.backends.kube.render import ROLE_LABEL
 from cnibench.results import load_results
 from cnibench.scenarios.priority import KUBE_SETTLE
@@ -36,16 +36,31 @@ from .kind_support import (
     run_args,
 )
 
-KPR, KUBE_PROXY = "cilium", "cilium:mode=kube-proxy"
+KPR, KUBE_PROXY = "cilium", "cilium:gateway=traefik,mode=kube-proxy"
+"""Seed 001's two modes; kube-proxy mode also runs Traefik as its Gateway API implementation,
+the second CNI a split goes through (kube-router's module has the first)."""
+KPR_SLUG = ClusterSpec.from_label(KPR).slug
+SPLIT = "v1-60-v2-40-u10"
 KPR_SERVICE = "cross-node-idle-iperf3-service-ebpf-0svc"
 KUBE_PROXY_SERVICE = "cross-node-idle-iperf3-service-iptables-0svc"
 """Seed 001's comparison where it lies: through a ClusterIP, Cilium's eBPF against kube-proxy."""
 KPR_BASELINE = (*BASELINE_CONDITIONS, KPR_SERVICE)
 """All four tools on one node and across nodes, as on flannel, and iperf3 through a Service."""
-KUBE_PROXY_BASELINE = (*BASELINE_CONDITIONS, KUBE_PROXY_SERVICE)
-"""The same in kube-proxy (iptables) mode: seed 001's comparison of the two modes."""
-SERVICE_ARGS = ("--target", "pod,service", "--proxy", "ebpf,iptables")
-"""Both proxies asked for in both modes: each cluster measures the one it runs."""
+KUBE_PROXY_BASELINE = (
+    "cross-node-idle-iperf3",
+    "cross-node-idle-sockperf",
+    "same-node-idle-iperf3",
+    KUBE_PROXY_SERVICE,
+)
+"""In kube-proxy (iptables) mode, seed 001's comparison of the two modes where it lies: iperf3
+and sockperf across nodes, iperf3 on one node and through a ClusterIP (the four tools on both
+placements run on the kube-proxy replacement cluster and on flannel; CI's time is short)."""
+SERVICE_ARGS = (
+    "--target", "pod,service", "--proxy", "ebpf,iptables", "--weights", "v1=60,v2=40",
+    "--users", "10",
+)  # fmt: skip
+"""Both proxies asked for in both modes: each cluster measures the one it runs; a 60/40 split
+at 10 users where a Gateway is offered."""
 EGRESS_CONDITIONS = ("gateway-off", "gateway-on")
 POLICY_ON = "on-cross-node-iptables-r0-c1-new-connections"
 POLICY_CONDITIONS = ("off-cross-node-c1", POLICY_ON)
@@ -61,7 +76,10 @@ NOT_HERE = {
 @pytest.fixture(scope="module")
 def cilium_images(offline_images: dict[str, str]) -> dict[str, str]:
     """The offline set with Cilium's images (its Go build, root filesystem and chart)."""
-    cnibench("images", "build", "--cni", "cilium", env=offline_images, timeout=BUILD_TIMEOUT)
+    cnibench(
+        "images", "build", "--cni", "cilium", "--gateway", "traefik",
+        env=offline_images, timeout=BUILD_TIMEOUT,
+    )  # fmt: skip
     return offline_images
 
 
@@ -105,7 +123,7 @@ def kpr_run(cilium_images: dict[str, str], kind_results: Path) -> tuple[pd.DataF
         + EGRESS_CONDITIONS
         + POLICY_CONDITIONS
         + PRIORITY_CONDITIONS
-        + ("on-iperf3", "policy-on", "v1-95-v2-5-u1")  # wireguard, l7, split: skipped here
+        + ("on-iperf3", "policy-on", SPLIT)  # wireguard, l7, split: skipped here
     )
     output = _run(
         cilium_images,
@@ -167,6 +185,21 @@ def test_the_external_server_sees_the_client_node_then_the_gateway_node(
     assert (throughput["value"] / 1e9).between(0.01, 400).all(), throughput["value"].tolist()
 
 
+def test_the_cilium_agents_own_cpu_and_memory_are_recorded(
+    kpr_run: tuple[pd.DataFrame, str, Path],
+) -> None:
+    """Read from the node containers' cgroups, every run: the agents (one per node) used CPU
+    and hold memory, and each node's working set is its own."""
+    frame, _, _ = kpr_run
+    ok = frame[frame["status"] == "ok"]
+    runs = ok["run_id"].nunique()
+    for metric in ("cpu@cilium-agent", "ram@cilium-agent", "ram@egress-gw", "ram@server"):
+        values = ok[ok["metric"] == metric]
+        assert values["run_id"].nunique() == runs, f"{metric} missing for some runs"
+        assert (values["value"] > 0).all(), (metric, values["value"].tolist())
+    assert ok[ok["metric"] == "ram@cilium-agent"]["value"].between(20, 4000).all()
+
+
 def test_policy_probe_matrix_holds_on_cilium(kpr_run: tuple[pd.DataFrame, str, Path]) -> None:
     frame, _, results = kpr_run
     policy = frame[frame["scenario"] == "policy"]
@@ -175,7 +208,7 @@ def test_policy_probe_matrix_holds_on_cilium(kpr_run: tuple[pd.DataFrame, str, P
     assert set(policy["status"]) == {"ok"}
     for condition in POLICY_CONDITIONS:
         # results/<session>/verification-<scenario>-<cni>-<condition>.json: the set-up's proof
-        (path,) = results.glob(f"*/verification-policy-{KPR}-{condition}.json")
+        (path,) = results.glob(f"*/verification-policy-{KPR_SLUG}-{condition}.json")
         proof = json.loads(path.read_text())
         assert proof["ok"], proof
         assert proof["probes_ok"] == proof["probes"] >= 3, proof
@@ -257,8 +290,10 @@ def kube_proxy_run(
     the end of the run), and the egress gateway, which needs kube-proxy replacement."""
     assert cnibench_clusters(cilium_images) == []  # one Cilium cluster at a time
     results = kind_results / "cilium-kube-proxy"
-    conditions = KUBE_PROXY_BASELINE + EGRESS_CONDITIONS
-    output = _run(cilium_images, KUBE_PROXY, results, conditions, "baseline", "egress", keep=False)
+    conditions = (*KUBE_PROXY_BASELINE, *EGRESS_CONDITIONS, SPLIT)
+    output = _run(
+        cilium_images, KUBE_PROXY, results, conditions, "baseline", "egress", "split", keep=False
+    )
     return load_results(results), output, results
 
 
@@ -273,6 +308,20 @@ def test_kube_proxy_mode_baseline_is_verified_and_plausible(
     )
     assert "--cni cilium:egress-gateway" in egress_skip
     assert cnibench_clusters(cilium_images) == []  # not kept: the run removed it
+
+
+def test_a_60_40_split_through_traefik_on_cilium_keeps_its_weights(
+    kube_proxy_run: tuple[pd.DataFrame, str, Path],
+) -> None:
+    """The second CNI under Traefik's Gateway: each run's interval for v1's share covers
+    0.60."""
+    frame, _, _ = kube_proxy_run
+    split = frame[(frame["scenario"] == "split") & (frame["status"] == "ok")]
+    by_run = split.pivot_table(index="run_id", columns="metric", values="value")
+    assert len(by_run) == 2
+    assert bool(split["verified"].all())
+    assert (by_run["share_low@v1"] <= 0.60).all(), by_run["share_low@v1"].tolist()
+    assert (by_run["share_high@v1"] >= 0.60).all(), by_run["share_high@v1"].tolist()
 
 
 def test_both_modes_load_as_one_comparison(

@@ -139,7 +139,7 @@ def test_threaded_napi_counts_the_receive_threads_as_the_nodes_cpu(
         ran.append(argv)
         if argv[:2] == ["docker", "inspect"]:
             return str(_inspector(pids)(argv))
-        if argv[:2] == ["docker", "exec"]:
+        if argv[0] == "nsenter":
             return "1\n"  # the peer's ifindex: lo's, which every host has
         return ""
 
@@ -153,7 +153,8 @@ def test_threaded_napi_counts_the_receive_threads_as_the_nodes_cpu(
     usage = KindNodeUsage(run, proc=proc, sys_class_net=sys_net)
     assert usage.thread_napi("kr-worker") == [777]
     assert usage.threaded == {"kr-worker"}
-    node_end = next(argv for argv in ran if argv[:2] == ["docker", "exec"])
+    node_end = next(argv for argv in ran if argv[0] == "nsenter")
+    assert node_end[1] == f"--net={proc / '4242' / 'ns' / 'net'}"
     assert "tso off gro on" in node_end[-1]
     assert "/sys/class/net/eth0/threaded" in node_end[-1]
     assert ["ethtool", "-K", "lo", "tso", "off", "gro", "on"] in ran

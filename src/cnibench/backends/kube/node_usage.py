@@ -53,13 +53,15 @@ NODE_LINK = "eth0"
 """A kind node's interface on the kind bridge."""
 _THREAD_NODE_END = (
     f"ethtool -K {NODE_LINK} tso off gro on >/dev/null"
-    # A kind node's /sys is read-only: a private mount namespace gets a writable sysfs of the
-    # node's network namespace, and goes with the command.
+    # A kind node's /sys is read-only and a sysfs cannot be mounted from inside it: from the
+    # host, in the node's network namespace, a private mount namespace gets a writable sysfs of
+    # that network namespace, and goes with the command.
     " && unshare --mount --propagation private sh -c"
-    f" 'mount -t sysfs sysfs /sys && echo 1 > /sys/class/net/{NODE_LINK}/threaded'"
-    f" && cat /sys/class/net/{NODE_LINK}/iflink"
+    f" 'mount -t sysfs sysfs /sys && echo 1 > /sys/class/net/{NODE_LINK}/threaded"
+    f" && cat /sys/class/net/{NODE_LINK}/iflink'"
 )
-"""Run in the node: its end threaded; prints the host-side peer's interface index."""
+"""Run from the host in the node's network namespace: its end threaded; prints the host-side
+peer's interface index."""
 _POD_SEARCH_DEPTH = 5
 """Directory levels below a node's cgroup where pod cgroups are looked for (kind: kubelet.slice
 / kubelet-kubepods.slice / kubelet-kubepods-<qos>.slice / ...-pod<uid>.slice)."""
@@ -235,7 +237,8 @@ class KindNodeUsage:
             raise ProvisioningError(
                 f"napi=threaded: node {node} is not a container of an engine on this machine"
             )
-        out = self._inspect(["docker", "exec", node, "sh", "-c", _THREAD_NODE_END])
+        netns = str(self._proc / str(pid) / "ns" / "net")
+        out = self._inspect(["nsenter", f"--net={netns}", "sh", "-c", _THREAD_NODE_END])
         try:
             peer = socket.if_indextoname(int(out.split()[-1]))
         except (OSError, ValueError, IndexError) as exc:
@@ -247,7 +250,6 @@ class KindNodeUsage:
             (self._sys_class_net / peer / "threaded").write_text("1\n")
         except OSError as exc:
             raise ProvisioningError(f"napi=threaded: thread {peer} on the host: {exc}") from exc
-        netns = str(self._proc / str(pid) / "ns" / "net")
         pids = napi_thread_pids(netns, [NODE_LINK])[NODE_LINK]
         if not pids:
             raise ProvisioningError(
