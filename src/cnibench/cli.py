@@ -7,6 +7,7 @@ errors exit with 2, failed benchmarks with 1, an interrupted run with 130.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import shlex
@@ -91,6 +92,14 @@ def _build_parser() -> _Parser:
         action="store_true",
         help="--report draws every recorded metric, not only each scenario's primary metrics",
     )
+    run.add_argument("--margin", type=_margin, default=None, metavar="M", help=_MARGIN_HELP)
+    run.add_argument(
+        "--interleave",
+        action="store_true",
+        help="run the conditions of a scenario on one cluster in alternating rounds (control,"
+        " treatment, treatment, control, ...) so that drift falls on both; each round sets"
+        " its condition up and verifies it again",
+    )
 
     report = commands.add_parser("report", help="figures, tables and an HTML report of results")
     report.add_argument("results", type=Path, metavar="RESULTS_DIR")
@@ -122,6 +131,7 @@ def _build_parser() -> _Parser:
         action="store_true",
         help="draw every recorded metric, not only each scenario's primary metrics",
     )
+    report.add_argument("--margin", type=_margin, default=None, metavar="M", help=_MARGIN_HELP)
     report.add_argument(
         "--session",
         action="append",
@@ -150,6 +160,26 @@ def _build_parser() -> _Parser:
     return parser
 
 
+_MARGIN_HELP = (
+    "equivalence margin: a ratio whose whole 95%% interval lies within ±M is 'same within"
+    " ±M' (e.g. 2%%; default: no equivalence claim)"
+)
+
+
+def _margin(text: str) -> float:
+    from cnibench.report.compare import parse_threshold
+
+    try:
+        value = parse_threshold(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("threshold", "margin")) from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"invalid margin {text!r}: it must be above 0 and below 100%"
+        )
+    return value
+
+
 def _threshold(text: str) -> float:
     from cnibench.report.compare import parse_threshold
 
@@ -163,7 +193,8 @@ def _add_compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     compare = commands.add_parser(
         "compare",
         help="regression gate: exit 1 when a metric of CANDIDATE_DIR is worse than"
-        " BASELINE_DIR's beyond the threshold with its whole 95%% interval",
+        " BASELINE_DIR's by more than the threshold and significantly so (at most 1%% false"
+        " alarms per comparison when BASELINE_DIR holds several A/A sessions)",
     )
     compare.add_argument("baseline", type=Path, metavar="BASELINE_DIR")
     compare.add_argument("candidate", type=Path, metavar="CANDIDATE_DIR")
@@ -174,6 +205,20 @@ def _add_compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="T",
         help="worsening that fails the gate: a percentage (5%%) or a fraction below 1 (0.05);"
         " default 5%%",
+    )
+    compare.add_argument(
+        "--mode",
+        choices=("regression", "non-inferiority"),
+        default="regression",
+        help="regression (default): fail on a significant loss beyond the threshold;"
+        " non-inferiority: fail unless each interval shows the loss is within the threshold",
+    )
+    compare.add_argument(
+        "--margin",
+        type=_margin,
+        default=None,
+        metavar="M",
+        help="also print the metrics shown to be the same within ±M (95%% interval inside)",
     )
     compare.add_argument(
         "--markdown",
@@ -317,9 +362,16 @@ def _run(args: argparse.Namespace) -> int:
     from cnibench.errors import UnsupportedError
     from cnibench.scenarios import build_scenarios
     from cnibench.scenarios.runner import ConditionResult
-    from cnibench.session import BenchSession, plan_conditions, session_config
+    from cnibench.session import (
+        BenchSession,
+        interleaved_rounds,
+        plan_conditions,
+        session_config,
+    )
 
     config = session_config(vars(args))
+    if args.interleave and config.precision is not None:
+        raise ConfigError("--interleave and --precision cannot be combined yet: choose one")
     registry = build_scenarios(config.scenario_options)
     # Names are checked before a backend is chosen: a misspelt condition is the first error.
     # "egress" runs on every --cni; "baseline@vxlan" or "egress@routed+vxlan" only on those.
@@ -351,27 +403,66 @@ def _run(args: argparse.Namespace) -> int:
         with progress:
             task = progress.add_task("starting", total=len(plan) * profile.runs)
             session.runner.progress = lambda text: progress.update(task, advance=1)
-            for planned_run in plan:
+            order = (
+                interleaved_rounds(plan, profile.runs)
+                if args.interleave
+                else [(-1, planned_run) for planned_run in plan]
+            )
+            merged: dict[tuple[str, str, str], ConditionResult] = {}
+            given_up: set[tuple[str, str, str]] = set()
+            for round_number, planned_run in order:
                 scenario, cni = planned_run.scenario, planned_run.cni
                 condition = planned_run.condition
+                key = (scenario.name, cni, condition.id)
+                if key in given_up:
+                    continue
                 progress.update(task, description=f"{scenario.name} {cni} {condition.id}")
+                # One round of an interleaved session is one repetition; otherwise all.
+                rounds = None if round_number < 0 else range(round_number, round_number + 1)
+                left = profile.runs if rounds is None else profile.runs - round_number
                 try:
-                    results.append(session.run_condition(scenario, cni, condition))
+                    result = session.run_condition(scenario, cni, condition, repetitions=rounds)
                 except UnsupportedError as exc:
+                    given_up.add(key)
                     skipped.setdefault((scenario.name, cni, str(exc)), []).append(condition.id)
-                    progress.update(task, advance=profile.runs)
+                    progress.update(task, advance=left)
+                    continue
                 except VerificationError as exc:
                     # The session goes on: one condition that cannot be set up or
                     # proven says nothing about the next.
+                    given_up.add(key)
                     unproven += 1
                     label = "NOT SET UP" if isinstance(exc, SetupError) else "NOT VERIFIED"
                     problems.append(f"{label} {exc}")
-                    progress.update(task, advance=profile.runs)
+                    progress.update(task, advance=left)
+                    continue
+                earlier = merged.get(key)
+                merged[key] = (
+                    result
+                    if earlier is None
+                    else dataclasses.replace(earlier, runs=(*earlier.runs, *result.runs))
+                )
+            results = [result for key, result in merged.items() if key not in given_up]
+            if args.interleave:
+                session.store.write_json(
+                    "interleaved-order",
+                    {
+                        "rounds": [
+                            {
+                                "round": number,
+                                "scenario": planned.scenario.name,
+                                "cni": planned.cni,
+                                "condition": planned.condition.id,
+                            }
+                            for number, planned in order
+                        ]
+                    },
+                )
         results_dir = session.store.session_dir
     if results:
         _print_table(results, registry, Console(width=max(console.width, 150)))
         if results_dir.is_dir():
-            _print_verdict(results_dir, args.reference)
+            _print_verdict(results_dir, args.reference, args.margin)
     problems[:0] = _skip_lines(skipped, Counter((p.scenario.name, p.cni) for p in plan))
     for result in results:
         for run in result.runs:
@@ -387,7 +478,11 @@ def _run(args: argparse.Namespace) -> int:
         from cnibench.report import write_report
 
         write_report(
-            results_dir, html=args.report, reference=args.reference, all_metrics=args.all_metrics
+            results_dir,
+            html=args.report,
+            reference=args.reference,
+            all_metrics=args.all_metrics,
+            margin=args.margin,
         )
         console.print(f"report written to {args.report}")
     failed = unproven or any(not r.ok_runs for r in results)
@@ -411,8 +506,9 @@ def _skip_lines(
 def _print_table(
     results: Sequence[object], scenarios: Mapping[str, object], console: object
 ) -> None:
-    """The truncated mean and interval of each condition's headline metrics
-    (:meth:`Scenario.headline_metrics`), in the order the scenario gives them."""
+    """The estimate and interval of each condition's headline metrics
+    (:meth:`Scenario.headline_metrics`), in the order the scenario gives them: the geometric
+    mean of a positive quantity, the mean of a signed one, ``k/n`` of a yes/no one."""
     from rich.console import Console
     from rich.table import Table
 
@@ -420,7 +516,11 @@ def _print_table(
     from cnibench.scenarios.runner import ConditionResult
 
     assert isinstance(console, Console)
-    table = Table(title="truncated mean (10 %) and 95 % confidence interval per condition")
+    table = Table(
+        title="95 % confidence interval per condition: geometric mean of positive metrics,"
+        " mean of signed ones, share of yes (k/n, Clopper-Pearson) of yes/no ones;"
+        " every run counted, outlying runs flagged"
+    )
     for column in ("scenario", "cni", "condition", "metric", "n", "mean", "95% CI", "unit", "ok"):
         table.add_column(
             column,
@@ -439,32 +539,45 @@ def _print_table(
             summary = summaries.get(metric)
             if summary is None:
                 continue
-            if summary.n >= 2:
+            if summary.n >= 2 and summary.successes < 0:
                 smallest_n = min(smallest_n, summary.n) if smallest_n else summary.n
             unit = summary.unit
             ci = (
-                "-" if summary.n < 2 else f"[{_fmt(summary.low, unit)}, {_fmt(summary.high, unit)}]"
+                "-"
+                if not math.isfinite(summary.low)
+                else f"[{_fmt(summary.low, unit)}, {_fmt(summary.high, unit)}]"
             )
+            shown = _fmt(summary.estimate, unit)
+            if summary.successes >= 0:
+                shown = f"{summary.successes}/{summary.n} = {summary.estimate:.2f}"
             table.add_row(
                 result.scenario,
                 result.cni,
                 result.condition.id,
                 summary.metric,
                 str(summary.n),
-                _fmt(summary.truncated_mean, unit),
+                shown,
                 ci,
                 summary.unit,
                 ("verified" if result.verified else "NOT verified")
                 + (f", {failed} failed" if failed else "")
-                + (f", {summary.excluded} outlier excluded" if summary.excluded else ""),
+                + (f", {summary.flagged} outlying run(s) flagged" if summary.flagged else ""),
             )
     console.print(table)
+    for result in results:
+        assert isinstance(result, ConditionResult)
+        if result.precision_note:
+            console.print(
+                f"{result.scenario}/{result.cni}/{result.condition.id}: {result.precision_note}",
+                markup=False,
+                highlight=False,
+            )
     note = _few_runs_note(smallest_n)
     if note:
         console.print(note, markup=False, highlight=False)
 
 
-def _print_verdict(results_dir: Path, reference: str | None) -> None:
+def _print_verdict(results_dir: Path, reference: str | None, margin: float | None) -> None:
     """The session's verdict on stdout: a heading, then one line per planned contrast."""
     from cnibench.report import verdict, verdict_summary
     from cnibench.results import load_results
@@ -472,7 +585,9 @@ def _print_verdict(results_dir: Path, reference: str | None) -> None:
     command = ["cnibench", "report", str(results_dir)]
     if reference is not None:
         command += ["--reference", reference]
-    table = verdict(load_results(results_dir), reference=reference)
+    if margin is not None:
+        command += ["--margin", f"{100 * margin:g}%"]
+    table = verdict(load_results(results_dir), reference=reference, margin=margin)
     for line in verdict_summary(table, full_at=f"{shlex.join(command)} (its Verdict section)"):
         # One line each, however narrow the terminal: people grep these.
         print(line, flush=True)
@@ -486,8 +601,8 @@ def _few_runs_note(n: int) -> str:
 
     multiplier = float(scipy_stats.t.ppf(0.975, n - 1))
     return (
-        f"note: with n = {n} runs an interval is the mean ± {multiplier:.1f} standard errors,"
-        " (a factor on the log scale for positive quantities), so it is wide;"
+        f"note: with n = {n} runs an interval is the mean ± {multiplier:.1f} standard errors"
+        " (of the logarithms for positive quantities, so a factor), so it is wide;"
         " --runs 5 or --profile standard narrow it"
     )
 
@@ -618,6 +733,7 @@ def _report(args: argparse.Namespace) -> int:
         reference=args.reference,
         all_metrics=args.all_metrics,
         sessions=args.session or "all",
+        margin=args.margin,
     )
     for path in (paths.html, paths.markdown):
         if path is not None:
@@ -641,10 +757,14 @@ def _compare(args: argparse.Namespace) -> int:
     baseline = load_result_set(args.baseline, what="baseline")
     candidate = load_result_set(args.candidate, what="candidate")
     try:
-        comparison = compare_result_sets(baseline, candidate, threshold=args.threshold)
+        comparison = compare_result_sets(
+            baseline, candidate, threshold=args.threshold, mode=args.mode
+        )
     except InsufficientDataError as exc:
         raise ConfigError(str(exc)) from exc
     print(comparison.text())
+    if args.margin is not None:
+        print(comparison.equivalence_line(args.margin))
     if args.markdown is not None:
         write_markdown(comparison, args.markdown)
         print(f"wrote {args.markdown}")

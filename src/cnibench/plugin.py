@@ -25,6 +25,7 @@ fails the session on a regression.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -385,11 +386,10 @@ def _summary_text(result: ConditionResult) -> str:
     ]
     lines += [f"  {run.run_id} failed: {run.reason}" for run in result.runs if run.reason]
     for s in result.summaries():
-        ci = f"95% CI [{s.low:.6g}, {s.high:.6g}]" if s.n >= 2 else "no CI (n < 2)"
-        excluded = f" ({s.excluded} outlier excluded)" if s.excluded else ""
-        lines.append(
-            f"  {s.metric:<22} n={s.n} mean={s.truncated_mean:.6g} {ci} {s.unit}{excluded}"
-        )
+        ci = f"95% CI [{s.low:.6g}, {s.high:.6g}]" if math.isfinite(s.low) else "no CI (n < 2)"
+        flagged = f" ({s.flagged} outlying run(s) flagged)" if s.flagged else ""
+        shown = f"{s.successes}/{s.n}={s.estimate:.6g}" if s.successes >= 0 else f"{s.estimate:.6g}"
+        lines.append(f"  {s.metric:<22} n={s.n} {s.estimator}={shown} {ci} {s.unit}{flagged}")
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 __all__ = [
     "Environment",
@@ -20,6 +20,7 @@ __all__ = [
     "ParamValue",
     "RunRecord",
     "RunStatus",
+    "summary_scale",
     "unit_upper_bound",
 ]
 
@@ -34,6 +35,17 @@ UNIT_UPPER_BOUNDS = {"%": 100.0}
 def unit_upper_bound(unit: str) -> float | None:
     """The largest value a quantity in ``unit`` can take, or ``None`` when it has no bound."""
     return UNIT_UPPER_BOUNDS.get(unit)
+
+
+YES_NO_UNITS = frozenset({"bool"})
+"""Units of a yes/no outcome per run (``reachable``, ``matches_reference``): 1 is yes."""
+
+
+def summary_scale(unit: str) -> Literal["auto", "binary"]:
+    """How :func:`cnibench.stats.summarize_runs` should summarise a metric in ``unit``:
+    ``"binary"`` (a count of yes with its interval) for :data:`YES_NO_UNITS`, else
+    ``"auto"``."""
+    return "binary" if unit in YES_NO_UNITS else "auto"
 
 
 class RunStatus(enum.StrEnum):

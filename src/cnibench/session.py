@@ -21,7 +21,13 @@ from cnibench.results import ResultsStore
 from cnibench.scenarios import Condition, Scenario, build_scenarios, scenario_named
 from cnibench.scenarios.options import ScenarioOptions, parse_scenario_options
 from cnibench.scenarios.profiles import Profile, parse_duration, profile_named
-from cnibench.scenarios.runner import ClusterPool, ConditionResult, ProgressCallback, Runner
+from cnibench.scenarios.runner import (
+    DEFAULT_MAX_RUNS,
+    ClusterPool,
+    ConditionResult,
+    ProgressCallback,
+    Runner,
+)
 from cnibench.signals import sigterm_raises_interrupt
 
 __all__ = [
@@ -65,6 +71,16 @@ class SessionConfig:
     scenario_options:
         Scenario parameters (``--weights``, ``--users``, ``--rules``, ``--clients``,
         ``--engine``).
+    precision:
+        ``--precision``: wanted half-width of a contrast's 95 % interval as a fraction (0.05);
+        each condition repeats runs until its primary metrics are that precise or
+        ``max_runs`` is reached (:func:`cnibench.scenarios.runner.precision_reached`).
+        ``None``: exactly the profile's runs.
+    max_runs:
+        ``--max-runs``: most repetitions ``precision`` may take a condition to.
+    precision_metrics:
+        ``--precision-on``: the metrics ``precision`` judges (default: each scenario's
+        positive primary metrics), e.g. ``("throughput",)``.
     """
 
     cluster: str = "auto"
@@ -74,6 +90,9 @@ class SessionConfig:
     keep_cluster: bool = False
     recreate_cluster: bool = False
     scenario_options: ScenarioOptions = field(default_factory=ScenarioOptions)
+    precision: float | None = None
+    max_runs: int = DEFAULT_MAX_RUNS
+    precision_metrics: tuple[str, ...] = ()
 
 
 def container_engine(timeout: float = 5.0) -> str:
@@ -231,6 +250,26 @@ def add_session_options(add: Callable[..., object]) -> None:
         metavar="TIME",
         help="length of each timed measurement, e.g. 30s or 12m (overrides the profile)",
     )
+    add(
+        "--precision",
+        default=None,
+        metavar="P",
+        help="repeat runs until each contrast's 95%% interval is within ±P (e.g. 5%%) or"
+        " --max-runs is reached; stops on width, never on significance",
+    )
+    add(
+        "--max-runs",
+        default=None,
+        metavar="N",
+        help=f"most runs per condition --precision may take (default {DEFAULT_MAX_RUNS})",
+    )
+    add(
+        "--precision-on",
+        default=None,
+        metavar="METRIC,...",
+        help="the metrics --precision judges, e.g. throughput (default: each scenario's"
+        " primary metrics)",
+    )
     add("--results-dir", default="results", metavar="DIR", help="default: results")
     add(
         "--keep-cluster",
@@ -251,6 +290,9 @@ SESSION_OPTIONS = (
     "profile",
     "runs",
     "duration",
+    "precision",
+    "max_runs",
+    "precision_on",
     "results_dir",
     "keep_cluster",
     "recreate_cluster",
@@ -295,6 +337,12 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         proxy=values.get("proxy"),
         services=values.get("services"),
     )
+    precision = _precision(values.get("precision"))
+    max_runs = _integer("--max-runs", values.get("max_runs"))
+    if max_runs is not None and max_runs < profile.runs:
+        raise ConfigError(
+            f"--max-runs {max_runs} is below the {profile.runs} runs per condition of the profile"
+        )
     return SessionConfig(
         cluster=cluster,
         cnis=tuple(values.get("cni") or ()),
@@ -303,7 +351,37 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         keep_cluster=bool(values.get("keep_cluster")),
         recreate_cluster=bool(values.get("recreate_cluster")),
         scenario_options=options,
+        precision=precision,
+        max_runs=DEFAULT_MAX_RUNS if max_runs is None else max_runs,
+        precision_metrics=_precision_metrics(values.get("precision_on"), precision),
     )
+
+
+def _precision_metrics(text: object, precision: float | None) -> tuple[str, ...]:
+    """``--precision-on`` as metric names; it means nothing without ``--precision``."""
+    if text is None:
+        return ()
+    if precision is None:
+        raise ConfigError("--precision-on needs --precision")
+    names = tuple(name.strip() for name in str(text).split(",") if name.strip())
+    if not names:
+        raise ConfigError(f"--precision-on {str(text)!r}: name at least one metric")
+    return names
+
+
+def _precision(text: object) -> float | None:
+    """``--precision`` as a fraction in (0, 1): ``5%`` or ``0.05``."""
+    if text is None:
+        return None
+    from cnibench.report.compare import parse_threshold
+
+    try:
+        value = parse_threshold(str(text))
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("threshold", "--precision")) from None
+    if not 0.0 < value < 1.0:
+        raise ConfigError(f"--precision {text!r}: it must be above 0 and below 100%")
+    return value
 
 
 def _integer(option: str, text: object) -> int | None:
@@ -379,6 +457,42 @@ class PlannedRun:
     condition: Condition
 
 
+def interleaved_rounds(plan: Sequence[PlannedRun], runs: int) -> list[tuple[int, PlannedRun]]:
+    """``plan`` as interleaved rounds: the conditions of one scenario on one CNI (one
+    cluster) take turns, one repetition each per round, the order rotating every round, so
+    that drift of the machine during the session falls on treatment and control alike.
+
+    With a control C and a treatment T that is C T, T C, C T, ...; with more conditions each
+    leads in turn. Groups keep the plan's order (one cluster at a time).
+
+    Parameters
+    ----------
+    plan:
+        :meth:`BenchSession.plan`'s running order.
+    runs:
+        Rounds (the profile's runs per condition).
+
+    Returns
+    -------
+    list of (round, PlannedRun)
+        The running order; ``round`` is the repetition number of that run.
+
+    Examples
+    --------
+    Two conditions ``C`` and ``T`` of one scenario and CNI, 3 runs:
+    ``[(0, C), (0, T), (1, T), (1, C), (2, C), (2, T)]``.
+    """
+    groups: dict[tuple[str, str], list[PlannedRun]] = {}
+    for planned in plan:
+        groups.setdefault((planned.scenario.name, planned.cni), []).append(planned)
+    order: list[tuple[int, PlannedRun]] = []
+    for members in groups.values():
+        for round_number in range(runs):
+            shift = round_number % len(members)
+            order += [(round_number, m) for m in (*members[shift:], *members[:shift])]
+    return order
+
+
 def plan_conditions(
     registry: Mapping[str, Scenario],
     items: Sequence[str] = (),
@@ -448,7 +562,15 @@ class BenchSession:
         )
         self.store = ResultsStore(config.results_dir)
         self.pool = ClusterPool(self.backend)
-        self.runner = Runner(self.pool, self.store, config.profile, progress=progress)
+        self.runner = Runner(
+            self.pool,
+            self.store,
+            config.profile,
+            progress=progress,
+            precision=config.precision,
+            max_runs=config.max_runs,
+            precision_metrics=config.precision_metrics,
+        )
         self._previous_sigterm: object = None
 
     def plan(self, planned: Sequence[PlannedCondition]) -> list[PlannedRun]:
@@ -478,15 +600,21 @@ class BenchSession:
         ]
 
     def run_condition(
-        self, scenario: Scenario | str, cni: str, condition: Condition
+        self,
+        scenario: Scenario | str,
+        cni: str,
+        condition: Condition,
+        *,
+        repetitions: range | None = None,
     ) -> ConditionResult:
         """Run one condition (see :meth:`cnibench.scenarios.runner.Runner.run_condition`).
 
-        ``scenario`` may be a name, resolved among the session's configured scenarios.
+        ``scenario`` may be a name, resolved among the session's configured scenarios;
+        ``repetitions`` runs only those repetition numbers (one interleaved round).
         """
         if isinstance(scenario, str):
             scenario = scenario_named(scenario, self.scenarios)
-        return self.runner.run_condition(scenario, cni, condition)
+        return self.runner.run_condition(scenario, cni, condition, repetitions=repetitions)
 
     def close(self) -> None:
         """Tear down every cluster of the session."""

@@ -23,8 +23,9 @@ import numpy as np
 import pytest
 from matplotlib.collections import LineCollection
 from matplotlib.patches import Rectangle
+from scipy import stats as sps
 
-from cnibench import report, stats
+from cnibench import report
 from cnibench.results import load_results
 from cnibench.tools.http_timing import parse_http_timing
 
@@ -91,12 +92,11 @@ def test_lab_bar_heights_and_error_bars_match_the_statistics(lab_frame):
     expected_heights, expected_spans = [], []
     for _, group in rows.groupby(["cni", "condition"], sort=False):
         values = group.sort_values("time")["value"].to_numpy()
-        # The smoke profile has fewer than 3 runs per condition: no outlier rule applies.
-        expected_heights.append(stats.truncated_mean(values, proportion=0.1))
-        interval = stats.confidence_interval(values, level=0.95)
-        # Throughput is positive: the t half-width as a factor on the log scale.
-        factor = np.exp((interval.high - interval.estimate) / interval.estimate)
-        expected_spans += [interval.estimate / factor, interval.estimate * factor]
+        # Every run counts: the geometric mean and the t interval of the logs, by scipy.
+        expected_heights.append(sps.gmean(values))
+        logs = np.log(values)
+        low, high = sps.t.interval(0.95, logs.size - 1, loc=logs.mean(), scale=sps.sem(logs))
+        expected_spans += [np.exp(low), np.exp(high)]
     heights = [p.get_height() for p in ax.patches if isinstance(p, Rectangle)]
     assert sorted(heights) == pytest.approx(sorted(expected_heights), rel=1e-12)
     segments = [

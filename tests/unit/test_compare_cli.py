@@ -104,3 +104,20 @@ def test_bad_input_exits_2_with_one_line(tmp_path, argv, message):
     assert message.format(tmp=tmp_path) in lines[0]
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "nodir").exists()
+
+
+def test_mode_and_margin_on_the_command_line(tmp_path):
+    base = _set(tmp_path, "base", [_throughput(10.0)])
+    cand = _set(tmp_path, "cand", [_throughput(9.9)])
+    # 1 % worse with three runs: not shown within 0.5 % (non-inferiority fails), and the
+    # regression mode sees no loss beyond 5 %.
+    strict = _compare(base, cand, "--mode", "non-inferiority", "--threshold", "0.5%")
+    assert strict.returncode == 1, strict.stderr
+    assert strict.stderr.startswith("cnibench: NOT SHOWN WITHIN THRESHOLD throughput")
+    same = _compare(base, cand, "--margin", "50%")
+    assert same.returncode == 0, same.stderr
+    assert "same within ±50%: 1 of 1 metric comparisons" in same.stdout
+    bad = _compare(base, cand, "--margin", "0%")
+    assert bad.returncode == 2
+    (line,) = bad.stderr.strip().splitlines()
+    assert "invalid margin '0%'" in line

@@ -25,6 +25,9 @@ BAD = [
     (("--duration", "soon"), "invalid duration 'soon': use e.g. 30s, 12m, 1h or 250ms"),
     (("--duration", "1.5s"), "whole number of seconds"),
     (("--profile", "turbo"), "unknown profile 'turbo'"),
+    (("--precision", "0%"), "--precision '0%': it must be above 0 and below 100%"),
+    (("--precision", "soon"), "invalid --precision 'soon': write a percentage such as 5%"),
+    (("--max-runs", "2"), "--max-runs 2 is below the 5 runs per condition of the profile"),
 ]
 
 

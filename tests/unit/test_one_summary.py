@@ -1,5 +1,6 @@
 """``cnibench run``'s table (``ConditionResult.summaries``) and the report
-(``report.bar_summary``) show one summary of a condition, outlier policy included."""
+(``report.bar_summary``) show one summary of a condition, outlier policy included: every run
+counts, outlying runs are flagged."""
 
 from __future__ import annotations
 
@@ -44,37 +45,50 @@ def _frame(values: list[float]) -> pd.DataFrame:
     )
 
 
-def test_table_and_report_exclude_the_same_outlier_and_agree() -> None:
+def test_table_and_report_flag_the_same_outlier_and_agree() -> None:
     (table,) = _result(VALUES).summaries()
     (report,) = bar_summary(_frame(VALUES), scenario="baseline", metric="throughput").itertuples()
-    assert report.excluded == ["r8"]
-    assert table.excluded == 1
-    assert (table.n, table.truncated_mean, table.low, table.high) == pytest.approx(
+    assert report.flagged == ["r8"]
+    assert table.flagged == 1
+    assert (table.n, table.estimate, table.low, table.high) == pytest.approx(
         (report.n, report.mean, report.ci_low, report.ci_high)
     )
-    # Independently: the eight kept runs, 10 % cut from each end (none of 8), Student-t, moved
-    # to the log scale for a positive quantity: mean * exp(±half / mean).
-    kept = np.asarray(VALUES[:8])
-    half = sps.t.ppf(0.975, kept.size - 1) * kept.std(ddof=1) / math.sqrt(kept.size)
-    factor = math.exp(half / kept.mean())
-    assert table.n == 8
-    assert table.truncated_mean == pytest.approx(kept.mean())
-    assert (table.low, table.high) == pytest.approx((kept.mean() / factor, kept.mean() * factor))
+    # Independently: all nine runs (the flagged one too), the Student-t interval of the mean
+    # logarithm, exponentiated; its centre is the geometric mean.
+    logs = np.log(VALUES)
+    low, high = sps.t.interval(0.95, logs.size - 1, loc=logs.mean(), scale=sps.sem(logs))
+    assert table.n == 9
+    assert table.estimate == pytest.approx(sps.gmean(VALUES))
+    assert (table.low, table.high) == pytest.approx((math.exp(low), math.exp(high)))
 
 
 def test_a_positive_quantity_never_gets_a_negative_bound_and_a_signed_one_stays_symmetric() -> None:
     # Two quick runs far apart (seed-000-like throughput): the symmetric t interval reaches
-    # below zero; the summary's does not, and it still contains the mean.
+    # below zero; the summary's does not, and it still contains the estimate.
     runs = [4.2e9, 19.6e9]
     symmetric = sps.t.interval(0.95, 1, loc=np.mean(runs), scale=sps.sem(runs))
     assert symmetric[0] < 0
     (table,) = _result(runs).summaries()
-    assert 0 < table.low < table.truncated_mean < table.high
+    assert 0 < table.low < table.estimate < table.high
     # A signed quantity (a split error) keeps the symmetric interval around its mean.
     errors = [-0.02, 0.01, 0.03, -0.01]
     (signed,) = bar_summary(_frame(errors), scenario="baseline", metric="throughput").itertuples()
     expected = sps.t.interval(0.95, 3, loc=np.mean(errors), scale=sps.sem(errors))
     assert (signed.ci_low, signed.ci_high) == pytest.approx(expected)
+
+
+def test_a_yes_no_metric_is_a_count_with_its_clopper_pearson_interval() -> None:
+    # 4 of 5 probes reachable: the failure is an outcome, not an outlier to drop.
+    runs = tuple(
+        RunResult(f"r{i}", i, 0, RunStatus.OK, "", (Measurement("reachable", v, "bool"),))
+        for i, v in enumerate([1.0, 1.0, 0.0, 1.0, 1.0])
+    )
+    result = ConditionResult("priority", "vxlan", CONDITION, Verification(True, "ok"), runs, "")
+    (table,) = result.summaries()
+    exact = sps.binomtest(4, 5).proportion_ci(0.95, method="exact")
+    assert (table.successes, table.n, table.estimate) == (4, 5, pytest.approx(0.8))
+    assert (table.low, table.high) == pytest.approx((exact.low, exact.high))
+    assert (round(table.low, 2), round(table.high, 2)) == (0.28, 0.99)
 
 
 def test_one_run_has_no_interval_in_either() -> None:
@@ -91,9 +105,9 @@ def test_a_cpu_percentage_never_gets_a_bound_above_100_in_either() -> None:
     # Runs at the ceiling (the lab's host-wide CPU during iperf3): the log-scale interval of
     # these reaches above 100 %; a share of the CPUs cannot, so both cut it at 100.
     cpu = [99.61, 100.0, 99.9, 99.2, 100.0]
-    kept = np.asarray(cpu)
-    half = sps.t.ppf(0.975, kept.size - 1) * kept.std(ddof=1) / math.sqrt(kept.size)
-    assert kept.mean() * math.exp(half / kept.mean()) > 100
+    logs = np.log(cpu)
+    _, high = sps.t.interval(0.95, logs.size - 1, loc=logs.mean(), scale=sps.sem(logs))
+    assert math.exp(high) > 100
     runs = tuple(
         RunResult(f"r{i}", i, 0, RunStatus.OK, "", (Measurement("cpu", v, "%"),))
         for i, v in enumerate(cpu)
@@ -104,4 +118,4 @@ def test_a_cpu_percentage_never_gets_a_bound_above_100_in_either() -> None:
     (report,) = bar_summary(frame, scenario="baseline", metric="cpu").itertuples()
     assert table.high == report.ci_high == 100.0
     assert table.low == pytest.approx(report.ci_low)
-    assert table.low < table.truncated_mean < 100.0
+    assert table.low < table.estimate < 100.0

@@ -128,15 +128,17 @@ def test_report_opens_with_the_verdict_stating_the_gateway_cost(results_dir, tmp
     )
 
 
-def test_report_says_no_detectable_difference_when_interval_covers_one(tmp_path):
+def test_report_says_inconclusive_when_interval_covers_one(tmp_path):
     results = _make_results(tmp_path / "results", gap=0.0)
     paths = report.write_report(results, markdown=tmp_path / "r.md")
     text = paths.markdown.read_text()
     line = next(x for x in text.splitlines() if x.startswith("- egress gateway on vxlan"))
     low, high = (float(v) for v in re.search(r"CI ([\d.]+)-([\d.]+)", line).groups())
-    assert "throughput no detectable difference (CI" in line
+    # "No detectable difference" read as "no difference"; "inconclusive" says what it is,
+    # with the runs that would resolve ±5 %.
+    assert "throughput inconclusive ×" in line
     assert low <= 1.0 <= high
-    assert "×" not in line
+    assert re.search(r"±5 % needs about \d+ runs per side$", line), line
 
 
 def test_report_lists_failed_runs_and_verification(results_dir, tmp_path):
@@ -315,3 +317,14 @@ def test_a_report_of_chosen_sessions_leaves_the_others_out(results_dir, tmp_path
             results_dir, markdown=tmp_path / "bad.md", sessions=["20261124T000000Z-nope00"]
         )
     assert not (tmp_path / "bad.md").exists()
+
+
+def test_report_margin_says_same_within_when_the_interval_is_inside(tmp_path):
+    results = _make_results(tmp_path / "results", gap=0.0)
+    paths = report.write_report(results, markdown=tmp_path / "r.md", margin=0.5)
+    line = next(
+        x for x in paths.markdown.read_text().splitlines() if x.startswith("- egress gateway on")
+    )
+    low, high = (float(v) for v in re.search(r"CI ([\d.]+)-([\d.]+)", line).groups())
+    assert 0.5 <= low <= high <= 1.5
+    assert "throughput same within ±50 % ×" in line

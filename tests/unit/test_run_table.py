@@ -7,6 +7,7 @@ import json
 
 import pytest
 from rich.console import Console
+from scipy import stats as sps
 
 from cnibench import cli
 from cnibench.records import Measurement, RunStatus
@@ -19,6 +20,8 @@ def _unit(metric: str) -> str:
     # As the scenarios record them: shares and errors are ratios.
     if metric.startswith(("share", "error", "max_abs")):
         return "ratio"
+    if metric in ("reachable", "matches_reference", "other_reachable"):
+        return "bool"
     return "1/s" if metric.endswith("per_second") else "x"
 
 
@@ -73,10 +76,11 @@ def test_split_shows_each_backends_share_and_the_splitting_error() -> None:
     rows = _rows([_result("split", SPLIT, SPLIT_RUNS)])
     metrics = [metric for condition, metric in rows if condition == SPLIT.id]
     assert {"share@v1", "share@v2", "max_abs_error", "requests_per_second"} <= set(metrics)
-    # Shares are fractions: the mean of 0.61, 0.63, 0.62 must not print as "0.62" of 2 digits
-    # only, nor the 0.02 error as "0.00".
-    assert rows[(SPLIT.id, "share@v1")][5] == "0.6200"
-    assert rows[(SPLIT.id, "max_abs_error")][5] == "0.0200"
+    # Shares are fractions: the geometric mean of 0.61, 0.63, 0.62 (the one estimator of every
+    # positive quantity) must not print as "0.62" of 2 digits only, nor the 0.02 error as
+    # "0.00".
+    assert rows[(SPLIT.id, "share@v1")][5] == f"{sps.gmean([0.61, 0.63, 0.62]):.4f}" == "0.6199"
+    assert rows[(SPLIT.id, "max_abs_error")][5] == f"{sps.gmean([0.01, 0.03, 0.02]):.4f}"
     # The counts behind the shares are raw material, not a headline.
     assert "requests@v1" not in metrics
     assert "p_value" not in metrics
@@ -95,14 +99,20 @@ def test_policy_shows_new_connections_per_second() -> None:
         for v in (8400.0, 8500.0, 8600.0)
     ]
     rows = _rows([_result("policy", POLICY, runs)])
-    assert rows[(POLICY.id, "new_connections_per_second")][5] == "8500.00"
+    expected = sps.gmean([8400.0, 8500.0, 8600.0])
+    assert rows[(POLICY.id, "new_connections_per_second")][5] == f"{expected:.2f}"
 
 
 def test_priority_shows_whether_the_reference_policy_won() -> None:
     condition = Condition("priority", "k8s-deny", {"case": "k8s-deny"})
     runs = [{"reachable": 0.0, "matches_reference": 1.0, "other_reachable": 1.0}] * 2
-    metrics = [metric for _, metric in _rows([_result("priority", condition, runs)])]
+    rows = _rows([_result("priority", condition, runs)])
+    metrics = [metric for _, metric in rows]
     assert metrics == ["reachable", "matches_reference"]
+    # Yes/no outcomes are counts of yes with their Clopper-Pearson interval.
+    assert rows[("k8s-deny", "matches_reference")][5] == "2/2 = 1.00"
+    exact = sps.binomtest(2, 2).proportion_ci(0.95, method="exact")
+    assert rows[("k8s-deny", "matches_reference")][6] == f"[{exact.low:.2f}, 1.00]"
 
 
 def test_a_long_condition_id_is_wrapped_not_cut() -> None:

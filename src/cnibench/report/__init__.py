@@ -42,7 +42,13 @@ from cnibench.report.figures import (
 )
 from cnibench.report.scrub import scrub_mapping, scrub_text
 from cnibench.report.tables import table_runs
-from cnibench.report.verdict import plan_contrasts, verdict, verdict_lines, verdict_summary
+from cnibench.report.verdict import (
+    interval_text,
+    plan_contrasts,
+    verdict,
+    verdict_lines,
+    verdict_summary,
+)
 
 __all__ = [
     "AxisUnit",
@@ -59,6 +65,7 @@ __all__ = [
     "figure_runs",
     "figure_split_distance",
     "figure_split_shares",
+    "interval_text",
     "load_request_times",
     "load_split_records",
     "plan_contrasts",

@@ -1,4 +1,4 @@
-"""Regression gate between two result sets: is the candidate measurably worse than the baseline?
+r"""Regression gate between two result sets: is the candidate measurably worse than the baseline?
 
 ``cnibench compare BASELINE CANDIDATE`` and the pytest plugin's ``--compare-to`` both call
 :func:`compare_result_sets`; a notebook calls :func:`compare_results` for the same numbers as a
@@ -16,27 +16,32 @@ are not gated.
 
 The interval
 ------------
-Each side's values are trimmed as everywhere in cnibench (:data:`TRIM_PROPORTION` per end,
-:func:`cnibench.stats.trimmed_sample`; with fewer than 10 runs nothing is cut). The ratio is
-candidate / baseline of the geometric means, and its interval is the Welch t interval of the
-difference of the mean logarithms (:func:`cnibench.stats.compare` on ``log(values)``),
-exponentiated (:func:`log_ratio_interval`). The Fieller interval that
-:func:`cnibench.stats.compare` gives for a ratio of arithmetic means is unbounded when the
-baseline mean is not clearly non-zero (two runs far apart are enough) and its lower bound can
-be negative; the log-scale interval is finite and positive for any positive values, is
-symmetric in the sense that swapping baseline and candidate inverts it exactly, and is exact
-when run-to-run variation is multiplicative (log-normal). With run-to-run spreads of a few per
-cent the geometric ratio equals the ratio of truncated means to within a fraction of a per cent.
+Every successful, verified run counts (the estimator of :func:`cnibench.stats.summarize_runs`,
+as in the run table, the report and the verdict). The ratio is candidate / baseline of the
+geometric means, the centre of its interval on the log scale. With one baseline session the
+interval is Welch's t on the logarithms (:func:`log_ratio_interval`), and the output warns that
+session-to-session variation is left out. With several baseline sessions (A/A: the same code
+measured in separate sessions) :func:`session_variance` estimates the session-to-session
+variance of the logarithms, pooled over every condition and metric, and :func:`gate_interval`
+adds it: :math:`\sigma_s^2(1/S_b + 1/S_c) + s_w^2(1/n_b + 1/n_c)`, Satterthwaite's degrees of
+freedom.
 
 The gate
 --------
-With threshold ``t`` (:func:`parse_threshold`), a metric *regressed* when its whole interval lies
-beyond the threshold on the worse side: ``ci_high < 1 - t`` for higher-is-better metrics,
-``ci_low > 1 + t`` for lower-is-better ones. Each interval is a 95 % interval on its own; no
-multiplicity correction is applied (a correction makes intervals from 2-3 runs so wide that no
-gate could ever fire), so a regression needs both a significant change and one larger than the
-threshold. A comparison with fewer than 2 runs on a side, or non-positive values, gets verdict
-``n/a`` and never fails the gate.
+With threshold ``t`` (:func:`parse_threshold`) and :class:`GateMode`:
+
+- ``regression`` (default): a metric *regressed* when its ratio is worse than the threshold
+  (``ratio < 1 - t`` for higher-is-better metrics, ``> 1 + t`` for lower-is-better ones) and
+  it is significantly worse: its one-sided p-value, Holm-corrected over every comparison of
+  the session, is at most :data:`GATE_ALPHA` (1 %). So the chance that an unchanged candidate
+  fails the gate is at most 1 % per compared session, when the session variance is known
+  (``bench/coverage.py`` measures it, and the power for a 10 % regression).
+- ``non-inferiority``: a metric fails unless its interval's bound on the worse side clears the
+  threshold (``ci_low > 1 - t``, ``ci_high < 1 + t``): the candidate must show it is no worse.
+
+A candidate whose every run of a higher-is-better metric is 0 where the baseline's were
+positive is a total failure and fails the gate. Otherwise a comparison with fewer than 2 runs
+on a side, or non-positive values, gets verdict ``n/a`` and never fails the gate.
 """
 
 from __future__ import annotations
@@ -54,30 +59,37 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from scipy import stats as sps
 
 from cnibench import stats
 from cnibench.errors import ConfigError, InsufficientDataError, ResultsError
-from cnibench.report.data import LEVEL, TRIM_PROPORTION, ok_runs
+from cnibench.report.data import LEVEL, ok_runs
 from cnibench.report.scrub import scrub_text
 from cnibench.results import ALL_SESSIONS, atomic_write_bytes, load_results
 
 __all__ = [
     "COMPARISON_COLUMNS",
     "DEFAULT_THRESHOLD",
+    "GATE_ALPHA",
     "MATCH_COLUMNS",
     "METRIC_DIRECTIONS",
     "ConditionKey",
     "Direction",
+    "GateInterval",
+    "GateMode",
     "RatioInterval",
     "ResultComparison",
+    "SessionVariance",
     "Verdict",
     "comparable_runs",
     "compare_result_sets",
     "compare_results",
     "format_threshold",
+    "gate_interval",
     "load_result_set",
     "log_ratio_interval",
     "parse_threshold",
+    "session_variance",
     "write_markdown",
 ]
 
@@ -93,9 +105,13 @@ class Verdict(enum.StrEnum):
     """Outcome of one (condition, metric) comparison, worst first."""
 
     REGRESSION = "REGRESSION"
-    """The whole interval is worse than the threshold: fails the gate."""
+    """Significantly worse (one-sided, Holm over the session at :data:`GATE_ALPHA`) and the
+    estimate worse than the threshold: fails the gate."""
+    NOT_SHOWN = "NOT SHOWN WITHIN THRESHOLD"
+    """Non-inferiority mode: the interval's bound on the worse side does not clear the
+    threshold: fails the gate."""
     WORSE = "worse"
-    """The whole interval is on the worse side of 1, but not all of it beyond the threshold."""
+    """The whole 95 % interval is on the worse side of 1, but no regression."""
     NO_CHANGE = "no detectable change"
     """The interval covers 1."""
     BETTER = "better"
@@ -155,6 +171,7 @@ COMPARISON_COLUMNS: tuple[str, ...] = (
     "ci_high",
     "level",
     "p_value",
+    "p_adjusted",
     "threshold",
     "limit",
     "verdict",
@@ -325,14 +342,188 @@ def log_ratio_interval(
     )
 
 
-def _verdict(direction: Direction, low: float, high: float, threshold: float) -> Verdict:
+GATE_ALPHA = 0.01
+"""Family-wise false-alarm rate of one compared session: the one-sided p-values of all its
+(condition, metric) comparisons are Holm-corrected at this level."""
+
+
+class GateMode(enum.StrEnum):
+    """What the gate asks of a metric."""
+
+    REGRESSION = "regression"
+    """Fail when the candidate is significantly worse (one-sided, Holm over the session at
+    :data:`GATE_ALPHA`) and its estimate is worse than the threshold."""
+    NON_INFERIORITY = "non-inferiority"
+    """Fail unless the interval's bound on the worse side clears the threshold: the candidate
+    must *show* it is at most the threshold worse."""
+
+
+@dataclass(frozen=True)
+class SessionVariance:
+    """Session-to-session variance of the log values, from several A/A baseline sessions.
+
+    Attributes
+    ----------
+    variance:
+        Between-session variance component of ``log(value)``, pooled over every condition and
+        metric (a common relative session-to-session SD), at least 0.
+    df:
+        Its effective degrees of freedom (Satterthwaite, see :func:`session_variance`), at
+        most the sum of (sessions - 1) over the groups pooled.
+    sessions:
+        Most baseline sessions of one group.
+    """
+
+    variance: float
+    df: float
+    sessions: int
+
+    @property
+    def sd_percent(self) -> float:
+        """The session-to-session SD as a relative change, in %."""
+        return 100.0 * math.expm1(math.sqrt(self.variance))
+
+
+def session_variance(groups: Sequence[Sequence[npt.ArrayLike]]) -> SessionVariance | None:
+    r"""Pooled session-to-session variance of log values from A/A baseline sessions.
+
+    Parameters
+    ----------
+    groups:
+        Per (condition, metric), the positive values of each baseline session.
+
+    Returns
+    -------
+    SessionVariance or None
+        ``None`` when no group has two sessions.
+
+    Notes
+    -----
+    Per group with :math:`S` sessions of :math:`n_s` runs, session means :math:`m_s` of the
+    logarithms and within-session variances :math:`s_s^2`: :math:`T = \mathrm{var}(m_s)`
+    (:math:`S - 1` df) and :math:`W = \overline{s_s^2/n_s}` (:math:`\sum (n_s - 1)` df),
+    each pooled over groups with weights :math:`S - 1`; the method-of-moments component is
+    :math:`\hat\sigma_s^2 = \max(0, T - W)`. Its degrees of freedom are Satterthwaite's for a
+    difference, :math:`(T - W)^2 / (T^2/\nu_T + W^2/\nu_W)`: far fewer than the
+    :math:`\sum (S - 1)` of :math:`T` alone when the run noise is a large part of it, and
+    using those made the gate's far-tail p-values too small (1.6 % family-wise false alarms
+    instead of 1 % in a simulation of 20 metrics, 3 sessions of 5 runs, CV 5 %, session SD 3 %).
+    """
+    weight_sum, tau, within, df_within, most = 0, 0.0, 0.0, 0, 0
+    for sessions in groups:
+        logs = [np.log(np.asarray(v, dtype=np.float64)) for v in sessions]
+        logs = [v for v in logs if v.size >= 1]
+        if len(logs) < 2:
+            continue
+        means = np.array([float(v.mean()) for v in logs])
+        parts = [float(v.var(ddof=1)) / v.size for v in logs if v.size >= 2]
+        weight = len(logs) - 1
+        tau += weight * float(means.var(ddof=1))
+        within += weight * (float(np.mean(parts)) if parts else 0.0)
+        df_within += sum(v.size - 1 for v in logs)
+        weight_sum += weight
+        most = max(most, len(logs))
+    if weight_sum == 0:
+        return None
+    tau, within = tau / weight_sum, within / weight_sum
+    variance = max(0.0, tau - within)
+    spread = tau**2 / weight_sum + (within**2 / df_within if df_within else 0.0)
+    df = (tau - within) ** 2 / spread if spread > 0 and variance > 0 else float(weight_sum)
+    return SessionVariance(variance, max(1.0, min(df, float(weight_sum))), most)
+
+
+@dataclass(frozen=True)
+class GateInterval:
+    """Ratio candidate / baseline of geometric means with an interval that includes the
+    session-to-session variance when it is known."""
+
+    ratio: float
+    low: float
+    high: float
+    p_worse: float
+    df: float
+
+
+def gate_interval(
+    baseline_sessions: Sequence[npt.NDArray[np.float64]],
+    candidate_sessions: Sequence[npt.NDArray[np.float64]],
+    direction: Direction,
+    *,
+    level: float,
+    between: SessionVariance | None,
+) -> GateInterval:
+    """The gate's ratio, interval and one-sided p-value of "worse" for one metric.
+
+    With ``between`` the variance of the log ratio is
+    :math:`\\sigma_s^2 (1/S_b + 1/S_c) + s_w^2 (1/n_b + 1/n_c)` (:math:`s_w^2` the pooled
+    within-session variance of the logs, :math:`S` sessions and :math:`n` runs per side),
+    with Welch-Satterthwaite degrees of freedom; without it, Welch's t on the logarithms.
+    """
+    base = np.concatenate(baseline_sessions)
+    cand = np.concatenate(candidate_sessions)
+    log_ratio = float(np.mean(np.log(cand)) - np.mean(np.log(base)))
+    if between is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            comparison = stats.compare(np.log(base), np.log(cand), level=level)
+        se = math.sqrt(
+            float(np.var(np.log(base), ddof=1)) / base.size
+            + float(np.var(np.log(cand), ddof=1)) / cand.size
+        )
+        df = comparison.df
+    else:
+        squares, dof = 0.0, 0
+        for values in (*baseline_sessions, *candidate_sessions):
+            logs = np.log(values)
+            squares += float(np.sum((logs - logs.mean()) ** 2))
+            dof += logs.size - 1
+        within = squares / dof if dof > 0 else 0.0
+        part_session = between.variance * (
+            1.0 / len(baseline_sessions) + 1.0 / len(candidate_sessions)
+        )
+        part_within = within * (1.0 / base.size + 1.0 / cand.size)
+        se = math.sqrt(part_session + part_within)
+        terms = (part_session**2 / between.df if between.df else 0.0) + (
+            part_within**2 / dof if dof else 0.0
+        )
+        df = (part_session + part_within) ** 2 / terms if terms > 0 else math.inf
+    if not (se > 0 and math.isfinite(df)):
+        return GateInterval(
+            math.exp(log_ratio), math.exp(log_ratio), math.exp(log_ratio), math.nan, df
+        )
+    quantile = float(sps.t.ppf(0.5 + level / 2.0, df))
+    worse = -log_ratio if direction is Direction.HIGHER_IS_BETTER else log_ratio
+    return GateInterval(
+        math.exp(log_ratio),
+        math.exp(log_ratio - quantile * se),
+        math.exp(log_ratio + quantile * se),
+        float(sps.t.sf(worse / se, df)),
+        df,
+    )
+
+
+def _verdict(
+    direction: Direction,
+    ratio: float,
+    low: float,
+    high: float,
+    threshold: float,
+    mode: GateMode,
+    p_adjusted: float,
+) -> Verdict:
     if not (math.isfinite(low) and math.isfinite(high)):
         return Verdict.NOT_APPLICABLE
     if direction is Direction.HIGHER_IS_BETTER:
-        worse, beyond, better = high < 1.0, high < 1.0 - threshold, low > 1.0
+        worse, beyond, better = high < 1.0, ratio < 1.0 - threshold, low > 1.0
+        cleared = low > 1.0 - threshold
     else:
-        worse, beyond, better = low > 1.0, low > 1.0 + threshold, high < 1.0
-    if beyond:
+        worse, beyond, better = low > 1.0, ratio > 1.0 + threshold, high < 1.0
+        cleared = high < 1.0 + threshold
+    if mode is GateMode.NON_INFERIORITY:
+        if not cleared:
+            return Verdict.NOT_SHOWN
+    elif beyond and math.isfinite(p_adjusted) and p_adjusted <= GATE_ALPHA:
         return Verdict.REGRESSION
     if worse:
         return Verdict.WORSE
@@ -385,55 +576,75 @@ def _labels(keys: Sequence[ConditionKey]) -> dict[ConditionKey, str]:
     return {key: _label(key, plain.count(_label(key)) > 1) for key in keys}
 
 
-def _values_by_metric(rows: pd.DataFrame) -> dict[tuple[ConditionKey, str], tuple[Any, str]]:
-    """(condition key, metric) -> (values in run order, unit)."""
-    out: dict[tuple[ConditionKey, str], tuple[Any, str]] = {}
+def _values_by_metric(
+    rows: pd.DataFrame,
+) -> dict[tuple[ConditionKey, str], tuple[list[npt.NDArray[np.float64]], str]]:
+    """(condition key, metric) -> (values of each session in run order, unit)."""
+    out: dict[tuple[ConditionKey, str], tuple[list[npt.NDArray[np.float64]], str]] = {}
     ordered = rows.sort_values(["time", "run_id"], kind="stable")
-    for group_key, group in ordered.groupby([*MATCH_COLUMNS, "metric"], sort=False):
-        scenario, cni, condition, parameters, metric = (str(part) for part in group_key)
-        units = sorted({str(unit) for unit in group["unit"]})
+    values = ordered["value"].to_numpy(dtype=np.float64)
+    units = ordered["unit"].astype(str).to_numpy()
+    sessions = (
+        ordered["session_id"].astype(str).to_numpy()
+        if "session_id" in ordered.columns
+        else np.full(len(ordered), "", dtype=object)
+    )
+    # Positions of each group's rows, in run order (groupby's indices keep the frame order).
+    groups = ordered.groupby([*MATCH_COLUMNS, "metric"], sort=False).indices
+    for group_key, positions in groups.items():
+        parts: tuple[Any, ...] = tuple(group_key)  # type: ignore[arg-type]
+        scenario, cni, condition, parameters, metric = (str(part) for part in parts)
+        names = sessions[positions]
+        per_session = [values[positions[names == name]] for name in dict.fromkeys(names.tolist())]
+        found = sorted({str(unit) for unit in units[positions]})
         out[((scenario, cni, condition, parameters), metric)] = (
-            group["value"].to_numpy(dtype=np.float64),
-            units[0] if len(units) == 1 else "/".join(units),
+            per_session,
+            found[0] if len(found) == 1 else "/".join(found),
         )
     return out
 
 
 def _compare_metric(
-    baseline: Any, candidate: Any, direction: Direction, threshold: float, level: float
+    baseline: Sequence[npt.NDArray[np.float64]],
+    candidate: Sequence[npt.NDArray[np.float64]],
+    direction: Direction,
+    level: float,
+    between: SessionVariance | None,
 ) -> dict[str, Any]:
-    """Means, ratio, interval and verdict of one matched (condition, metric)."""
+    """Estimates, ratio, interval and one-sided p-value of one matched (condition, metric)."""
+    base, cand = np.concatenate(baseline), np.concatenate(candidate)
     row: dict[str, Any] = {
-        "n_baseline": int(baseline.size),
-        "n_candidate": int(candidate.size),
-        "baseline_mean": float(np.mean(baseline)),
-        "candidate_mean": float(np.mean(candidate)),
+        "n_baseline": int(base.size),
+        "n_candidate": int(cand.size),
+        "baseline_mean": math.nan,
+        "candidate_mean": math.nan,
         "ratio": math.nan,
         "ci_low": math.nan,
         "ci_high": math.nan,
         "p_value": math.nan,
         "note": "",
     }
-    if baseline.size < 2 or candidate.size < 2:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        row["baseline_mean"] = stats.summarize_runs(base, level=level).mean
+        row["candidate_mean"] = stats.summarize_runs(cand, level=level).mean
+    if base.size < 2 or cand.size < 2:
         row["note"] = "an interval needs at least 2 runs on each side"
-    elif min(float(baseline.min()), float(candidate.min())) <= 0.0:
-        row["note"] = "values <= 0: no ratio on the log scale"
+    elif min(float(base.min()), float(cand.min())) <= 0.0:
+        if float(cand.max()) <= 0.0 < float(base.min()) and direction is _HIGHER:
+            row["note"] = "TOTAL FAILURE: every candidate run is 0"
+        else:
+            row["note"] = "values <= 0: no ratio on the log scale"
     else:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", stats.DegenerateDataWarning)
-            # scipy's "precision loss" when one side's runs are (nearly) equal: the Welch
-            # interval is still what the formula gives, so it is not worth a note.
-            warnings.filterwarnings("ignore", "Precision loss", RuntimeWarning)
-            interval = log_ratio_interval(baseline, candidate, level=level)
+        interval = gate_interval(baseline, candidate, direction, level=level, between=between)
         row.update(
             ratio=interval.ratio,
             ci_low=interval.low,
             ci_high=interval.high,
-            p_value=interval.p_value,
+            p_value=interval.p_worse,
         )
-        if any(issubclass(w.category, stats.DegenerateDataWarning) for w in caught):
+        if interval.low == interval.high:
             row["note"] = "all runs equal on both sides: zero-width interval"
-    row["verdict"] = _verdict(direction, row["ci_low"], row["ci_high"], threshold).value
     return row
 
 
@@ -476,6 +687,11 @@ class ResultComparison:
         Confidence level of the intervals.
     only_baseline, only_candidate:
         Conditions (:data:`MATCH_COLUMNS` values) present on one side only.
+    mode:
+        The :class:`GateMode` applied.
+    between:
+        Session-to-session variance from the baseline's A/A sessions, or ``None`` when the
+        baseline holds one session (then :meth:`warning` says so).
     """
 
     frame: pd.DataFrame
@@ -483,6 +699,8 @@ class ResultComparison:
     level: float
     only_baseline: tuple[ConditionKey, ...]
     only_candidate: tuple[ConditionKey, ...]
+    mode: GateMode = GateMode.REGRESSION
+    between: SessionVariance | None = None
 
     @property
     def regressions(self) -> pd.DataFrame:
@@ -510,8 +728,25 @@ class ResultComparison:
         return (
             f"{what} beyond {format_threshold(self.threshold)} in {len(self.frame)} metric"
             f" comparison{'s' if len(self.frame) != 1 else ''} of {conditions} matched"
-            f" condition{'s' if conditions != 1 else ''} (ratio = candidate / baseline,"
-            f" {100.0 * self.level:g}% CI)"
+            f" condition{'s' if conditions != 1 else ''} (ratio = candidate / baseline of"
+            f" geometric means, {100.0 * self.level:g}% CI; {self.mode.value} mode,"
+            f" false-alarm rate at most {100 * GATE_ALPHA:g}% per comparison)"
+        )
+
+    def warning(self) -> str:
+        """Why the intervals may be too narrow, or ``""``: with one baseline session the
+        session-to-session variance is unknown and left out."""
+        if self.between is not None:
+            return (
+                f"session-to-session SD {self.between.sd_percent:.1f}% from"
+                f" {self.between.sessions} baseline sessions (df {self.between.df:.0f}), included"
+                " in every interval"
+            )
+        return (
+            "warning: the baseline holds one session, so session-to-session variation is not"
+            " in the intervals and the false-alarm rate can be well above"
+            f" {100 * GATE_ALPHA:g}%; give several A/A baseline sessions (the same code"
+            " measured in separate sessions) to include it"
         )
 
     def regression_lines(self) -> list[str]:
@@ -523,13 +758,37 @@ class ResultComparison:
             if not row["regression"]:
                 continue
             side = "below" if row["direction"] == Direction.HIGHER_IS_BETTER else "above"
+            if str(row["note"]).startswith("TOTAL FAILURE"):
+                why = str(row["note"])
+            elif row["verdict"] == Verdict.NOT_SHOWN:
+                why = (
+                    f"the interval's bound is not {side} {_ratio(row['limit'])} on the safe side"
+                    f" ({row['direction']}, threshold {threshold}, non-inferiority)"
+                )
+            else:
+                why = (
+                    f"ratio {side} {_ratio(row['limit'])} and significantly worse (one-sided"
+                    f" adjusted p = {row['p_adjusted']:.2g}; {row['direction']}, threshold"
+                    f" {threshold})"
+                )
             lines.append(
-                f"REGRESSION {row['metric']} of {label}: ratio {_ratio(row['ratio'])}"
+                f"{row['verdict']} {row['metric']} of {label}: ratio {_ratio(row['ratio'])}"
                 f" ({level} CI {_ratio(row['ci_low'])}-{_ratio(row['ci_high'])},"
-                f" n = {row['n_baseline']} vs {row['n_candidate']}), whole interval {side}"
-                f" {_ratio(row['limit'])} ({row['direction']}, threshold {threshold})"
+                f" n = {row['n_baseline']} vs {row['n_candidate']}): {why}"
             )
         return [scrub_text(line) for line in lines]
+
+    def equivalence_line(self, margin: float) -> str:
+        """Which metrics are shown the same within ``±margin``: their whole interval inside
+        ``[1 - margin, 1 + margin]`` (two one-sided tests)."""
+        low = self.frame["ci_low"].to_numpy(dtype=np.float64)
+        high = self.frame["ci_high"].to_numpy(dtype=np.float64)
+        inside = (low >= 1.0 - margin) & (high <= 1.0 + margin)
+        return (
+            f"same within ±{100 * margin:g}%: {int(inside.sum())} of {len(self.frame)} metric"
+            " comparisons (the rest could not show it: their interval reaches beyond the"
+            " margin)"
+        )
 
     def unmatched_lines(self) -> list[str]:
         """One line per side naming the conditions present only there (none when all match)."""
@@ -577,7 +836,7 @@ class ResultComparison:
             rows = [row[:-1] for row in rows]
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         right = {3, 4, 5}
-        lines = [self.headline()]
+        lines = [self.headline(), self.warning()]
         for row in rows:
             cells = [
                 cell.rjust(width) if i in right else cell.ljust(width)
@@ -596,8 +855,9 @@ class ResultComparison:
             f"### cnibench compare: {title} beyond {format_threshold(self.threshold)}",
             "",
             f"Ratio = candidate / baseline of the geometric means of successful, verified runs,"
-            f" with its {level} confidence interval (Welch t interval on the log scale). A"
-            " regression is a metric whose whole interval is worse than the threshold. Worst"
+            f" with its {level} confidence interval (t on the log scale). A regression is a"
+            " metric whose ratio is worse than the threshold and significantly worse (one-sided,"
+            f" Holm over this comparison at {100 * GATE_ALPHA:g}%). {self.warning()}. Worst"
             " first.",
             "",
             f"| verdict | metric | condition | baseline | candidate | ratio | {level} CI | n |",
@@ -651,7 +911,7 @@ def compare_result_sets(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     level: float = LEVEL,
-    proportion: float = TRIM_PROPORTION,
+    mode: GateMode | str = GateMode.REGRESSION,
 ) -> ResultComparison:
     """Compare every matched condition and metric of two result sets.
 
@@ -659,13 +919,15 @@ def compare_result_sets(
     ----------
     baseline, candidate:
         Tidy results (:func:`cnibench.results.load_results`), e.g. of main and of a branch.
+        Several baseline sessions (A/A runs of the same code) give the session-to-session
+        variance the intervals then include (:func:`session_variance`).
     threshold:
         Regression threshold as a fraction in [0, 1] (0.05 = 5 %; see :func:`parse_threshold`
         for the text form).
     level:
-        Confidence level of the intervals, in (0, 1).
-    proportion:
-        Fraction trimmed from each end of each side before comparing.
+        Confidence level of the printed intervals, in (0, 1).
+    mode:
+        :class:`GateMode`: ``"regression"`` (default) or ``"non-inferiority"``.
 
     Returns
     -------
@@ -678,11 +940,17 @@ def compare_result_sets(
         A side has no successful verified run of a compared metric, or no condition and metric
         is in both.
     ConfigError
-        Bad ``threshold``, ``level`` or ``proportion``.
+        Bad ``threshold``, ``level`` or ``mode``.
     """
     chosen = _checked_threshold(threshold)
     if not 0.0 < level < 1.0:
         raise ConfigError(f"level must be strictly between 0 and 1, got {level!r}")
+    try:
+        gate_mode = GateMode(mode)
+    except ValueError:
+        raise ConfigError(
+            f"mode must be one of {', '.join(m.value for m in GateMode)}, got {mode!r}"
+        ) from None
     base_rows, cand_rows = comparable_runs(baseline), comparable_runs(candidate)
     for name, runs in (("baseline", base_rows), ("candidate", cand_rows)):
         if runs.empty:
@@ -700,28 +968,48 @@ def compare_result_sets(
             f" candidate has {', '.join(_labels(cand_keys).values())}"
         )
     base_values, cand_values = _values_by_metric(base_rows), _values_by_metric(cand_rows)
+    between = session_variance(
+        [
+            [v for v in sessions if v.size and bool(np.all(v > 0))]
+            for sessions, _ in base_values.values()
+        ]
+    )
     rows: list[dict[str, Any]] = []
     for key in matched:
         for metric, direction in METRIC_DIRECTIONS.items():
             if (key, metric) not in base_values or (key, metric) not in cand_values:
                 continue
             (b, unit_b), (c, unit_c) = base_values[(key, metric)], cand_values[(key, metric)]
-            b = stats.trimmed_sample(b, proportion=proportion)
-            c = stats.trimmed_sample(c, proportion=proportion)
             row: dict[str, Any] = dict(zip(MATCH_COLUMNS, key, strict=True))
             row.update(metric=metric, unit=unit_b, direction=direction.value)
-            row.update(_compare_metric(b, c, direction, chosen, level))
+            row.update(_compare_metric(b, c, direction, level, between))
             if unit_b != unit_c:
-                row.update(verdict=Verdict.NOT_APPLICABLE.value, note=f"units differ: {unit_c}")
-            row.update(
-                level=level,
-                threshold=chosen,
-                limit=_limit(direction, chosen),
-                regression=row["verdict"] == Verdict.REGRESSION,
-            )
+                row.update(p_value=math.nan, ci_low=math.nan, note=f"units differ: {unit_c}")
             rows.append(row)
     if not rows:
         raise InsufficientDataError("the matched conditions share no compared metric")
+    adjusted = stats.holm_adjusted([row["p_value"] for row in rows])
+    for row, p_adjusted in zip(rows, adjusted.tolist(), strict=True):
+        direction = Direction(row["direction"])
+        verdict = _verdict(
+            direction,
+            row["ratio"],
+            row["ci_low"],
+            row["ci_high"],
+            chosen,
+            gate_mode,
+            float(p_adjusted),
+        )
+        if row["note"].startswith("TOTAL FAILURE"):
+            verdict = Verdict.REGRESSION
+        row.update(
+            p_adjusted=float(p_adjusted),
+            verdict=verdict.value,
+            level=level,
+            threshold=chosen,
+            limit=_limit(direction, chosen),
+            regression=verdict in (Verdict.REGRESSION, Verdict.NOT_SHOWN),
+        )
     frame = _worst_first(pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS)))
     frame["regression"] = frame["regression"].astype(bool)
     return ResultComparison(
@@ -730,6 +1018,8 @@ def compare_result_sets(
         level=level,
         only_baseline=tuple(key for key in base_keys if key not in in_both),
         only_candidate=tuple(key for key in cand_keys if key not in in_both),
+        mode=gate_mode,
+        between=between,
     )
 
 
@@ -739,13 +1029,13 @@ def compare_results(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     level: float = LEVEL,
-    proportion: float = TRIM_PROPORTION,
+    mode: GateMode | str = GateMode.REGRESSION,
 ) -> pd.DataFrame:
     """The regression comparison of two result sets as a tidy DataFrame (notebook API).
 
     Parameters
     ----------
-    baseline, candidate, threshold, level, proportion:
+    baseline, candidate, threshold, level, mode:
         As for :func:`compare_result_sets`.
 
     Returns
@@ -753,12 +1043,16 @@ def compare_results(
     pandas.DataFrame
         One row per (condition, metric) present in both, worst first, columns
         :data:`COMPARISON_COLUMNS`: the match columns; ``metric``, ``unit``, ``direction``
-        (:class:`Direction`); ``n_baseline``/``n_candidate`` (runs kept after trimming);
-        ``baseline_mean``/``candidate_mean`` (truncated means, in ``unit``); ``ratio``,
-        ``ci_low``, ``ci_high`` (candidate / baseline of the geometric means and its
-        log-scale Welch interval; NaN where the verdict is ``n/a``); ``level``, ``p_value``,
-        ``threshold``, ``limit`` (the ratio the whole interval must pass), ``verdict``
-        (:class:`Verdict`), ``regression`` (bool) and ``note``.
+        (:class:`Direction`); ``n_baseline``/``n_candidate`` (every successful verified run);
+        ``baseline_mean``/``candidate_mean`` (the estimate of
+        :func:`cnibench.stats.summarize_runs`, the geometric mean of positive runs, in
+        ``unit``); ``ratio``, ``ci_low``, ``ci_high`` (candidate / baseline of the geometric
+        means and its interval, which includes the session-to-session variance when the
+        baseline holds several sessions; NaN where the verdict is ``n/a``); ``level``;
+        ``p_value`` (one-sided, candidate worse) and ``p_adjusted`` (Holm over the rows);
+        ``threshold``, ``limit`` (the ratio the estimate, or in non-inferiority mode the
+        bound, must pass), ``verdict`` (:class:`Verdict`), ``regression`` (fails the gate)
+        and ``note``.
 
     Examples
     --------
@@ -767,7 +1061,7 @@ def compare_results(
     >>> table[table.regression][["condition", "metric", "ratio"]]  # doctest: +SKIP
     """
     return compare_result_sets(
-        baseline, candidate, threshold=threshold, level=level, proportion=proportion
+        baseline, candidate, threshold=threshold, level=level, mode=mode
     ).frame
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 from cnibench import stats
 from cnibench.errors import CnibenchError, ConfigError, InsufficientDataError, ResultsError
-from cnibench.records import unit_upper_bound
+from cnibench.records import summary_scale, unit_upper_bound
 from cnibench.results import load_results
 from cnibench.tools.http_timing import parse_http_timing
 
@@ -31,7 +31,6 @@ __all__ = [
     "LEVEL",
     "OUTLIER_METHOD",
     "OUTLIER_THRESHOLD",
-    "TRIM_PROPORTION",
     "bar_summary",
     "group_label",
     "load_request_times",
@@ -42,15 +41,14 @@ __all__ = [
     "session_dirs",
 ]
 
-TRIM_PROPORTION = 0.1
-"""Fraction cut from each end before averaging (:func:`cnibench.stats.truncated_mean`)."""
 LEVEL = 0.95
 """Confidence level of every interval and comparison in a report."""
 OUTLIER_METHOD: Final = stats.OUTLIER_METHOD
 """Outlier rule: modified z-score (Iglewicz & Hoaglin) of :func:`cnibench.stats.outlier_report`
 (defined once, in :mod:`cnibench.stats`, for every summary)."""
 OUTLIER_THRESHOLD: Final = stats.OUTLIER_THRESHOLD
-"""A run is excluded when the magnitude of its modified z-score exceeds this."""
+"""A run is flagged (shown, never dropped) when the magnitude of its modified z-score exceeds
+this."""
 GROUP_COLUMNS: tuple[str, ...] = ("cni", "condition")
 """One bar, line or table per distinct value of these columns."""
 
@@ -99,22 +97,11 @@ def metric_unit(df: pd.DataFrame, metric: str) -> str:
     return str(units[0]) if len(units) == 1 else ""
 
 
-def quiet_truncated_mean_interval(
-    values: np.ndarray[Any, Any], proportion: float, level: float
-) -> stats.Interval:
-    """:func:`cnibench.stats.truncated_mean_interval` without degenerate-data warnings."""
-    with warnings.catch_warnings():
-        # One run or identical runs: the interval is NaN or collapsed, which the figure shows.
-        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        return stats.truncated_mean_interval(values, proportion=proportion, level=level)
-
-
 def bar_summary(
     df: pd.DataFrame,
     *,
     scenario: str,
     metric: str,
-    proportion: float = TRIM_PROPORTION,
     level: float = LEVEL,
 ) -> pd.DataFrame:
     """The numbers behind :func:`cnibench.report.figure_bars`, one row per (CNI, condition).
@@ -125,20 +112,19 @@ def bar_summary(
         Tidy results.
     scenario, metric:
         What to summarise, e.g. ``"egress"`` and ``"throughput"`` (bits/s).
-    proportion:
-        Trimming fraction per end (default 10 %).
     level:
         Confidence level (default 0.95).
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``cni``, ``condition``, ``label``, ``n`` (ok runs kept), ``mean`` (truncated
-        mean of the kept runs), ``ci_low``, ``ci_high``
-        (:func:`cnibench.stats.summarize_runs`: Student-t interval of the mean of the trimmed
-        sample, on the log scale when every kept run is positive; NaN with one run),
-        ``excluded`` (run ids of outlier runs, excluded from mean and interval),
-        ``excluded_values``, ``reasons``, ``failed`` (number of failed runs), all in the unit
+        Columns ``cni``, ``condition``, ``label``, ``n`` (ok runs), ``mean`` (the estimate
+        of :func:`cnibench.stats.summarize_runs`: geometric mean of the runs when all are
+        positive, else their mean; the share of yes for a yes/no metric, unit ``bool``),
+        ``ci_low``, ``ci_high`` (its interval; NaN with one run), ``estimator`` (what
+        ``mean`` is, in words), ``successes`` (yes/no metrics; else -1), ``flagged`` (run ids
+        of outlying runs, *in* the estimate, shown so a reader can look at them),
+        ``flagged_values``, ``reasons``, ``failed`` (number of failed runs), all in the unit
         of the metric. Groups in order of first appearance.
 
     Raises
@@ -161,11 +147,12 @@ def bar_summary(
             run_id for run_id, ok in zip(group["run_id"].astype(str), finite, strict=True) if ok
         ]
         # The same summary as cnibench run's table (stats.summarize_runs), so they agree.
+        unit = str(group["unit"].iloc[0])
         runs = stats.summarize_runs(
             values[finite],
-            proportion=proportion,
             level=level,
-            upper=unit_upper_bound(str(group["unit"].iloc[0])),
+            scale=summary_scale(unit),
+            upper=unit_upper_bound(unit),
         )
         outliers = runs.outliers
         summary.append(
@@ -177,8 +164,10 @@ def bar_summary(
                 "mean": runs.mean,
                 "ci_low": runs.low,
                 "ci_high": runs.high,
-                "excluded": [run_ids[outlier.index] for outlier in outliers],
-                "excluded_values": [outlier.value for outlier in outliers],
+                "estimator": runs.estimator,
+                "successes": runs.successes,
+                "flagged": [run_ids[outlier.index] for outlier in outliers],
+                "flagged_values": [outlier.value for outlier in outliers],
                 "reasons": [outlier.reason for outlier in outliers],
                 "failed": int(
                     failed[(failed["cni"] == cni) & (failed["condition"] == condition)][

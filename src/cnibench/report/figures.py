@@ -34,13 +34,11 @@ from cnibench import stats
 from cnibench.errors import ConfigError, InsufficientDataError
 from cnibench.report.data import (
     LEVEL,
-    TRIM_PROPORTION,
     bar_summary,
     group_label,
     metric_unit,
     ok_runs,
     parse_weights,
-    quiet_truncated_mean_interval,
     request_time_summary,
 )
 from cnibench.report.verdict import CORRECTION, VERDICT_COLUMNS, verdict
@@ -328,11 +326,10 @@ def figure_bars(
     scenario: str,
     metric: str,
     *,
-    proportion: float = TRIM_PROPORTION,
     level: float = LEVEL,
     title: str | None = None,
 ) -> Figure:
-    """Bar chart of the truncated mean with its confidence interval per CNI and condition.
+    """Bar chart of each condition's estimate with its confidence interval per CNI.
 
     Parameters
     ----------
@@ -340,12 +337,10 @@ def figure_bars(
         Tidy results (:func:`cnibench.results.load_results`).
     scenario, metric:
         E.g. ``"egress"`` and ``"throughput"`` (bits/s).
-    proportion:
-        Fraction trimmed from each end (default 10 %).
     level:
-        Confidence level of the error bars (default 0.95, Student-t).
+        Confidence level of the error bars (default 0.95).
     title:
-        Figure title; default ``"<scenario>: <metric>, 10% truncated mean"``.
+        Figure title; default ``"<scenario>: <metric>, <estimator>"`` (e.g. geometric mean).
 
     Returns
     -------
@@ -354,18 +349,18 @@ def figure_bars(
         in one unit and prefix (:func:`axis_unit`). In each, one group of bars per condition
         (in order of first appearance), one bar per CNI (coloured; the legend, outside the
         axes, names the CNI and its number of runs); tick labels are the parameters that vary
-        on that axes. Bar height = truncated mean of the successful, non-outlier runs; error
-        bar = interval from :func:`bar_summary`, cut at zero for a quantity that cannot be
-        negative (:data:`NON_NEGATIVE_UNITS`; the legend says so when a bar was cut). Outlier
-        runs (modified z-score above 3.5) are excluded and named in an annotation under the
-        axes; failed runs never enter.
+        on that axes. Bar height = the estimate of :func:`bar_summary` (geometric mean of the
+        successful runs of a positive quantity, else their mean); error bar = its interval,
+        cut at zero for a quantity that cannot be negative (:data:`NON_NEGATIVE_UNITS`; the
+        legend says so when a bar was cut). Outlying runs (modified z-score above 3.5) are in
+        the bar and named in an annotation under the axes; failed runs never enter.
 
     Raises
     ------
     InsufficientDataError
         If no successful run has the scenario and metric.
     """
-    summary = bar_summary(df, scenario=scenario, metric=metric, proportion=proportion, level=level)
+    summary = bar_summary(df, scenario=scenario, metric=metric, level=level)
     rows = ok_runs(df, scenario=scenario, metric=metric)
     panels = _panels(rows, metric_unit(df, metric))
     cnis = [str(c) for c in dict.fromkeys(summary["cni"])]
@@ -431,7 +426,8 @@ def figure_bars(
         off_scale = _cap_value_axis(ax, heights, uppers, shown) or off_scale
         ax.set_title(panel.title, fontsize=9)
         ax.grid(axis="y", alpha=0.3)
-    figure.suptitle(title or f"{scenario}: {metric}, {100 * proportion:g}% truncated mean")
+    estimators = ", ".join(dict.fromkeys(str(e) for e in summary["estimator"]))
+    figure.suptitle(title or f"{scenario}: {metric}, {estimators}")
     handles: list[Any] = [Rectangle((0, 0), 1, 1, color=_color(i)) for i in range(len(cnis))]
     legend_labels = [
         f"{cni} ({_n_text(summary[summary['cni'] == cni]['n'].astype(int).tolist())})"
@@ -446,9 +442,9 @@ def figure_bars(
         )
     _outside_legend(figure, handles, legend_labels)
     notes = [
-        f"excluded outlier {run_id} ({value:.4g} {metric_unit(df, metric)})"
-        for excluded, values in zip(summary["excluded"], summary["excluded_values"], strict=True)
-        for run_id, value in zip(excluded, values, strict=True)
+        f"outlying run {run_id} ({value:.4g} {metric_unit(df, metric)}, counted)"
+        for flagged, values in zip(summary["flagged"], summary["flagged_values"], strict=True)
+        for run_id, value in zip(flagged, values, strict=True)
     ]
     failed = int(summary["failed"].sum())
     if failed:
@@ -505,7 +501,7 @@ def figure_runs(
             f"no successful run of scenario {scenario!r} has metric {metric!r}"
         )
     summary = bar_summary(df, scenario=scenario, metric=metric)
-    excluded = {run_id for ids in summary["excluded"] for run_id in ids}
+    outlying = {run_id for ids in summary["flagged"] for run_id in ids}
     panels = _panels(rows, metric_unit(df, metric))
     figure = new_figure(min(24.0, 4.5 * len(panels) + 3.5), 4.0)
     shared = _share_value_axis(panels, [p.rows["value"].to_numpy(float) for p in panels])
@@ -543,7 +539,7 @@ def figure_runs(
                 color=_color(cnis.index(str(cni))),
                 label=group_label(str(cni), str(condition)),
             )
-            flagged = group["run_id"].isin(excluded).to_numpy()
+            flagged = group["run_id"].isin(outlying).to_numpy()
             if flagged.any():
                 outlier = [
                     ax.scatter(
@@ -552,7 +548,7 @@ def figure_runs(
                         s=160,
                         facecolors="none",
                         edgecolors="red",
-                        label="excluded outlier",
+                        label="outlying run (counted)",
                     )
                 ]
         ax.set_xlabel("run")
@@ -566,7 +562,7 @@ def figure_runs(
     _outside_legend(
         figure,
         [*cni_handles.values(), *condition_handles.values(), *outlier],
-        [*cni_handles, *condition_handles, *(["excluded outlier"] if outlier else [])],
+        [*cni_handles, *condition_handles, *(["outlying run (counted)"] if outlier else [])],
     )
     return figure
 
@@ -905,10 +901,10 @@ def scaling_summary(
     x: str,
     metric: str,
     scenario: str = "policy",
-    proportion: float = TRIM_PROPORTION,
     level: float = LEVEL,
 ) -> pd.DataFrame:
-    """Truncated mean and interval of ``metric`` per line and x level, for a scaling figure.
+    """Estimate and interval of ``metric`` per line and x level, for a scaling figure: the
+    same :func:`cnibench.stats.summarize_runs` as the bars, table and verdict.
 
     Parameters
     ----------
@@ -920,8 +916,8 @@ def scaling_summary(
         E.g. ``"throughput"`` (bits/s) or ``"latency_mean"`` (ms).
     scenario:
         Scenario to take the rows from.
-    proportion, level:
-        Trimming per end and confidence level.
+    level:
+        Confidence level.
 
     Returns
     -------
@@ -959,15 +955,15 @@ def scaling_summary(
     result = []
     for (line, level_x), group in rows.groupby(["_line", "_x"], sort=True):
         values = group["value"].to_numpy(dtype=np.float64)
-        interval = quiet_truncated_mean_interval(values, proportion, level)
+        summary = stats.summarize_runs(values, level=level)
         result.append(
             {
                 "line": str(line),
                 "x": float(level_x),
                 "n": int(values.size),
-                "mean": stats.truncated_mean(values, proportion=proportion),
-                "ci_low": interval.low,
-                "ci_high": interval.high,
+                "mean": summary.mean,
+                "ci_low": summary.low,
+                "ci_high": summary.high,
             }
         )
     return pd.DataFrame(result)
@@ -1000,9 +996,9 @@ def figure_policy_scaling(
     Returns
     -------
     matplotlib.figure.Figure
-        Per panel, one line with markers and Student-t error bars per line key of
+        Per panel, one line with markers and 95 % error bars per line key of
         :func:`scaling_summary` (CNI plus the other varying parameters such as the engine);
-        y = truncated mean of the successful runs at each x.
+        y = geometric mean of the successful runs at each x (their mean if one is not positive).
     """
     panels = [
         (metric, scaling_summary(df, x=x, metric=metric, scenario=scenario)) for metric in metrics
@@ -1073,8 +1069,9 @@ def figure_forest(
         (largest effect on top), labelled with the contrast without the scenario's name:
         a dot at the ratio (treatment / control, dimensionless), a line over its interval,
         filled when the difference holds after the multiplicity correction and hollow
-        otherwise; a vertical line at 1 (no difference). Contrasts without an interval are
-        counted in a note under the axes.
+        otherwise; a vertical line at 1 (no difference). Contrasts without a ratio interval
+        (differences in the metric's unit, proportions, splits, or none) are counted in a
+        note under the axes.
 
     Raises
     ------
@@ -1149,7 +1146,8 @@ def figure_forest(
         figure.text(
             0.01,
             0.005,
-            f"{left_out} contrast(s) without an interval are not shown (see the verdict lines)",
+            f"{left_out} contrast(s) without a ratio interval (differences in a metric's unit,"
+            " proportions, splits, or no interval) are not shown: see the verdict lines",
             fontsize=7,
         )
         engine = figure.get_layout_engine()

@@ -1,4 +1,4 @@
-"""The verdict: each scenario's planned contrasts as ratios with intervals, corrected together.
+"""The verdict: each scenario's planned contrasts with intervals, corrected together.
 
 What is compared
 ----------------
@@ -10,21 +10,41 @@ Only what the scenarios declare (:mod:`cnibench.scenarios.base`), never every pa
 - *CNI contrasts* (:attr:`Scenario.compares_cnis`): on each condition, every CNI against one
   reference CNI, the first one in the results (the first ``--cni``) unless ``reference`` names
   another; conditions are matched by their full parameters;
-- *weights* (:attr:`Scenario.compares_shares_with_weights`, ``split``): each backend's observed
-  share of requests against its configured share.
+- *splits* (:attr:`Scenario.compares_shares_with_weights`, ``split``): one test per split
+  condition of its requests per backend, pooled over runs, against the configured weights.
 
-Each of these is made for every :attr:`Scenario.primary_metrics` that both sides recorded.
+Feature and CNI contrasts are made for every :attr:`Scenario.primary_metrics` that both sides
+recorded.
 
 The numbers
 -----------
-A side's values are its successful, verified runs, minus outlier runs and trimmed exactly as in
-the bar charts and tables (:func:`cnibench.stats.summarize_runs`). The ratio is treatment /
-control of the truncated means (the numbers the bar charts show). Its interval and p-value are
-those of ``cnibench compare``: Welch's t on the logarithms of the kept runs
-(:func:`cnibench.report.compare.log_ratio_interval`, which is :func:`cnibench.stats.compare` on
-the log scale), exponentiated, so it is finite and positive for any positive values. For the
-weights the configured share is a constant, and the same interval becomes the one-sample t
-interval of the observed shares.
+A side's values are all its successful, verified runs; outlying runs are flagged in the
+tables and figures, never dropped. The scale (:class:`Scale`) follows the data:
+
+- *ratio* (positive quantities): the ratio of geometric means, treatment / control, with the
+  Welch t interval of the difference of mean logarithms, exponentiated
+  (:func:`cnibench.report.compare.log_ratio_interval`, as ``cnibench compare``). The printed
+  ratio is the centre of that interval on the log scale, and each side's geometric mean is
+  :func:`cnibench.stats.summarize_runs`' estimate, the number the tables and bars show.
+- *difference* (a side with a zero or negative run, or sides more than :data:`RATIO_SPAN`
+  apart, e.g. an idle gateway node's CPU): the difference of means in the metric's unit with
+  Welch's interval (:func:`cnibench.stats.compare`), printed as ``+0.37 cores (95 % CI
+  0.35-0.39; 0.00 → 0.37)``.
+- *proportion* (yes/no metrics, unit ``bool``): the difference of the shares of yes with
+  Newcombe's interval and Fisher's exact p-value; each side as ``k/n`` with its
+  Clopper-Pearson interval.
+- *split*: :func:`cnibench.stats.split_test` (one pooled test allowing for overdispersion
+  between runs) beside the Goodman intervals, and the requests a 5-point skew needs.
+
+Words
+-----
+A line claims a difference only when its Holm-adjusted p-value is at most 5 % and its own
+interval excludes no difference. Otherwise it says "same within ±X %" when a margin is given
+and the whole interval lies inside it (two one-sided tests), else "inconclusive" with the
+effect this n could detect (power 0.8) and the runs per side that ±5 % (or the margin) would
+need. Bounds are rounded outwards, with as many decimals as it takes for an interval that
+excludes 1 (or 0) not to print as if it contained it (:func:`interval_text`). Lines are
+ordered by a standardized effect (:attr:`effect_size`), not by the size of the ratio.
 
 Multiplicity
 ------------
@@ -34,8 +54,7 @@ verdict. Holm rather than Benjamini-Hochberg: every verdict line is a claim some
 controlled (the chance that *any* line claims a difference that is not there), and Holm
 controls it under any dependence between contrasts, which share control and reference runs.
 Intervals are shown at their own 95 % level (simultaneous intervals from 2-3 runs would be
-too wide to read); a line claims a difference only when its Holm-adjusted p-value is at most
-5 %, and otherwise says "no detectable difference".
+too wide to read).
 """
 
 from __future__ import annotations
@@ -53,19 +72,23 @@ import numpy.typing as npt
 import pandas as pd
 
 from cnibench import stats
-from cnibench.errors import ConfigError
-from cnibench.records import ParamValue
+from cnibench.errors import CnibenchError, ConfigError
+from cnibench.records import ParamValue, summary_scale
 from cnibench.report.compare import log_ratio_interval
-from cnibench.report.data import LEVEL, TRIM_PROPORTION, ok_runs
+from cnibench.report.data import LEVEL, ok_runs
 from cnibench.scenarios import SCENARIOS
-from cnibench.scenarios.base import OTHER_THAN_CONTROL, Contrast, Scenario
+from cnibench.scenarios.base import OTHER_THAN_CONTROL, Condition, Contrast, Scenario
 
 __all__ = [
     "CORRECTION",
+    "DEFAULT_MARGIN",
+    "RATIO_SPAN",
     "SUMMARY_LINES",
     "VERDICT_COLUMNS",
     "ContrastKind",
     "PlannedContrast",
+    "Scale",
+    "interval_text",
     "plan_contrasts",
     "reference_cni",
     "verdict",
@@ -91,16 +114,23 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "contrast",
     "metric",
     "unit",
+    "scale",
     "n_treatment",
     "n_control",
     "treatment_mean",
     "control_mean",
+    "estimate",
     "ratio",
     "ci_low",
     "ci_high",
     "level",
     "p_value",
     "p_adjusted",
+    "effect_size",
+    "detectable",
+    "runs_needed",
+    "margin",
+    "equivalent",
     "significant",
     "verdict",
 )
@@ -115,7 +145,10 @@ class ContrastKind(enum.StrEnum):
     CNI = "cni"
     """A CNI against the reference CNI on the same condition."""
     WEIGHTS = "weights"
-    """A backend's observed share of requests against its configured share."""
+    """A split's observed requests per backend, pooled over runs, against its weights."""
+    OUTCOME = "outcome"
+    """A yes/no outcome (unit ``bool``) that no contrast covers, e.g. priority's
+    ``reachable``: stated as ``k/n`` with its Clopper-Pearson interval, not tested."""
 
 
 @dataclass(frozen=True)
@@ -129,8 +162,8 @@ class PlannedContrast:
     kind:
         :class:`ContrastKind`.
     feature:
-        The feature (``"gateway"``), the CNI pair (``"routed vs vxlan"``) or the backend
-        (``"share of v1"``) in words.
+        The feature (``"gateway"``), the CNI pair (``"routed vs vxlan"``) or ``"shares"``
+        (a split) in words.
     cni, control_cni:
         CNI of the treatment and of the control (equal except for CNI contrasts).
     treatment, control:
@@ -142,8 +175,8 @@ class PlannedContrast:
     context:
         What else the two conditions share or how they differ, e.g.
         ``"rules 1000 vs 0; engine=iptables, placement=cross-node"`` (``""`` when nothing).
-    expected_share:
-        Configured share of the backend (weights only; NaN otherwise).
+    weights:
+        The configured weights as JSON, normalised to shares (splits only; ``""`` otherwise).
     """
 
     scenario: str
@@ -157,18 +190,20 @@ class PlannedContrast:
     control_parameters: str
     context: str
     metric: str
-    expected_share: float = math.nan
+    weights: str = ""
 
     @property
     def label(self) -> str:
         """How a verdict line names the contrast, e.g. ``"egress gateway on vxlan"``."""
         if self.kind is ContrastKind.CNI:
             head = f"{self.scenario} {self.cni} vs reference {self.control_cni}"
+        elif self.kind is ContrastKind.OUTCOME:
+            head = f"{self.scenario} {self.treatment} on {self.cni}"
         elif self.kind is ContrastKind.WEIGHTS:
-            head = (
-                f"{self.scenario} {self.feature} vs configured"
-                f" {_percent(self.expected_share)} on {self.cni}"
+            configured = ", ".join(
+                f"{name} {_percent(share)}" for name, share in json.loads(self.weights).items()
             )
+            head = f"{self.scenario} shares vs configured {configured} on {self.cni}"
         else:
             head = f"{self.scenario} {self.feature} on {self.cni}"
         return f"{head} ({self.context})" if self.context else head
@@ -338,7 +373,7 @@ def _on_shared_metrics(
 
 
 def _cni_contrasts(
-    scenario: Scenario, conditions: Sequence[_Condition], reference: str
+    scenario: Scenario, conditions: Sequence[_Condition], reference: str, notes: list[str]
 ) -> list[PlannedContrast]:
     planned = []
     controls = {
@@ -349,6 +384,11 @@ def _cni_contrasts(
             continue
         control = controls.get(json.dumps(dict(treatment.parameters), sort_keys=True))
         if control is None:
+            notes.append(
+                f"{scenario.name} {treatment.cni} vs reference {reference}:"
+                f" {treatment.condition} not compared (the reference CNI has no verified run"
+                " of that condition with the same parameters)"
+            )
             continue
         planned += _on_shared_metrics(
             scenario,
@@ -382,30 +422,64 @@ def _configured_shares(condition: _Condition) -> dict[str, float]:
 def _weight_contrasts(
     scenario: Scenario, conditions: Sequence[_Condition]
 ) -> list[PlannedContrast]:
+    """One contrast per split condition: its backends' shares form one question."""
     planned = []
     for condition in conditions:
-        for backend, share in _configured_shares(condition).items():
-            metric = f"share@{backend}"
-            if share <= 0.0 or metric not in condition.metrics:
-                # A weight-0 backend that answers fails verification: no ratio to state.
-                continue
-            planned.append(
-                PlannedContrast(
-                    scenario.name,
-                    ContrastKind.WEIGHTS,
-                    f"share of {backend}",
-                    condition.cni,
-                    condition.cni,
-                    condition.condition,
-                    "configured weights",
-                    condition.parameters_json,
-                    "",
-                    _all_context(condition.parameters),
-                    metric,
-                    expected_share=share,
-                )
+        shares = _configured_shares(condition)
+        if not any(f"requests@{backend}" in condition.metrics for backend in shares):
+            continue
+        planned.append(
+            PlannedContrast(
+                scenario.name,
+                ContrastKind.WEIGHTS,
+                "shares",
+                condition.cni,
+                condition.cni,
+                condition.condition,
+                "configured weights",
+                condition.parameters_json,
+                "",
+                _all_context(condition.parameters, leave_out=("weights",)),
+                "shares",
+                weights=json.dumps(shares),
             )
+        )
     return planned
+
+
+def _outcomes(
+    scenario: Scenario,
+    conditions: Sequence[_Condition],
+    yes_no: set[str],
+    planned: Sequence[PlannedContrast],
+) -> list[PlannedContrast]:
+    """A row per yes/no metric of a condition that no planned contrast states."""
+    covered = {(p.cni, p.treatment, p.metric) for p in planned}
+    covered |= {(p.control_cni, p.control, p.metric) for p in planned}
+
+    def shown(condition: _Condition) -> set[str]:
+        # What the run table shows of the condition: its headline and primary metrics.
+        declared = Condition(scenario.name, condition.condition, dict(condition.parameters))
+        return set(scenario.headline_metrics(declared)) | set(scenario.primary_metrics)
+
+    return [
+        PlannedContrast(
+            scenario.name,
+            ContrastKind.OUTCOME,
+            "outcome",
+            condition.cni,
+            condition.cni,
+            condition.condition,
+            "",
+            condition.parameters_json,
+            "",
+            "",
+            metric,
+        )
+        for condition in conditions
+        for metric in sorted(condition.metrics & yes_no & shown(condition))
+        if (condition.cni, condition.condition, metric) not in covered
+    ]
 
 
 def plan_contrasts(
@@ -456,9 +530,21 @@ def plan_contrasts(
         conditions = _conditions(rows, name)
         planned += _feature_contrasts(scenario, conditions, found)
         if scenario.compares_cnis:
-            planned += _cni_contrasts(scenario, conditions, chosen)
+            here = list(dict.fromkeys(c.cni for c in conditions))
+            used = chosen
+            if chosen not in here and len(here) > 1:
+                # The reference did not run this scenario: the first CNI that did stands in,
+                # and the notes say so, rather than every CNI contrast silently vanishing.
+                used = here[0]
+                found.append(
+                    f"{name}: reference CNI {chosen} did not run it; {used}, the first CNI"
+                    " that did, is its reference"
+                )
+            planned += _cni_contrasts(scenario, conditions, used, found)
         if scenario.compares_shares_with_weights:
             planned += _weight_contrasts(scenario, conditions)
+        yes_no = set(rows.loc[(rows["scenario"] == name) & (rows["unit"] == "bool"), "metric"])
+        planned += _outcomes(scenario, conditions, yes_no, planned)
     return planned
 
 
@@ -466,13 +552,37 @@ def plan_contrasts(
 # Statistics
 # --------------------------------------------------------------------------------------------
 
+RATIO_SPAN = 10.0
+"""A treatment more than this factor above its (positive) control is compared as a
+difference in the metric's unit: a near-zero control makes a ratio (×138) mean little and
+head the list, where "+0.37 cores" says what happened."""
 
-def _kept(values: npt.NDArray[np.float64], proportion: float, level: float) -> tuple[Any, float]:
-    """The runs a summary keeps (outliers out, then trimmed) and their truncated mean."""
-    summary = stats.summarize_runs(values, proportion=proportion, level=level)
-    out = {outlier.index for outlier in summary.outliers}
-    kept = np.asarray([v for i, v in enumerate(values) if i not in out], dtype=np.float64)
-    return stats.trimmed_sample(kept, proportion=proportion), summary.mean
+DEFAULT_MARGIN = 0.05
+"""The relative change an "inconclusive" line names the runs for (±5 %) when no margin is
+given."""
+
+SKEW = 0.05
+"""The split skew (share moved between backends) whose requests a split line states."""
+SKEW_POWER = 0.9
+"""Power wanted for :data:`SKEW`."""
+SKEW_ALPHA = 0.01
+"""Level for :data:`SKEW`."""
+DETECT_POWER = 0.8
+"""Power of the "this n detects about ..." and "needs about N runs" statements."""
+
+
+class Scale(enum.StrEnum):
+    """On which scale a contrast is estimated."""
+
+    RATIO = "ratio"
+    """Ratio of geometric means, Welch's t on the logarithms: positive quantities."""
+    DIFFERENCE = "difference"
+    """Difference of means in the metric's unit, Welch's t: a side that is 0, near 0
+    (:data:`RATIO_SPAN`) or negative."""
+    PROPORTION = "proportion"
+    """Difference of proportions of yes (unit ``bool``), Newcombe's interval, Fisher's test."""
+    SPLIT = "split"
+    """One pooled test of a split's per-run counts against its weights."""
 
 
 def _side(
@@ -489,60 +599,246 @@ def _side(
     return chosen["value"].to_numpy(dtype=np.float64), units[0] if units else ""
 
 
-def _measure(
-    planned: PlannedContrast, rows: pd.DataFrame, proportion: float, level: float
-) -> dict[str, Any]:
-    scenario_rows = rows[rows["scenario"] == planned.scenario]
-    treated, unit = _side(
-        scenario_rows, planned.cni, planned.treatment, planned.treatment_parameters, planned.metric
-    )
-    treatment, treatment_mean = _kept(treated, proportion, level)
-    if planned.kind is ContrastKind.WEIGHTS:
-        control_mean = planned.expected_share
-        # A constant control: Welch's interval is then the one-sample t interval.
-        control = np.full(max(treatment.size, 2), control_mean)
-        n_control = 0
-    else:
-        controlled, _ = _side(
-            scenario_rows,
-            planned.control_cni,
-            planned.control,
-            planned.control_parameters,
-            planned.metric,
-        )
-        control, control_mean = _kept(controlled, proportion, level)
-        n_control = int(control.size)
-    row: dict[str, Any] = {
+def _pooled_sd(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:
+    df = a.size + b.size - 2
+    if df < 1:
+        return math.nan
+    ss = float(np.sum((a - a.mean()) ** 2) + np.sum((b - b.mean()) ** 2))
+    return math.sqrt(ss / df)
+
+
+def _empty_row(unit: str, level: float) -> dict[str, Any]:
+    return {
         "unit": unit,
-        "n_treatment": int(treatment.size),
-        "n_control": n_control,
-        "treatment_mean": treatment_mean,
-        "control_mean": control_mean,
+        "scale": Scale.RATIO.value,
+        "n_treatment": 0,
+        "n_control": 0,
+        "treatment_mean": math.nan,
+        "control_mean": math.nan,
+        "estimate": math.nan,
         "ratio": math.nan,
         "ci_low": math.nan,
         "ci_high": math.nan,
         "level": level,
         "p_value": math.nan,
+        "effect_size": math.nan,
+        "detectable": math.nan,
+        "runs_needed": -1,
+        "margin": math.nan,
+        "equivalent": False,
         "why_not": "",
+        "detail": "",
     }
-    if treatment_mean > 0 and control_mean > 0:
-        row["ratio"] = treatment_mean / control_mean
-    if treatment.size < 2 or (n_control < 2 and planned.kind is not ContrastKind.WEIGHTS):
-        row["why_not"] = "fewer than 2 runs on a side"
-        return row
-    if np.any(treatment <= 0) or np.any(control <= 0):
-        row["why_not"] = "values that are not positive, no ratio"
-        row["ratio"] = math.nan
-        return row
+
+
+def _scale_of(unit: str, treatment: npt.NDArray[np.float64], control: Any) -> Scale:
+    if summary_scale(unit) == "binary":
+        return Scale.PROPORTION
+    if treatment.size and control.size and np.all(treatment > 0) and np.all(control > 0):
+        # Only a near-zero *control* makes a ratio meaningless (×138); a treatment that falls
+        # to a fiftieth of its control (userspace WireGuard's throughput) is a fine ×0.02.
+        growth = math.exp(float(np.mean(np.log(treatment)) - np.mean(np.log(control))))
+        if growth <= RATIO_SPAN:
+            return Scale.RATIO
+    return Scale.DIFFERENCE
+
+
+def _measure_ratio(
+    row: dict[str, Any],
+    control: npt.NDArray[np.float64],
+    treatment: npt.NDArray[np.float64],
+    level: float,
+    margin: float | None,
+) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
         # scipy warns about precision with nearly equal samples; the interval says it.
         warnings.simplefilter("ignore", RuntimeWarning)
         interval = log_ratio_interval(control, treatment, level=level)
+    row.update(estimate=interval.ratio, ratio=interval.ratio)
     if interval.low == interval.high:
         row["why_not"] = "identical runs on each side, no interval"
-        return row
+        return
     row.update(ci_low=interval.low, ci_high=interval.high, p_value=interval.p_value)
+    sd = _pooled_sd(np.log(control), np.log(treatment))
+    if sd > 0:
+        row["effect_size"] = abs(math.log(interval.ratio)) / sd
+        shift = stats.detectable_effect(
+            sd, control.size, treatment.size, alpha=1.0 - level, power=DETECT_POWER
+        )
+        row["detectable"] = math.expm1(shift)
+        wanted = DEFAULT_MARGIN if margin is None else margin
+        row["runs_needed"] = stats.runs_needed(
+            sd, math.log1p(wanted), alpha=1.0 - level, power=DETECT_POWER
+        )
+    if margin is not None:
+        row["margin"] = margin
+        row["equivalent"] = bool(1.0 - margin <= interval.low and interval.high <= 1.0 + margin)
+
+
+def _measure_difference(
+    row: dict[str, Any],
+    control: npt.NDArray[np.float64],
+    treatment: npt.NDArray[np.float64],
+    level: float,
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        comparison = stats.compare(control, treatment, level=level)
+    row.update(
+        treatment_mean=comparison.treatment_mean,
+        control_mean=comparison.baseline_mean,
+        estimate=comparison.difference,
+    )
+    if comparison.ci_low == comparison.ci_high:
+        row["why_not"] = "identical runs on each side, no interval"
+        return
+    row.update(ci_low=comparison.ci_low, ci_high=comparison.ci_high, p_value=comparison.p_value)
+    sd = _pooled_sd(control, treatment)
+    if sd > 0:
+        row["effect_size"] = abs(comparison.difference) / sd
+        row["detectable"] = stats.detectable_effect(
+            sd, control.size, treatment.size, alpha=1.0 - level, power=DETECT_POWER
+        )
+
+
+def _measure_proportion(
+    row: dict[str, Any],
+    control: npt.NDArray[np.float64],
+    treatment: npt.NDArray[np.float64],
+    level: float,
+) -> None:
+    if not (np.isin(control, (0.0, 1.0)).all() and np.isin(treatment, (0.0, 1.0)).all()):
+        row["why_not"] = "a yes/no metric with values other than 0 and 1"
+        return
+    kc, kt = int(control.sum()), int(treatment.sum())
+    result = stats.proportion_difference(kc, control.size, kt, treatment.size, level=level)
+    row.update(
+        treatment_mean=kt / treatment.size,
+        control_mean=kc / control.size,
+        estimate=result.difference,
+        ci_low=result.low,
+        ci_high=result.high,
+        p_value=result.p_value,
+        effect_size=abs(
+            2.0 * math.asin(math.sqrt(kt / treatment.size))
+            - 2.0 * math.asin(math.sqrt(kc / control.size))
+        ),
+    )
+    shown = stats.proportion_interval(kt, int(treatment.size), level=level)
+    row["detail"] = (
+        f"{kt}/{treatment.size} = {shown.estimate:.2f} (Clopper-Pearson"
+        f" {interval_text(shown.low, shown.high, null=1.0)})"
+        f" vs {kc}/{control.size}"
+    )
+
+
+def _measure_split(
+    planned: PlannedContrast, rows: pd.DataFrame, row: dict[str, Any], level: float
+) -> None:
+    weights = json.loads(planned.weights)
+    mine = rows[
+        (rows["cni"] == planned.cni)
+        & (rows["condition"] == planned.treatment)
+        & (rows["parameters"] == planned.treatment_parameters)
+    ]
+    per_run: list[dict[str, int]] = []
+    for _, run in mine.groupby("run_id", sort=False):
+        values = dict(zip(run["metric"].astype(str), run["value"], strict=True))
+        counts = {name: values.get(f"requests@{name}") for name in weights}
+        if all(c is not None and math.isfinite(c) for c in counts.values()):
+            per_run.append({name: round(float(c or 0)) for name, c in counts.items()})
+    row.update(unit="requests", scale=Scale.SPLIT.value, n_treatment=len(per_run))
+    if not per_run:
+        row["why_not"] = "no run recorded its requests per backend"
+        return
+    try:
+        test = stats.split_test(per_run, weights, level=level)
+        needed = stats.requests_to_detect_skew(
+            weights, skew=SKEW, power=SKEW_POWER, alpha=SKEW_ALPHA, dispersion=test.dispersion
+        )
+    except (ValueError, CnibenchError) as exc:
+        row["why_not"] = str(exc)
+        return
+    row.update(
+        estimate=test.max_abs_error,
+        p_value=test.p_value,
+        effect_size=math.sqrt(test.statistic / test.n) if test.n else math.nan,
+        runs_needed=needed,
+    )
+    shares = ", ".join(
+        f"{name} {_share_text(test.observed[name])} (Goodman"
+        f" {_share_text(test.intervals[name][0])}-{_share_text(test.intervals[name][1])},"
+        f" configured {_share_text(test.expected[name])})"
+        for name in test.observed
+    )
+    enough = "enough" if test.n >= needed else "too few"
+    dispersion = (
+        f", between-run overdispersion ×{test.dispersion:.2f}" if test.dispersion > 1.0 else ""
+    )
+    row["detail"] = (
+        f"{test.n} requests pooled over {test.runs} run(s): {shares}; one pooled test"
+        f" p = {test.p_value:.2g}{dispersion}; a {100 * SKEW:g}-point skew needs about"
+        f" {needed} requests (power {SKEW_POWER:g}, alpha {SKEW_ALPHA:g}): {enough} here"
+    )
+
+
+def _measure(
+    planned: PlannedContrast, rows: pd.DataFrame, level: float, margin: float | None
+) -> dict[str, Any]:
+    scenario_rows = rows[rows["scenario"] == planned.scenario]
+    row = _empty_row("", level)
+    if planned.kind is ContrastKind.WEIGHTS:
+        _measure_split(planned, scenario_rows, row, level)
+        return row
+    if planned.kind is ContrastKind.OUTCOME:
+        values, unit = _side(
+            scenario_rows,
+            planned.cni,
+            planned.treatment,
+            planned.treatment_parameters,
+            planned.metric,
+        )
+        row.update(unit=unit, scale=Scale.PROPORTION.value, n_treatment=values.size)
+        if not np.isin(values, (0.0, 1.0)).all():
+            row["why_not"] = "a yes/no metric with values other than 0 and 1"
+            return row
+        shown = stats.proportion_interval(int(values.sum()), int(values.size), level=level)
+        row.update(
+            treatment_mean=shown.estimate,
+            estimate=shown.estimate,
+            ci_low=shown.low,
+            ci_high=shown.high,
+        )
+        row["detail"] = f"{int(values.sum())}/{values.size}"
+        return row
+    treatment, unit = _side(
+        scenario_rows, planned.cni, planned.treatment, planned.treatment_parameters, planned.metric
+    )
+    control, _ = _side(
+        scenario_rows,
+        planned.control_cni,
+        planned.control,
+        planned.control_parameters,
+        planned.metric,
+    )
+    scale = _scale_of(unit, treatment, control)
+    row.update(unit=unit, scale=scale.value, n_treatment=treatment.size, n_control=control.size)
+    if scale is not Scale.PROPORTION and treatment.size and control.size:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+            row["treatment_mean"] = stats.summarize_runs(treatment, level=level).mean
+            row["control_mean"] = stats.summarize_runs(control, level=level).mean
+    if treatment.size < 2 or control.size < 2:
+        row["why_not"] = "fewer than 2 runs on a side"
+        return row
+    if scale is Scale.RATIO:
+        _measure_ratio(row, control, treatment, level, margin)
+    elif scale is Scale.DIFFERENCE:
+        _measure_difference(row, control, treatment, level)
+    else:
+        _measure_proportion(row, control, treatment, level)
     return row
 
 
@@ -555,12 +851,24 @@ def _percent(share: float) -> str:
     return f"{100.0 * share:.3g} %"
 
 
+def _share_text(share: float) -> str:
+    return f"{100.0 * share:.1f} %"
+
+
+def _fixed(value: float, digits: int, rounding: Any) -> str:
+    """``value`` with ``digits`` decimals, rounded by ``rounding`` (``math.floor`` for a
+    lower bound, ``math.ceil`` for an upper one), so a printed interval never looks narrower
+    than it is."""
+    scaled = rounding(round(value * 10.0**digits, 9)) / 10.0**digits
+    return f"{scaled:.{digits}f}"
+
+
 def _number(value: float, *, digits: int = 2) -> str:
-    if value >= 100:
+    if abs(value) >= 100:
         return f"{value:.0f}"
-    if value >= 10:
+    if abs(value) >= 10:
         return f"{value:.1f}"
-    if value >= 0.01:
+    if abs(value) >= 0.01 or value == 0:
         return f"{value:.{digits}f}"
     # Two significant digits, never in exponent notation: "CI 0.0000085-35925" reads as a
     # (uselessly wide) interval, "CI 8.5e-06-35925" as a typo.
@@ -571,37 +879,150 @@ def _digits(low: float, high: float) -> int:
     """Decimals that keep an interval's bounds apart (at least 2, at most 6): a narrow
     interval must not print as "1.00-1.00"."""
     digits = 2
-    while digits < 6 and 10.0**-digits > (high - low) / 2.0:
+    while digits < 6 and 10.0**-digits > high - low:
         digits += 1
     return digits
 
 
+def _prefix(magnitude: float) -> tuple[float, str]:
+    """Divisor and SI prefix for numbers of this magnitude (as the run table shows them)."""
+    for smallest, divisor, prefix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if magnitude >= smallest:
+            return divisor, prefix
+    return 1.0, ""
+
+
+def interval_text(low: float, high: float, *, null: float) -> str:
+    """``"low-high"`` rounded outwards, with enough decimals that an interval excluding
+    ``null`` (1 for a ratio, 0 for a difference) never prints as if it contained it:
+    ``1.004-1.02``, not ``1.00-1.02``.
+
+    Examples
+    --------
+    >>> interval_text(1.0004, 1.0213, null=1.0)
+    '1.0004-1.0213'
+    """
+    digits = _digits(low, high)
+    if abs(low) >= 100 or abs(high) >= 100:
+        digits = 0
+
+    def bound(value: float, d: int, rounding: Any) -> str:
+        if value != 0 and abs(value) < 0.01:
+            # Two significant digits however small (never "0.00" for a positive bound).
+            d = max(d, 1 - math.floor(math.log10(abs(value))))
+        return _fixed(value, d, rounding)
+
+    def shown(d: int) -> tuple[str, str]:
+        return bound(low, d, math.floor), bound(high, d, math.ceil)
+
+    lo, hi = shown(digits)
+    while digits < 9 and (
+        (low > null and float(lo) <= null) or (high < null and float(hi) >= null)
+    ):
+        digits += 1
+        lo, hi = shown(digits)
+    # "-1.2--0.8" misreads; with a negative bound the two are joined by "to".
+    return f"{lo} to {hi}" if low < 0 or high < 0 else f"{lo}-{hi}"
+
+
 def _n_text(row: Mapping[str, Any]) -> str:
-    if row["kind"] == ContrastKind.WEIGHTS:
+    if row["kind"] in (ContrastKind.WEIGHTS, ContrastKind.OUTCOME):
         return f"n = {row['n_treatment']} runs"
     return f"n = {row['n_treatment']} vs {row['n_control']}"
 
 
+def _signed(value: float, digits: int) -> str:
+    return ("+" if value >= 0 else "-") + _number(abs(value), digits=digits)
+
+
+def _apart(row: Mapping[str, Any]) -> bool:
+    """Whether the row's own interval excludes "no difference" (its own test for splits)."""
+    low, high = float(row["ci_low"]), float(row["ci_high"])
+    if row.get("kind") == ContrastKind.OUTCOME or row.get("kind") == "outcome":
+        return False
+    if row["scale"] == Scale.SPLIT:
+        p = float(row["p_value"])
+        return math.isfinite(p) and p <= 1.0 - float(row["level"])
+    null = 1.0 if row["scale"] == Scale.RATIO else 0.0
+    return math.isfinite(low) and math.isfinite(high) and (low > null or high < null)
+
+
+def _power_words(row: Mapping[str, Any]) -> str:
+    if not math.isfinite(float(row["detectable"])):
+        return ""
+    if row["scale"] == Scale.RATIO:
+        wanted = DEFAULT_MARGIN if not math.isfinite(row["margin"]) else float(row["margin"])
+        words = f": this n detects about ±{100 * float(row['detectable']):.0f} %"
+        if int(row["runs_needed"]) > 0:
+            words += f"; ±{100 * wanted:g} % needs about {row['runs_needed']} runs per side"
+        return words
+    divisor, prefix = _prefix(float(row["detectable"]))
+    shown = f"{_number(float(row['detectable']) / divisor)}{prefix}"
+    return f": this n detects about ±{shown} {row['unit']}".rstrip()
+
+
 def _sentence(planned: PlannedContrast, row: Mapping[str, Any]) -> str:
-    head = f"{planned.label}: {planned.metric}"
-    level = f"{100.0 * float(row['level']):g} %"
     n = _n_text(row)
+    level = f"{100.0 * float(row['level']):g} %"
+    if row["scale"] == Scale.SPLIT:
+        head = f"{planned.label}:"
+        if row["why_not"]:
+            return f"{head} not compared ({row['why_not']}, {n})"
+        word = "differs from the weights" if row["significant"] else "consistent with the weights"
+        if _apart(row) and not row["significant"]:
+            word += f" after {CORRECTION}'s correction (adjusted p = {row['p_adjusted']:.2g})"
+        return f"{head} {word}; {row['detail']}"
+    head = f"{planned.label}: {planned.metric}"
+    if planned.kind is ContrastKind.OUTCOME and not row["why_not"]:
+        low, high = float(row["ci_low"]), float(row["ci_high"])
+        return (
+            f"{head} {row['detail']} = {float(row['estimate']):.2f} ({level} CI"
+            f" {interval_text(low, high, null=1.0)}, Clopper-Pearson;"
+            " an outcome, not a comparison)"
+        )
     if row["why_not"]:
         if math.isfinite(row["ratio"]):
             return f"{head} ×{_number(row['ratio'])} ({row['why_not']}, {n})"
         return f"{head} not compared ({row['why_not']}, {n})"
-    low, high, ratio = float(row["ci_low"]), float(row["ci_high"]), float(row["ratio"])
+    low, high, estimate = float(row["ci_low"]), float(row["ci_high"]), float(row["estimate"])
     digits = _digits(low, high)
-    ci = f"{_number(low, digits=digits)}-{_number(high, digits=digits)}"
-    if low <= 1.0 <= high:
-        return f"{head} no detectable difference (CI {ci}, {n})"
-    stated = f"{head} ×{_number(ratio, digits=digits)} ({level} CI {ci}, {n})"
-    if not row["significant"]:
+    if row["scale"] == Scale.RATIO:
+        stated = f"×{_number(estimate, digits=digits)}"
+        ci = f"{level} CI {interval_text(low, high, null=1.0)}"
+        body = f"{stated} ({ci}, {n})"
+    elif row["scale"] == Scale.DIFFERENCE:
+        # One SI prefix for every number of the line (10.9G → 0.22G), as the run table.
+        sides = (float(row["control_mean"]), float(row["treatment_mean"]))
+        divisor, prefix = _prefix(max(abs(v) for v in (low, high, estimate, *sides)))
+        unit = f" {row['unit']}" if row["unit"] else ""
+        d = _digits(low / divisor, high / divisor)
+        stated = f"{_signed(estimate / divisor, d)}{prefix}{unit}"
+        moved = (
+            f"{_number(sides[0] / divisor, digits=d)}{prefix} →"
+            f" {_number(sides[1] / divisor, digits=d)}{prefix}"
+        )
+        shown = interval_text(low / divisor, high / divisor, null=0.0)
+        if prefix:
+            separator = " to " if " to " in shown else "-"
+            lo, hi = shown.split(separator)
+            shown = f"{lo}{prefix}{separator}{hi}{prefix}"
+        body = f"{stated} ({level} CI {shown}; {moved}, {n})"
+    else:
+        stated = f"{_signed(estimate, 2)} in the share of yes"
+        body = (
+            f"{stated} ({row['detail']}; {level} CI of the difference"
+            f" {interval_text(low, high, null=0.0)}, Newcombe; Fisher p = {row['p_value']:.2g})"
+        )
+    if row["significant"]:
+        return f"{head} {body}"
+    if _apart(row):
         return (
-            f"{stated}, but no detectable difference after {CORRECTION}'s correction"
+            f"{head} {body}, but no detectable difference after {CORRECTION}'s correction"
             f" (adjusted p = {row['p_adjusted']:.2g})"
         )
-    return stated
+    if row["equivalent"]:
+        return f"{head} same within ±{100 * float(row['margin']):g} % {body}"
+    return f"{head} inconclusive {body}{_power_words(row)}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -614,7 +1035,7 @@ def verdict(
     *,
     reference: str | None = None,
     level: float = LEVEL,
-    proportion: float = TRIM_PROPORTION,
+    margin: float | None = None,
     scenarios: Mapping[str, Scenario] | None = None,
 ) -> pd.DataFrame:
     """The planned contrasts of a result set as a tidy DataFrame, largest effect first.
@@ -628,8 +1049,11 @@ def verdict(
         ``--cni``).
     level:
         Confidence level of the intervals and of the corrected test, in (0, 1).
-    proportion:
-        Fraction trimmed from each end of each side (as in the bar charts).
+    margin:
+        Equivalence margin as a fraction (0.02 = ±2 %, ``--margin 2%``): a ratio whose whole
+        interval lies within ``1 ± margin`` is "same within ±2 %" (two one-sided tests at
+        ``(1 - level) / 2`` each). ``None``: no equivalence claims; "inconclusive" lines name
+        the runs for ±5 %.
     scenarios:
         Registry with the declarations (default :data:`cnibench.scenarios.SCENARIOS`).
 
@@ -639,21 +1063,29 @@ def verdict(
         One row per contrast (:func:`plan_contrasts`), columns :data:`VERDICT_COLUMNS`:
         ``scenario``; ``kind`` (:class:`ContrastKind`); ``feature``; ``cni`` and
         ``control_cni``; ``treatment`` and ``control`` (condition ids); ``context``;
-        ``contrast`` (how the line names it, e.g. ``"egress gateway on vxlan"``);
-        ``metric`` and ``unit``; ``n_treatment``/``n_control`` (runs kept; ``n_control`` is 0
-        for weights); ``treatment_mean``/``control_mean`` (truncated means in ``unit``; the
-        configured share for weights); ``ratio`` (treatment / control of the truncated means);
-        ``ci_low``/``ci_high`` (Welch t interval on the log scale; NaN where there is none);
-        ``level``; ``p_value`` (Welch's, log scale) and ``p_adjusted`` (Holm's, over all rows
-        with a p-value); ``significant`` (``p_adjusted <= 1 - level``) and ``verdict`` (the
-        line). Sorted by effect size, ``|log ratio|``, largest first; rows without an
-        interval last. The frame's ``attrs["notes"]`` lists treatment conditions that could
-        not be paired, ``attrs["reference"]`` the reference CNI.
+        ``contrast`` (how the line names it); ``metric`` and ``unit``; ``scale``
+        (:class:`Scale`); ``n_treatment``/``n_control`` (every successful verified run;
+        ``n_treatment`` counts runs for a split); ``treatment_mean``/``control_mean`` (the
+        estimates compared: geometric means for a ratio, means for a difference, shares of
+        yes for a proportion); ``estimate`` (the ratio, the difference in ``unit``, the
+        difference of proportions, or a split's largest share error) and its interval
+        ``ci_low``/``ci_high`` (NaN where there is none; none for a split); ``ratio`` (the
+        estimate of a ratio row, NaN otherwise: the centre of its interval on the log
+        scale); ``level``; ``p_value`` and ``p_adjusted`` (Holm's, over all rows with a
+        p-value); ``effect_size`` (standardized: ``|log ratio|`` or ``|difference|`` over the
+        pooled run-to-run SD, Cohen's h for proportions, Cohen's w for splits);
+        ``detectable`` (the effect this n detects with power 0.8: relative for ratios, in
+        ``unit`` for differences); ``runs_needed`` (runs per side for ±margin or ±5 %, or
+        requests for a 5-point skew of a split; -1 when unknown); ``margin``; ``equivalent``;
+        ``significant`` (``p_adjusted <= 1 - level`` and the interval excludes no
+        difference) and ``verdict`` (the line). Sorted by ``effect_size``, largest first;
+        rows without a p-value last. ``attrs["notes"]`` lists what could not be compared and
+        why, ``attrs["reference"]`` the reference CNI.
 
     Raises
     ------
     ConfigError
-        Bad ``reference``, ``level`` or ``proportion``, or unreadable parameters.
+        Bad ``reference``, ``level`` or ``margin``, or unreadable parameters.
 
     Examples
     --------
@@ -664,21 +1096,20 @@ def verdict(
     """
     if isinstance(level, bool) or not isinstance(level, int | float) or not 0.0 < level < 1.0:
         raise ConfigError(f"level must be strictly between 0 and 1, got {level!r}")
-    if not isinstance(proportion, int | float) or not 0.0 <= proportion < 0.5:
-        raise ConfigError(f"proportion must be in [0, 0.5), got {proportion!r}")
+    if margin is not None and (
+        isinstance(margin, bool) or not isinstance(margin, int | float) or not 0.0 < margin < 1.0
+    ):
+        raise ConfigError(f"margin must be a fraction strictly between 0 and 1, got {margin!r}")
     notes: list[str] = []
     planned = plan_contrasts(df, reference=reference, scenarios=scenarios, notes=notes)
     rows = _usable(df)
-    measured = [(p, _measure(p, rows, proportion, level)) for p in planned]
+    measured = [(p, _measure(p, rows, level, margin)) for p in planned]
     adjusted = stats.holm_adjusted([m["p_value"] for _, m in measured]).tolist()
     records = []
     for (p, m), p_adj in zip(measured, adjusted, strict=True):
         m["p_adjusted"] = float(p_adj)
-        m["significant"] = bool(
-            math.isfinite(p_adj)
-            and p_adj <= 1.0 - level
-            and not (m["ci_low"] <= 1.0 <= m["ci_high"])
-        )
+        m["kind"] = p.kind
+        m["significant"] = bool(math.isfinite(p_adj) and p_adj <= 1.0 - level and _apart(m))
         records.append(
             {
                 "scenario": p.scenario,
@@ -691,17 +1122,16 @@ def verdict(
                 "context": p.context,
                 "contrast": p.label,
                 "metric": p.metric,
-                **{k: v for k, v in m.items() if k != "why_not"},
-                "verdict": _sentence(p, {**m, "kind": p.kind}),
+                **{k: v for k, v in m.items() if k not in ("why_not", "detail", "kind")},
+                "verdict": _sentence(p, m),
             }
         )
     frame = pd.DataFrame(records, columns=list(VERDICT_COLUMNS))
     if not frame.empty:
-        ratio = frame["ratio"].to_numpy(dtype=np.float64)
-        has_interval = np.isfinite(frame["ci_low"].to_numpy(dtype=np.float64))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            effect = np.where(has_interval & (ratio > 0), np.abs(np.log(ratio)), -1.0)
-        order = np.argsort(-effect, kind="stable")
+        effect = frame["effect_size"].to_numpy(dtype=np.float64)
+        has_test = np.isfinite(frame["p_value"].to_numpy(dtype=np.float64))
+        key = np.where(has_test, np.where(np.isfinite(effect), effect, -0.5), -1.0)
+        order = np.argsort(-key, kind="stable")
         frame = frame.iloc[order].reset_index(drop=True)
     frame.attrs["notes"] = notes
     frame.attrs["reference"] = reference_cni(df, reference) if not df.empty else ""
@@ -736,8 +1166,11 @@ def verdict_summary(
         raise ConfigError(f"limit must be at least 1, got {limit!r}")
     level = float(frame["level"].iloc[0])
     heading = (
-        f"verdict: {len(frame)} planned contrast(s), ratio treatment / control of truncated"
-        f" means with its {100 * level:g} % CI, {CORRECTION}-corrected, largest effect first"
+        f"verdict: {len(frame)} planned contrast(s), treatment vs control with a"
+        f" {100 * level:g} % CI: ratio of geometric means (×), or a difference in the metric's"
+        " unit (+/-) where a side is 0, near 0 or negative, a difference of proportions for"
+        f" yes/no, one pooled test per split; {CORRECTION}-corrected, largest standardized"
+        " effect first"
     )
     cnis = set(frame["cni"]) | set(frame["control_cni"])
     if len(cnis) > 1:
@@ -746,18 +1179,20 @@ def verdict_summary(
     if len(frame) > limit:
         significant = frame["significant"].to_numpy(dtype=bool)
         detected = int(significant.sum())
-        low = frame["ci_low"].to_numpy(dtype=np.float64)
-        high = frame["ci_high"].to_numpy(dtype=np.float64)
-        # Then the lines whose own interval excludes 1 (evidence, if not enough after the
-        # correction), then the rest; a stable sort keeps the effect order within each group.
-        apart = (low > 1.0) | (high < 1.0)
+        # Then the lines whose own interval excludes no difference (evidence, if not enough
+        # after the correction), then the rest; a stable sort keeps the effect order within
+        # each group.
+        apart = np.array(
+            [_apart({str(k): v for k, v in row.items()}) for row in frame.to_dict("records")],
+            dtype=np.bool_,
+        )
         rank = np.where(significant, 0, np.where(apart, 1, 2))
         shown = frame.iloc[np.argsort(rank, kind="stable")[:limit]]
         left_out = len(frame) - len(shown)
         left_detected = detected - int(shown["significant"].sum())
         heading += (
             f"; the {len(shown)} that say most: {detected} detectable difference(s), then the"
-            " largest effects whose own interval excludes 1, then the rest"
+            " largest effects whose own interval excludes no difference, then the rest"
         )
         rest = f"{left_out} more not shown"
         if left_detected:
@@ -767,4 +1202,12 @@ def verdict_summary(
         if full_at:
             rest += f"; every line: {full_at}"
         tail = [f"  ... {rest}"]
+    notes = frame.attrs.get("notes", [])
+    if notes:
+        # Never silently: a contrast the results could not form is counted, and the report
+        # names each with why.
+        where = f" ({full_at})" if full_at else ""
+        tail.append(
+            f"  {len(notes)} note(s) on what was not compared and why: see the report{where}"
+        )
     return [heading + ":", *(f"  {line}" for line in verdict_lines(shown)), *tail]

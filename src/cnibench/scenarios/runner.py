@@ -16,6 +16,7 @@ import json
 import math
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -34,7 +35,14 @@ from cnibench.errors import (
     VerificationError,
 )
 from cnibench.metrics import MetricsClient, MetricsSettings
-from cnibench.records import Measurement, ParamValue, RunRecord, RunStatus, unit_upper_bound
+from cnibench.records import (
+    Measurement,
+    ParamValue,
+    RunRecord,
+    RunStatus,
+    summary_scale,
+    unit_upper_bound,
+)
 from cnibench.results import ResultsStore
 from cnibench.scenarios.base import Condition, Prepared, Scenario, Verification
 from cnibench.scenarios.profiles import Profile
@@ -89,30 +97,36 @@ class RunResult:
 
 @dataclass(frozen=True)
 class MetricSummary:
-    """Truncated mean and 95 % interval of one metric over the ok runs of a condition.
+    """Estimate and 95 % interval of one metric over the ok runs of a condition.
 
     Attributes
     ----------
     metric, unit:
         What was summarised.
     n:
-        Number of ok runs kept (outliers excluded).
-    truncated_mean:
-        10 %-trimmed mean of the kept runs, in ``unit``.
+        Number of ok runs (every one is in the estimate; outlying ones are only flagged).
+    estimate:
+        :func:`cnibench.stats.summarize_runs`: the geometric mean of the runs when all are
+        positive, else their mean; for a yes/no metric (unit ``bool``) the share of yes.
     low, high:
-        :func:`cnibench.stats.summarize_runs`: Student-t 95 % interval of the kept values,
-        on the log scale when all are positive (NaN when n < 2).
-    excluded:
-        Outlier runs left out, as in the report.
+        Its 95 % interval (log-t, t or Clopper-Pearson; NaN when n < 2 except for yes/no).
+    flagged:
+        Outlying runs (modified z-score beyond 3.5), shown beside the row, never dropped.
+    estimator:
+        What ``estimate`` is, in words (``"geometric mean"``, ``"mean"``, ``"proportion"``).
+    successes:
+        Runs that said yes (yes/no metrics; else -1).
     """
 
     metric: str
     unit: str
     n: int
-    truncated_mean: float
+    estimate: float
     low: float
     high: float
-    excluded: int = 0
+    flagged: int = 0
+    estimator: str = "geometric mean"
+    successes: int = -1
 
 
 @dataclass(frozen=True)
@@ -129,6 +143,9 @@ class ConditionResult:
         Every attempt, failed ones included.
     session_dir:
         Where the records were written.
+    precision_note:
+        With ``--precision``: whether the target was reached and after how many runs, or the
+        maximum stopped it (``""`` without ``--precision``).
     """
 
     scenario: str
@@ -137,6 +154,7 @@ class ConditionResult:
     verification: Verification
     runs: tuple[RunResult, ...]
     session_dir: str
+    precision_note: str = ""
 
     @property
     def ok_runs(self) -> tuple[RunResult, ...]:
@@ -156,7 +174,7 @@ class ConditionResult:
 
     def summaries(self) -> list[MetricSummary]:
         """One :class:`MetricSummary` per metric measured in the ok runs: the report's own
-        summary (:func:`cnibench.stats.summarize_runs`, outlier runs excluded)."""
+        summary (:func:`cnibench.stats.summarize_runs`: every run in, outliers flagged)."""
         units: dict[str, str] = {}
         for run in self.ok_runs:
             for m in run.measurements:
@@ -164,7 +182,9 @@ class ConditionResult:
         out = []
         for metric, unit in units.items():
             try:
-                summary = stats.summarize_runs(self.values(metric), upper=unit_upper_bound(unit))
+                summary = stats.summarize_runs(
+                    self.values(metric), scale=summary_scale(unit), upper=unit_upper_bound(unit)
+                )
             except InsufficientDataError:
                 continue
             out.append(
@@ -175,10 +195,72 @@ class ConditionResult:
                     summary.mean,
                     summary.low,
                     summary.high,
-                    excluded=len(summary.outliers),
+                    flagged=len(summary.outliers),
+                    estimator=summary.estimator,
+                    successes=summary.successes,
                 )
             )
         return out
+
+
+DEFAULT_MAX_RUNS = 30
+"""Most repetitions ``--precision`` adds up to (``--max-runs``)."""
+
+
+def precision_reached(
+    runs: Sequence[RunResult], metrics: Sequence[str], target: float
+) -> tuple[bool, dict[str, float]]:
+    """Whether every positive primary metric's interval is narrow enough for ``target``.
+
+    Parameters
+    ----------
+    runs:
+        The attempts so far (only ok ones count).
+    metrics:
+        The scenario's primary metrics; those not measured, or with a run at 0 or below (no
+        relative width), are left out.
+    target:
+        Wanted half-width of a *contrast* between two such conditions, as a fraction (0.05
+        for ``--precision 5%``). Each condition must reach ``target / sqrt(2)``: two
+        independent conditions of that half-width on the log scale give a ratio of about
+        ``target``.
+
+    Returns
+    -------
+    tuple of (bool, dict)
+        Whether all reached it (False with fewer than 2 ok runs or no metric to judge), and
+        per metric the relative half-width of its 95 % interval, ``sqrt(high / low) - 1``.
+    """
+    ok = [run for run in runs if run.status is RunStatus.OK]
+    widths: dict[str, float] = {}
+    for metric in metrics:
+        values = [m.value for run in ok for m in run.measurements if m.metric == metric]
+        finite = [v for v in values if math.isfinite(v)]
+        if len(finite) < 2 or min(finite) <= 0:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+            interval = stats.geometric_mean_interval(finite)
+        widths[metric] = math.sqrt(interval.high / interval.low) - 1.0
+    reached = bool(widths) and all(w <= target / math.sqrt(2.0) for w in widths.values())
+    return reached, widths
+
+
+def precision_words(
+    reached: bool, widths: Mapping[str, float], target: float, repetitions: int
+) -> str:
+    """What ``--precision`` did, in one line, e.g. ``"precision ±5 % reached after 9 runs:
+    throughput ±3.1 %"``."""
+    shown = ", ".join(f"{metric} ±{100 * width:.1f} %" for metric, width in widths.items())
+    goal = (
+        f"±{100 * target:g} % per contrast (±{100 * target / math.sqrt(2.0):.1f} % per condition)"
+    )
+    if reached:
+        return f"precision {goal} reached after {repetitions} runs: {shown}"
+    return (
+        f"precision {goal} NOT reached: stopped at the maximum of {repetitions} runs:"
+        f" {shown or 'no positive primary metric to judge'}"
+    )
 
 
 class ClusterPool:
@@ -285,18 +367,35 @@ class Runner:
         *,
         progress: ProgressCallback | None = None,
         resource_metrics: bool = True,
+        precision: float | None = None,
+        max_runs: int = DEFAULT_MAX_RUNS,
+        precision_metrics: tuple[str, ...] = (),
     ) -> None:
         self.pool = pool
         self.store = store
         self.profile = profile
         self.progress = progress
         self.resource_metrics = resource_metrics
+        self.precision = precision
+        self.max_runs = max(max_runs, profile.runs)
+        self.precision_metrics = precision_metrics
         self._environments: set[str] = set()
         self._metrics_checked: set[int] = set()
         self._environment_ids: dict[int, str] = {}
 
-    def run_condition(self, scenario: Scenario, cni: str, condition: Condition) -> ConditionResult:
+    def run_condition(
+        self,
+        scenario: Scenario,
+        cni: str,
+        condition: Condition,
+        *,
+        repetitions: range | None = None,
+    ) -> ConditionResult:
         """Prepare, verify, measure and record ``condition`` on the cluster for ``cni``.
+
+        ``repetitions`` runs exactly those repetition numbers (one round of an interleaved
+        session, :func:`cnibench.session.interleaved_rounds`); by default the profile's runs,
+        extended by ``--precision``.
 
         Raises
         ------
@@ -337,11 +436,20 @@ class Runner:
                 f"verification-{scenario.name}-{cluster.spec.slug}-{condition.id}",
                 {"ok": verification.ok, "detail": verification.detail, **verification.evidence},
             )
-            runs = [
-                run
-                for repetition in range(self.profile.runs)
-                for run in self._repetition(scenario, cluster, prepared, condition, repetition)
-            ]
+            if repetitions is not None:
+                runs = [
+                    run
+                    for repetition in repetitions
+                    for run in self._repetition(scenario, cluster, prepared, condition, repetition)
+                ]
+                precision_note = ""
+            else:
+                runs, precision_note = self._measured_runs(scenario, cluster, prepared, condition)
+            if precision_note:
+                self.store.write_json(
+                    f"precision-{scenario.name}-{cluster.spec.slug}-{condition.id}",
+                    {"target": self.precision, "max_runs": self.max_runs, "note": precision_note},
+                )
         return ConditionResult(
             scenario=scenario.name,
             cni=cni,
@@ -349,7 +457,29 @@ class Runner:
             verification=verification,
             runs=tuple(runs),
             session_dir=str(self.store.session_dir),
+            precision_note=precision_note,
         )
+
+    def _measured_runs(
+        self, scenario: Scenario, cluster: Cluster, prepared: Prepared, condition: Condition
+    ) -> tuple[list[RunResult], str]:
+        """The profile's repetitions, then, with ``--precision``, one more at a time until
+        every primary metric's interval is narrow enough or ``max_runs`` is reached. The rule
+        looks at interval widths only, never at a difference or a p-value, so stopping cannot
+        bias a comparison towards significance."""
+        runs: list[RunResult] = []
+        repetition = 0
+        while True:
+            runs += self._repetition(scenario, cluster, prepared, condition, repetition)
+            repetition += 1
+            if repetition < self.profile.runs:
+                continue
+            if self.precision is None:
+                return runs, ""
+            judged = self.precision_metrics or scenario.primary_metrics
+            reached, widths = precision_reached(runs, judged, self.precision)
+            if reached or repetition >= self.max_runs:
+                return runs, precision_words(reached, widths, self.precision, repetition)
 
     @contextmanager
     def _prepared(

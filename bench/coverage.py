@@ -1,0 +1,318 @@
+"""Do cnibench's intervals, verdict and gate keep their promise? Measured by simulation.
+
+Every number comes from synthetic runs sent through the public API, exactly as measured runs
+are: ``stats.summarize_runs`` (the run table, bars and verdict sides), ``report.verdict``
+(the end-of-run verdict), ``report.compare.compare_result_sets`` (``cnibench compare``) and
+``stats.split_test`` (the split line of the verdict). It prints:
+
+* coverage of the 95 % interval of ``summarize_runs`` at n = 3, 5, 8, 20 runs with lognormal
+  run-to-run noise of CV 5 % and 30 %, clean and with one contaminated run (one run of the
+  sample at half its value, e.g. a run disturbed by something else); the estimand is the
+  geometric mean of the run distribution, the quantity the interval is for. Beside it, the
+  coverage of the rule cnibench used before issue 23 (runs dropped by the MAD rule, then the
+  Student-t interval of the 10 %-trimmed mean), against the arithmetic mean, its estimand;
+* the A/A rate of uncorrected p < 0.05 of the verdict (treatment = control, 5 vs 5 runs,
+  CV 5 %), which should be 5 %;
+* the gate's false-alarm rate (A/A: a compared session with 20 metric comparisons fails)
+  with a 3 % session-to-session SD, with three A/A baseline sessions and with one, and its
+  power for a 10 % throughput regression;
+* the split test's rejection rate at alpha 0.05 when the weights hold, for multinomial runs
+  and for runs whose share varies between runs (overdispersion).
+
+Run ``python bench/coverage.py --simulations 500`` for a quick look. It exits 1 when a
+promised rate is missed (clean coverage < 0.94, A/A rate outside 0.04-0.06, gate false alarms
+above 1 % with baselines, split null rejection above 0.06), beyond what the simulation's own
+noise explains (the Monte-Carlo 95 % margin is printed next to each rate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from cnibench import report, stats
+from cnibench.report.compare import compare_result_sets
+
+RUNS = (3, 5, 8, 20)
+CVS = (0.05, 0.30)
+LEVEL = 0.95
+GATE_METRICS = ("throughput", "rtt_mean", "cpu", "ram", "latency_p99")
+GATE_CONDITIONS = 4
+"""4 conditions x 5 metrics: 20 metric comparisons per compared session."""
+UNITS = {"throughput": "bits/s", "rtt_mean": "us", "cpu": "%", "ram": "MB", "latency_p99": "ms"}
+
+
+def _sigma(cv: float) -> float:
+    """Log-scale SD of a lognormal with coefficient of variation ``cv``."""
+    return math.sqrt(math.log1p(cv * cv))
+
+
+def _margin(rate: float, n: int) -> float:
+    """Monte-Carlo 95 % half-width of a simulated rate."""
+    return 1.96 * math.sqrt(max(rate * (1.0 - rate), 1e-12) / n)
+
+
+def _previous_rule_covers(values: npt.NDArray[np.float64], truth: float) -> bool:
+    """The pre-issue-23 summary: MAD-rule outliers dropped, then the t interval of the
+    10 %-trimmed mean of the rest, moved to the log scale (for reference only)."""
+    out = set(stats.outlier_runs(values, method="mad", threshold=3.5))
+    kept = np.array([v for i, v in enumerate(values) if i not in out])
+    if kept.size < 2:
+        return False
+    ci = stats.truncated_mean_interval(kept, proportion=0.1, level=LEVEL)
+    if not math.isfinite(ci.low):
+        return False
+    factor = math.exp((ci.high - ci.estimate) / ci.estimate)
+    return ci.estimate / factor <= truth <= ci.estimate * factor
+
+
+def coverage_table(simulations: int, rng: np.random.Generator) -> tuple[list[str], bool]:
+    lines = [
+        "coverage of the 95 % interval of stats.summarize_runs (geometric mean, t on the logs),"
+        f" {simulations} samples per cell; previous rule (MAD drop + trimmed-mean t) beside it",
+        f"  {'n':>3} {'CV':>4}  {'clean':>6} {'1 contaminated':>15}   {'previous rule clean':>20}",
+    ]
+    ok = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        for cv in CVS:
+            sigma = _sigma(cv)
+            mean = math.exp(sigma * sigma / 2.0)  # arithmetic mean; geometric mean is 1
+            for n in RUNS:
+                samples = np.exp(rng.normal(0.0, sigma, size=(simulations, n)))
+                clean = dirty = previous = 0
+                for sample in samples:
+                    summary = stats.summarize_runs(sample, level=LEVEL)
+                    clean += summary.low <= 1.0 <= summary.high
+                    spoiled = sample.copy()
+                    spoiled[0] *= 0.5
+                    summary = stats.summarize_runs(spoiled, level=LEVEL)
+                    dirty += summary.low <= 1.0 <= summary.high
+                    previous += _previous_rule_covers(sample, mean)
+                rate = clean / simulations
+                ok = ok and rate + _margin(rate, simulations) >= 0.94
+                lines.append(
+                    f"  {n:>3} {100 * cv:>3.0f}%  {rate:>6.3f} {dirty / simulations:>15.3f}"
+                    f"   {previous / simulations:>20.3f}"
+                )
+    lines.append(
+        f"  Monte-Carlo 95 % margin of a rate near 0.95: ±{_margin(0.95, simulations):.3f}"
+    )
+    return lines, ok
+
+
+def _rows(
+    session: str,
+    scenario: str,
+    cni: str,
+    condition: str,
+    parameters: dict[str, str],
+    metric: str,
+    values: Sequence[float],
+    start: int,
+) -> list[dict[str, object]]:
+    return [
+        {
+            "session_id": session,
+            "run_id": f"{session}-{cni}-{condition}-{metric}-r{i}",
+            "time": pd.Timestamp("2026-11-26T00:00:00Z") + pd.Timedelta(seconds=start + i),
+            "scenario": scenario,
+            "cni": cni,
+            "condition": condition,
+            "parameters": json.dumps(parameters, sort_keys=True),
+            "metric": metric,
+            "value": float(value),
+            "unit": UNITS.get(metric, "bits/s"),
+            "verified": True,
+            "status": "ok",
+        }
+        for i, value in enumerate(values)
+    ]
+
+
+def aa_verdict_rate(simulations: int, rng: np.random.Generator) -> tuple[list[str], bool]:
+    """Uncorrected p < 0.05 among A/A feature contrasts of report.verdict, 5 vs 5, CV 5 %."""
+    per_call = 10
+    calls = max(1, simulations // per_call)
+    sigma = _sigma(0.05)
+    rejected = total = 0
+    for _ in range(calls):
+        rows: list[dict[str, object]] = []
+        for c in range(per_call):
+            for state in ("off", "on"):
+                values = 9e9 * np.exp(rng.normal(0.0, sigma, size=5))
+                rows += _rows(
+                    "s",
+                    "egress",
+                    f"cni{c}",
+                    f"gateway-{state}",
+                    {"gateway": state},
+                    "throughput",
+                    values,
+                    len(rows),
+                )
+        table = report.verdict(pd.DataFrame(rows))
+        feature = table[table["kind"] == "feature"]
+        rejected += int((feature["p_value"] < 0.05).sum())
+        total += len(feature)
+    rate = rejected / total
+    ok = rate + _margin(rate, total) >= 0.04 and rate - _margin(rate, total) <= 0.06
+    return [
+        f"A/A verdict (report.verdict, 5 vs 5 runs, CV 5 %, {total} contrasts):"
+        f" uncorrected p < 0.05 in {rate:.3f} (±{_margin(rate, total):.3f}); nominal 0.05",
+    ], ok
+
+
+def _gate_session(
+    session: str,
+    rng: np.random.Generator,
+    *,
+    runs: int,
+    cv: float,
+    session_sd: float,
+    regression: float = 0.0,
+) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    sigma = _sigma(cv)
+    for c in range(GATE_CONDITIONS):
+        for metric in GATE_METRICS:
+            shift = rng.normal(0.0, session_sd)
+            factor = 1.0 - regression if (c, metric) == (0, "throughput") else 1.0
+            values = 100.0 * factor * np.exp(shift + rng.normal(0.0, sigma, size=runs))
+            rows += _rows(
+                session,
+                "baseline",
+                "vxlan",
+                f"condition-{c}",
+                {"c": str(c)},
+                metric,
+                values,
+                len(rows),
+            )
+    return rows
+
+
+def gate_rates(simulations: int, rng: np.random.Generator) -> tuple[list[str], bool]:
+    """False alarms (A/A) and power (10 % throughput loss) of compare_result_sets."""
+    runs, cv, session_sd, threshold = 5, 0.05, 0.03, 0.05
+    results: dict[str, float] = {}
+    for label, baselines, regression in (
+        ("alarm-3", 3, 0.0),
+        ("alarm-1", 1, 0.0),
+        ("power-3", 3, 0.10),
+        ("power-1", 1, 0.10),
+    ):
+        hits = 0
+        for _ in range(simulations):
+            base: list[dict[str, object]] = []
+            for s in range(baselines):
+                base += _gate_session(f"b{s}", rng, runs=runs, cv=cv, session_sd=session_sd)
+            cand = _gate_session(
+                "c", rng, runs=runs, cv=cv, session_sd=session_sd, regression=regression
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                comparison = compare_result_sets(
+                    pd.DataFrame(base), pd.DataFrame(cand), threshold=threshold
+                )
+            frame = comparison.frame
+            if regression:
+                hit = frame[
+                    (frame["condition"] == "condition-0") & (frame["metric"] == "throughput")
+                ]
+                hits += bool(hit["regression"].iloc[0])
+            else:
+                hits += comparison.regressed
+        results[label] = hits / simulations
+    alarm = results["alarm-3"]
+    ok = alarm - _margin(alarm, simulations) <= 0.01
+    comparisons = GATE_CONDITIONS * len(GATE_METRICS)
+    return [
+        f"gate (cnibench compare, {comparisons} metric comparisons per session, {runs} runs per"
+        f" session, CV {100 * cv:g} %, session-to-session SD {100 * session_sd:g} %, threshold"
+        f" {100 * threshold:g} %, {simulations} simulated comparisons each):",
+        f"  false alarms (A/A), 3 baseline sessions: {alarm:.3f}"
+        f" (±{_margin(alarm, simulations):.3f}); promised <= 0.01",
+        f"  false alarms (A/A), 1 baseline session (warned): {results['alarm-1']:.3f}",
+        f"  power for a 10 % throughput loss, 3 baseline sessions: {results['power-3']:.3f}",
+        f"  power for a 10 % throughput loss, 1 baseline session: {results['power-1']:.3f}",
+    ], ok
+
+
+def split_rates(simulations: int, rng: np.random.Generator) -> tuple[list[str], bool]:
+    """Rejection rate of stats.split_test at alpha 0.05 when the 60/40 weights hold."""
+    runs, requests, weights = 5, 1000, {"v1": 60, "v2": 40}
+    plain = spread = 0
+    for _ in range(simulations):
+        v1 = rng.binomial(requests, 0.6, size=runs)
+        sample = [{"v1": int(a), "v2": requests - int(a)} for a in v1]
+        plain += stats.split_test(sample, weights).p_value < 0.05
+        # Overdispersion: each run's own share varies around 60 % with SD 2 points.
+        shares = np.clip(rng.normal(0.6, 0.02, size=runs), 0.0, 1.0)
+        v1 = rng.binomial(requests, shares)
+        sample = [{"v1": int(a), "v2": requests - int(a)} for a in v1]
+        spread += stats.split_test(sample, weights).p_value < 0.05
+    rate_plain, rate_spread = plain / simulations, spread / simulations
+    ok = max(rate_plain, rate_spread) - _margin(0.05, simulations) <= 0.06
+    needed = stats.requests_to_detect_skew(weights)
+    return [
+        f"split test (stats.split_test, {runs} runs x {requests} requests, weights 60/40,"
+        f" {simulations} simulations): rejection rate at alpha 0.05 when the weights hold",
+        f"  multinomial runs: {rate_plain:.3f}; runs whose share varies (SD 2 points):"
+        f" {rate_spread:.3f} (±{_margin(0.05, simulations):.3f}); promised <= 0.06",
+        f"  requests to detect a 5-point skew (power 0.9, alpha 0.01): {needed}",
+    ], ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--simulations", type=int, default=2000, metavar="N", help="samples per cell"
+    )
+    parser.add_argument("--seed", type=int, default=20261126, help="random seed")
+    # `nox -s perf -- ...` hands the same arguments to every bench script: ignore the others'.
+    options, ignored = parser.parse_known_args(argv)
+    if ignored:
+        print(f"coverage.py: ignoring arguments meant for other scripts: {ignored}")
+    if options.simulations < 10:
+        parser.error(f"--simulations must be at least 10, got {options.simulations}")
+    rng = np.random.default_rng(options.seed)
+    started = time.perf_counter()
+    n = options.simulations
+    print(
+        f"coverage.py {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {platform.node() or 'this host'}"
+        f" (seed {options.seed})",
+        flush=True,
+    )
+    sections = [
+        lambda: coverage_table(n, rng),
+        lambda: aa_verdict_rate(n, rng),
+        lambda: gate_rates(max(10, n // 2), rng),
+        lambda: split_rates(n, rng),
+    ]
+    failed = False
+    for section in sections:
+        # Each section printed as soon as it is measured: the whole run takes minutes.
+        lines, ok = section()
+        for line in lines:
+            print(line, flush=True)
+        if not ok:
+            failed = True
+            print("  PROMISE MISSED")
+    print(f"total {time.perf_counter() - started:.0f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
