@@ -107,6 +107,42 @@ def session_labels(session: str, **extra: str) -> dict[str, str]:
     return {**MANAGED_BY, SESSION_LABEL: session, **extra}
 
 
+def service_account_rbac(
+    *,
+    service_account: str,
+    namespace: str,
+    cluster_role: str,
+    rules: list[dict[str, Any]],
+    labels: Mapping[str, str],
+) -> list[dict[str, Any]]:
+    """A ServiceAccount, a ClusterRole with ``rules`` and the ClusterRoleBinding between them,
+    each labelled ``labels``: what a cluster-wide agent (a CNI's, a gateway's) runs as."""
+    rbac = "rbac.authorization.k8s.io"
+    cluster = dict(labels)
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": service_account, "namespace": namespace, "labels": dict(labels)},
+        },
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": cluster_role, "labels": cluster},
+            "rules": rules,
+        },
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": cluster_role, "labels": dict(cluster)},
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": cluster_role},
+            "subjects": [
+                {"kind": "ServiceAccount", "name": service_account, "namespace": namespace}
+            ],
+        },
+    ]
+
+
 def namespace(name: str, *, session: str) -> dict[str, Any]:
     """The session's Namespace, labelled so ``cnibench clean`` finds it."""
     return render_template("core/namespace.yaml", {"name": name, "labels": session_labels(session)})

@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from cnibench.backends.base import NodeRole
-from cnibench.backends.kube.render import MANAGED_BY, ROLE_LABEL
+from cnibench.backends.kube.render import MANAGED_BY, ROLE_LABEL, service_account_rbac
 
 __all__ = [
     "CONTROLLER",
@@ -91,50 +91,32 @@ def _meta(name: str, *, namespaced: bool = True) -> dict[str, Any]:
 
 
 def _rbac() -> list[dict[str, Any]]:
-    rbac = "rbac.authorization.k8s.io/v1"
     read = ["get", "list", "watch"]
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta("traefik")},
-        {
-            "apiVersion": rbac,
-            "kind": "ClusterRole",
-            "metadata": _meta("cnibench-traefik", namespaced=False),
-            "rules": [
-                {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
-                {
-                    "apiGroups": [""],
-                    "resources": ["services", "secrets", "configmaps"],
-                    "verbs": read,
-                },
-                {
-                    "apiGroups": ["discovery.k8s.io"],
-                    "resources": ["endpointslices"],
-                    "verbs": ["list", "watch"],
-                },
-                {
-                    "apiGroups": ["gateway.networking.k8s.io"],
-                    "resources": list(_GATEWAY_RESOURCES),
-                    "verbs": read,
-                },
-                {
-                    "apiGroups": ["gateway.networking.k8s.io"],
-                    "resources": [f"{r}/status" for r in _GATEWAY_RESOURCES],
-                    "verbs": ["update"],
-                },
-            ],
-        },
-        {
-            "apiVersion": rbac,
-            "kind": "ClusterRoleBinding",
-            "metadata": _meta("cnibench-traefik", namespaced=False),
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "cnibench-traefik",
+    return service_account_rbac(
+        service_account="traefik",
+        namespace=NAMESPACE,
+        cluster_role="cnibench-traefik",
+        labels=_meta("traefik")["labels"],
+        rules=[
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
+            {"apiGroups": [""], "resources": ["services", "secrets", "configmaps"], "verbs": read},
+            {
+                "apiGroups": ["discovery.k8s.io"],
+                "resources": ["endpointslices"],
+                "verbs": ["list", "watch"],
             },
-            "subjects": [{"kind": "ServiceAccount", "name": "traefik", "namespace": NAMESPACE}],
-        },
-    ]
+            {
+                "apiGroups": ["gateway.networking.k8s.io"],
+                "resources": list(_GATEWAY_RESOURCES),
+                "verbs": read,
+            },
+            {
+                "apiGroups": ["gateway.networking.k8s.io"],
+                "resources": [f"{r}/status" for r in _GATEWAY_RESOURCES],
+                "verbs": ["update"],
+            },
+        ],
+    )
 
 
 def _deployment(image: str) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from cnibench.backends.base import Capability
 from cnibench.backends.kube.cni import Agent, CniDefinition, Readiness, check_options
 from cnibench.backends.kube.cnis.base import DriverBase
-from cnibench.backends.kube.render import MANAGED_BY
+from cnibench.backends.kube.render import MANAGED_BY, service_account_rbac
 from cnibench.errors import UnsupportedError
 
 if TYPE_CHECKING:
@@ -283,39 +283,19 @@ def _namespace() -> dict[str, Any]:
 
 
 def _rbac() -> list[dict[str, Any]]:
-    rbac = "rbac.authorization.k8s.io/v1"
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE, "labels": _labels()},
-        },
-        {
-            "apiVersion": rbac,
-            "kind": "ClusterRole",
-            "metadata": {"name": CLUSTER_ROLE, "labels": _labels()},
-            "rules": [
-                # flanneld finds its node through its own pod (POD_NAME, POD_NAMESPACE).
-                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
-                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
-                # It publishes its VTEP (MAC, public IP) as node annotations.
-                {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
-            ],
-        },
-        {
-            "apiVersion": rbac,
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": CLUSTER_ROLE, "labels": _labels()},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": CLUSTER_ROLE,
-            },
-            "subjects": [
-                {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}
-            ],
-        },
-    ]
+    return service_account_rbac(
+        service_account=SERVICE_ACCOUNT,
+        namespace=NAMESPACE,
+        cluster_role=CLUSTER_ROLE,
+        labels=_labels(),
+        rules=[
+            # flanneld finds its node through its own pod (POD_NAME, POD_NAMESPACE).
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+            # It publishes its VTEP (MAC, public IP) as node annotations.
+            {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+        ],
+    )
 
 
 def _config_map(pod_subnet: str) -> dict[str, Any]:

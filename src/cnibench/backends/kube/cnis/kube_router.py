@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from cnibench.backends.base import Capability
 from cnibench.backends.kube.cni import Agent, CniDefinition, Readiness, check_options
 from cnibench.backends.kube.cnis.base import DriverBase
-from cnibench.backends.kube.render import MANAGED_BY
+from cnibench.backends.kube.render import MANAGED_BY, service_account_rbac
 from cnibench.errors import UnsupportedError
 
 if TYPE_CHECKING:
@@ -121,57 +121,29 @@ def _labels(**extra: str) -> dict[str, str]:
 
 
 def _rbac() -> list[dict[str, Any]]:
-    rbac = "rbac.authorization.k8s.io/v1"
     read = ["get", "list", "watch"]
-    return [
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": SERVICE_ACCOUNT, "namespace": NAMESPACE, "labels": _labels()},
-        },
-        {
-            "apiVersion": rbac,
-            "kind": "ClusterRole",
-            "metadata": {"name": CLUSTER_ROLE, "labels": _labels()},
-            "rules": [
-                # Routes from nodes' pod CIDRs; policies select pods and namespaces.
-                {
-                    "apiGroups": [""],
-                    "resources": ["namespaces", "pods", "services", "nodes", "endpoints"],
-                    "verbs": read,
-                },
-                {
-                    "apiGroups": ["networking.k8s.io"],
-                    "resources": ["networkpolicies"],
-                    "verbs": read,
-                },
-                {
-                    "apiGroups": ["discovery.k8s.io"],
-                    "resources": ["endpointslices"],
-                    "verbs": read,
-                },
-                {
-                    "apiGroups": ["coordination.k8s.io"],
-                    "resources": ["leases"],
-                    "verbs": ["get", "create", "update"],
-                },
-                {"apiGroups": [""], "resources": ["services/status"], "verbs": ["update"]},
-            ],
-        },
-        {
-            "apiVersion": rbac,
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": CLUSTER_ROLE, "labels": _labels()},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": CLUSTER_ROLE,
+    return service_account_rbac(
+        service_account=SERVICE_ACCOUNT,
+        namespace=NAMESPACE,
+        cluster_role=CLUSTER_ROLE,
+        labels=_labels(),
+        rules=[
+            # Routes from nodes' pod CIDRs; policies select pods and namespaces.
+            {
+                "apiGroups": [""],
+                "resources": ["namespaces", "pods", "services", "nodes", "endpoints"],
+                "verbs": read,
             },
-            "subjects": [
-                {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}
-            ],
-        },
-    ]
+            {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": read},
+            {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": read},
+            {
+                "apiGroups": ["coordination.k8s.io"],
+                "resources": ["leases"],
+                "verbs": ["get", "create", "update"],
+            },
+            {"apiGroups": [""], "resources": ["services/status"], "verbs": ["update"]},
+        ],
+    )
 
 
 def _config_map() -> dict[str, Any]:
