@@ -116,3 +116,11 @@ def core_api(env: Mapping[str, str], cluster: str) -> client.CoreV1Api:
     """The core API of a kind cluster of the tier's engine."""
     kubeconfig = kind("get", "kubeconfig", "--name", cluster, env=env)
     return client.CoreV1Api(config.new_client_from_config_dict(yaml.safe_load(kubeconfig)))
+
+
+def session_namespaces(env: Mapping[str, str], cluster: str) -> list[str]:
+    """The cnibench session namespaces in a kind cluster of the tier's engine."""
+    from cnibench.backends.kube.render import SESSION_LABEL
+
+    found = core_api(env, cluster).list_namespace(label_selector=SESSION_LABEL).items
+    return [ns.metadata.name for ns in found]

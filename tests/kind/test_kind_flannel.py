@@ -18,7 +18,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cnibench.backends.kube.render import SESSION_LABEL
 from cnibench.errors import SetupError
 from cnibench.results import load_results
 from cnibench.session import BenchSession, SessionConfig
@@ -30,8 +29,8 @@ from .kind_support import (
     cnibench,
     cnibench_clusters,
     condition_args,
-    core_api,
     run_args,
+    session_namespaces,
 )
 
 
@@ -113,11 +112,6 @@ def test_service_targets_are_measured_through_kube_proxy(
     assert NOT_THIS_PROXY in skip
     assert "this cluster's Services go through iptables" in skip
     assert "choose --proxy iptables" in skip
-
-
-def _session_namespaces(env: dict[str, str], cluster: str) -> list[str]:
-    found = core_api(env, cluster).list_namespace(label_selector=SESSION_LABEL).items
-    return [ns.metadata.name for ns in found]
 
 
 def test_a_pod_never_ready_fails_its_condition_with_the_reason_and_the_session_goes_on(
@@ -217,7 +211,7 @@ def test_ctrl_c_during_a_kind_run_leaves_no_cnibench_namespace(
     )
     try:
         deadline = time.monotonic() + 600
-        while not _session_namespaces(offline_images, cluster):
+        while not session_namespaces(offline_images, cluster):
             assert process.poll() is None, process.communicate()[0][-3000:]
             assert time.monotonic() < deadline, "the run never created its namespace"
             time.sleep(1)
@@ -230,7 +224,7 @@ def test_ctrl_c_during_a_kind_run_leaves_no_cnibench_namespace(
             process.wait()
     assert process.returncode == 130, output[-3000:]
     assert "Traceback" not in output
-    assert _session_namespaces(offline_images, cluster) == []
+    assert session_namespaces(offline_images, cluster) == []
 
 
 def test_clean_removes_the_kept_cluster(

@@ -29,7 +29,6 @@ import pandas as pd
 import pytest
 
 from cnibench.backends.base import ClusterSpec, NodeRole
-from cnibench.backends.kube.render import SESSION_LABEL
 from cnibench.records import RunStatus
 from cnibench.results import load_results
 from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario
@@ -38,7 +37,14 @@ from cnibench.scenarios.profiles import Profile
 from cnibench.session import BenchSession, SessionConfig
 
 from .conftest import BUILD_TIMEOUT
-from .kind_support import cnibench, cnibench_clusters, condition_args, core_api, kind, run_args
+from .kind_support import (
+    cnibench,
+    cnibench_clusters,
+    condition_args,
+    kind,
+    run_args,
+    session_namespaces,
+)
 
 CNI = "kube-router:gateway=traefik,kube-proxy=nftables"
 SLUG = ClusterSpec.from_label(CNI).slug
@@ -357,11 +363,6 @@ def test_an_agent_or_server_deleted_mid_run_fails_that_run_with_the_reason_and_t
     assert set(runs[runs["condition"] == undisturbed.id]["status"]) == {"ok"}
 
 
-def _session_namespaces(env: dict[str, str], cluster: str) -> list[str]:
-    found = core_api(env, cluster).list_namespace(label_selector=SESSION_LABEL).items
-    return [ns.metadata.name for ns in found]
-
-
 INTERRUPTS = int(os.environ.get("CNIBENCH_INTERRUPTS", "1"))
 """Ctrl-C points per tier run (``CNIBENCH_INTERRUPTS``; one in CI, about two minutes each):
 drawn at random, the seed printed, so every CI run tries another point from set-up to
@@ -400,7 +401,7 @@ def test_ctrl_c_at_random_points_of_a_kind_run_leaves_nothing_half_done(
         )
         try:
             deadline = time.monotonic() + 600
-            while not _session_namespaces(kube_router_images, cluster):
+            while not session_namespaces(kube_router_images, cluster):
                 assert process.poll() is None, process.communicate()[0][-3000:]
                 assert time.monotonic() < deadline, "the run never created its namespace"
                 time.sleep(0.5)
@@ -414,7 +415,7 @@ def test_ctrl_c_at_random_points_of_a_kind_run_leaves_nothing_half_done(
         where = f"point {point} ({delay:.1f} s after the namespace appeared)"
         assert process.returncode in (0, 130), (where, output[-3000:])
         assert "Traceback" not in output, where
-        assert _session_namespaces(kube_router_images, cluster) == [], where
+        assert session_namespaces(kube_router_images, cluster) == [], where
         for path in results.rglob("*"):
             assert not path.name.endswith(".tmp"), (where, path)
             if path.suffix == ".json":
