@@ -1,11 +1,12 @@
 """Cilium built from its Go module on real kind clusters: seed 001's two modes, the egress
-gateway, network policy and policy precedence, measured on real pods.
+gateway with each node's own CPU, network policy and policy precedence, measured on real pods.
 
-Two clusters, one after the other: kube-proxy replacement (``--cni cilium``, the default mode,
-kind's ``kubeProxyMode: none``) runs every scenario the offline build offers and is kept for
-the negative control, which then removes it; kube-proxy (iptables) mode
-(``--cni cilium:mode=kube-proxy``) runs the baseline. The image set has no Envoy, so L7 and
-traffic splitting are skipped, with that reason.
+Two clusters, one after the other: kube-proxy replacement (``--cni cilium:napi=threaded``, the
+default mode, kind's ``kubeProxyMode: none``, each node receiving in NAPI threads of its own)
+runs every scenario the offline build offers and is kept for the negative control, which then
+removes it; kube-proxy (iptables) mode with Traefik as its Gateway
+(``--cni cilium:gateway=traefik,mode=kube-proxy``) runs the baseline and a 60/40 split. The
+image set has no Envoy, so L7 and Cilium's own traffic splitting are skipped, with that reason.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ from .kind_support import (
     run_args,
 )
 
-KPR, KUBE_PROXY = "cilium", "cilium:gateway=traefik,mode=kube-proxy"
-"""Seed 001's two modes; kube-proxy mode also runs Traefik as its Gateway API implementation,
-the second CNI a split goes through (kube-router's module has the first)."""
+KPR, KUBE_PROXY = "cilium:napi=threaded", "cilium:gateway=traefik,mode=kube-proxy"
+"""Seed 001's two modes. Kube-proxy replacement receives in NAPI threads of each node's own, so
+that each node's CPU is its own (the egress gateway's forwarding counted to the gateway node);
+kube-proxy mode also runs Traefik as its Gateway API implementation, the second CNI a split
+goes through (kube-router's module has the first)."""
 KPR_SLUG = ClusterSpec.from_label(KPR).slug
 SPLIT = "v1-60-v2-40-u10"
 KPR_SERVICE = "cross-node-idle-iperf3-service-ebpf-0svc"
@@ -199,6 +202,24 @@ def test_the_cilium_agents_own_cpu_and_memory_are_recorded(
         assert values["run_id"].nunique() == runs, f"{metric} missing for some runs"
         assert (values["value"] > 0).all(), (metric, values["value"].tolist())
     assert ok[ok["metric"] == "ram@cilium-agent"]["value"].between(20, 4000).all()
+
+
+def test_the_egress_gateway_node_s_own_cpu_is_above_an_idle_node_s(
+    kpr_run: tuple[pd.DataFrame, str, Path],
+) -> None:
+    """Seed 000's point, on real nodes: with napi=threaded each kind node receives in kernel
+    threads counted to its container, so the gateway's forwarding is the gateway node's CPU.
+    With the gateway on, the gateway node works harder than the server node (idle in this
+    scenario: the server is outside the cluster) in every run, and harder than it does itself
+    with the gateway off."""
+    frame, _, _ = kpr_run
+    egress = frame[(frame["scenario"] == "egress") & (frame["status"] == "ok")]
+    cpu = egress.pivot_table(index=["condition", "run_id"], columns="metric", values="value")
+    on, off = cpu.loc["gateway-on"], cpu.loc["gateway-off"]
+    assert min(len(on), len(off)) >= 2, cpu
+    assert (on["cpu@egress-gw"] > on["cpu@server"]).all(), cpu.to_string()
+    assert on["cpu@egress-gw"].mean() > off["cpu@egress-gw"].mean(), cpu.to_string()
+    assert (cpu[["cpu@egress-gw", "cpu@server", "cpu@client"]] > 0).all().all(), cpu.to_string()
 
 
 def test_policy_probe_matrix_holds_on_cilium(kpr_run: tuple[pd.DataFrame, str, Path]) -> None:

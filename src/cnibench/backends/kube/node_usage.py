@@ -55,9 +55,13 @@ _THREAD_NODE_END = (
     f"ethtool -K {NODE_LINK} tso off gro on >/dev/null"
     # A kind node's /sys is read-only and a sysfs cannot be mounted from inside it: from the
     # host, in the node's network namespace, a private mount namespace gets a writable sysfs of
-    # that network namespace, and goes with the command.
+    # that network namespace, and goes with the command. The host's /sys is detached first
+    # (mount(8) refuses a second "sysfs" on /sys), and the new mount shares the superblock of
+    # the node's own read-only /sys, so it is remounted writable: the node's mount keeps its
+    # own read-only flag (checked on kind, 2026-11-26).
     " && unshare --mount --propagation private sh -c"
-    f" 'mount -t sysfs sysfs /sys && echo 1 > /sys/class/net/{NODE_LINK}/threaded"
+    " 'umount -l /sys && mount -t sysfs cnibench-node /sys && mount -o remount,rw /sys"
+    f" && echo 1 > /sys/class/net/{NODE_LINK}/threaded"
     f" && cat /sys/class/net/{NODE_LINK}/iflink'"
 )
 """Run from the host in the node's network namespace: its end threaded; prints the host-side
