@@ -408,7 +408,13 @@ def figure_bars(
                 ax.errorbar(
                     positions[has_ci],
                     means[has_ci],
-                    yerr=np.vstack([means[has_ci] - low[has_ci], high[has_ci] - means[has_ci]]),
+                    # Never negative: exp(mean(log)) and its interval's ends may differ in
+                    # the last bit when the runs agree (n = 2 equal values).
+                    yerr=np.clip(
+                        np.vstack([means[has_ci] - low[has_ci], high[has_ci] - means[has_ci]]),
+                        0.0,
+                        None,
+                    ),
                     fmt="none",
                     ecolor="black",
                     capsize=4,
