@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -30,7 +26,6 @@ from .kind_support import (
     cnibench_clusters,
     condition_args,
     run_args,
-    session_namespaces,
 )
 
 
@@ -190,41 +185,6 @@ def test_what_cannot_run_here_is_skipped_with_the_reason(
     for (scenario, cni), words in SKIPPED_HERE.items():
         assert words in skips.get((scenario, cni), ""), (scenario, cni, skips)
     assert len(skips) == 3 * 3  # three scenarios on each of three CNIs, one line each
-
-
-def test_ctrl_c_during_a_kind_run_leaves_no_cnibench_namespace(
-    flannel_baseline: pd.DataFrame, offline_images: dict[str, str], tmp_path: Path
-) -> None:
-    (cluster,) = cnibench_clusters(offline_images)  # kept by the baseline run
-    argv = [
-        sys.executable,
-        "-m",
-        "cnibench.cli",
-        *_run_args(tmp_path / "interrupted", "--scenario", "baseline"),
-        "--condition",
-        "cross-node-idle-iperf3",
-        "--runs",
-        "5",
-    ]
-    process = subprocess.Popen(
-        argv, env=offline_images, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    try:
-        deadline = time.monotonic() + 600
-        while not session_namespaces(offline_images, cluster):
-            assert process.poll() is None, process.communicate()[0][-3000:]
-            assert time.monotonic() < deadline, "the run never created its namespace"
-            time.sleep(1)
-        time.sleep(15)  # into pod creation or measuring
-        process.send_signal(signal.SIGINT)
-        output, _ = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == 130, output[-3000:]
-    assert "Traceback" not in output
-    assert session_namespaces(offline_images, cluster) == []
 
 
 def test_clean_removes_the_kept_cluster(
