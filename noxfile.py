@@ -102,10 +102,13 @@ def tests(session: nox.Session) -> None:
     env["CNIBENCH_KUBE_BUILD_STATUS"] = status
     env["CNIBENCH_KUBE_BUILD_LOG"] = log_path
     try:
-        # The unit tier first, in two xdist workers (it needs no root, no lab and no order);
-        # then every other tier in one process, in the order tests/conftest.py gives.
-        session.run("python", "-m", "pytest", "tests/unit", "-n", "2", *args[1:], env=env)
-        session.run("python", "-m", "pytest", *args, "--ignore=tests/unit", env=env)
+        # The unit tier and the benchmark suite first, in two xdist workers (the suite on a
+        # lab of each worker's own, as `pytest tests/bench -n 2` gives a user); then every
+        # other tier in one process, in the order tests/conftest.py gives.
+        parallel = ("tests/unit", "tests/bench")
+        session.run("python", "-m", "pytest", *parallel, "-n", "2", *args[1:], env=env)
+        ignored = [f"--ignore={tier}" for tier in parallel]
+        session.run("python", "-m", "pytest", *args, *ignored, env=env)
     finally:
         if builds.poll() is None:  # pytest ended before the builds did
             os.killpg(builds.pid, signal.SIGTERM)

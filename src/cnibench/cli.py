@@ -249,8 +249,8 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         default=[],
         metavar="CNI",
         dest="cnis",
-        help="also build this CNI's images (cilium: a Go build of about 18 minutes on 2 cores"
-        " and a 1.1 GB image; kube-router: about 4 minutes); flannel's is always built."
+        help="also build this CNI's images (cilium: a Go build of about 16 minutes on 2 cores"
+        " and a 1.1 GB image; kube-router: about 8 minutes, cold); flannel's is always built."
         " Repeatable",
     )
     build.add_argument(
@@ -261,7 +261,7 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="GATEWAY",
         dest="cnis",
         help="also build this Gateway API implementation (traefik, for --cni X:gateway=traefik:"
-        " a Go build of about 10 minutes on 2 cores). Repeatable",
+        " a Go build of about 8 minutes on 2 cores, cold). Repeatable",
     )
     build.add_argument(
         "--prepare",
