@@ -199,7 +199,6 @@ def test_poll_until_raises_a_retried_error_once_the_time_is_up_and_others_at_onc
 _HAND_LOOP = re.compile(r"deadline\s*=\s*time\.monotonic\(\)")
 
 
-@pytest.mark.xfail(strict=True, reason="the loops are being replaced one module at a time")
 def test_no_module_writes_its_own_deadline_loop() -> None:
     src = Path(cnibench.__file__).parent
     found = [

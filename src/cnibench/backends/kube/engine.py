@@ -42,13 +42,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError
+from cnibench.waiting import poll
 
 __all__ = [
     "CAP_SYS_RESOURCE",
@@ -794,11 +794,8 @@ def _stop_pid(pid: int, timeout: float, *, what: str) -> None:
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not _alive(pid):
-                return
-            time.sleep(0.1)
+        if poll(lambda: not _alive(pid), timeout=wait, interval=0.1):
+            return
     raise ProvisioningError(f"{what} (pid {pid}) is still alive after SIGKILL")
 
 
@@ -824,14 +821,16 @@ def _mountinfo() -> str:
 
 
 def _wait_answering(paths: EnginePaths, pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Whether dockerd ``pid`` answers on its socket within ``timeout`` seconds (``False`` at
+    once when it exits)."""
+
+    def settled() -> tuple[bool] | None:
         if _ping(paths.socket):
-            return True
-        if not _alive(pid):
-            return False
-        time.sleep(0.2)
-    return _ping(paths.socket)
+            return (True,)
+        return None if _alive(pid) else (False,)
+
+    outcome = poll(settled, timeout=timeout, interval=0.2)
+    return outcome is not None and outcome[0]
 
 
 def _prepare(paths: EnginePaths, dockerd: str) -> list[str]:
