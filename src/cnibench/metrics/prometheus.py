@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +33,7 @@ from cnibench.metrics.queries import (
     validate_duration,
 )
 from cnibench.records import Measurement
+from cnibench.waiting import Deadline, wait_for
 
 __all__ = [
     "REDUCERS",
@@ -574,25 +574,30 @@ class MetricsClient:
         MetricsError
             If that does not happen within ``timeout``; the message says what was last seen.
         """
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout)
         problem = "not polled yet"
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise MetricsError(
-                    f"Prometheus at {self.url} not ready after {timeout:g} s: {_one_line(problem)}"
-                )
-            request_timeout = max(0.1, min(self.timeout, remaining))
+
+        def ready() -> bool:
+            nonlocal problem
+            request_timeout = max(0.1, min(self.timeout, deadline.remaining()))
             try:
                 response = self._session.get(f"{self.url}/-/ready", timeout=request_timeout)
                 if response.status_code != 200:
                     problem = f"/-/ready answered HTTP {response.status_code}"
-                else:
-                    up = self._connection.custom_query("up", timeout=request_timeout)
-                    targets_up = sum(1 for item in up if item.get("value", [0, "0"])[1] == "1")
-                    if targets_up >= expected_targets:
-                        return
-                    problem = f"{targets_up} of {expected_targets} target(s) up"
+                    return False
+                up = self._connection.custom_query("up", timeout=request_timeout)
             except (PrometheusApiClientException, requests.RequestException, ValueError) as exc:
                 problem = str(exc)
-            time.sleep(min(poll_interval, max(0.0, deadline - time.monotonic())))
+                return False
+            targets_up = sum(1 for item in up if item.get("value", [0, "0"])[1] == "1")
+            problem = f"{targets_up} of {expected_targets} target(s) up"
+            return targets_up >= expected_targets
+
+        wait_for(
+            ready,
+            timeout=deadline,
+            what=f"Prometheus at {self.url} to be ready",
+            interval=poll_interval,
+            last_seen=lambda: _one_line(problem),
+            error=MetricsError,
+        )

@@ -15,10 +15,9 @@ statistics.
 from __future__ import annotations
 
 import abc
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from cnibench.backends.base import Capability, Cluster, ClusterSpec
 from cnibench.records import Measurement, ParamValue
@@ -32,47 +31,7 @@ __all__ = [
     "RunOutput",
     "Scenario",
     "Verification",
-    "poll_until",
 ]
-
-_T = TypeVar("_T")
-
-
-def poll_until(
-    attempt: Callable[[], _T],
-    done: Callable[[_T], bool],
-    *,
-    seconds: float,
-    retry: tuple[type[Exception], ...] = (),
-) -> tuple[_T, int]:
-    """Call ``attempt`` once a second until ``done`` accepts its result or ``seconds`` have
-    passed: how a check waits for a Kubernetes CNI to bring a set-up into effect after the
-    API server stored it.
-
-    Returns
-    -------
-    tuple
-        The last result and the number of attempts.
-
-    Raises
-    ------
-    Exception
-        An error of a ``retry`` type is tried again within the time, then raised; any other
-        at once.
-    """
-    deadline = time.monotonic() + seconds
-    attempts = 0
-    while True:
-        attempts += 1
-        try:
-            result = attempt()
-        except retry:
-            if time.monotonic() >= deadline:
-                raise
-        else:
-            if done(result) or time.monotonic() >= deadline:
-                return result, attempts
-        time.sleep(1.0)
 
 
 @dataclass(frozen=True)

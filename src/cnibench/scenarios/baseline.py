@@ -54,6 +54,7 @@ from cnibench.scenarios.base import (
 from cnibench.scenarios.options import DEFAULT_OPTIONS, ScenarioOptions
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import ab, iperf3, sockperf, wrk
+from cnibench.waiting import poll_until
 
 __all__ = ["BaselineScenario"]
 
@@ -217,15 +218,14 @@ class BaselineScenario(Scenario):
         # with thousands of further Services in the tables).
         services = int(condition.parameters.get("services", 0))
         settle = SERVICE_SETTLE + services * SERVICE_SETTLE_PER_SERVICE
-        deadline = time.monotonic() + (settle if through_service else 0.0)
-        while True:
-            probe = client.run(
+        probe, _ = poll_until(
+            lambda: client.run(
                 ["curl", "-sS", "-w", "\n%{http_code}", "--max-time", "3", url], timeout=10
-            )
-            body, _, code = probe.stdout.strip().rpartition("\n")
-            if code == "200" or time.monotonic() >= deadline:
-                break
-            time.sleep(1.0)
+            ),
+            lambda answer: answer.stdout.strip().rpartition("\n")[2] == "200",
+            seconds=settle if through_service else 0.0,
+        )
+        body, _, code = probe.stdout.strip().rpartition("\n")
         answered_at = time.monotonic()
         evidence.update(url=url, status=code, answered_by=body.strip())
         if code != "200":

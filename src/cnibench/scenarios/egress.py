@@ -18,10 +18,10 @@ from cnibench.scenarios.base import (
     RunOutput,
     Scenario,
     Verification,
-    poll_until,
 )
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import iperf3
+from cnibench.waiting import poll_until
 
 __all__ = ["EgressScenario"]
 

@@ -52,11 +52,11 @@ from cnibench.scenarios.base import (
     RunOutput,
     Scenario,
     Verification,
-    poll_until,
 )
 from cnibench.scenarios.options import DEFAULT_OPTIONS, ScenarioOptions
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import ab, iperf3
+from cnibench.waiting import poll_until
 
 __all__ = ["MAX_CLIENT_PODS", "PolicyScenario", "ProbeResult", "probe_matrix"]
 

@@ -46,6 +46,7 @@ from typing import Any, cast
 
 from cnibench.errors import ConfigError, ParseError, ToolError
 from cnibench.tools._common import format_number, join_output, require_positive
+from cnibench.waiting import Deadline, poll
 
 __all__ = [
     "READY_PREFIX",
@@ -364,16 +365,21 @@ class InProcessIperf3Server:
         assert process.stderr is not None
         with selectors.DefaultSelector() as selector:
             selector.register(process.stderr, selectors.EVENT_READ)
-            deadline = time.monotonic() + _GRACE_S
-            while time.monotonic() < deadline:
-                if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
-                    continue
+            deadline = Deadline(_GRACE_S)
+
+            def next_line() -> str | None:
+                """``"listening"``, ``"exited"`` (EOF: it died first), or ``None``."""
+                assert process.stderr is not None
+                if not selector.select(timeout=deadline.remaining()):
+                    return None
                 line = process.stderr.readline()
-                if not line:  # EOF: the process died before listening
-                    break
+                if not line:
+                    return "exited"
                 self._stderr_head.append(line)
-                if line.startswith(READY_PREFIX):
-                    return
+                return "listening" if line.startswith(READY_PREFIX) else None
+
+            if poll(next_line, timeout=deadline, interval=0.0) == "listening":
+                return
         stdout, stderr = self._stop()
         output = join_output(stdout, "".join(self._stderr_head) + stderr)
         detail = _error_of(stdout) or (output.strip().splitlines() or ["no output"])[-1]
@@ -546,9 +552,7 @@ def _serve_one(port: int, bind: str | None, timeout: float) -> dict[str, object]
     # still-running thread, a use-after-free that killed the process with SIGSEGV (exit -11).
     worker = threading.Thread(target=run, args=(server,), name="libiperf-server", daemon=True)
     worker.start()
-    deadline = time.monotonic() + _GRACE_S
-    while not _listening(port) and worker.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    poll(lambda: _listening(port) or not worker.is_alive(), timeout=_GRACE_S, interval=0.01)
     if worker.is_alive():
         print(f"{READY_PREFIX}{bind or '*'}:{port}", file=sys.stderr, flush=True)
     # One second more than libiperf's own (whole-second) idle timeout, so that a client that

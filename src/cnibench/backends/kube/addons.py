@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -38,6 +37,7 @@ from cnibench.backends.kube.api import Applier
 from cnibench.backends.kube.cni import CniDefinition, HelmChart, Readiness
 from cnibench.backends.kube.helm import helm_install_argv, write_values
 from cnibench.errors import ProvisioningError
+from cnibench.waiting import Deadline, wait_for
 
 __all__ = [
     "FETCH_TIMEOUT",
@@ -251,9 +251,10 @@ def wait_crds_established(
     from cnibench.backends.kube.api import api_error_message
 
     extensions: Any = client.ApiextensionsV1Api(api_client)
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     for name in names:
-        while True:
+
+        def established(name: str = name) -> bool:
             try:
                 crd = extensions.read_custom_resource_definition(name)
             except ApiException as exc:
@@ -261,15 +262,17 @@ def wait_crds_established(
                     raise ProvisioningError(
                         f"CRD {name} cannot be read: {api_error_message(exc)}"
                     ) from exc
-                conditions: dict[str, str] = {}
-            else:
-                status = crd.status
-                conditions = {c.type: c.status for c in (status.conditions or [])}
-            if conditions.get("Established") == "True":
-                break
-            if time.monotonic() > deadline:
-                raise ProvisioningError(f"CRD {name} not Established after {timeout:g} s")
-            time.sleep(interval)
+                return False
+            conditions = {c.type: c.status for c in (crd.status.conditions or [])}
+            return conditions.get("Established") == "True"
+
+        wait_for(
+            established,
+            timeout=deadline,
+            what=f"CRD {name} to be Established",
+            interval=interval,
+            error=ProvisioningError,
+        )
 
 
 def install_manifests(
@@ -377,40 +380,53 @@ def wait_rollouts(
         read (named in the message).
     """
     from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
 
     apps: Any = client.AppsV1Api(api_client)
-    prefix = f"{owner}: " if owner else ""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     for item in items:
-        while True:
-            try:
-                if item.kind == "DaemonSet":
-                    status = apps.read_namespaced_daemon_set(item.name, item.namespace).status
-                    ready = bool(status.desired_number_scheduled) and (
-                        status.number_ready == status.desired_number_scheduled
-                    )
-                else:
-                    status = apps.read_namespaced_deployment(item.name, item.namespace).status
-                    ready = bool(status.available_replicas)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise ProvisioningError(
-                        f"{prefix}{item.kind} {item.namespace}/{item.name}: HTTP {exc.status}"
-                    ) from exc
-                if missing:
-                    raise ProvisioningError(
-                        f"{prefix}{item.kind} {item.namespace}/{item.name} not found: {missing}"
-                    ) from None
-                ready = False
-            if ready:
-                break
-            if time.monotonic() > deadline:
-                raise ProvisioningError(
-                    f"{prefix}{item.kind} {item.namespace}/{item.name} not ready after"
-                    f" {timeout:g} s"
+        _wait_rollout(apps, item, deadline, owner=owner, missing=missing)
+
+
+def _wait_rollout(
+    apps: Any, item: Readiness, deadline: Deadline, *, owner: str, missing: str
+) -> None:
+    """Wait for one workload of :func:`wait_rollouts` within the shared ``deadline``."""
+    from kubernetes.client.exceptions import ApiException
+
+    name = f"{owner + ': ' if owner else ''}{item.kind} {item.namespace}/{item.name}"
+    seen = "not read yet"
+
+    def rolled_out() -> bool:
+        nonlocal seen
+        try:
+            if item.kind == "DaemonSet":
+                status = apps.read_namespaced_daemon_set(item.name, item.namespace).status
+                seen = (
+                    f"{status.number_ready or 0} of {status.desired_number_scheduled or 0}"
+                    " pods ready"
                 )
-            time.sleep(2.0)
+                return bool(status.desired_number_scheduled) and (
+                    status.number_ready == status.desired_number_scheduled
+                )
+            status = apps.read_namespaced_deployment(item.name, item.namespace).status
+            seen = f"{status.available_replicas or 0} replicas available"
+            return bool(status.available_replicas)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise ProvisioningError(f"{name}: HTTP {exc.status}") from exc
+            if missing:
+                raise ProvisioningError(f"{name} not found: {missing}") from None
+            seen = "not found"
+            return False
+
+    wait_for(
+        rolled_out,
+        timeout=deadline,
+        what=f"{name} to be ready",
+        interval=2.0,
+        last_seen=lambda: seen,
+        error=ProvisioningError,
+    )
 
 
 def run_checked(argv: Sequence[str], *, timeout: float = 900.0) -> None:
@@ -498,6 +514,10 @@ def install_cni(
         _install_chart(chart, kubeconfig=kubeconfig, context=context, helm=runner)
 
 
+class _WebhookNotServingError(Exception):
+    """An object was rejected only because its admission webhook did not answer (yet)."""
+
+
 def apply_when_admitted(
     api_client: Any,
     manifests: Sequence[Mapping[str, Any]],
@@ -531,22 +551,28 @@ def apply_when_admitted(
         ``timeout`` seconds.
     """
     applier = Applier(api_client)
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     stored: list[dict[str, Any]] = []
     for manifest in manifests:
-        while True:
+
+        def admitted(manifest: Mapping[str, Any] = manifest) -> dict[str, Any]:
             try:
-                stored.append(applier.apply(manifest))
-                break
+                return applier.apply(manifest)
             except ProvisioningError as exc:
                 if "failed calling webhook" not in str(exc):
                     raise
-                if time.monotonic() + interval > deadline:
-                    raise ProvisioningError(
-                        f"{_describe(manifest)}: admission webhook not serving after"
-                        f" {timeout:g} s ({exc})"
-                    ) from exc
-            time.sleep(interval)
+                raise _WebhookNotServingError(str(exc)) from exc
+
+        stored.append(
+            wait_for(
+                admitted,
+                timeout=deadline,
+                what=f"the admission webhook to review {_describe(manifest)}",
+                interval=interval,
+                error=ProvisioningError,
+                retry=(_WebhookNotServingError,),
+            )
+        )
     return stored
 
 

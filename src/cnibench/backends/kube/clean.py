@@ -16,7 +16,6 @@ import functools
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from cnibench.backends.kube.cnis import DRIVERS
 from cnibench.backends.kube.providers import kind_delete_argv
 from cnibench.backends.kube.render import SESSION_LABEL
 from cnibench.errors import CnibenchError, ProvisioningError
+from cnibench.waiting import Deadline, poll
 
 __all__ = [
     "KIND_PREFIX",
@@ -194,20 +194,20 @@ def _clean_api(api_client: Any, *, dry_run: bool, timeout: float) -> list[Cleane
             if read is not None:
                 waiting.append((index, read, name))
     items.extend(_clean_custom(api_client, dry_run=dry_run))
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     for index, read, name in waiting:
-        while True:
+
+        def gone(read: Any = read, name: str = name) -> bool:
             try:
                 read(name)
             except ApiException as exc:
-                if exc.status == 404:
-                    break
-            if time.monotonic() > deadline:
-                items[index] = CleanedItem(
-                    items[index].kind, name, f"failed: still terminating after {timeout:g} s"
-                )
-                break
-            time.sleep(0.25)
+                return bool(exc.status == 404)
+            return False
+
+        if not poll(gone, timeout=deadline, interval=0.25):
+            items[index] = CleanedItem(
+                items[index].kind, name, f"failed: still terminating after {timeout:g} s"
+            )
     return items
 
 

@@ -12,6 +12,7 @@ cluster-scoped objects carrying the same label, so :meth:`KubeCluster.teardown` 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import socket
 import threading
@@ -55,6 +56,7 @@ from cnibench.errors import (
 from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
 from cnibench.records import Environment
 from cnibench.results import environment_fingerprint
+from cnibench.waiting import wait_for
 
 __all__ = [
     "STUCK_REASONS",
@@ -640,18 +642,25 @@ class KubeCluster:
     def _wait_default_service_account(self) -> None:
         from kubernetes.client.exceptions import ApiException
 
-        deadline = time.monotonic() + self.timeouts.delete
-        while True:
+        def created() -> bool:
             try:
                 self._core.read_namespaced_service_account("default", self.namespace)
-                return
             except ApiException as exc:
-                if exc.status != 404 or time.monotonic() > deadline:
+                if exc.status != 404:
                     raise ProvisioningError(
                         f"namespace {self.namespace} has no default service account:"
                         f" {api_error_message(exc)}"
                     ) from exc
-            time.sleep(0.2)
+                return False
+            return True
+
+        wait_for(
+            created,
+            timeout=self.timeouts.delete,
+            what=f"namespace {self.namespace} to get its default service account",
+            interval=0.2,
+            error=ProvisioningError,
+        )
 
     @property
     def nodes(self) -> Sequence[Node]:
@@ -714,8 +723,10 @@ class KubeCluster:
     def _wait_pod_ready(self, name: str) -> Any:
         """The pod once Ready with an IP; a pod that cannot get there raises with the reason
         the kubelet or scheduler gives (at once when the reason cannot clear by itself)."""
-        deadline = time.monotonic() + self.timeouts.pod_ready
-        while True:
+        seen = "not read yet"
+
+        def ready() -> Any:
+            nonlocal seen
             current = self._core.read_namespaced_pod(name, self.namespace)
             phase = current.status.phase
             problem = pod_problem(current)
@@ -728,12 +739,17 @@ class KubeCluster:
                 return current
             if any(reason in problem for reason in STUCK_REASONS):
                 raise ProvisioningError(f"pod {name} cannot start: {problem}")
-            if time.monotonic() > deadline:
-                raise ProvisioningError(
-                    f"pod {name} not Ready after {self.timeouts.pod_ready:g} s (phase {phase}"
-                    f"{': ' + problem if problem else ''})"
-                )
-            time.sleep(0.25)
+            seen = f"phase {phase}{': ' + problem if problem else ''}"
+            return None
+
+        return wait_for(
+            ready,
+            timeout=self.timeouts.pod_ready,
+            what=f"pod {name} to be Ready",
+            interval=0.25,
+            last_seen=lambda: seen,
+            error=ProvisioningError,
+        )
 
     def remove(self, endpoint: Endpoint) -> None:
         """Delete the pod and wait until it is gone."""
@@ -755,16 +771,23 @@ class KubeCluster:
     def _wait_gone(self, read: Any, what: str) -> None:
         from kubernetes.client.exceptions import ApiException
 
-        deadline = time.monotonic() + self.timeouts.delete
-        while time.monotonic() < deadline:
+        def gone() -> bool:
             try:
                 read()
             except ApiException as exc:
                 if exc.status == 404:
-                    return
+                    return True
                 raise ProvisioningError(f"reading {what} failed: {api_error_message(exc)}") from exc
-            time.sleep(0.25)
-        raise ProvisioningError(f"{what} still exists {self.timeouts.delete:g} s after deletion")
+            return False
+
+        wait_for(
+            gone,
+            timeout=self.timeouts.delete,
+            what=f"{what} to be gone after its deletion",
+            interval=0.25,
+            last_seen=lambda: "it still exists",
+            error=ProvisioningError,
+        )
 
     # -- features -------------------------------------------------------------------------
     @property
@@ -913,13 +936,13 @@ class KubeCluster:
         )
         pid = capture.started_pid(started.stdout)
         try:
-            deadline = time.monotonic() + 15
-            while not capture.capture_started(capturer.run(["cat", log], timeout=10).stdout):
-                if time.monotonic() > deadline:
-                    raise ToolError(
-                        f"underlay capture on {interface} did not start", tool="tcpdump"
-                    )
-                time.sleep(0.2)
+            wait_for(
+                lambda: capture.capture_started(capturer.run(["cat", log], timeout=10).stdout),
+                timeout=15,
+                what=f"the underlay capture on {interface} to start",
+                interval=0.2,
+                error=functools.partial(ToolError, tool="tcpdump"),
+            )
             result = source.run(send, timeout=60)
             time.sleep(_CAPTURE_SETTLE)
         finally:
@@ -1111,9 +1134,10 @@ class KubeCluster:
         )
         self._applier.apply_all(objects)
         self._split_objects.extend(objects)
-        deadline = time.monotonic() + self.timeouts.pod_ready
         seen = "no status yet"
-        while time.monotonic() < deadline:
+
+        def serving() -> str | None:
+            nonlocal seen
             gateway = self._applier.apply(objects[-2], dry_run=True)
             route = self._applier.apply(objects[-1], dry_run=True)
             addresses = (gateway.get("status") or {}).get("addresses") or []
@@ -1126,9 +1150,15 @@ class KubeCluster:
                 # Accepted in status a moment before the implementation routes by it.
                 problem = f"{url} answers {answer or 'nothing'}"
             seen = problem or "the Gateway has no address"
-            time.sleep(1.0)
-        raise ProvisioningError(
-            f"Gateway {_SPLIT_GATEWAY} not serving after {self.timeouts.pod_ready:g} s: {seen}"
+            return None
+
+        return wait_for(
+            serving,
+            timeout=self.timeouts.pod_ready,
+            what=f"the Gateway {_SPLIT_GATEWAY} to serve",
+            interval=1.0,
+            last_seen=lambda: seen,
+            error=ProvisioningError,
         )
 
     def remove_split(self) -> None:
@@ -1190,8 +1220,10 @@ class KubeCluster:
         return f"http://127.0.0.1:{self._forward.local_port}"
 
     def _wait_prometheus_pod(self) -> str:
-        deadline = time.monotonic() + self.timeouts.monitoring
-        while time.monotonic() < deadline:
+        seen = "no Prometheus pod"
+
+        def ready_pod() -> str | None:
+            nonlocal seen
             pods = self._core.list_namespaced_pod(
                 self.namespace, label_selector="app.kubernetes.io/name=prometheus"
             ).items
@@ -1199,8 +1231,17 @@ class KubeCluster:
                 conditions = {c.type: c.status for c in (item.status.conditions or [])}
                 if conditions.get("Ready") == "True":
                     return str(item.metadata.name)
-            time.sleep(1.0)
-        raise MetricsError(f"Prometheus not ready after {self.timeouts.monitoring:g} s")
+                seen = f"pod {item.metadata.name} not Ready"
+            return None
+
+        return wait_for(
+            ready_pod,
+            timeout=self.timeouts.monitoring,
+            what=f"the Prometheus pod in {self.namespace} to be Ready",
+            interval=1.0,
+            last_seen=lambda: seen,
+            error=MetricsError,
+        )
 
     def environment(self) -> Environment:
         """Host fingerprint plus nodes (role, CPUs, memory) and the CNI's Helm values."""

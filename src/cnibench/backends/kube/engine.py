@@ -32,23 +32,25 @@ import contextlib
 import ctypes
 import errno
 import fcntl
-import http.client
 import json
+import math
 import os
 import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError
+from cnibench.waiting import poll
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 __all__ = [
     "CAP_SYS_RESOURCE",
@@ -570,8 +572,7 @@ def engine_down(
         if pid is not None and _ping(paths.socket):
             # Networks kind made (e.g. `kind`) live on as host bridges after dockerd stops:
             # prune the unused ones and remember every bridge of this engine to remove.
-            _api(paths.socket, "POST", "/networks/prune")
-            bridges = bridge_names(json.loads(_api(paths.socket, "GET", "/networks") or "[]"))
+            bridges = _bridges_after_prune(paths.socket)
         if pid is not None:
             _stop_pid(pid, timeout, what=f"dockerd of engine {name}")
         for bridge in bridges:
@@ -683,24 +684,6 @@ def _engine_lock(paths: EnginePaths) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    """HTTP over the engine's unix socket (no docker CLI needed to ask it)."""
-
-    def __init__(self, path: Path, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = str(path)
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self._path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
-
-
 def bridge_names(networks: Sequence[Mapping[str, Any]]) -> list[str]:
     """Host bridge interfaces of an engine's user-defined bridge networks (``GET /networks``):
     the ``com.docker.network.bridge.name`` option, else ``br-`` and the id's first 12 hex
@@ -717,32 +700,57 @@ def bridge_names(networks: Sequence[Mapping[str, Any]]) -> list[str]:
     return names
 
 
-def _api(sock: Path, method: str, path: str, timeout: float = 30.0) -> str:
-    """Body of one Docker API request over ``sock``, ``""`` when it fails (best effort)."""
-    connection = _UnixHTTPConnection(sock, timeout)
-    try:
-        connection.request(method, path)
-        response = connection.getresponse()
-        body = response.read().decode(errors="replace")
-        return body if response.status < 300 else ""
-    except (OSError, http.client.HTTPException):
-        return ""
-    finally:
-        connection.close()
+def _client(sock: Path, timeout: float) -> DockerClient:
+    """A Docker SDK client of the engine at ``sock``; its API version is the one the engine
+    names (``GET /version``), so no request is refused as too old or too new.
+
+    Raises
+    ------
+    docker.errors.DockerException
+        The engine does not answer.
+    """
+    import docker
+
+    return docker.DockerClient(
+        base_url=f"unix://{sock}", version="auto", timeout=max(1, math.ceil(timeout))
+    )
+
+
+def _failures() -> tuple[type[Exception], ...]:
+    """What a Docker SDK call raises when the engine does not answer or refuses: its own
+    errors, and the ``requests`` connection errors it lets through."""
+    import requests
+    from docker.errors import DockerException
+
+    return (DockerException, requests.RequestException, OSError)
 
 
 def _ping(sock: Path, timeout: float = 2.0) -> bool:
-    """Whether a Docker API answers ``GET /_ping`` with 200 on ``sock``."""
+    """Whether a Docker API answers ``GET /_ping`` on ``sock``."""
     if not sock.exists():
         return False
-    connection = _UnixHTTPConnection(sock, timeout)
     try:
-        connection.request("GET", "/_ping")
-        return connection.getresponse().status == 200
-    except (OSError, http.client.HTTPException):
+        with contextlib.closing(_client(sock, timeout)) as client:
+            return bool(client.ping())
+    except _failures():
         return False
-    finally:
-        connection.close()
+
+
+def _bridges_after_prune(sock: Path, timeout: float = 30.0) -> list[str]:
+    """Prune the engine's unused networks and return the host bridges of the networks it has
+    (:func:`bridge_names`); best effort: what cannot be asked is left out."""
+    failures = _failures()
+    try:
+        client = _client(sock, timeout)
+    except failures:
+        return []
+    with contextlib.closing(client):
+        with contextlib.suppress(*failures):
+            client.networks.prune()
+        try:
+            return bridge_names(client.api.networks())
+        except failures:
+            return []
 
 
 def _pid_from(pidfile: Path) -> int | None:
@@ -794,11 +802,8 @@ def _stop_pid(pid: int, timeout: float, *, what: str) -> None:
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not _alive(pid):
-                return
-            time.sleep(0.1)
+        if poll(lambda: not _alive(pid), timeout=wait, interval=0.1):
+            return
     raise ProvisioningError(f"{what} (pid {pid}) is still alive after SIGKILL")
 
 
@@ -824,14 +829,16 @@ def _mountinfo() -> str:
 
 
 def _wait_answering(paths: EnginePaths, pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Whether dockerd ``pid`` answers on its socket within ``timeout`` seconds (``False`` at
+    once when it exits)."""
+
+    def settled() -> tuple[bool] | None:
         if _ping(paths.socket):
-            return True
-        if not _alive(pid):
-            return False
-        time.sleep(0.2)
-    return _ping(paths.socket)
+            return (True,)
+        return None if _alive(pid) else (False,)
+
+    outcome = poll(settled, timeout=timeout, interval=0.2)
+    return outcome is not None and outcome[0]
 
 
 def _prepare(paths: EnginePaths, dockerd: str) -> list[str]:

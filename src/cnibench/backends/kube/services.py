@@ -15,7 +15,6 @@ proxy's capability, so conditions asking for another are skipped naming it.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -26,6 +25,7 @@ from cnibench.backends.base import MAX_OTHER_SERVICES, Endpoint, Service, Servic
 from cnibench.backends.kube import render
 from cnibench.backends.kube.api import Applier, api_error_message
 from cnibench.errors import ConfigError, ProvisioningError, UnsupportedError
+from cnibench.waiting import wait_for
 
 __all__ = ["BULK_WORKERS", "KubeServices", "service_proxy"]
 
@@ -188,9 +188,10 @@ class KubeServices:
         from kubernetes.client.exceptions import ApiException
 
         discovery: Any = client.DiscoveryV1Api(self._core.api_client)
-        deadline = time.monotonic() + self.ready_timeout
         seen = "no EndpointSlice"
-        while time.monotonic() < deadline:
+
+        def listed_ready() -> bool:
+            nonlocal seen
             try:
                 slices = discovery.list_namespaced_endpoint_slice(
                     self.namespace, label_selector=f"kubernetes.io/service-name={name}"
@@ -204,12 +205,17 @@ class KubeServices:
                     ready = endpoint.conditions is None or endpoint.conditions.ready is not False
                     if address in (endpoint.addresses or []):
                         if ready:
-                            return
+                            return True
                         seen = f"{address} listed but not ready"
-            time.sleep(0.5)
-        raise ProvisioningError(
-            f"Service {name} has no ready endpoint {address} after {self.ready_timeout:g} s"
-            f" ({seen})"
+            return False
+
+        wait_for(
+            listed_ready,
+            timeout=self.ready_timeout,
+            what=f"Service {name} to list {address} as a ready endpoint",
+            interval=0.5,
+            last_seen=lambda: seen,
+            error=ProvisioningError,
         )
 
     def _apply_many(self, manifests: Sequence[dict[str, Any]]) -> None:

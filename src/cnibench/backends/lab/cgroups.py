@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import re
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -36,6 +35,7 @@ from cnibench.backends.cgroupfs import (
     read_int,
 )
 from cnibench.errors import ProvisioningError
+from cnibench.waiting import Deadline, poll
 
 __all__ = [
     "CGROUP_PREFIX",
@@ -110,23 +110,26 @@ def enter_argv(
     return ["sh", "-c", _ENTER_SCRIPT, "cnibench-cgroup", *map(str, files), "--", *argv]
 
 
-def _rmdir_tree(directory: Path, deadline: float) -> bool:
+def _rmdir_tree(directory: Path, deadline: Deadline) -> bool:
     """Remove a cgroup directory and its children (leaves first); True when gone."""
     if not directory.is_dir():
         return True
     for child in sorted(p for p in directory.iterdir() if p.is_dir()):
         _rmdir_tree(child, deadline)
-    while True:
+
+    def settled() -> tuple[bool] | None:
+        """``(True,)`` when gone, ``(False,)`` on an error that will not pass, else ``None``."""
         try:
             directory.rmdir()
-            return True
         except FileNotFoundError:
-            return True
+            return (True,)
         except OSError as exc:
             # EBUSY: a task is still leaving (a kernel thread exits after its device is gone).
-            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
+            return None if exc.errno == errno.EBUSY else (False,)
+        return (True,)
+
+    outcome = poll(settled, timeout=deadline, interval=0.05)
+    return outcome is not None and outcome[0]
 
 
 class LabCgroups:
@@ -261,5 +264,5 @@ def leftover_lab_cgroups(layout: CgroupLayout | None = None) -> Mapping[str, lis
 def remove_cgroup_dirs(directories: Iterable[Path]) -> list[str]:
     """Remove lab cgroup directories (``cnibench-<lab>``) and their members; return those
     that remain."""
-    deadline = time.monotonic() + _RMDIR_WAIT
+    deadline = Deadline(_RMDIR_WAIT)
     return [str(d) for d in directories if not _rmdir_tree(d, deadline)]

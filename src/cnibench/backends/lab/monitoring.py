@@ -6,7 +6,6 @@ port-forward (:class:`~cnibench.backends.lab.portforward.NamespacePortForward`).
 
 from __future__ import annotations
 
-import time
 import urllib.error
 import urllib.request
 
@@ -24,6 +23,7 @@ from cnibench.backends.lab.portforward import NamespacePortForward
 from cnibench.backends.lab.runner import NETNS_DIR, ManagedProcess, wait_listening
 from cnibench.backends.lab.runtime import READY_TIMEOUT, LabRuntime
 from cnibench.errors import MetricsError
+from cnibench.waiting import wait_for
 
 __all__ = ["LabMonitoring"]
 
@@ -111,24 +111,28 @@ class LabMonitoring:
             port = forward.start()
             self._forward = forward
             url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + _PROMETHEUS_READY_TIMEOUT
         last = ""
-        while True:
+
+        def ready() -> bool:
+            nonlocal last
             prometheus = self.prometheus
             if prometheus is not None and prometheus.popen.poll() is not None:
                 raise MetricsError(f"the lab's Prometheus exited: {prometheus.log_tail()}")
             try:
                 with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
-                    if response.status == 200:
-                        break
+                    return bool(response.status == 200)
             except (urllib.error.URLError, OSError) as exc:
                 last = str(exc)
-            if time.monotonic() > deadline:
-                raise MetricsError(
-                    f"the lab's Prometheus is not ready after {_PROMETHEUS_READY_TIMEOUT:g} s:"
-                    f" {last}"
-                )
-            time.sleep(0.2)
+            return False
+
+        wait_for(
+            ready,
+            timeout=_PROMETHEUS_READY_TIMEOUT,
+            what="the lab's Prometheus to be ready",
+            interval=0.2,
+            last_seen=lambda: last,
+            error=MetricsError,
+        )
         with runtime.lock:
             self._prometheus_url = url
         return url

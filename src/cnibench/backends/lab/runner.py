@@ -29,6 +29,7 @@ from cnibench.backends.base import CommandResult
 from cnibench.backends.lab.cgroups import enter_argv
 from cnibench.backends.lab.plan import Step
 from cnibench.errors import ProvisioningError, ToolError
+from cnibench.waiting import Deadline, poll, wait_for
 
 __all__ = [
     "NETNS_DIR",
@@ -277,10 +278,10 @@ def stop_processes(processes: Sequence[ManagedProcess], *, grace: float = 3.0) -
         if proc.popen.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.popen.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace
+    deadline = Deadline(grace)
     for proc in processes:
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+            proc.popen.wait(timeout=deadline.remaining())
     stuck: list[str] = []
     for proc in processes:
         # nginx workers and other children share the group; kill it even if the leader exited.
@@ -334,16 +335,16 @@ def stop_pids(pids: Iterable[int], *, grace: float = 3.0) -> list[int]:
     for pid in targets:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(process_alive(pid) for pid in targets):
-        time.sleep(0.05)
+
+    def all_gone() -> bool:
+        return not any(process_alive(pid) for pid in targets)
+
+    poll(all_gone, timeout=grace, interval=0.05)
     for pid in targets:
         if process_alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 2.0
-    while time.monotonic() < deadline and any(process_alive(pid) for pid in targets):
-        time.sleep(0.05)
+    poll(all_gone, timeout=2.0, interval=0.05)
     return [pid for pid in targets if process_alive(pid)]
 
 
@@ -414,24 +415,28 @@ def wait_listening(proc: ManagedProcess, ip: str, port: int, *, timeout: float =
     ProvisioningError
         If the process exits first or nothing listens within ``timeout`` seconds.
     """
-    deadline = time.monotonic() + timeout
     table = Path(f"/proc/{proc.pid}/net/tcp")
-    while True:
+
+    def listening() -> bool:
         if proc.popen.poll() is not None:
             raise ProvisioningError(
                 f"{proc.name} exited with status {proc.popen.returncode} before listening on"
                 f" {ip}:{port}: {proc.log_tail()}"
             )
-        with contextlib.suppress(OSError):
+        try:
             ports = listening_ports(table.read_text())
-            if (ip, port) in ports or ("0.0.0.0", port) in ports:
-                return
-        if time.monotonic() > deadline:
-            raise ProvisioningError(
-                f"{proc.name} is not listening on {ip}:{port} after {timeout:g} s:"
-                f" {proc.log_tail()}"
-            )
-        time.sleep(0.05)
+        except OSError:
+            return False
+        return (ip, port) in ports or ("0.0.0.0", port) in ports
+
+    wait_for(
+        listening,
+        timeout=timeout,
+        what=f"{proc.name} to listen on {ip}:{port}",
+        interval=0.05,
+        last_seen=proc.log_tail,
+        error=ProvisioningError,
+    )
 
 
 def wait_for_output(proc: ManagedProcess, needle: str, *, timeout: float) -> str:
@@ -446,23 +451,29 @@ def wait_for_output(proc: ManagedProcess, needle: str, *, timeout: float) -> str
     if stream is None:
         raise ProvisioningError(f"{proc.name}: stderr is not captured")
     seen = b""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
+
+    def printed() -> bool:
+        nonlocal seen
+        if not selector.select(timeout=deadline.remaining()):
+            return False
+        chunk = os.read(stream.fileno(), 4096)
+        if not chunk:
+            raise ProvisioningError(
+                f"{proc.name} exited before printing {needle!r}:"
+                f" {_tail(seen.decode(errors='replace'))}"
+            )
+        seen += chunk
+        return needle.encode() in seen
+
     with selectors.DefaultSelector() as selector:
         selector.register(stream, selectors.EVENT_READ)
-        while needle.encode() not in seen:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise ProvisioningError(
-                    f"{proc.name} did not print {needle!r} within {timeout:g} s:"
-                    f" {_tail(seen.decode(errors='replace'))}"
-                )
-            if not selector.select(timeout=remaining):
-                continue
-            chunk = os.read(stream.fileno(), 4096)
-            if not chunk:
-                raise ProvisioningError(
-                    f"{proc.name} exited before printing {needle!r}:"
-                    f" {_tail(seen.decode(errors='replace'))}"
-                )
-            seen += chunk
+        wait_for(
+            printed,
+            timeout=deadline,
+            what=f"{proc.name} to print {needle!r}",
+            interval=0.0,
+            last_seen=lambda: _tail(seen.decode(errors="replace")),
+            error=ProvisioningError,
+        )
     return seen.decode(errors="replace")

@@ -23,6 +23,7 @@ from cnibench.backends.lab.pods import LabPod
 from cnibench.backends.lab.runner import run_in_namespace, run_step, run_steps, wait_for_output
 from cnibench.backends.lab.runtime import READY_TIMEOUT, LabRuntime
 from cnibench.errors import ConfigError, ParseError, ProvisioningError, ToolError
+from cnibench.waiting import wait_for
 
 __all__ = ["WG_SOCKET_DIR", "LabWireGuard", "parse_wg_dump", "redact_wg_dump"]
 
@@ -174,14 +175,23 @@ class LabWireGuard:
             log_path=self._runtime.log(f"{node.name}-wireguard-go"),
             env={"WG_PROCESS_FOREGROUND": "1", "LOG_LEVEL": "error"},
         )
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not socket_path.exists():
-            if proc.popen.poll() is not None or time.monotonic() > deadline:
+
+        def socket_or_exit() -> bool:
+            if proc.popen.poll() is not None and not socket_path.exists():
                 raise ProvisioningError(
-                    f"start wireguard-go for {node.name}: no control socket {socket_path}:"
-                    f" {proc.log_tail()}"
+                    f"wireguard-go for {node.name} exited before making its control socket"
+                    f" {socket_path}: {proc.log_tail()}"
                 )
-            time.sleep(0.02)
+            return socket_path.exists()
+
+        wait_for(
+            socket_or_exit,
+            timeout=READY_TIMEOUT,
+            what=f"wireguard-go for {node.name} to make its control socket {socket_path}",
+            interval=0.02,
+            last_seen=proc.log_tail,
+            error=ProvisioningError,
+        )
 
     def set_peers(self, node: NodePlan, extra_allowed: dict[str, list[str]]) -> None:
         """Configure ``node``'s peers, each peer also owning ``extra_allowed[peer]``.
