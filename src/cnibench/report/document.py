@@ -442,8 +442,10 @@ def _scenario(
     scenario_split = split[split["run_id"].isin(ok["run_id"])] if not split.empty else split
     if not scenario_split.empty:
         builder.heading(3, f"{scenario}: traffic split")
-        for (cni, weights), group in scenario_split.groupby(["cni", "weights"], sort=False):
-            label = f"{cni}, weights {weights}"
+        keys = ["cni", "weights", "load_engine"]
+        for (cni, weights, engine), group in scenario_split.groupby(keys, sort=False):
+            made_by = f", load by {engine}" if engine else ""
+            label = f"{cni}, weights {weights}{made_by}"
             builder.figure(
                 f"{scenario}-{cni}-split-shares",
                 f"{scenario}: share per backend in 5 s windows, {label} (one run per users level)",
