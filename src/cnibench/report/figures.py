@@ -548,7 +548,7 @@ def figure_runs(
                     facecolors="none",
                     edgecolors="red",
                 )
-            centre = summary.loc[(cni, condition)]
+            centre = summary.loc[(str(cni), str(condition))]
             low, high = float(centre["ci_low"]), float(centre["ci_high"])
             if math.isfinite(low) and math.isfinite(high):
                 ax.vlines(x, low, high, color="black", linewidth=1.5, zorder=3, label="_interval")
