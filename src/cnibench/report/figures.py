@@ -509,8 +509,20 @@ def figure_runs(
         raise InsufficientDataError(
             f"no successful run of scenario {scenario!r} has metric {metric!r}"
         )
-    summary = bar_summary(df, scenario=scenario, metric=metric).set_index(["cni", "condition"])
+    summary = bar_summary(df, scenario=scenario, metric=metric)
     outlying = {run_id for ids in summary["flagged"] for run_id in ids}
+    # (CNI, condition) -> cnibench's estimate and interval ends, in the recorded unit.
+    intervals = {
+        (str(cni), str(condition)): (float(centre), float(low), float(high))
+        for cni, condition, centre, low, high in zip(
+            summary["cni"],
+            summary["condition"],
+            summary["mean"].to_numpy(dtype=np.float64),
+            summary["ci_low"].to_numpy(dtype=np.float64),
+            summary["ci_high"].to_numpy(dtype=np.float64),
+            strict=True,
+        )
+    }
     panels = _panels(rows, metric_unit(df, metric))
     cnis = [str(c) for c in dict.fromkeys(rows["cni"])]
     figure = new_figure(min(24.0, 4.5 * len(panels) + 3.5), 4.0)
@@ -548,12 +560,11 @@ def figure_runs(
                     facecolors="none",
                     edgecolors="red",
                 )
-            centre = summary.loc[(str(cni), str(condition))]
-            low, high = float(centre["ci_low"]), float(centre["ci_high"])
+            estimate, low, high = intervals[(str(cni), str(condition))]
             if math.isfinite(low) and math.isfinite(high):
                 ax.vlines(x, low, high, color="black", linewidth=1.5, zorder=3, label="_interval")
             ax.hlines(
-                float(centre["mean"]),
+                estimate,
                 x - width / 3,
                 x + width / 3,
                 color="black",
