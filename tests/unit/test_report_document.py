@@ -156,7 +156,11 @@ def test_environment_section_describes_every_cluster_of_the_session(results_dir,
     )
     paths = report.write_report(results_dir, markdown=tmp_path / "r.md")
     section = paths.markdown.read_text().split("## Environment")[1].split("\n## ")[0]
-    cni_row = next(line for line in section.splitlines() if line.startswith("| cni |"))
+    cni_row = next(
+        line
+        for line in section.splitlines()
+        if line.startswith("|") and line.split("|")[1].strip() == "cni"
+    )
     assert sorted(cell.strip() for cell in cni_row.strip("|").split("|")[1:]) == ["routed", "vxlan"]
     assert '{"mtu": 1500}' in section
 

@@ -100,6 +100,7 @@ class _Block:
     links: tuple[tuple[str, str], ...] = ()
     headers: tuple[str, ...] = ()
     rows: tuple[tuple[str, ...], ...] = ()
+    right: tuple[int, ...] = ()
     caption: str = ""
     title: str = ""
     inline: str = ""
@@ -157,11 +158,19 @@ class _Document:
     def table(
         self, headers: Sequence[str], rows: Sequence[Sequence[str]], *, caption: str = ""
     ) -> None:
+        cells = tuple(tuple(self.text(c) for c in row) for row in rows)
+        # Columns of numbers only are right-aligned (the first column names the row).
+        right = tuple(
+            index
+            for index in range(1, len(headers))
+            if cells and all(_numeric(row[index]) for row in cells)
+        )
         self.blocks.append(
             _Block(
                 "table",
                 headers=tuple(self.text(h) for h in headers),
-                rows=tuple(tuple(self.text(c) for c in row) for row in rows),
+                rows=cells,
+                right=right,
                 caption=self.text(caption),
             )
         )
