@@ -34,6 +34,7 @@ from cnibench.scenarios.runner import ConditionResult, RunResult
         (7786.0, "7786"),
         (8499.02, "8499"),
         (62.0, "62"),
+        (900.0000000001, "900"),
         (0.0, "0"),
         (5.66, "5.660"),
         (0.6, "0.6000"),

@@ -203,8 +203,9 @@ def format_number(value: float) -> str:
     for threshold, prefix in _PREFIXES:
         if magnitude >= threshold:
             return _significant(value / (1e3 if prefix == "k" else threshold)) + prefix
-    if value == int(value):
-        return str(int(value))
+    # Whole up to floating-point noise: the geometric mean of equal runs of 900 is 900.0000000001.
+    if abs(value - round(value)) <= 1e-9 * max(1.0, abs(value)):
+        return str(round(value))
     return _significant(value)
 
 
