@@ -371,6 +371,23 @@ def test_rr_ecdf_x_are_sorted_times_and_ends_at_one(request_times):
     assert figure.axes[0].get_xscale() == "log"
 
 
+def test_rr_ecdf_has_one_facet_per_cni_with_the_same_colour_per_condition(request_times):
+    routed = request_times.assign(cni="routed", time_us=request_times["time_us"] * 0.8)
+    figure = report.figure_rr_ecdf(pd.concat([request_times, routed], ignore_index=True))
+    assert [ax.get_title() for ax in figure.axes] == ["vxlan", "routed"]
+    lines = [{line.get_label(): line for line in ax.get_lines()} for ax in figure.axes]
+    assert [sorted(panel) for panel in lines] == [
+        ["vxlan / off-rr", "vxlan / on-rr"],
+        ["routed / off-rr", "routed / on-rr"],
+    ]
+    for condition in ("off-rr", "on-rr"):
+        assert lines[0][f"vxlan / {condition}"].get_color() == (
+            lines[1][f"routed / {condition}"].get_color()
+        )
+    times = routed[routed["condition"] == "on-rr"]["time_us"].to_numpy()
+    assert list(lines[1]["routed / on-rr"].get_xdata()[1:]) == sorted(times)
+
+
 def test_rr_histogram_counts_every_request_once(request_times):
     figure = report.figure_rr_histogram(request_times)
     steps = figure.axes[0].patches

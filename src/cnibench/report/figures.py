@@ -893,24 +893,37 @@ def figure_rr_ecdf(times: pd.DataFrame, *, title: str | None = None) -> Figure:
     Returns
     -------
     matplotlib.figure.Figure
-        One post-step line per (CNI, condition), drawn by seaborn's ``ecdfplot``: x = the
+        One axes per CNI (a facet, in order of first appearance, sharing both axes), and in
+        it one post-step line per condition drawn by seaborn's ``ecdfplot``, labelled
+        ``"<cni> / <condition>"`` and coloured by condition alike in every facet: x = the
         request times sorted (µs), y = the proportion of requests at most that long, ending
         at 1.
     """
     import seaborn as sns
 
     groups = _time_groups(times)
-    figure = new_figure(8.0, 4.5)
-    ax = figure.add_subplot()
-    for index, (label, values) in enumerate(groups):
-        sns.ecdfplot(x=values, color=_color(index), label=label, ax=ax)
-    ax.set_xscale("log")
-    ax.set_xlabel("request time [µs]")
-    ax.set_ylabel("proportion of requests ≤ x")
-    ax.set_ylim(0.0, 1.02)
-    ax.grid(alpha=0.3, which="both")
-    _outside_legend(figure, *ax.get_legend_handles_labels())
-    ax.set_title(title or "Request-response time ECDF")
+    pairs = list(
+        dict.fromkeys(zip(times["cni"].astype(str), times["condition"].astype(str), strict=True))
+    )
+    cnis = list(dict.fromkeys(cni for cni, _ in pairs))
+    conditions = list(dict.fromkeys(condition for _, condition in pairs))
+    figure = new_figure(min(24.0, 4.5 * len(cnis) + 3.5), 4.5)
+    axes = figure.subplots(1, len(cnis), squeeze=False, sharex=True, sharey=True)[0]
+    for (cni, condition), (label, values) in zip(pairs, groups, strict=True):
+        ax = axes[cnis.index(cni)]
+        color = _color(conditions.index(condition))
+        sns.ecdfplot(x=values, color=color, label=label, ax=ax)
+    for ax, cni in zip(axes, cnis, strict=True):
+        ax.set_xscale("log")
+        ax.set_xlabel("request time [µs]")
+        ax.set_ylabel("proportion of requests ≤ x" if ax is axes[0] else "")
+        ax.set_ylim(0.0, 1.02)
+        ax.grid(alpha=0.3, which="both")
+        if len(cnis) > 1:
+            ax.set_title(cni, fontsize=9)
+    handles = [Line2D([], [], color=_color(i)) for i in range(len(conditions))]
+    _outside_legend(figure, handles, conditions if len(cnis) > 1 else [g for g, _ in groups])
+    figure.suptitle(title or "Request-response time ECDF")
     return figure
 
 
