@@ -512,6 +512,7 @@ def _print_table(
     from rich.console import Console
     from rich.table import Table
 
+    from cnibench.report.tables import format_number
     from cnibench.scenarios.base import Scenario
     from cnibench.scenarios.runner import ConditionResult
 
@@ -541,15 +542,14 @@ def _print_table(
                 continue
             if summary.n >= 2 and summary.successes < 0:
                 smallest_n = min(smallest_n, summary.n) if smallest_n else summary.n
-            unit = summary.unit
             ci = (
                 "-"
                 if not math.isfinite(summary.low)
-                else f"[{_fmt(summary.low, unit)}, {_fmt(summary.high, unit)}]"
+                else f"[{format_number(summary.low)}, {format_number(summary.high)}]"
             )
-            shown = _fmt(summary.estimate, unit)
+            shown = format_number(summary.estimate)
             if summary.successes >= 0:
-                shown = f"{summary.successes}/{summary.n} = {summary.estimate:.2f}"
+                shown = f"{summary.successes}/{summary.n} = {format_number(summary.estimate)}"
             table.add_row(
                 result.scenario,
                 result.cni,
@@ -605,26 +605,6 @@ def _few_runs_note(n: int) -> str:
         " (of the logarithms for positive quantities, so a factor), so it is wide;"
         " --runs 5 or --profile standard narrow it"
     )
-
-
-_FRACTION_UNITS = frozenset({"ratio", "probability"})
-"""Units of values between 0 and 1 (shares, splitting errors), shown with four decimals."""
-
-
-def _fmt(value: float, unit: str = "") -> str:
-    if not math.isfinite(value):
-        return str(value)
-    if unit in _FRACTION_UNITS:
-        # Two decimals would show a 0.6 share as 0.60 and a 0.02 error as 0.00.
-        return f"{value:.4f}"
-    magnitude = abs(value)
-    if magnitude >= 1e9:
-        return f"{value / 1e9:.3f}G"
-    if magnitude >= 1e6:
-        return f"{value / 1e6:.3f}M"
-    if magnitude >= 1e4:
-        return f"{value / 1e3:.2f}k"
-    return f"{value:.2f}"
 
 
 def _doctor() -> int:

@@ -304,6 +304,7 @@ SESSION_OPTIONS = (
     "target",
     "proxy",
     "services",
+    "load_engine",
 )
 """Destination names of :func:`add_session_options`, the keys :func:`session_config` reads."""
 
@@ -336,6 +337,7 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         target=values.get("target"),
         proxy=values.get("proxy"),
         services=values.get("services"),
+        load_engine=values.get("load_engine"),
     )
     precision = _precision(values.get("precision"))
     max_runs = _integer("--max-runs", values.get("max_runs"))
@@ -432,6 +434,12 @@ def add_scenario_options(add: Callable[..., object]) -> None:
         default=None,
         metavar="N,...",
         help="further Services in the proxy's tables, e.g. 0,1000,5000 (default: 0)",
+    )
+    add(
+        "--load-engine",
+        default=None,
+        metavar="NAME",
+        help="what drives the split scenario's users: epoll (cnibench's own, default) or locust",
     )
 
 

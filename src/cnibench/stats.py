@@ -35,7 +35,6 @@ from scipy import stats as sps
 from cnibench.errors import ConfigError, InsufficientDataError
 
 __all__ = [
-    "ECDF",
     "Comparison",
     "DegenerateDataWarning",
     "Histogram",
@@ -50,7 +49,6 @@ __all__ = [
     "confidence_interval",
     "describe",
     "detectable_effect",
-    "ecdf",
     "geometric_mean_interval",
     "histogram",
     "holm_adjusted",
@@ -354,38 +352,6 @@ class SplitResult:
         return all(
             low <= self.expected[name] <= high for name, (low, high) in self.intervals.items()
         )
-
-
-@dataclass(frozen=True)
-class ECDF:
-    """Empirical cumulative distribution function, ready for a step plot.
-
-    Attributes
-    ----------
-    x : numpy.ndarray
-        The values sorted ascending (ties kept), in the unit of the input.
-    y : numpy.ndarray
-        ``y[i] = (i + 1) / n``: proportion of values ``<= x[i]`` (for the last of equal values).
-    """
-
-    x: FloatArray = field(repr=False)
-    y: FloatArray = field(repr=False)
-
-    def evaluate(self, points: npt.ArrayLike) -> FloatArray:
-        """Proportion of values ``<= points``, element-wise.
-
-        Parameters
-        ----------
-        points : array_like
-            Where to evaluate, in the unit of the values.
-
-        Returns
-        -------
-        numpy.ndarray
-            Proportions in [0, 1].
-        """
-        where = np.searchsorted(self.x, np.asarray(points, dtype=np.float64), side="right")
-        return np.asarray(where / self.x.size, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -2405,39 +2371,6 @@ def requests_needed(
 # --------------------------------------------------------------------------------------------
 # Figure helpers
 # --------------------------------------------------------------------------------------------
-
-
-def ecdf(values: npt.ArrayLike) -> ECDF:
-    """Empirical cumulative distribution of a sample, e.g. 10000 request times in ms.
-
-    Parameters
-    ----------
-    values : array_like
-        The sample, any unit.
-
-    Returns
-    -------
-    ECDF
-        ``x`` sorted values and ``y = (1..n) / n``.
-
-    Raises
-    ------
-    InsufficientDataError
-        Empty input or NaN/infinite values.
-
-    Notes
-    -----
-    :math:`\\hat F(x) = \\#\\{i : x_i \\le x\\} / n`; plot ``y`` against ``x`` as a post-step.
-
-    Examples
-    --------
-    >>> e = ecdf([3.0, 1.0, 2.0, 2.0])
-    >>> e.x.tolist(), e.y.tolist()
-    ([1.0, 2.0, 2.0, 3.0], [0.25, 0.5, 0.75, 1.0])
-    """
-    x = np.sort(_validated_values(values, "values"))
-    y = np.arange(1, x.size + 1, dtype=np.float64) / x.size
-    return ECDF(x=x, y=y)
 
 
 def histogram(

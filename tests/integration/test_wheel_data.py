@@ -1,4 +1,5 @@
-"""An installed wheel carries the Kubernetes templates and the AKS Terraform.
+"""An installed wheel carries the Kubernetes templates, the AKS Terraform and the report's
+jinja2 templates.
 
 The wheel is really built (pip + setuptools from PyPI, as a user's ``pip install`` would) and
 unpacked into a directory outside the checkout; a child Python that imports cnibench from there
@@ -52,6 +53,15 @@ def test_wheel_contains_every_template_and_terraform_file(wheel: Path) -> None:
     }
     assert expected, "the checkout has no templates to compare with"
     assert expected <= names, sorted(expected - names)[:5]
+    # The report's jinja2 templates ship inside the package, beside the module that loads them.
+    report_templates = {
+        f"cnibench/{path.relative_to(REPO / 'src' / 'cnibench').as_posix()}"
+        for path in (REPO / "src" / "cnibench" / "report" / "templates").iterdir()
+    }
+    assert {"cnibench/report/templates/report.html", "cnibench/report/templates/report.md"} <= (
+        report_templates
+    )
+    assert report_templates <= names, sorted(report_templates - names)
 
 
 def test_installed_wheel_renders_from_its_own_data(wheel: Path, tmp_path: Path) -> None:
@@ -86,3 +96,29 @@ def test_installed_wheel_renders_from_its_own_data(wheel: Path, tmp_path: Path) 
     assert Path(found["terraform"]) == target / "cnibench" / "_data" / "terraform" / "aks"
     assert found["kind"] == "Cluster"
     assert found["main_tf"] is True
+
+
+def test_installed_wheel_loads_the_report_templates(wheel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(target)
+    probe = (
+        "from cnibench.report.document import _templates\n"
+        "templates = _templates()\n"
+        "print(templates.get_template('report.html').filename)\n"
+        "print(templates.get_template('report.md').filename)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CNIBENCH_")}
+    env["PYTHONPATH"] = str(target)
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    html, markdown = done.stdout.split()
+    assert Path(html) == target / "cnibench" / "report" / "templates" / "report.html"
+    assert Path(markdown) == target / "cnibench" / "report" / "templates" / "report.md"

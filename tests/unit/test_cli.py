@@ -25,6 +25,7 @@ BAD_INPUT = [
     (["run", "--target", "clusterip"], "unknown target 'clusterip'"),
     (["run", "--proxy", "ipvs"], "unknown service proxy 'ipvs'"),
     (["run", "--services", "-1"], "services"),
+    (["run", "--load-engine", "k6"], "unknown --load-engine 'k6': choose epoll or locust"),
     (
         ["run", "--cluster", "lab", "--scenario", "baseline", "--condition", "nope"],
         "no condition matches --condition nope: choose from same-node-idle-iperf3,",

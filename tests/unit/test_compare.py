@@ -375,10 +375,11 @@ def test_regression_line_names_metric_condition_ratio_and_interval(tmp_path):
     (line,) = comparison.regression_lines()
     row = comparison.regressions.iloc[0]
     assert line.startswith("REGRESSION throughput of baseline/routed/same-node-idle-iperf3: ")
-    assert f"ratio {row['ratio']:.3f}" in line
-    assert f"{row['ci_low']:.3f}-{row['ci_high']:.3f}" in line
+    # Four significant digits (report.tables.format_number), the one format of every table.
+    assert f"ratio {row['ratio']:#.4g}" in line
+    assert f"{row['ci_low']:#.4g}-{row['ci_high']:#.4g}" in line
     assert "n = 3 vs 3" in line
-    assert "below 0.950" in line
+    assert "below 0.9500" in line
 
 
 def test_text_table_answers_first_then_one_line_per_comparison(tmp_path):
@@ -400,9 +401,13 @@ def test_markdown_is_a_table_with_one_row_per_comparison(tmp_path):
     assert header.count("|") == separator.count("|") == 9
     assert len(body) == len(comparison.frame)
     assert all(row.count("|") - row.count("\\|") == 9 for row in body)
-    assert body[0].startswith(
-        "| **REGRESSION** | throughput | baseline/routed/same-node-idle-iperf3 |"
-    )
+    assert [cell.strip() for cell in body[0].split("|")[1:4]] == [
+        "**REGRESSION**",
+        "throughput",
+        "baseline/routed/same-node-idle-iperf3",
+    ]
+    # Numbers are right-aligned where the Markdown is shown.
+    assert separator.split("|")[4].endswith(":")
     assert markdown.startswith("### cnibench compare: **1 regression** beyond 5%")
 
 

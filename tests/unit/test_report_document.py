@@ -156,7 +156,11 @@ def test_environment_section_describes_every_cluster_of_the_session(results_dir,
     )
     paths = report.write_report(results_dir, markdown=tmp_path / "r.md")
     section = paths.markdown.read_text().split("## Environment")[1].split("\n## ")[0]
-    cni_row = next(line for line in section.splitlines() if line.startswith("| cni |"))
+    cni_row = next(
+        line
+        for line in section.splitlines()
+        if line.startswith("|") and line.split("|")[1].strip() == "cni"
+    )
     assert sorted(cell.strip() for cell in cni_row.strip("|").split("|")[1:]) == ["routed", "vxlan"]
     assert '{"mtu": 1500}' in section
 
@@ -328,3 +332,72 @@ def test_report_margin_says_same_within_when_the_interval_is_inside(tmp_path):
     low, high = (float(v) for v in re.search(r"CI ([\d.]+)-([\d.]+)", line).groups())
     assert 0.5 <= low <= high <= 1.5
     assert "throughput same within ±50 % ×" in line
+
+
+# --- the templates ----------------------------------------------------------------------------
+
+SECTIONS = ("verdict", "scenario-egress", "methods", "environment", "verification", "failed")
+
+
+def test_every_section_is_rendered_by_the_shipped_templates(results_dir, tmp_path):
+    from importlib.resources import files
+
+    paths = report.write_report(results_dir, html=tmp_path / "r.html", markdown=tmp_path / "r.md")
+    html = paths.html.read_text()
+    templates = files("cnibench.report") / "templates"
+    # The page's style is the template's, as shipped in the package.
+    assert (templates / "report.css").read_text().strip() in html
+    for section in SECTIONS:
+        assert re.search(rf'<h2 id="{section}">', html), section
+        assert f'<a href="#{section}">' in html, section
+    markdown = paths.markdown.read_text()
+    for heading in (
+        "## Verdict",
+        "## Scenario: egress",
+        "## Methods",
+        "## Environment",
+        "## Verification evidence",
+        "## Failed runs",
+    ):
+        assert f"\n{heading}\n" in markdown, heading
+    assert "\n\n\n" not in markdown
+
+
+def test_hostile_labels_are_escaped_in_the_html_and_kept_in_the_markdown(tmp_path):
+    root = tmp_path / "results"
+    store = ResultsStore(root, session_id=SESSION)
+    store.write_environment(
+        environment_fingerprint(backend="lab", provider="lab", cni="vxlan", cni_version="1")
+    )
+    hostile = '<script>alert("x")</script>'
+    for rep in range(3):
+        run_id = f"egress-vxlan-gateway-off-r{rep}"
+        store.write_run(run_id, [_record(run_id, "gateway-off", 1e10 + rep, repetition=rep)])
+    failed = "egress-vxlan-gateway-off-r9"
+    record = _record(
+        failed,
+        "gateway-off",
+        float("nan"),
+        repetition=9,
+        status=RunStatus.FAILED,
+        reason=f"iperf3 said {hostile}",
+    )
+    store.write_run(failed, [record])
+    title = "<img src=x onerror=alert(1)> & co"
+    paths = report.write_report(
+        root, html=tmp_path / "r.html", markdown=tmp_path / "r.md", title=title
+    )
+    html = _html_text(paths.html)
+    assert "<script" not in html
+    assert "<img src=x" not in html
+    assert "iperf3 said &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
+    assert "<title>&lt;img src=x onerror=alert(1)&gt; &amp; co</title>" in html
+    # Markdown is text: the reason is there as written (in a table cell).
+    assert hostile in paths.markdown.read_text()
+
+
+def test_the_hand_builder_is_gone():
+    from cnibench.report import document
+
+    assert not hasattr(document, "_Builder")
+    assert "html.escape" not in Path(document.__file__).read_text()

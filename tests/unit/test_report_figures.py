@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -125,17 +127,66 @@ def test_bar_figure_without_the_metric_raises(egress_frame):
         report.figure_bars(egress_frame, "egress", "latency")
 
 
-def test_runs_figure_plots_every_ok_run_in_time_order(egress_frame):
+def test_runs_figure_is_a_seaborn_strip_of_every_ok_run(egress_frame):
     figure = report.figure_runs(egress_frame, "egress", "throughput")
-    lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
-    line = lines["routed / gateway-off"]
+    strips = {c.get_label(): c for c in figure.axes[0].collections if c.get_label()[0] != "_"}
     expected = egress_frame[
         (egress_frame["cni"] == "routed")
         & (egress_frame["condition"] == "gateway-off")
         & (egress_frame["status"] == "ok")
     ]["value"].to_numpy()
-    assert list(line.get_xdata()) == [1, 2, 3, 4, 5, 6]
-    assert list(line.get_ydata()) == pytest.approx(list(expected))
+    points = np.asarray(strips["routed / gateway-off"].get_offsets())
+    assert sorted(points[:, 1]) == pytest.approx(sorted(expected))
+    # Jittered around one x per (condition, CNI): the strip, not a line in run order.
+    assert np.ptp(points[:, 0]) > 0
+    assert len({round(float(x)) for x in points[:, 0]}) == 1
+
+
+def test_runs_figure_draws_cnibench_intervals_never_a_seaborn_bootstrap(egress_frame):
+    figure = report.figure_runs(egress_frame, "egress", "throughput")
+    ax = figure.axes[0]
+    intervals = sorted(
+        (float(seg[0][1]), float(seg[1][1]))
+        for collection in ax.collections
+        if collection.get_label() == "_interval"
+        for seg in collection.get_segments()
+    )
+    centres = sorted(
+        float(seg[0][1])
+        for collection in ax.collections
+        if collection.get_label() == "_estimate"
+        for seg in collection.get_segments()
+    )
+    expected_intervals, expected_centres = [], []
+    for _, group in egress_frame.groupby(["cni", "condition"], sort=False):
+        logs = np.log(group[group["status"] == "ok"]["value"].to_numpy())
+        low, high = scipy.stats.t.interval(
+            0.95, logs.size - 1, loc=logs.mean(), scale=scipy.stats.sem(logs)
+        )
+        expected_intervals.append((math.exp(low), math.exp(high)))
+        expected_centres.append(math.exp(logs.mean()))
+    assert len(intervals) == 4
+    for drawn, wanted in zip(intervals, sorted(expected_intervals), strict=True):
+        assert drawn == pytest.approx(wanted, rel=1e-9)
+    assert centres == pytest.approx(sorted(expected_centres), rel=1e-9)
+
+
+def test_seaborn_is_imported_by_the_figures_when_they_draw(egress_frame, tmp_path):
+    # In a fresh interpreter: importing the report costs no seaborn, drawing runs and ECDFs does.
+    frame = tmp_path / "frame.pkl"
+    egress_frame.to_pickle(frame)
+    probe = (
+        "import sys, pandas as pd\n"
+        "from cnibench import report\n"
+        "before = 'seaborn' in sys.modules\n"
+        f"report.figure_runs(pd.read_pickle({str(frame)!r}), 'egress', 'throughput')\n"
+        "print(before, 'seaborn' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
 
 
 def test_table_runs_has_runs_then_avg_and_sample_std(egress_frame):
@@ -313,9 +364,28 @@ def test_rr_ecdf_x_are_sorted_times_and_ends_at_one(request_times):
     figure = report.figure_rr_ecdf(request_times)
     line = next(x for x in figure.axes[0].get_lines() if x.get_label() == "vxlan / on-rr")
     times = request_times[request_times["condition"] == "on-rr"]["time_us"].to_numpy()
-    assert list(line.get_xdata()) == sorted(times)
+    # seaborn's ecdfplot starts each step line at -inf, proportion 0.
+    assert line.get_xdata()[0] == -math.inf
+    assert list(line.get_xdata()[1:]) == sorted(times)
     assert line.get_ydata()[-1] == 1.0
     assert figure.axes[0].get_xscale() == "log"
+
+
+def test_rr_ecdf_has_one_facet_per_cni_with_the_same_colour_per_condition(request_times):
+    routed = request_times.assign(cni="routed", time_us=request_times["time_us"] * 0.8)
+    figure = report.figure_rr_ecdf(pd.concat([request_times, routed], ignore_index=True))
+    assert [ax.get_title() for ax in figure.axes] == ["vxlan", "routed"]
+    lines = [{line.get_label(): line for line in ax.get_lines()} for ax in figure.axes]
+    assert [sorted(panel) for panel in lines] == [
+        ["vxlan / off-rr", "vxlan / on-rr"],
+        ["routed / off-rr", "routed / on-rr"],
+    ]
+    for condition in ("off-rr", "on-rr"):
+        assert lines[0][f"vxlan / {condition}"].get_color() == (
+            lines[1][f"routed / {condition}"].get_color()
+        )
+    times = routed[routed["condition"] == "on-rr"]["time_us"].to_numpy()
+    assert list(lines[1]["routed / on-rr"].get_xdata()[1:]) == sorted(times)
 
 
 def test_rr_histogram_counts_every_request_once(request_times):

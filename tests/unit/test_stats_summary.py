@@ -1,4 +1,4 @@
-"""cnibench.stats descriptive statistics: describe, truncated_mean, outliers, ecdf, histogram."""
+"""cnibench.stats descriptive statistics: describe, truncated_mean, outliers, histogram."""
 
 from __future__ import annotations
 
@@ -177,17 +177,6 @@ def test_outlier_runs_flags_nothing_in_equal_values() -> None:
 def test_outlier_runs_with_two_values_warns_and_flags_nothing() -> None:
     with pytest.warns(stats.DegenerateDataWarning, match="at least 3 values"):
         assert stats.outlier_runs([1.0, 100.0]) == []
-
-
-def test_ecdf_is_sorted_steps_ending_at_one() -> None:
-    result = stats.ecdf([3.0, 1.0, 2.0, 2.0, 5.0])
-    assert result.x.tolist() == [1.0, 2.0, 2.0, 3.0, 5.0]
-    assert result.y.tolist() == [0.2, 0.4, 0.6, 0.8, 1.0]
-
-
-def test_ecdf_evaluate_counts_values_at_or_below() -> None:
-    result = stats.ecdf([3.0, 1.0, 2.0, 2.0, 5.0])
-    assert result.evaluate([0.5, 2.0, 4.0, 9.0]).tolist() == [0.0, 0.6, 0.8, 1.0]
 
 
 def test_histogram_counts_every_value_once() -> None:

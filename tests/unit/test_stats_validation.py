@@ -19,7 +19,6 @@ ONE_SAMPLE: dict[str, Callable[[Any], object]] = {
     "confidence_interval": stats.confidence_interval,
     "compare-baseline": lambda values: stats.compare(values, [1.0, 2.0]),
     "compare-treatment": lambda values: stats.compare([1.0, 2.0], values),
-    "ecdf": stats.ecdf,
     "histogram": stats.histogram,
     "windowed_shares": lambda values: stats.windowed_shares(values, ["a"] * len(values)),
 }

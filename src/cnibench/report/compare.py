@@ -65,6 +65,7 @@ from cnibench import stats
 from cnibench.errors import ConfigError, InsufficientDataError, ResultsError
 from cnibench.report.data import LEVEL, ok_runs
 from cnibench.report.scrub import scrub_text
+from cnibench.report.tables import format_number, markdown_table, text_table
 from cnibench.results import ALL_SESSIONS, atomic_write_bytes, load_results
 
 __all__ = [
@@ -184,7 +185,8 @@ ConditionKey = tuple[str, str, str, str]
 """Values of :data:`MATCH_COLUMNS` of one condition."""
 
 _NUMBER = re.compile(r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(?P<percent>%?)$")
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>])")
+"""Markdown syntax escaped in a cell; ``|`` is escaped by :func:`markdown_table`."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -762,18 +764,19 @@ class ResultComparison:
                 why = str(row["note"])
             elif row["verdict"] == Verdict.NOT_SHOWN:
                 why = (
-                    f"the interval's bound is not {side} {_ratio(row['limit'])} on the safe side"
+                    f"the interval's bound is not {side} {format_number(row['limit'])} on the"
+                    " safe side"
                     f" ({row['direction']}, threshold {threshold}, non-inferiority)"
                 )
             else:
                 why = (
-                    f"ratio {side} {_ratio(row['limit'])} and significantly worse (one-sided"
+                    f"ratio {side} {format_number(row['limit'])} and significantly worse (one-sided"
                     f" adjusted p = {row['p_adjusted']:.2g}; {row['direction']}, threshold"
                     f" {threshold})"
                 )
             lines.append(
-                f"{row['verdict']} {row['metric']} of {label}: ratio {_ratio(row['ratio'])}"
-                f" ({level} CI {_ratio(row['ci_low'])}-{_ratio(row['ci_high'])},"
+                f"{row['verdict']} {row['metric']} of {label}: ratio {format_number(row['ratio'])}"
+                f" ({level} CI {format_number(row['ci_low'])}-{format_number(row['ci_high'])},"
                 f" n = {row['n_baseline']} vs {row['n_candidate']}): {why}"
             )
         return [scrub_text(line) for line in lines]
@@ -810,8 +813,12 @@ class ResultComparison:
                     label,
                     _value(row["baseline_mean"], row["unit"]),
                     _value(row["candidate_mean"], row["unit"]),
-                    _ratio(row["ratio"]) if math.isfinite(row["ratio"]) else "-",
-                    f"[{_ratio(row['ci_low'])}, {_ratio(row['ci_high'])}]" if has_ci else "-",
+                    format_number(row["ratio"]) if math.isfinite(row["ratio"]) else "-",
+                    (
+                        f"[{format_number(row['ci_low'])}, {format_number(row['ci_high'])}]"
+                        if has_ci
+                        else "-"
+                    ),
                     f"{row['n_baseline']} vs {row['n_candidate']}",
                     str(row["note"]),
                 ]
@@ -831,18 +838,10 @@ class ResultComparison:
             "n",
             "note",
         ]
-        rows = [header, *self._cells()]
-        if not any(row[-1] for row in rows[1:]):
-            rows = [row[:-1] for row in rows]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        right = {3, 4, 5}
-        lines = [self.headline(), self.warning()]
-        for row in rows:
-            cells = [
-                cell.rjust(width) if i in right else cell.ljust(width)
-                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-            ]
-            lines.append("  ".join(cells).rstrip())
+        rows = self._cells()
+        if not any(row[-1] for row in rows):
+            header, rows = header[:-1], [row[:-1] for row in rows]
+        lines = [self.headline(), self.warning(), text_table(header, rows, right={3, 4, 5})]
         lines += self.unmatched_lines()
         return scrub_text("\n".join(lines))
 
@@ -860,40 +859,28 @@ class ResultComparison:
             f" Holm over this comparison at {100 * GATE_ALPHA:g}%). {self.warning()}. Worst"
             " first.",
             "",
-            f"| verdict | metric | condition | baseline | candidate | ratio | {level} CI | n |",
-            "|---|---|---|---:|---:|---:|---|---:|",
         ]
-        for cells in self._cells():
+        cells = []
+        for row in self._cells():
             verdict, metric, label, base, cand, ratio, ci, n, note = (
-                _markdown_cell(cell) for cell in cells
+                _markdown_cell(cell) for cell in row
             )
-            if cells[0] == Verdict.REGRESSION:
+            if row[0] == Verdict.REGRESSION:
                 verdict = f"**{verdict}**"
             if note:
                 ci = f"{ci} ({note})"
-            lines.append(
-                f"| {verdict} | {metric} | {label} | {base} | {cand} | {ratio} | {ci} | {n} |"
-            )
+            cells.append([verdict, metric, label, base, cand, ratio, ci, n])
+        headers = ["verdict", "metric", "condition", "baseline", "candidate", "ratio"]
+        lines.append(markdown_table([*headers, f"{level} CI", "n"], cells, right={3, 4, 5, 7}))
         unmatched = self.unmatched_lines()
         if unmatched:
             lines += ["", *(f"- {_markdown_cell(line)}" for line in unmatched)]
         return scrub_text("\n".join(lines) + "\n")
 
 
-def _ratio(value: float) -> str:
-    if not math.isfinite(value):
-        return str(value)
-    return f"{value:.3f}" if value < 10 else f"{value:.4g}"
-
-
 def _value(value: float, unit: str) -> str:
-    """A mean with its unit: ``16.43G bits/s``, ``103.5 us`` (prefixes as the run table's)."""
-    number = f"{value:.4g}"
-    for smallest, divisor, prefix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
-        if abs(value) >= smallest:
-            number = f"{value / divisor:.4g}{prefix}"
-            break
-    return f"{number} {unit}".strip()
+    """A mean with its unit: ``16.43G bits/s``, ``103.5 us`` (:func:`format_number`)."""
+    return f"{format_number(value)} {unit}".strip()
 
 
 def _markdown_cell(text: str) -> str:

@@ -53,7 +53,9 @@ GROUP_COLUMNS: tuple[str, ...] = ("cni", "condition")
 """One bar, line or table per distinct value of these columns."""
 
 REQUEST_TIME_FILE = "http-timing.txt"
-SPLIT_RECORDS_FILE = "locust-records.csv.gz.b64"
+SPLIT_RECORDS_FILES = ("load-records.csv.gz.b64", "locust-records.csv.gz.b64")
+"""Raw request records of a split run: the name since runs record their load engine, then the
+name of older results (whose records were all called locust's, whichever engine made them)."""
 
 
 def group_label(cni: str, condition: str) -> str:
@@ -210,8 +212,9 @@ def session_dirs(results_path: str | os.PathLike[str]) -> dict[str, Path]:
 
 
 def _runs_with_raw(
-    results_path: str | os.PathLike[str], name: str, df: pd.DataFrame | None
+    results_path: str | os.PathLike[str], name: str | tuple[str, ...], df: pd.DataFrame | None
 ) -> list[tuple[pd.Series, Path]]:
+    names = (name,) if isinstance(name, str) else name
     frame = load_results(results_path) if df is None else df
     if frame.empty:
         return []
@@ -222,9 +225,11 @@ def _runs_with_raw(
         session = sessions.get(str(run["session_id"]))
         if session is None:
             continue
-        raw = session / "raw" / str(run["run_id"]) / name
-        if raw.is_file():
-            found.append((run, raw))
+        for candidate in names:
+            raw = session / "raw" / str(run["run_id"]) / candidate
+            if raw.is_file():
+                found.append((run, raw))
+                break
     return found
 
 
@@ -353,7 +358,8 @@ def parse_weights(value: Any) -> dict[str, float]:
 def load_split_records(
     results_path: str | os.PathLike[str], *, df: pd.DataFrame | None = None
 ) -> pd.DataFrame:
-    """Every request of the traffic-split runs (raw locust records), with users and weights.
+    """Every request of the traffic-split runs (raw load records), with users, weights and the
+    load engine.
 
     Parameters
     ----------
@@ -366,8 +372,9 @@ def load_split_records(
     -------
     pandas.DataFrame
         One row per successful request: ``run_id``, ``cni``, ``condition``, ``time`` (s, epoch),
-        ``backend``, ``users`` (virtual users of the run, NaN if unknown) and ``weights`` (JSON
-        text of the configured weights). Empty when there are no split runs.
+        ``backend``, ``users`` (virtual users of the run, NaN if unknown), ``weights`` (JSON
+        text of the configured weights) and ``load_engine`` (``epoll`` or ``locust``; ``""``
+        for runs recorded before the engine was). Empty when there are no split runs.
 
     Raises
     ------
@@ -376,9 +383,9 @@ def load_split_records(
     """
     from cnibench.tools.locust_runner import parse_locust_records
 
-    columns = ["run_id", "cni", "condition", "time", "backend", "users", "weights"]
+    columns = ["run_id", "cni", "condition", "time", "backend", "users", "weights", "load_engine"]
     parts: list[pd.DataFrame] = []
-    for run, raw in _runs_with_raw(results_path, SPLIT_RECORDS_FILE, df):
+    for run, raw in _runs_with_raw(results_path, SPLIT_RECORDS_FILES, df):
         try:
             text = gzip.decompress(base64.b64decode(raw.read_text())).decode()
             records = parse_locust_records(text).records
@@ -397,6 +404,7 @@ def load_split_records(
                     "backend": ok["backend"].astype(str).to_numpy(),
                     "users": math.nan if users is None else float(users),
                     "weights": str(parameters.get("weights", "")),
+                    "load_engine": str(parameters.get("load_engine", "")),
                 },
                 columns=columns,
             )

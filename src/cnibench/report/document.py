@@ -3,26 +3,29 @@
 :func:`write_report` loads a results directory, draws every figure that the data support
 (:mod:`cnibench.report.figures`), builds the per-run tables (:mod:`cnibench.report.tables`),
 opens with the verdict (the scenarios' planned contrasts, :mod:`cnibench.report.verdict`), and
-writes the outputs atomically. The HTML embeds its figures as base64 PNG and its style inline:
-it needs no network and no other file. Every text it shows passes through
+writes the outputs atomically. The document is a list of blocks (heading, paragraph, table,
+figure, ...) rendered by two jinja2 templates shipped in the package (``templates/report.html``,
+autoescaped, and ``templates/report.md``). The HTML embeds its figures as base64 PNG and its
+style inline: it needs no network and no other file. Every text it shows passes through
 :mod:`cnibench.report.scrub`.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import Literal
 
+import jinja2
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -53,17 +56,8 @@ from cnibench.scenarios import SCENARIOS
 __all__ = ["ReportPaths", "write_report"]
 
 _DPI = 80
-_STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:2em auto;
-max-width:1200px;padding:0 1em;color:#222;line-height:1.4}
-h1,h2,h3{color:#1a3d6d}h2{border-bottom:2px solid #1a3d6d;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.85em}
-th,td{border:1px solid #bbb;padding:.25em .6em;text-align:right}
-th:first-child,td:first-child{text-align:left}th{background:#eef2f7}
-td.text{text-align:left}pre{background:#f5f5f5;padding:.5em;overflow-x:auto;font-size:.8em}
-figure{margin:1em 0}img{max-width:100%;height:auto;border:1px solid #ddd}
-.ok{color:#1b7a1b}.bad{color:#b00020;font-weight:bold}.note{color:#666;font-size:.9em}
-"""
+_TEMPLATES = "templates"
+"""Package directory of the report's jinja2 templates (``report.html``, ``report.md``)."""
 
 
 @dataclass(frozen=True)
@@ -91,10 +85,32 @@ class ReportPaths:
 
 
 @dataclass(frozen=True)
-class _Rendered:
-    name: str
-    caption: str
-    png: bytes
+class _Block:
+    """One piece of the document, rendered by both templates (``kind`` picks the markup).
+
+    Every text in a block has already passed the scrubber; the HTML template escapes it.
+    """
+
+    kind: Literal["heading", "paragraph", "bullets", "nav", "table", "detail", "figure"]
+    text: str = ""
+    level: int = 0
+    anchor: str = ""
+    css: str = ""
+    items: tuple[str, ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
+    headers: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    right: tuple[int, ...] = ()
+    caption: str = ""
+    title: str = ""
+    inline: str = ""
+    name: str = ""
+    png: bytes = field(default=b"", repr=False)
+
+    @property
+    def png_base64(self) -> str:
+        """The figure's PNG as base64 text, for a ``data:`` URL."""
+        return base64.b64encode(self.png).decode("ascii")
 
 
 def _png(figure: Figure) -> bytes:
@@ -107,62 +123,69 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "figure"
 
 
-class _Builder:
-    """Accumulates HTML and Markdown fragments; every text goes through the scrubber."""
+class _Document:
+    """The report's blocks in order; every text is scrubbed as it comes in."""
 
     def __init__(self, secrets: tuple[str, ...]) -> None:
         self.secrets = secrets
-        self.html: list[str] = []
-        self.markdown: list[str] = []
-        self.figures: list[_Rendered] = []
+        self.blocks: list[_Block] = []
         self.names: set[str] = set()
 
     def text(self, value: object) -> str:
         return scrub_text(str(value), secrets=self.secrets)
 
-    def esc(self, value: object) -> str:
-        return html.escape(self.text(value))
+    @property
+    def figures(self) -> list[_Block]:
+        return [block for block in self.blocks if block.kind == "figure"]
 
     def heading(self, level: int, title: str, anchor: str = "") -> None:
-        attribute = f' id="{html.escape(_slug(anchor))}"' if anchor else ""
-        self.html.append(f"<h{level}{attribute}>{self.esc(title)}</h{level}>")
-        self.markdown.append(f"\n{'#' * level} {self.text(title)}\n")
+        self.blocks.append(
+            _Block("heading", self.text(title), level=level, anchor=_slug(anchor) if anchor else "")
+        )
 
     def paragraph(self, text: str, *, css: str = "") -> None:
-        klass = f' class="{css}"' if css else ""
-        self.html.append(f"<p{klass}>{self.esc(text)}</p>")
-        self.markdown.append(self.text(text) + "\n")
+        self.blocks.append(_Block("paragraph", self.text(text), css=css))
 
-    def bullets(self, items: list[str]) -> None:
-        if not items:
-            return
-        self.html.append("<ul>" + "".join(f"<li>{self.esc(i)}</li>" for i in items) + "</ul>")
-        self.markdown.append("\n".join(f"- {self.text(i)}" for i in items) + "\n")
+    def bullets(self, items: Sequence[str]) -> None:
+        if items:
+            self.blocks.append(_Block("bullets", items=tuple(self.text(i) for i in items)))
 
-    def table(self, headers: list[str], rows: list[list[str]], *, caption: str = "") -> None:
-        head = "".join(f"<th>{self.esc(h)}</th>" for h in headers)
-        body = "".join(
-            "<tr>"
-            + "".join(
-                f"<td{'' if _numeric(cell) else ' class=text'}>{self.esc(cell)}</td>"
-                for cell in row
-            )
-            + "</tr>"
-            for row in rows
-        )
-        cap = f"<caption>{self.esc(caption)}</caption>" if caption else ""
-        self.html.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-        if caption:
-            self.markdown.append(f"*{self.text(caption)}*\n")
-        self.markdown.append(
-            tables.markdown_table(
-                [self.text(h) for h in headers], [[self.text(c) for c in r] for r in rows]
-            )
-            + "\n"
+    def nav(self, links: Sequence[tuple[str, str]]) -> None:
+        self.blocks.append(
+            _Block("nav", links=tuple((_slug(anchor), self.text(text)) for anchor, text in links))
         )
 
-    def pre(self, text: str) -> None:
-        self.html.append(f"<pre>{self.esc(text)}</pre>")
+    def table(
+        self, headers: Sequence[str], rows: Sequence[Sequence[str]], *, caption: str = ""
+    ) -> None:
+        cells = tuple(tuple(self.text(c) for c in row) for row in rows)
+        # Columns of numbers only are right-aligned (the first column names the row).
+        right = tuple(
+            index
+            for index in range(1, len(headers))
+            if cells and all(_numeric(row[index]) for row in cells)
+        )
+        self.blocks.append(
+            _Block(
+                "table",
+                headers=tuple(self.text(h) for h in headers),
+                rows=cells,
+                right=right,
+                caption=self.text(caption),
+            )
+        )
+
+    def detail(self, title: str, mapping: Mapping[str, object]) -> None:
+        """A JSON mapping: indented in the HTML, one inline line in the Markdown."""
+        clean = scrub_mapping(dict(mapping), secrets=self.secrets)
+        self.blocks.append(
+            _Block(
+                "detail",
+                json.dumps(clean, indent=2, sort_keys=True),
+                title=self.text(title),
+                inline=self.text(json.dumps(clean, sort_keys=True)),
+            )
+        )
 
     def figure(self, name: str, caption: str, draw: Callable[[], Figure]) -> None:
         """Draw one figure; a figure the data cannot support becomes a note, not a failure."""
@@ -171,24 +194,33 @@ class _Builder:
         except CnibenchError as exc:
             self.paragraph(f"{caption}: not drawn ({exc})", css="note")
             return
-        png = _png(rendered)
         unique = _slug(name)
         suffix = 2
         while unique in self.names:
             unique = f"{_slug(name)}-{suffix}"
             suffix += 1
         self.names.add(unique)
-        self.figures.append(_Rendered(unique, caption, png))
-        data = base64.b64encode(png).decode("ascii")
-        self.html.append(
-            f'<figure><img alt="{self.esc(caption)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{self.esc(caption)}</figcaption></figure>"
+        self.blocks.append(
+            _Block("figure", caption=self.text(caption), name=unique, png=_png(rendered))
         )
-        self.markdown.append(f"![{self.text(caption)}](@@PNG:{unique}@@)\n")
 
 
-def _numeric(cell: str) -> bool:
-    return bool(re.fullmatch(r"[-+]?[0-9.,eE+–-]+%?|n/a", cell.strip()))
+def _numeric(cell: object) -> bool:
+    """Whether a table cell is a number (right-aligned), as the HTML template tests it."""
+    return bool(re.fullmatch(r"[-+]?[0-9.,eE+–-]+[kMGT%]?|n/a", str(cell).strip()))
+
+
+def _templates() -> jinja2.Environment:
+    """The report's templates, HTML autoescaped, Markdown as written."""
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("cnibench.report", _TEMPLATES),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default=False),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    environment.tests["numeric"] = _numeric
+    environment.filters["markdown_table"] = tables.markdown_table
+    return environment
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,8 +228,8 @@ def _numeric(cell: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-def _methods(builder: _Builder, df: pd.DataFrame) -> None:
-    builder.heading(2, "Methods", "methods")
+def _methods(doc: _Document, df: pd.DataFrame) -> None:
+    doc.heading(2, "Methods", "methods")
     ok = df[df["status"] == "ok"]
     per_group = ok.drop_duplicates("run_id").groupby(["scenario", "cni", "condition"]).size()
     n_text = (
@@ -205,7 +237,7 @@ def _methods(builder: _Builder, df: pd.DataFrame) -> None:
         if not per_group.empty and per_group.min() != per_group.max()
         else f"{int(per_group.max()) if not per_group.empty else 0}"
     )
-    builder.bullets(
+    doc.bullets(
         [
             f"Successful runs per scenario, CNI and condition (n): {n_text}; the tables list "
             "every run.",
@@ -244,12 +276,12 @@ def _methods(builder: _Builder, df: pd.DataFrame) -> None:
     )
 
 
-def _environment(builder: _Builder, results_path: Path, df: pd.DataFrame) -> None:
-    builder.heading(2, "Environment", "environment")
+def _environment(doc: _Document, results_path: Path, df: pd.DataFrame) -> None:
+    doc.heading(2, "Environment", "environment")
     environments = load_environments(results_path)
     environments = environments[environments["session_id"].isin(set(df["session_id"]))]
     if environments.empty:
-        builder.paragraph("No environment fingerprint was recorded.", css="note")
+        doc.paragraph("No environment fingerprint was recorded.", css="note")
         return
     scalar = [
         "session_id",
@@ -272,7 +304,7 @@ def _environment(builder: _Builder, results_path: Path, df: pd.DataFrame) -> Non
             values = [f"{int(v) / 2**30:.1f} GiB" for v in values]
         rows.append([column.replace("_", " ")] + [str(v) for v in values])
     # One column per cluster of each session: a session on routed and vxlan has two.
-    builder.table(["field"] + [f"cluster {i + 1}" for i in range(len(environments))], rows)
+    doc.table(["field"] + [f"cluster {i + 1}" for i in range(len(environments))], rows)
     for row in environments.itertuples():
         for column in ("nodes", "cni_values", "tool_versions"):
             try:
@@ -281,22 +313,12 @@ def _environment(builder: _Builder, results_path: Path, df: pd.DataFrame) -> Non
                 mapping = {"unreadable": REDACTED}
             if not isinstance(mapping, dict):
                 mapping = {"value": mapping}
-            clean = scrub_mapping(mapping, secrets=builder.secrets)
             which = f"{row.session_id} {row.cni} ({row.environment_id})"
-            builder.html.append(
-                f"<h4>{builder.esc(which)}: {builder.esc(column.replace('_', ' '))}</h4>"
-            )
-            builder.pre(json.dumps(clean, indent=2, sort_keys=True))
-            builder.markdown.append(
-                f"- {builder.text(which)} {column}: `"
-                + builder.text(json.dumps(clean, sort_keys=True)).replace("`", "'")
-                + "`"
-            )
-    builder.markdown.append("")
+            doc.detail(f"{which}: {column.replace('_', ' ')}", mapping)
 
 
-def _verification(builder: _Builder, results_path: Path, df: pd.DataFrame) -> None:
-    builder.heading(2, "Verification evidence", "verification")
+def _verification(doc: _Document, results_path: Path, df: pd.DataFrame) -> None:
+    doc.heading(2, "Verification evidence", "verification")
     rows = []
     shown = set(df["session_id"])
     for session_id, directory in session_dirs(results_path).items():
@@ -314,32 +336,30 @@ def _verification(builder: _Builder, results_path: Path, df: pd.DataFrame) -> No
             detail = document.get("detail", "")
             extra = {k: v for k, v in document.items() if k not in ("ok", "detail")}
             if extra:
-                extra_text = json.dumps(
-                    scrub_mapping(extra, secrets=builder.secrets), sort_keys=True
-                )
+                extra_text = json.dumps(scrub_mapping(extra, secrets=doc.secrets), sort_keys=True)
                 detail = f"{detail} {extra_text}"
             verdict = "verified" if ok is True else "NOT verified" if ok is False else "unknown"
             rows.append([session_id, file.stem.removeprefix("verification-"), verdict, str(detail)])
     unverified = df[(df["status"] == "ok") & ~df["verified"]].drop_duplicates("run_id")
     if rows:
-        builder.table(["session", "scenario-cni-condition", "result", "evidence"], rows)
+        doc.table(["session", "scenario-cni-condition", "result", "evidence"], rows)
     else:
-        builder.paragraph("No verification files were recorded.", css="note")
+        doc.paragraph("No verification files were recorded.", css="note")
     if not unverified.empty:
-        builder.paragraph(
+        doc.paragraph(
             f"{len(unverified)} successful run(s) are not marked verified: "
             + ", ".join(unverified["run_id"].astype(str)),
             css="bad",
         )
 
 
-def _failed(builder: _Builder, df: pd.DataFrame) -> None:
-    builder.heading(2, "Failed runs", "failed")
+def _failed(doc: _Document, df: pd.DataFrame) -> None:
+    doc.heading(2, "Failed runs", "failed")
     failed = df[df["status"] != "ok"].drop_duplicates("run_id")
     if failed.empty:
-        builder.paragraph("None: every run succeeded.", css="ok")
+        doc.paragraph("None: every run succeeded.", css="ok")
         return
-    builder.table(
+    doc.table(
         ["run", "scenario", "CNI", "condition", "reason"],
         [
             [str(r.run_id), str(r.scenario), str(r.cni), str(r.condition), str(r.reason)]
@@ -348,13 +368,13 @@ def _failed(builder: _Builder, df: pd.DataFrame) -> None:
     )
 
 
-def _run_tables(builder: _Builder, df: pd.DataFrame, scenario: str) -> None:
+def _run_tables(doc: _Document, df: pd.DataFrame, scenario: str) -> None:
     rows = df[df["scenario"] == scenario]
     for (cni, condition), _ in rows.groupby(["cni", "condition"], sort=False):
         try:
             table = tables.table_runs(df, scenario, str(condition), cni=str(cni))
         except CnibenchError as exc:
-            builder.paragraph(f"{cni} / {condition}: no table ({exc})", css="note")
+            doc.paragraph(f"{cni} / {condition}: no table ({exc})", css="note")
             continue
         run_ids = table.attrs["run_ids"]
         body = [
@@ -364,24 +384,24 @@ def _run_tables(builder: _Builder, df: pd.DataFrame, scenario: str) -> None:
                 zip(table.index, table.to_numpy(dtype=float), strict=True)
             )
         ]
-        builder.table(
+        doc.table(
             ["run"] + [str(c) for c in table.columns],
             body,
             caption=f"{scenario}: {group_label(str(cni), str(condition))}",
         )
 
 
-def _priority_section(builder: _Builder, df: pd.DataFrame, scenario: str) -> None:
+def _priority_section(doc: _Document, df: pd.DataFrame, scenario: str) -> None:
     outcomes = tables.priority_outcomes(df, scenario=scenario)
     if outcomes.empty:
         return
-    builder.heading(3, f"{scenario}: which policy won")
-    builder.paragraph(
+    doc.heading(3, f"{scenario}: which policy won")
+    doc.paragraph(
         "Reference: tiered CNI policies by (tier, priority), first match decides, pass defers;"
         " then Kubernetes NetworkPolicy; then the baseline tier; else allowed (Antrea's"
         " documented order). A CNI that differs from it is a finding, not an error."
     )
-    builder.table(
+    doc.table(
         ["CNI", "case", "policies", "reference", "decided by (reference)", "observed", "runs"],
         [
             [
@@ -399,23 +419,23 @@ def _priority_section(builder: _Builder, df: pd.DataFrame, scenario: str) -> Non
 
 
 def _scenario(
-    builder: _Builder,
+    doc: _Document,
     df: pd.DataFrame,
     scenario: str,
     times: pd.DataFrame,
     split: pd.DataFrame,
     all_metrics: bool,
 ) -> None:
-    builder.heading(2, f"Scenario: {scenario}", f"scenario-{scenario}")
+    doc.heading(2, f"Scenario: {scenario}", f"scenario-{scenario}")
     ok = ok_runs(df, scenario=scenario)
     if ok.empty:
-        builder.paragraph("No successful run.", css="bad")
-    _priority_section(builder, df, scenario)
+        doc.paragraph("No successful run.", css="bad")
+    _priority_section(doc, df, scenario)
     scenario_times = times[times["scenario"] == scenario] if not times.empty else times
     if not scenario_times.empty:
-        builder.heading(3, f"{scenario}: request-response times")
+        doc.heading(3, f"{scenario}: request-response times")
         summary = request_time_summary(scenario_times)
-        builder.table(
+        doc.table(
             ["group", "count", "mean µs", "min µs", "max µs", "std µs"],
             [
                 [
@@ -429,27 +449,29 @@ def _scenario(
                 for r in summary.itertuples()
             ],
         )
-        builder.figure(
+        doc.figure(
             f"{scenario}-rr-histogram",
             f"{scenario}: histogram of request times (log axis)",
             partial(figures.figure_rr_histogram, scenario_times),
         )
-        builder.figure(
+        doc.figure(
             f"{scenario}-rr-ecdf",
             f"{scenario}: ECDF of request times (log axis)",
             partial(figures.figure_rr_ecdf, scenario_times),
         )
     scenario_split = split[split["run_id"].isin(ok["run_id"])] if not split.empty else split
     if not scenario_split.empty:
-        builder.heading(3, f"{scenario}: traffic split")
-        for (cni, weights), group in scenario_split.groupby(["cni", "weights"], sort=False):
-            label = f"{cni}, weights {weights}"
-            builder.figure(
+        doc.heading(3, f"{scenario}: traffic split")
+        keys = ["cni", "weights", "load_engine"]
+        for (cni, weights, engine), group in scenario_split.groupby(keys, sort=False):
+            made_by = f", load by {engine}" if engine else ""
+            label = f"{cni}, weights {weights}{made_by}"
+            doc.figure(
                 f"{scenario}-{cni}-split-shares",
                 f"{scenario}: share per backend in 5 s windows, {label} (one run per users level)",
                 partial(figures.figure_split_shares, _first_run_per_level(group)),
             )
-            builder.figure(
+            doc.figure(
                 f"{scenario}-{cni}-split-distance",
                 f"{scenario}: distance to the configured weights, {label}",
                 partial(figures.figure_split_distance, group),
@@ -462,7 +484,7 @@ def _scenario(
         if column in ok.columns and ok[column].notna().any() and ok[column].nunique() > 1:
             metrics = [m for m in ("throughput", "latency_mean") if m in drawn]
             if metrics:
-                builder.figure(
+                doc.figure(
                     f"{scenario}-scaling-{x}",
                     f"{scenario}: scaling with the number of {x}",
                     partial(
@@ -471,26 +493,26 @@ def _scenario(
                 )
     for metric in drawn:
         kind = "primary metric" if metric in primary else "other metric"
-        builder.heading(3, f"{scenario}: {metric} ({kind})")
-        builder.figure(
+        doc.heading(3, f"{scenario}: {metric} ({kind})")
+        doc.figure(
             f"{scenario}-{metric}-bars",
             f"{scenario}: {metric}, geometric mean (mean where a run is not positive) and"
             f" {100 * LEVEL:g}% CI per CNI and condition",
             partial(figures.figure_bars, df, scenario, str(metric)),
         )
-        builder.figure(
+        doc.figure(
             f"{scenario}-{metric}-runs",
             f"{scenario}: {metric} per run",
             partial(figures.figure_runs, df, scenario, str(metric)),
         )
     if others and not all_metrics:
-        builder.paragraph(
+        doc.paragraph(
             f"Not drawn, as not primary for {scenario} ({', '.join(others)}): their values are "
             "in the run tables; --all-metrics draws them.",
             css="note",
         )
-    builder.heading(3, f"{scenario}: runs")
-    _run_tables(builder, df, scenario)
+    doc.heading(3, f"{scenario}: runs")
+    _run_tables(doc, df, scenario)
 
 
 def _plotted_metrics(scenario: str, recorded: list[str]) -> tuple[list[str], list[str]]:
@@ -515,18 +537,18 @@ def _first_run_per_level(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def _verdict_section(
-    builder: _Builder, df: pd.DataFrame, reference: str | None, margin: float | None
+    doc: _Document, df: pd.DataFrame, reference: str | None, margin: float | None
 ) -> None:
-    builder.heading(2, "Verdict", "verdict")
+    doc.heading(2, "Verdict", "verdict")
     table = verdict(df, reference=reference, margin=margin)
     notes = [str(note) for note in table.attrs.get("notes", [])]
     if table.empty:
-        builder.paragraph(
+        doc.paragraph(
             "No planned contrast in these results: no scenario has both a feature and its "
             "control, or two CNIs on the same condition, among its successful verified runs.",
             css="note",
         )
-        builder.bullets(notes)
+        doc.bullets(notes)
         return
     level = float(table["level"].iloc[0])
     cnis = sorted(set(table["cni"]) | set(table["control_cni"]))
@@ -535,7 +557,7 @@ def _verdict_section(
         if len(cnis) > 1
         else ""
     )
-    builder.paragraph(
+    doc.paragraph(
         f"{len(table)} planned contrast(s), largest standardized effect first: ratio ="
         " treatment / control of the geometric means (a difference in the metric's unit where"
         " a side is 0, near 0 or negative; a difference of proportions for yes/no), with its"
@@ -544,14 +566,14 @@ def _verdict_section(
         " interval covers no difference, with what would resolve it, or the difference does"
         f" not survive the correction.{reference_text} How: see Methods."
     )
-    builder.bullets(verdict_lines(table))
+    doc.bullets(verdict_lines(table))
     if notes:
-        builder.paragraph("Not compared:", css="note")
-        builder.bullets(notes)
+        doc.paragraph("Not compared:", css="note")
+        doc.bullets(notes)
     # One forest per scenario: a single figure of every contrast of a two-CNI session (about
     # 160 rows) was taller than any screen.
     for scenario, contrasts in table.groupby("scenario", sort=False):
-        builder.figure(
+        doc.figure(
             f"verdict-forest-{scenario}",
             f"Verdict, {scenario}: ratio and {100 * level:g}% CI per contrast (log axis, line at"
             " 1)",
@@ -564,25 +586,25 @@ def _verdict_section(
         )
 
 
-def _overview(builder: _Builder, df: pd.DataFrame, results_path: Path) -> None:
+def _overview(doc: _Document, df: pd.DataFrame, results_path: Path) -> None:
     runs = df.drop_duplicates("run_id")
     ok = int((runs["status"] == "ok").sum())
-    builder.paragraph(
+    doc.paragraph(
         f"Results: {results_path.name}; {runs['session_id'].nunique()} session(s), {len(runs)} "
         f"run(s) ({ok} successful, {len(runs) - ok} failed); scenarios "
         f"{', '.join(dict.fromkeys(runs['scenario']))}; "
         f"CNIs {', '.join(dict.fromkeys(runs['cni']))}."
     )
     scenarios = list(dict.fromkeys(runs["scenario"]))
-    builder.html.append(
-        '<nav><ul><li><a href="#verdict">verdict</a></li>'
-        + "".join(
-            f'<li><a href="#{html.escape(_slug("scenario-" + s))}">{builder.esc(s)}</a></li>'
-            for s in scenarios
-        )
-        + '<li><a href="#methods">methods</a></li><li><a href="#environment">environment</a></li>'
-        '<li><a href="#verification">verification</a></li><li><a href="#failed">failed runs</a>'
-        "</li></ul></nav>"
+    doc.nav(
+        [
+            ("verdict", "verdict"),
+            *((f"scenario-{s}", s) for s in scenarios),
+            ("methods", "methods"),
+            ("environment", "environment"),
+            ("verification", "verification"),
+            ("failed", "failed runs"),
+        ]
     )
 
 
@@ -676,23 +698,21 @@ def write_report(
     html_path, markdown_path = _target(html), _target(markdown)
     png_path = None if png_dir is None else Path(png_dir)
     secrets = environment_secrets()
-    builder = _Builder(secrets)
-    builder.html.append(f"<h1>{builder.esc(title)}</h1>")
-    builder.markdown.append(f"# {builder.text(title)}\n")
-    builder.paragraph(f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC by cnibench.")
-    _overview(builder, df, results_path)
+    doc = _Document(secrets)
+    doc.paragraph(f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC by cnibench.")
+    _overview(doc, df, results_path)
     times = load_request_times(results_path, df=df)
     split = load_split_records(results_path, df=df)
     with warnings.catch_warnings():
         # Degenerate samples (one run, equal values) are shown as such, not warned about.
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        _verdict_section(builder, df, reference, margin)
+        _verdict_section(doc, df, reference, margin)
         for scenario in _iter_scenarios(df):
-            _scenario(builder, df, scenario, times, split, all_metrics)
-    _methods(builder, df)
-    _environment(builder, results_path, df)
-    _verification(builder, results_path, df)
-    _failed(builder, df)
+            _scenario(doc, df, scenario, times, split, all_metrics)
+    _methods(doc, df)
+    _environment(doc, results_path, df)
+    _verification(doc, results_path, df)
+    _failed(doc, df)
 
     pngs: list[Path] = []
     if png_path is not None:
@@ -700,27 +720,25 @@ def write_report(
             png_path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ResultsError(f"cannot create directory {png_path}: {exc.strerror}") from exc
-        for rendered in builder.figures:
+        for rendered in doc.figures:
             pngs.append(atomic_write_bytes(png_path / f"{rendered.name}.png", rendered.png))
+    templates = _templates()
+    shown_title = doc.text(title)
     if html_path is not None:
-        document = (
-            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>{builder.esc(title)}</title><style>{_STYLE}</style></head><body>\n"
-            + "\n".join(builder.html)
-            + "\n</body></html>\n"
-        )
-        atomic_write_bytes(html_path, _final_scrub(document, secrets).encode())
+        page = templates.get_template("report.html").render(title=shown_title, blocks=doc.blocks)
+        atomic_write_bytes(html_path, _final_scrub(page, secrets).encode())
     if markdown_path is not None:
-        text = "\n".join(builder.markdown) + "\n"
-
-        def link(match: re.Match[str]) -> str:
-            caption = match.group(1)
-            if png_path is None:
-                return f"*Figure: {caption} (in the HTML report)*"
-            target = png_path / f"{match.group(2)}.png"
-            return f"![{caption}](" + os.path.relpath(target, markdown_path.parent) + ")"
-
-        text = re.sub(r"!\[([^\]]*)\]\(@@PNG:([^@]+)@@\)", link, text)
+        links = {
+            block.name: None
+            if png_path is None
+            else os.path.relpath(png_path / f"{block.name}.png", markdown_path.parent)
+            for block in doc.figures
+        }
+        text = templates.get_template("report.md").render(
+            title=shown_title, blocks=doc.blocks, png_links=links
+        )
+        # Blocks are separated by blank lines in the template; one is enough.
+        text = re.sub(r"\n{3,}", "\n\n", text)
         atomic_write_bytes(markdown_path, _final_scrub(text, secrets).encode())
     return ReportPaths(html=html_path, markdown=markdown_path, pngs=tuple(pngs))
 

@@ -408,12 +408,11 @@ def figure_bars(
                 ax.errorbar(
                     positions[has_ci],
                     means[has_ci],
-                    # Never negative: exp(mean(log)) and its interval's ends may differ in
-                    # the last bit when the runs agree (n = 2 equal values).
-                    yerr=np.clip(
+                    # Equal runs give an interval of zero width whose ends can miss the
+                    # estimate by a rounding step (100.00000000000004 against 100.0).
+                    yerr=np.maximum(
                         np.vstack([means[has_ci] - low[has_ci], high[has_ci] - means[has_ci]]),
                         0.0,
-                        None,
                     ),
                     fmt="none",
                     ecolor="black",
@@ -476,7 +475,7 @@ def figure_runs(
     *,
     title: str | None = None,
 ) -> Figure:
-    """Value of every successful run, per CNI and condition, in run order.
+    """Every successful run as a point (a seaborn strip plot) over cnibench's own interval.
 
     Parameters
     ----------
@@ -490,17 +489,21 @@ def figure_runs(
     Returns
     -------
     matplotlib.figure.Figure
-        One axes per tool and recorded unit (as :func:`figure_bars`), each with one line with
-        markers per (CNI, condition): colour = CNI (as in :func:`figure_bars`), marker and
-        dash = condition, named in the legend by the parameters that vary (right of the
-        axes); x = run number (1-based, by run time), y = the run's value in one unit per
-        axis. Outlier runs get a red ring.
+        One axes per tool and recorded unit (as :func:`figure_bars`). Per condition (x, the
+        parameters that vary) one column per CNI, coloured as in :func:`figure_bars`: the
+        runs' values as jittered points (one ``PathCollection`` per group, labelled
+        ``"<cni> / <condition>"``), and over them a black bar of the group's estimate and
+        interval from :func:`cnibench.report.bar_summary` (:func:`cnibench.stats.summarize_runs`:
+        the geometric mean and its t interval on the logarithms for positive runs), never a
+        seaborn bootstrap. Outlying runs get a red ring.
 
     Raises
     ------
     InsufficientDataError
         If no successful run has the scenario and metric.
     """
+    import seaborn as sns
+
     rows = ok_runs(df, scenario=scenario, metric=metric)
     if rows.empty:
         raise InsufficientDataError(
@@ -508,68 +511,87 @@ def figure_runs(
         )
     summary = bar_summary(df, scenario=scenario, metric=metric)
     outlying = {run_id for ids in summary["flagged"] for run_id in ids}
+    # (CNI, condition) -> cnibench's estimate and interval ends, in the recorded unit.
+    intervals = {
+        (str(cni), str(condition)): (float(centre), float(low), float(high))
+        for cni, condition, centre, low, high in zip(
+            summary["cni"],
+            summary["condition"],
+            summary["mean"].to_numpy(dtype=np.float64),
+            summary["ci_low"].to_numpy(dtype=np.float64),
+            summary["ci_high"].to_numpy(dtype=np.float64),
+            strict=True,
+        )
+    }
     panels = _panels(rows, metric_unit(df, metric))
+    cnis = [str(c) for c in dict.fromkeys(rows["cni"])]
     figure = new_figure(min(24.0, 4.5 * len(panels) + 3.5), 4.0)
     shared = _share_value_axis(panels, [p.rows["value"].to_numpy(float) for p in panels])
     axes = figure.subplots(1, len(panels), squeeze=False, sharey=shared)[0]
-    # Colour names the CNI (as in figure_bars), marker and dash the condition: sixteen
-    # (CNI, condition) lines stay told apart without a sixteen-colour palette.
-    cnis = [str(c) for c in dict.fromkeys(rows["cni"])]
-    cni_handles = {
-        cni: Line2D([], [], color=_color(index), linewidth=2) for index, cni in enumerate(cnis)
-    }
-    condition_handles: dict[str, Any] = {}
-    outlier: list[Any] = []
+    width = 0.8 / len(cnis)
+    ringed = False
     for ax, panel in zip(axes, panels, strict=True):
-        labels, _ = _condition_labels(panel.rows)
+        labels, axis_label = _condition_labels(panel.rows)
+        conditions = list(labels)
         for (cni, condition), group in panel.rows.groupby(["cni", "condition"], sort=False):
-            short = labels[str(condition)].replace("\n", " ")
-            if short not in condition_handles:
-                index = len(condition_handles)
-                condition_handles[short] = Line2D(
-                    [],
-                    [],
-                    color="#444444",
-                    marker=_MARKERS[index % len(_MARKERS)],
-                    linestyle=_DASHES[index // len(_MARKERS) % len(_DASHES)],
-                )
-            style = condition_handles[short]
-            group = group.sort_values(["time", "run_id"])
-            run_numbers = np.arange(1, len(group) + 1)
+            x = conditions.index(str(condition)) - 0.4 + width * (cnis.index(str(cni)) + 0.5)
             values = group["value"].to_numpy(dtype=float)
-            ax.plot(
-                run_numbers,
-                values,
-                marker=style.get_marker(),
-                linestyle=style.get_linestyle(),
+            sns.stripplot(
+                x=np.full(values.size, x),
+                y=values,
+                native_scale=True,
+                orient="x",
+                jitter=width / 4,
                 color=_color(cnis.index(str(cni))),
+                alpha=0.8,
+                size=5,
                 label=group_label(str(cni), str(condition)),
+                legend=False,
+                ax=ax,
             )
+            points = ax.collections[-1].get_offsets()
             flagged = group["run_id"].isin(outlying).to_numpy()
             if flagged.any():
-                outlier = [
-                    ax.scatter(
-                        run_numbers[flagged],
-                        values[flagged],
-                        s=160,
-                        facecolors="none",
-                        edgecolors="red",
-                        label="outlying run (counted)",
-                    )
-                ]
-        ax.set_xlabel("run")
-        ax.xaxis.get_major_locator().set_params(integer=True)
+                ringed = True
+                ax.scatter(
+                    np.asarray(points)[flagged, 0],
+                    values[flagged],
+                    s=160,
+                    facecolors="none",
+                    edgecolors="red",
+                )
+            estimate, low, high = intervals[(str(cni), str(condition))]
+            if math.isfinite(low) and math.isfinite(high):
+                ax.vlines(x, low, high, color="black", linewidth=1.5, zorder=3, label="_interval")
+            ax.hlines(
+                estimate,
+                x - width / 3,
+                x + width / 3,
+                color="black",
+                linewidth=2,
+                zorder=3,
+                label="_estimate",
+            )
+        ax.set_xticks(range(len(conditions)), [labels[c] for c in conditions])
+        ax.set_xlim(-0.6, len(conditions) - 0.4)
+        ax.set_xlabel(axis_label)
         _value_axis(ax, metric, panel.unit, rows["value"] if shared else panel.rows["value"])
         if shared and ax is not axes[0]:
             ax.set_ylabel("")
         ax.set_title(panel.title, fontsize=9)
-        ax.grid(alpha=0.3)
+        ax.grid(alpha=0.3, axis="y")
     figure.suptitle(title or f"{scenario}: {metric} per run")
-    _outside_legend(
-        figure,
-        [*cni_handles.values(), *condition_handles.values(), *outlier],
-        [*cni_handles, *condition_handles, *(["outlying run (counted)"] if outlier else [])],
-    )
+    handles: list[Any] = [
+        Line2D([], [], color=_color(i), marker="o", linestyle="none") for i in range(len(cnis))
+    ]
+    names = list(cnis)
+    handles.append(Line2D([], [], color="black", marker="_", markersize=12, linewidth=1.5))
+    names.append(f"estimate and {100 * LEVEL:g}% CI")
+    if ringed:
+        handles.append(Line2D([], [], marker="o", markersize=10, fillstyle="none", color="red"))
+        names.append("outlying run (counted)")
+    _outside_legend(figure, handles, names)
+    _declutter_ticks(figure, list(axes))
     return figure
 
 
@@ -871,22 +893,37 @@ def figure_rr_ecdf(times: pd.DataFrame, *, title: str | None = None) -> Figure:
     Returns
     -------
     matplotlib.figure.Figure
-        One post-step line per (CNI, condition): x = the request times sorted (µs), y = the
-        proportion of requests at most that long, ending at 1 (:func:`cnibench.stats.ecdf`).
+        One axes per CNI (a facet, in order of first appearance, sharing both axes), and in
+        it one post-step line per condition drawn by seaborn's ``ecdfplot``, labelled
+        ``"<cni> / <condition>"`` and coloured by condition alike in every facet: x = the
+        request times sorted (µs), y = the proportion of requests at most that long, ending
+        at 1.
     """
+    import seaborn as sns
+
     groups = _time_groups(times)
-    figure = new_figure(8.0, 4.5)
-    ax = figure.add_subplot()
-    for index, (label, values) in enumerate(groups):
-        curve = stats.ecdf(values)
-        ax.step(curve.x, curve.y, where="post", color=_color(index), label=label)
-    ax.set_xscale("log")
-    ax.set_xlabel("request time [µs]")
-    ax.set_ylabel("proportion of requests ≤ x")
-    ax.set_ylim(0.0, 1.02)
-    ax.grid(alpha=0.3, which="both")
-    _outside_legend(figure, *ax.get_legend_handles_labels())
-    ax.set_title(title or "Request-response time ECDF")
+    pairs = list(
+        dict.fromkeys(zip(times["cni"].astype(str), times["condition"].astype(str), strict=True))
+    )
+    cnis = list(dict.fromkeys(cni for cni, _ in pairs))
+    conditions = list(dict.fromkeys(condition for _, condition in pairs))
+    figure = new_figure(min(24.0, 4.5 * len(cnis) + 3.5), 4.5)
+    axes = figure.subplots(1, len(cnis), squeeze=False, sharex=True, sharey=True)[0]
+    for (cni, condition), (label, values) in zip(pairs, groups, strict=True):
+        ax = axes[cnis.index(cni)]
+        color = _color(conditions.index(condition))
+        sns.ecdfplot(x=values, color=color, label=label, ax=ax)
+    for ax, cni in zip(axes, cnis, strict=True):
+        ax.set_xscale("log")
+        ax.set_xlabel("request time [µs]")
+        ax.set_ylabel("proportion of requests ≤ x" if ax is axes[0] else "")
+        ax.set_ylim(0.0, 1.02)
+        ax.grid(alpha=0.3, which="both")
+        if len(cnis) > 1:
+            ax.set_title(cni, fontsize=9)
+    handles = [Line2D([], [], color=_color(i)) for i in range(len(conditions))]
+    _outside_legend(figure, handles, conditions if len(cnis) > 1 else [g for g, _ in groups])
+    figure.suptitle(title or "Request-response time ECDF")
     return figure
 
 

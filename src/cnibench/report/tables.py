@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pandas as pd
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from cnibench.errors import ConfigError, InsufficientDataError
 from cnibench.report.data import ok_runs
@@ -18,6 +22,7 @@ __all__ = [
     "markdown_table",
     "priority_outcomes",
     "table_runs",
+    "text_table",
 ]
 
 AVG_ROW = "Avg"
@@ -171,24 +176,87 @@ def priority_outcomes(df: pd.DataFrame, *, scenario: str = "priority") -> pd.Dat
     return pd.DataFrame(out, columns=list(PRIORITY_COLUMNS))
 
 
+_PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e4, "k"))
+"""SI prefixes of a table cell, largest first; below 10,000 a number is written whole."""
+
+
 def format_number(value: float) -> str:
-    """A table cell: 4 significant digits in plain or scientific notation, ``"–"`` for NaN."""
+    """The one way cnibench writes a number in a table or a summary line.
+
+    Four significant digits, with an SI prefix from 10,000 up (``16.43G``, ``12.35k``), so a
+    column of bits/s or requests/s reads without counting digits; a whole number without
+    decimals (``62``, ``7786``); a fraction with its trailing zeros kept, so a column of shares
+    or ratios lines up (``0.6000``, ``1.000``); ``"–"`` for NaN or infinity. The unit is the
+    caller's (a column header or a suffix).
+
+    Examples
+    --------
+    >>> [format_number(v) for v in (1.643e10, 12345.0, 7786.0, 0.6, 1.0004, float("nan"))]
+    ['16.43G', '12.35k', '7786', '0.6000', '1.000', '–']
+    """
     if not math.isfinite(value):
         return "–"
-    if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
-        return f"{value:.4g}"
-    return f"{value:,.4g}" if abs(value) >= 1e4 else f"{value:.4g}"
+    # The prefix follows the number as printed: 9999.5 is written 10.00k, not 1.000e+04.
+    magnitude = abs(float(f"{value:.4g}"))
+    if magnitude >= 1e15:
+        return _significant(value)
+    for threshold, prefix in _PREFIXES:
+        if magnitude >= threshold:
+            return _significant(value / (1e3 if prefix == "k" else threshold)) + prefix
+    # Whole up to floating-point noise: the geometric mean of equal runs of 900 is 900.0000000001.
+    if abs(value - round(value)) <= 1e-9 * max(1.0, abs(value)):
+        return str(round(value))
+    return _significant(value)
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A GitHub-flavoured Markdown table; ``|`` in cells is escaped."""
+def _significant(value: float) -> str:
+    """Four significant digits, trailing zeros kept, never a trailing point."""
+    return f"{value:#.4g}".rstrip(".").replace(".e", "e")
 
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
 
-    lines = [
-        "| " + " | ".join(cell(h) for h in headers) + " |",
-        "|" + "|".join("---" for _ in headers) + "|",
-    ]
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
+def markdown_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Collection[int] = ()
+) -> str:
+    """A GitHub-flavoured Markdown table, laid out by rich; ``|`` in a cell is escaped.
+
+    Cells are taken as text (no rich markup), whatever brackets they hold. Columns ``right``
+    (indexes) are right-aligned, in the raw text and, by ``---:``, where the Markdown is shown.
+    """
+    table = Table(box=box.MARKDOWN, show_edge=True, pad_edge=True)
+    for index, header in enumerate(headers):
+        table.add_column(
+            Text(_markdown_cell(header)), justify="right" if index in right else "left"
+        )
+    for row in rows:
+        table.add_row(*(Text(_markdown_cell(cell)) for cell in row))
+    header, separator, *body = _rendered(table).split("\n")
+    dashes = separator.split("|")
+    for index in right:
+        dashes[index + 1] = dashes[index + 1][:-1] + ":"
+    return "\n".join([header, "|".join(dashes), *body])
+
+
+def text_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Collection[int] = ()
+) -> str:
+    """A plain-text table for a terminal or a log, laid out by rich: a header line, then one
+    line per row, columns ``right`` (indexes) right-aligned; nothing is cut or wrapped."""
+    table = Table(box=None, show_edge=False, pad_edge=False, padding=(0, 2, 0, 0))
+    for index, header in enumerate(headers):
+        table.add_column(Text(header), justify="right" if index in right else "left", no_wrap=True)
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return _rendered(table)
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _rendered(table: Table) -> str:
+    """The table as plain text, as wide as it needs (no terminal width, colour or markup)."""
+    console = Console(width=100_000, color_system=None, highlight=False, soft_wrap=True)
+    with console.capture() as captured:
+        console.print(table)
+    lines = [line.rstrip() for line in captured.get().splitlines()]
+    return "\n".join(line for line in lines if line)

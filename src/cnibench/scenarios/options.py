@@ -1,8 +1,8 @@
 """Scenario parameters shared by ``cnibench run`` and the pytest plugin.
 
-``--weights v1=60,v2=40 --users 1,10,100,1000 --rules 0,100 --clients 1,50 --engine nftables-set``
-are parsed here, once, into a frozen :class:`ScenarioOptions` that the split, policy and l7
-scenarios take in their constructors. Every parser raises a one-line
+``--weights v1=60,v2=40 --users 1,10,100,1000 --rules 0,100 --clients 1,50 --engine nftables-set
+--load-engine locust`` are parsed here, once, into a frozen :class:`ScenarioOptions` that the
+split, policy and l7 scenarios take in their constructors. Every parser raises a one-line
 :class:`~cnibench.errors.ConfigError` naming the bad value and what is allowed.
 """
 
@@ -16,6 +16,7 @@ from types import MappingProxyType
 from cnibench.backends.base import MAX_OTHER_SERVICES, ServiceProxy
 from cnibench.errors import ConfigError
 from cnibench.policy import MAX_EXTRA_RULES, PolicyEngine
+from cnibench.tools.locust_runner import ENGINES as LOAD_ENGINES
 
 __all__ = [
     "DEFAULT_OPTIONS",
@@ -23,6 +24,7 @@ __all__ = [
     "ScenarioOptions",
     "parse_engines",
     "parse_int_list",
+    "parse_load_engine",
     "parse_proxies",
     "parse_scenario_options",
     "parse_targets",
@@ -51,7 +53,7 @@ class ScenarioOptions:
     weights:
         Split weight sets, each backend name to an integer weight (seed 000: 60/40 ...).
     users:
-        Locust virtual users of the split scenario.
+        Virtual users of the split scenario.
     rules:
         Non-matching policy rules placed before the matching one.
     clients:
@@ -66,6 +68,10 @@ class ScenarioOptions:
     services:
         Further Services in the proxy's tables beside the one measured (seed 001's linear
         iptables walk against a map lookup).
+    load_engine:
+        What drives the split scenario's virtual users
+        (:data:`cnibench.tools.locust_runner.ENGINES`): cnibench's own ``epoll`` client (the
+        default) or ``locust``. Each split run records it as its ``load_engine`` parameter.
     """
 
     weights: tuple[Mapping[str, int], ...] = field(default=_DEFAULT_WEIGHTS)
@@ -76,6 +82,7 @@ class ScenarioOptions:
     targets: tuple[str, ...] = ("pod",)
     proxies: tuple[ServiceProxy, ...] = (ServiceProxy.IPTABLES, ServiceProxy.NFTABLES)
     services: tuple[int, ...] = (0,)
+    load_engine: str = LOAD_ENGINES[0]
 
 
 DEFAULT_OPTIONS = ScenarioOptions()
@@ -174,6 +181,20 @@ def parse_engines(text: str) -> tuple[PolicyEngine, ...]:
     return tuple(PolicyEngine(name) for name in names)
 
 
+def parse_load_engine(text: str) -> str:
+    """``"locust"`` -> ``"locust"``: one of :data:`cnibench.tools.locust_runner.ENGINES`.
+
+    Raises
+    ------
+    ConfigError
+        Any other name.
+    """
+    name = text.strip()
+    if name not in LOAD_ENGINES:
+        raise ConfigError(f"unknown --load-engine {name!r}: choose {' or '.join(LOAD_ENGINES)}")
+    return name
+
+
 def parse_targets(text: str) -> tuple[str, ...]:
     """``"pod,service"`` -> ``("pod", "service")`` (``all``: every target)."""
     return _choices(text, TARGETS, "target")
@@ -196,6 +217,7 @@ def parse_scenario_options(
     target: str | None = None,
     proxy: str | None = None,
     services: str | None = None,
+    load_engine: str | None = None,
 ) -> ScenarioOptions:
     """Options from command-line strings; ``None`` keeps the default of that field.
 
@@ -206,6 +228,8 @@ def parse_scenario_options(
     users, rules, clients, engine, target, proxy, services:
         Comma-separated ``--users`` / ``--rules`` / ``--clients`` / ``--engine`` /
         ``--target`` / ``--proxy`` / ``--services`` values.
+    load_engine:
+        The ``--load-engine`` value.
 
     Raises
     ------
@@ -230,4 +254,5 @@ def parse_scenario_options(
         services=parse_int_list(services, name="services", low=0, high=MAX_OTHER_SERVICES)
         if services
         else options.services,
+        load_engine=parse_load_engine(load_engine) if load_engine else options.load_engine,
     )

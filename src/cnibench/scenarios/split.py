@@ -4,8 +4,10 @@ Seed 000 loaded a Gateway API route with weights 60/40 from outside the cluster 
 counted which backend answered each request. Here a condition is (weights, virtual users); each
 run records every request (time, backend) from the external host, and reports requests per
 backend, :func:`cnibench.stats.splitting_error` and :func:`cnibench.stats.windowed_shares` in
-5 s windows with their distance to the reference. The raw records are kept (gzip + base64 CSV)
-so reports can redraw the windows.
+5 s windows with their distance to the reference. The load engine
+(:attr:`ScenarioOptions.load_engine`, ``--load-engine epoll|locust``) is a parameter of every
+condition, so each record names the engine that made its requests. The raw records are kept
+(gzip + base64 CSV, :data:`LOAD_RECORDS_FILE`) so reports can redraw the windows.
 """
 
 from __future__ import annotations
@@ -37,10 +39,21 @@ from cnibench.tools.locust_runner import (
     parse_locust_summary,
 )
 
-__all__ = ["WINDOW_SECONDS", "SplitScenario", "split_duration", "weights_id"]
+__all__ = [
+    "LOAD_RECORDS_FILE",
+    "LOAD_SUMMARY_FILE",
+    "WINDOW_SECONDS",
+    "SplitScenario",
+    "split_duration",
+    "weights_id",
+]
 
 HTTP_PORT = DEFAULT_PORTS[WorkloadKind.HTTP_ECHO]
 WINDOW_SECONDS = 5.0
+LOAD_RECORDS_FILE = "load-records.csv.gz.b64"
+"""Raw file of every request of a run (gzip + base64 CSV), whichever engine made them."""
+LOAD_SUMMARY_FILE = "load-summary.json"
+"""Raw file of the load generator's summary, its ``engine`` included."""
 _VERIFY_REQUESTS = 40
 _REQUEST_TIMEOUT = 10.0
 _PROBE = """
@@ -77,12 +90,17 @@ class SplitScenario(Scenario):
         self.options = options or DEFAULT_OPTIONS
 
     def conditions(self) -> list[Condition]:
-        """One condition per (weights, users), e.g. ``v1-60-v2-40-u100``."""
+        """One condition per (weights, users), e.g. ``v1-60-v2-40-u100``; the load engine is a
+        parameter of each (the same for all), not part of the id."""
         return [
             Condition(
                 self.name,
                 f"{weights_id(weights)}-u{users}",
-                {"weights": json.dumps(dict(weights)), "users": users},
+                {
+                    "weights": json.dumps(dict(weights)),
+                    "users": users,
+                    "load_engine": self.options.load_engine,
+                },
             )
             for weights in self.options.weights
             for users in self.options.users
@@ -153,7 +171,8 @@ class SplitScenario(Scenario):
         profile: Profile,
         repetition: int,
     ) -> RunOutput:
-        """One locust run from the external host; shares, splitting error, 5 s windows."""
+        """One load run from the external host (the condition's engine); shares, splitting
+        error, 5 s windows."""
         weights = _weights(condition)
         users = int(condition.parameters["users"])
         seconds = split_duration(profile)
@@ -164,6 +183,7 @@ class SplitScenario(Scenario):
             duration=seconds,
             out="-",
             request_timeout=_REQUEST_TIMEOUT,
+            engine=str(condition.parameters["load_engine"]),
         )
         result = cluster.external.run(argv, timeout=seconds + _REQUEST_TIMEOUT + 60)
         summary = parse_locust_summary(result.stderr)
@@ -217,11 +237,10 @@ class SplitScenario(Scenario):
             "level": split.level,
         }
         raw = {
-            "locust-records.csv.gz.b64": base64.b64encode(
-                gzip.compress(result.stdout.encode())
-            ).decode(),
-            "locust-summary.json": json.dumps(
+            LOAD_RECORDS_FILE: base64.b64encode(gzip.compress(result.stdout.encode())).decode(),
+            LOAD_SUMMARY_FILE: json.dumps(
                 {
+                    "engine": summary.engine,
                     "requests": summary.requests,
                     "failures": summary.failures,
                     "requests_per_second": summary.requests_per_second,

@@ -79,7 +79,8 @@ __all__ = [
     "parse_locust_summary",
 ]
 
-TOOL = "locust"
+TOOL = "load-runner"
+"""The tool name errors carry: the runner, whichever engine it drives."""
 ENGINES = ("epoll", "locust")
 """The load engines, the default first (see the module notes)."""
 RECORD_COLUMNS = ("time", "backend", "latency_ms", "status", "error")
@@ -207,6 +208,9 @@ class LocustSummary:
         Successful responses per backend name.
     statuses:
         Responses per HTTP status (0: no response).
+    engine:
+        The engine that made the requests (:data:`ENGINES`); empty for a summary of a runner
+        older than the engines.
     """
 
     requests: int
@@ -216,6 +220,7 @@ class LocustSummary:
     users: int
     backends: Mapping[str, int] = field(repr=False)
     statuses: Mapping[int, int] = field(repr=False)
+    engine: str = ""
 
 
 @dataclass(frozen=True)
@@ -281,15 +286,14 @@ def parse_locust_records(source: str | Path) -> LocustRun:
         try:
             text = source.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ParseError(f"cannot read locust records {source}: {exc}", tool=TOOL) from exc
+            raise ParseError(f"cannot read load records {source}: {exc}", tool=TOOL) from exc
     else:
         text = source
     header = text.split("\n", 1)[0].strip()
     if header != ",".join(RECORD_COLUMNS):
         hint = " (pass a pathlib.Path to read a file)" if "\n" not in text.strip() else ""
         raise ParseError(
-            f"locust records must start with {','.join(RECORD_COLUMNS)!r}, got {header[:80]!r}"
-            f"{hint}",
+            f"load records must start with {','.join(RECORD_COLUMNS)!r}, got {header[:80]!r}{hint}",
             tool=TOOL,
             output=text[:2000],
         )
@@ -301,10 +305,10 @@ def parse_locust_records(source: str | Path) -> LocustRun:
         )
     except (ValueError, pd.errors.ParserError) as exc:
         raise ParseError(
-            f"locust records are malformed: {exc}", tool=TOOL, output=text[:2000]
+            f"load records are malformed: {exc}", tool=TOOL, output=text[:2000]
         ) from exc
     if records.empty:
-        raise ToolError("locust made no request at all", tool=TOOL, output=text[:2000])
+        raise ToolError("the load runner made no request at all", tool=TOOL, output=text[:2000])
     span = float((records["time"] + records["latency_ms"] / 1000.0).max() - records["time"].min())
     failures = int((~_success(records)).sum())
     rate = len(records) / span if span > 0 else float("nan")
@@ -330,7 +334,7 @@ def parse_locust_summary(text: str) -> LocustSummary:
         except json.JSONDecodeError:
             continue
         if "error" in item:
-            raise ToolError(f"locust runner failed: {item['error']}", tool=TOOL, output=text)
+            raise ToolError(f"load runner failed: {item['error']}", tool=TOOL, output=text)
         try:
             return LocustSummary(
                 requests=int(item["requests"]),
@@ -340,10 +344,11 @@ def parse_locust_summary(text: str) -> LocustSummary:
                 users=int(item["users"]),
                 backends=MappingProxyType({str(k): int(v) for k, v in item["backends"].items()}),
                 statuses=MappingProxyType({int(k): int(v) for k, v in item["statuses"].items()}),
+                engine=str(item.get("engine", "")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ParseError(f"locust summary lacks {exc!r}", tool=TOOL, output=text) from exc
-    raise ParseError("locust runner printed no summary line", tool=TOOL, output=text)
+            raise ParseError(f"load runner summary lacks {exc!r}", tool=TOOL, output=text) from exc
+    raise ParseError("the load runner printed no summary line", tool=TOOL, output=text)
 
 
 # --- the runner process -----------------------------------------------------------------------
@@ -695,7 +700,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _overrun(signum: int, frame: object) -> None:
-    print(json.dumps({"error": "locust run overran its time bound and was stopped"}), flush=True)
+    print(json.dumps({"error": "the load run overran its time bound and was stopped"}), flush=True)
     os._exit(1)
 
 
