@@ -78,7 +78,7 @@ def test_the_notebook_example_measures_through_the_session_s_run(
     exec(compile(source, "examples/notebook.py", "exec"), namespace)  # our own example
     outcome = namespace["outcome"]
     assert not outcome.failed, outcome.lines()  # type: ignore[attr-defined]
-    assert outcome.session_dir.parent == tmp_path / "results"  # type: ignore[attr-defined]
+    assert outcome.session_dir.resolve().parent == tmp_path / "results"  # type: ignore[attr-defined]
     summaries = namespace["summaries"]
     assert isinstance(summaries, dict)
     # One summary per condition, each over that condition's two smoke runs, read from the
