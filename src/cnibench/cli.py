@@ -216,7 +216,8 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     build = actions.add_parser(
         "build",
         help="build (or find) them in $DOCKER_HOST from Debian packages and Go modules;"
-        " select them with CNIBENCH_IMAGES=offline",
+        " a kind run uses them by default on cnibench's own engine (cnibench engine up),"
+        " elsewhere with CNIBENCH_IMAGES=offline",
     )
     build.add_argument(
         "--cni",

@@ -254,9 +254,14 @@ def select_backend(
         return LabBackend(), reason
     from cnibench.backends.kube import AksProvider, ExistingProvider, KindProvider, KubeBackend
 
+    images = None
     provider: KindProvider | AksProvider | ExistingProvider
     if cluster == "kind":
-        provider = KindProvider(recreate=recreate_cluster)
+        from cnibench.backends.kube.images import Images, default_image_set
+
+        # On cnibench's own engine the offline set is kind's default (CNIBENCH_IMAGES wins).
+        images = Images.from_environment(os.environ, default=default_image_set(os.environ))
+        provider = KindProvider(images=images, recreate=recreate_cluster)
     elif cluster == "aks":
         _check_aks_prerequisites()
         provider = AksProvider()
@@ -267,7 +272,7 @@ def select_backend(
                 f"--cluster existing: kubeconfig {provider.kubeconfig} does not exist"
                 " (set KUBECONFIG to a readable kubeconfig)"
             )
-    return KubeBackend(provider, keep_cluster=keep_cluster), reason
+    return KubeBackend(provider, images=images, keep_cluster=keep_cluster), reason
 
 
 def _check_aks_prerequisites() -> None:

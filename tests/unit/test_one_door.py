@@ -19,7 +19,7 @@ import pytest
 
 from cnibench import cli
 from cnibench.backends.kube.images import Images
-from cnibench.session import BenchSession, SessionOutcome
+from cnibench.session import BenchSession, SessionOutcome, select_backend
 
 pytest_plugins = ["pytester"]
 
@@ -53,10 +53,20 @@ class _NoProcess:
     ],
     ids=["own-engine", "system-engine", "no-engine", "public-asked", "moved-run-root"],
 )
-def test_the_offline_image_set_is_the_default_on_cnibench_s_own_engine(
-    environ: dict[str, str], offline: bool
+def test_the_offline_image_set_is_kind_s_default_on_cnibench_s_own_engine(
+    environ: dict[str, str], offline: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert Images.from_environment(environ).offline is offline
+    """Faked: DOCKER_HOST names an engine socket where nothing listens (none is asked)."""
+    for variable in ("DOCKER_HOST", "CNIBENCH_IMAGES", "CNIBENCH_ENGINE_RUN"):
+        monkeypatch.delenv(variable, raising=False)
+    for variable, value in environ.items():
+        monkeypatch.setenv(variable, value)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # restored after: the provider may extend it
+    kind, _ = select_backend("kind")
+    assert kind.images.offline is offline  # type: ignore[attr-defined]
+    assert kind.provider.images.offline is offline  # type: ignore[attr-defined]
+    existing = Images.from_environment(environ)  # what an existing or AKS cluster takes
+    assert existing.offline is (environ.get("CNIBENCH_IMAGES") == "offline")
 
 
 @pytest.mark.parametrize(
@@ -120,7 +130,7 @@ import sys
 from pathlib import Path
 
 from cnibench import cli
-from cnibench.session import BenchSession, SessionOutcome
+from cnibench.session import BenchSession, SessionOutcome, select_backend
 
 
 def run(self, planned=None, **options):

@@ -99,17 +99,17 @@ class Images:
     )
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str]) -> Images:
+    def from_environment(cls, environ: Mapping[str, str], *, default: str = "public") -> Images:
         """The set named by ``CNIBENCH_IMAGES`` (``public`` or ``offline``: see
-        :data:`OFFLINE_IMAGES`; unset, :func:`default_image_set`), each field overridden by
-        ``CNIBENCH_IMAGE_<FIELD>``.
+        :data:`OFFLINE_IMAGES`; unset, ``default``, which a kind run takes from
+        :func:`default_image_set`), each field overridden by ``CNIBENCH_IMAGE_<FIELD>``.
 
         Raises
         ------
         cnibench.errors.ConfigError
             ``CNIBENCH_IMAGES`` names no known set.
         """
-        base = image_set(environ.get("CNIBENCH_IMAGES", "") or default_image_set(environ))
+        base = image_set(environ.get("CNIBENCH_IMAGES", "") or default)
         overrides = {
             f.name: environ[f"CNIBENCH_IMAGE_{f.name.upper()}"]
             for f in dataclasses.fields(cls)
@@ -183,8 +183,9 @@ def default_image_set(environ: Mapping[str, str]) -> str:
     up``: under :data:`~cnibench.backends.kube.engine.ENGINE_RUN_ROOT`, or the directory
     ``CNIBENCH_ENGINE_RUN`` names), else ``public``.
 
-    That engine exists for machines that reach no registry, so its image set is the one
-    ``cnibench images build`` makes; nobody has to remember ``CNIBENCH_IMAGES=offline``.
+    That engine exists for machines that reach no registry, so a kind cluster in it takes
+    the set ``cnibench images build`` makes; nobody has to remember ``CNIBENCH_IMAGES=offline``.
+    Only kind: an existing or AKS cluster pulls from registries whatever engine the shell has.
     """
     from cnibench.backends.kube.engine import ENGINE_RUN_ROOT, ENGINE_RUN_VARIABLE
 
