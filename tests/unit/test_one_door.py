@@ -221,3 +221,27 @@ def test_the_cli_the_plugin_and_the_notebook_example_all_go_through_bench_sessio
     namespace: dict[str, object] = {}
     exec(compile(source, "examples/notebook.py", "exec"), namespace)  # our own example
     assert calls[3:] == [("egress/routed/gateway-off", "egress/routed/gateway-on")]
+
+
+def test_the_plugin_asks_the_container_engine_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pytester: pytest.Pytester
+) -> None:
+    """``--cluster auto`` without ``--cni``: collection and the session share one choice, so
+    the engine is asked once (it was asked twice: once to parametrize, once for the session).
+    Faked: the probe, which counts its calls and finds no engine (none may run here)."""
+    asked: list[str] = []
+    monkeypatch.setattr("cnibench.session.container_engine", lambda: asked.append("?") or "")
+    pytester.makepyfile(
+        test_suite=textwrap.dedent(
+            """
+            def test_session(cnibench_session, cni):
+                assert cnibench_session.backend.name == "lab"
+                assert cni in cnibench_session.cnis
+            """
+        )
+    )
+    outcome = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--cluster=auto", f"--results-dir={tmp_path / 'results'}"
+    )
+    outcome.assert_outcomes(passed=2)  # routed and vxlan, the lab's defaults
+    assert asked == ["?"]
