@@ -245,3 +245,21 @@ def test_the_plugin_asks_the_container_engine_once(
     )
     outcome.assert_outcomes(passed=2)  # routed and vxlan, the lab's defaults
     assert asked == ["?"]
+
+
+def test_the_session_decides_what_failed_and_what_was_skipped(tmp_path: Path) -> None:
+    from cnibench.session import Skipped
+
+    few = Skipped("egress", "flannel", "no egress gateway", ("gateway-on",), 2)
+    many = Skipped("policy", "flannel", "no policy", tuple(f"c{i}" for i in range(5)), 8)
+    skipped_only = SessionOutcome((), (), (few, many), (), tmp_path)
+    assert skipped_only.failed
+    assert skipped_only.lines() == [
+        "skipped egress/flannel (1 of 2 conditions: gateway-on): no egress gateway",
+        "skipped policy/flannel (5 of 8 conditions): no policy",
+        "nothing was measured: every condition was skipped",
+    ]
+    line = "NOT VERIFIED egress/gateway-on: source seen"
+    unproven = SessionOutcome((), (), (), (line,), tmp_path)
+    assert unproven.failed
+    assert unproven.lines() == [line]
