@@ -7,19 +7,17 @@ errors exit with 2, failed benchmarks with 1, an interrupted run with 130.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import os
 import shlex
 import shutil
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from cnibench.errors import CnibenchError, ConfigError, SetupError, VerificationError
+from cnibench.errors import CnibenchError, ConfigError
 from cnibench.signals import exit_now, sigterm_raises_interrupt
 
 __all__ = ["main"]
@@ -28,9 +26,6 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-_NAMED_SKIPS = 4
-"""Skipped conditions of one scenario and CNI are named up to this many, else counted."""
-
 ARM_VARIABLES = ("ARM_CLIENT_ID", "ARM_CLIENT_SECRET", "ARM_SUBSCRIPTION_ID", "ARM_TENANT_ID")
 """Azure credentials the AKS provider reads (``doctor`` shows only whether they are set)."""
 
@@ -72,25 +67,6 @@ def _build_parser() -> _Parser:
         default=[],
         metavar="ID",
         help="only these condition ids (repeatable)",
-    )
-    run.add_argument(
-        "--report",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="write a self-contained HTML report of this session at the end",
-    )
-    run.add_argument(
-        "--reference",
-        default=None,
-        metavar="CNI",
-        help="CNI the end-of-run verdict (and --report) compares every other CNI with"
-        " (default: the first --cni)",
-    )
-    run.add_argument(
-        "--all-metrics",
-        action="store_true",
-        help="--report draws every recorded metric, not only each scenario's primary metrics",
     )
     run.add_argument("--margin", type=_margin, default=None, metavar="M", help=_MARGIN_HELP)
     run.add_argument(
@@ -240,7 +216,8 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     build = actions.add_parser(
         "build",
         help="build (or find) them in $DOCKER_HOST from Debian packages and Go modules;"
-        " select them with CNIBENCH_IMAGES=offline",
+        " a kind run uses them by default on cnibench's own engine (cnibench engine up),"
+        " elsewhere with CNIBENCH_IMAGES=offline",
     )
     build.add_argument(
         "--cni",
@@ -350,6 +327,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """``cnibench run``: options to a session, :meth:`BenchSession.run` with a progress bar,
+    then the table, the verdict and the session's own lines."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -359,30 +338,22 @@ def _run(args: argparse.Namespace) -> int:
         TimeRemainingColumn,
     )
 
-    from cnibench.errors import UnsupportedError
     from cnibench.scenarios import build_scenarios
-    from cnibench.scenarios.runner import ConditionResult
     from cnibench.session import (
         BenchSession,
-        interleaved_rounds,
+        EventKind,
+        ProgressEvent,
         plan_conditions,
         session_config,
     )
 
     config = session_config(vars(args))
-    if args.interleave and config.precision is not None:
-        raise ConfigError("--interleave and --precision cannot be combined yet: choose one")
     registry = build_scenarios(config.scenario_options)
     # Names are checked before a backend is chosen: a misspelt condition is the first error.
     # "egress" runs on every --cni; "baseline@vxlan" or "egress@routed+vxlan" only on those.
     planned = plan_conditions(registry, args.scenario, args.condition or ())
-    profile = config.profile
     console = Console(stderr=True)
-    results: list[ConditionResult] = []
-    problems: list[str] = []
-    unproven = 0  # conditions not set up or not verified
-    skipped: dict[tuple[str, str, str], list[str]] = {}
-    progress = Progress(
+    bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
@@ -391,116 +362,44 @@ def _run(args: argparse.Namespace) -> int:
         TimeRemainingColumn(),
         console=console,
     )
+    task = bar.add_task("starting", total=None)
+
+    def show(event: ProgressEvent) -> None:
+        if event.kind is EventKind.PLANNED:  # every option and the plan checked: show it all
+            console.print(session.backend_reason)
+            bar.update(task, total=event.runs)
+            bar.start()
+        elif event.kind is EventKind.CONDITION:
+            bar.update(task, description=event.text)
+        else:
+            bar.update(task, advance=event.runs)
+
     # The session validates every option and picks the backend before anything is shown.
     with BenchSession(config, scenarios=registry) as session:
-        plan = session.plan(planned)
-        if args.reference is not None and args.reference not in session.cnis:
-            raise ConfigError(
-                f"--reference {args.reference!r} is not one of the CNIs of this run:"
-                f" {', '.join(session.cnis)}"
-            )
-        console.print(session.backend_reason)
-        with progress:
-            task = progress.add_task("starting", total=len(plan) * profile.runs)
-            session.runner.progress = lambda text: progress.update(task, advance=1)
-            order = (
-                interleaved_rounds(plan, profile.runs)
-                if args.interleave
-                else [(-1, planned_run) for planned_run in plan]
-            )
-            merged: dict[tuple[str, str, str], ConditionResult] = {}
-            given_up: set[tuple[str, str, str]] = set()
-            for round_number, planned_run in order:
-                scenario, cni = planned_run.scenario, planned_run.cni
-                condition = planned_run.condition
-                key = (scenario.name, cni, condition.id)
-                if key in given_up:
-                    continue
-                progress.update(task, description=f"{scenario.name} {cni} {condition.id}")
-                # One round of an interleaved session is one repetition; otherwise all.
-                rounds = None if round_number < 0 else range(round_number, round_number + 1)
-                left = profile.runs if rounds is None else profile.runs - round_number
-                try:
-                    result = session.run_condition(scenario, cni, condition, repetitions=rounds)
-                except UnsupportedError as exc:
-                    given_up.add(key)
-                    skipped.setdefault((scenario.name, cni, str(exc)), []).append(condition.id)
-                    progress.update(task, advance=left)
-                    continue
-                except VerificationError as exc:
-                    # The session goes on: one condition that cannot be set up or
-                    # proven says nothing about the next.
-                    given_up.add(key)
-                    unproven += 1
-                    label = "NOT SET UP" if isinstance(exc, SetupError) else "NOT VERIFIED"
-                    problems.append(f"{label} {exc}")
-                    progress.update(task, advance=left)
-                    continue
-                earlier = merged.get(key)
-                merged[key] = (
-                    result
-                    if earlier is None
-                    else dataclasses.replace(earlier, runs=(*earlier.runs, *result.runs))
-                )
-            results = [result for key, result in merged.items() if key not in given_up]
-            if args.interleave:
-                session.store.write_json(
-                    "interleaved-order",
-                    {
-                        "rounds": [
-                            {
-                                "round": number,
-                                "scenario": planned.scenario.name,
-                                "cni": planned.cni,
-                                "condition": planned.condition.id,
-                            }
-                            for number, planned in order
-                        ]
-                    },
-                )
-        results_dir = session.store.session_dir
-    if results:
-        _print_table(results, registry, Console(width=max(console.width, 150)))
-        if results_dir.is_dir():
-            _print_verdict(results_dir, args.reference, args.margin)
-    problems[:0] = _skip_lines(skipped, Counter((p.scenario.name, p.cni) for p in plan))
-    for result in results:
-        for run in result.runs:
-            if run.reason:
-                problems.append(f"failed {result.scenario}/{result.cni}/{run.run_id}: {run.reason}")
-    if not results and not unproven:
-        problems.append("nothing was measured: every condition was skipped")
-    for line in problems:
+        try:
+            outcome = session.run(planned, interleave=args.interleave, progress=show)
+        finally:
+            bar.stop()
+    if outcome.results:
+        _print_table(outcome.results, registry, Console(width=max(console.width, 150)))
+        if outcome.session_dir.is_dir():
+            _print_verdict(outcome.session_dir, config.reference, args.margin)
+    for line in outcome.lines():
         # One line each, however narrow the terminal: people grep these.
         console.print(line, markup=False, highlight=False, soft_wrap=True)
-    console.print(f"results written to {results_dir}")
-    if args.report is not None and results_dir.is_dir():
+    console.print(f"results written to {outcome.session_dir}")
+    if config.report is not None and outcome.session_dir.is_dir():
         from cnibench.report import write_report
 
         write_report(
-            results_dir,
-            html=args.report,
-            reference=args.reference,
-            all_metrics=args.all_metrics,
+            outcome.session_dir,
+            html=config.report,
+            reference=config.reference,
+            all_metrics=config.all_metrics,
             margin=args.margin,
         )
-        console.print(f"report written to {args.report}")
-    failed = unproven or any(not r.ok_runs for r in results)
-    return EXIT_FAILED if failed or not results else EXIT_OK
-
-
-def _skip_lines(
-    skipped: Mapping[tuple[str, str, str], Sequence[str]], planned: Mapping[tuple[str, str], int]
-) -> list[str]:
-    """One line per scenario, CNI and reason: how many of its planned conditions were skipped
-    (named when there are few)."""
-    lines = []
-    for (scenario, cni, reason), ids in skipped.items():
-        which = f"{len(ids)} of {planned[(scenario, cni)]} conditions"
-        if len(ids) <= _NAMED_SKIPS:
-            which += f": {', '.join(ids)}"
-        lines.append(f"skipped {scenario}/{cni} ({which}): {reason}")
-    return lines
+        console.print(f"report written to {config.report}")
+    return EXIT_FAILED if outcome.failed else EXIT_OK
 
 
 def _print_table(

@@ -51,8 +51,8 @@ SCENARIO_MARKERS = {
 _STATE_KEY = pytest.StashKey["_BenchState"]()
 _CONFIG_KEY = pytest.StashKey[Any]()
 """The session options, checked once (:func:`_session_config`)."""
-_CNIS_KEY = pytest.StashKey[tuple[str, ...]]()
-"""The session's CNIs, checked once (:func:`_cnis_for`)."""
+_CHOICE_KEY = pytest.StashKey[Any]()
+"""The session's backend and CNIs, chosen once (:func:`_choice`)."""
 _SCENARIOS_KEY = pytest.StashKey[Any]()
 """The scenarios configured by the session's options, built once (:func:`_scenarios`)."""
 
@@ -63,24 +63,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from cnibench.session import add_session_options
 
     add_session_options(group.addoption)
-    group.addoption(
-        "--report",
-        default=None,
-        metavar="FILE",
-        help="write a self-contained HTML report of this session's results at the end",
-    )
-    group.addoption(
-        "--reference",
-        default=None,
-        metavar="CNI",
-        help="CNI the report's verdict compares every other CNI with (default: the first --cni)",
-    )
-    group.addoption(
-        "--all-metrics",
-        action="store_true",
-        default=False,
-        help="--report draws every recorded metric, not only each scenario's primary metrics",
-    )
     group.addoption(
         "--compare-to",
         default=None,
@@ -104,15 +86,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # Every option checked once, by the same code and with the same one-line errors as
     # cnibench run; the CNI names once here too (from collection the same error would come
     # once per test module).
-    _session_config(config)
-    if config.getoption("--cni", default=None):
-        _cnis_for(config)
-    reference = config.getoption("--reference", default=None)
-    if reference is not None and reference not in _cnis_for(config):
-        raise pytest.UsageError(
-            f"--reference {reference!r} is not one of the CNIs of this session:"
-            f" {', '.join(_cnis_for(config))}"
-        )
+    # The backend and the CNIs (and --reference against them) are chosen once here when the
+    # session names them, else at collection: either way once (one engine probe).
+    checked = _session_config(config)
+    if checked.cnis or checked.reference is not None:
+        _choice(config)
     _register_regression_gate(config)
 
 
@@ -177,7 +155,7 @@ class _BenchState:
 
         try:
             self.session: BenchSession = BenchSession(
-                _session_config(config), scenarios=_scenarios(config)
+                _session_config(config), scenarios=_scenarios(config), choice=_choice(config)
             )
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -214,18 +192,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is not None:
         del config.stash[_STATE_KEY]
         state.close()
-        report = config.getoption("--report", default=None)
+        checked = state.session.config
+        report, reference = checked.report, checked.reference
         session_dir = state.session.store.session_dir
         if report and session_dir.is_dir():
             from cnibench.report import verdict, verdict_summary, write_report
             from cnibench.results import load_results
 
-            reference = config.getoption("--reference", default=None)
             write_report(
-                session_dir,
-                html=Path(report),
-                reference=reference,
-                all_metrics=bool(config.getoption("--all-metrics", default=False)),
+                session_dir, html=report, reference=reference, all_metrics=checked.all_metrics
             )
             writer = config.get_terminal_writer()
             table = verdict(load_results(session_dir), reference=reference)
@@ -296,21 +271,32 @@ class _RegressionGate:
             terminalreporter.line(line, red=True)
 
 
-def _cnis_for(config: pytest.Config) -> tuple[str, ...]:
-    """The session's CNIs, checked once (collection asks for them per test function)."""
-    known = config.stash.get(_CNIS_KEY, None)
+def _choice(config: pytest.Config) -> Any:
+    """:func:`cnibench.session.choose_backend` for this session, once (the plugin's session
+    gets it, so the container engine is asked once).
+
+    Raises
+    ------
+    pytest.UsageError
+        A CNI the chosen backend lacks, a bad ``--reference``, images not built, ...
+    """
+    known = config.stash.get(_CHOICE_KEY, None)
     if known is not None:
         return known
     from cnibench.errors import ConfigError
-    from cnibench.session import select_backend, validate_cnis
+    from cnibench.session import choose_backend
 
     try:
-        requested = config.getoption("--cluster")
-        backend, _ = select_backend(requested)
-        cnis = validate_cnis(backend, config.getoption("--cni"), requested=requested)
+        choice = choose_backend(_session_config(config))
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[_CNIS_KEY] = cnis
+    config.stash[_CHOICE_KEY] = choice
+    return choice
+
+
+def _cnis_for(config: pytest.Config) -> tuple[str, ...]:
+    """The session's CNIs (collection asks for them per test function)."""
+    cnis: tuple[str, ...] = _choice(config).cnis
     return cnis
 
 
@@ -363,15 +349,21 @@ class Bench:
     def run(self, scenario_name: str, condition: Condition) -> ConditionResult:
         """Run ``condition`` of ``scenario_name`` on this test's CNI.
 
-        Skips the test (with the reason) when the cluster cannot run the condition; a failed
-        verification fails the test.
+        Skips the test (with the reason) when the cluster cannot run the condition; a set-up
+        that cannot be made or verified fails the test (one line, as ``cnibench run`` prints
+        it). Runs through :meth:`cnibench.session.BenchSession.run`, as the CLI does.
         """
-        from cnibench.errors import UnsupportedError
+        from cnibench.scenarios import scenario_named
+        from cnibench.session import PlannedCondition
 
-        try:
-            result = self.session.run_condition(scenario_name, self.cni, condition)
-        except UnsupportedError as exc:
-            pytest.skip(str(exc))
+        scenario = scenario_named(scenario_name, self.session.scenarios)
+        # One condition on this test's CNI, through the session's one door.
+        outcome = self.session.run([PlannedCondition(scenario, condition, only=(self.cni,))])
+        if outcome.skipped:
+            pytest.skip(outcome.skipped[0].reason)
+        if outcome.not_proven:
+            pytest.fail(outcome.not_proven[0], pytrace=False)
+        (result,) = outcome.results
         self._request.node.add_report_section("call", "cnibench", _summary_text(result))
         self._request.node.user_properties.append(("cnibench_session", result.session_dir))
         return result

@@ -7,16 +7,19 @@ concrete backends.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import os
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cnibench.backends.base import Backend
+from cnibench.backends.base import Backend, ClusterSpec
 from cnibench.backends.lab.plan import LabDatapath, napi_option
-from cnibench.errors import ConfigError
+from cnibench.errors import ConfigError, SetupError, UnsupportedError, VerificationError
 from cnibench.results import ResultsStore
 from cnibench.scenarios import Condition, Scenario, build_scenarios, scenario_named
 from cnibench.scenarios.options import ScenarioOptions, parse_scenario_options
@@ -25,7 +28,6 @@ from cnibench.scenarios.runner import (
     DEFAULT_MAX_RUNS,
     ClusterPool,
     ConditionResult,
-    ProgressCallback,
     Runner,
 )
 from cnibench.signals import sigterm_raises_interrupt
@@ -33,11 +35,19 @@ from cnibench.signals import sigterm_raises_interrupt
 __all__ = [
     "CLUSTER_CHOICES",
     "LAB_DATAPATHS",
+    "BackendChoice",
     "BenchSession",
+    "CniRequest",
+    "EventKind",
     "PlannedCondition",
     "PlannedRun",
+    "ProgressEvent",
     "SessionConfig",
+    "SessionOutcome",
+    "Skipped",
     "add_scenario_options",
+    "choose_backend",
+    "choose_cluster",
     "container_engine",
     "plan_conditions",
     "select_backend",
@@ -51,6 +61,52 @@ LAB_DATAPATHS = tuple(datapath.value for datapath in LabDatapath)
 
 
 @dataclass(frozen=True)
+class CniRequest:
+    """``--cni`` as asked for: each value parsed once into a :class:`ClusterSpec` (the one
+    parse: :meth:`ClusterSpec.from_label`), repeats dropped, in the order given.
+
+    Which backend a name belongs to is decided here without importing one: a name of
+    :data:`LAB_DATAPATHS` is the lab's, any other a Kubernetes CNI (checked against the kube
+    registry only when the kube backend is chosen, so a lab run never imports it).
+    """
+
+    specs: tuple[ClusterSpec, ...] = ()
+
+    @classmethod
+    def parse(cls, labels: Iterable[str]) -> CniRequest:
+        """The request ``labels`` (``--cni`` values) make.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            A value that is not ``NAME`` or ``NAME:OPTION,...``.
+        """
+        specs: dict[str, ClusterSpec] = {}
+        for label in labels:
+            spec = ClusterSpec.from_label(label)
+            specs.setdefault(spec.label, spec)
+        return cls(tuple(specs.values()))
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Each spec's canonical ``--cni`` label (what results record)."""
+        return tuple(spec.label for spec in self.specs)
+
+    @property
+    def lab_names(self) -> tuple[str, ...]:
+        """The names that are lab datapaths."""
+        return tuple(dict.fromkeys(s.cni for s in self.specs if s.cni in LAB_DATAPATHS))
+
+    @property
+    def kube_names(self) -> tuple[str, ...]:
+        """The names that are not lab datapaths (Kubernetes CNIs, or misspelt)."""
+        return tuple(dict.fromkeys(s.cni for s in self.specs if s.cni not in LAB_DATAPATHS))
+
+    def __bool__(self) -> bool:
+        return bool(self.specs)
+
+
+@dataclass(frozen=True)
 class SessionConfig:
     """Options of a benchmark session (shared by ``cnibench run`` and the pytest plugin).
 
@@ -59,7 +115,8 @@ class SessionConfig:
     cluster:
         One of :data:`CLUSTER_CHOICES`.
     cnis:
-        CNIs (kube) or datapaths (lab); empty means the backend's defaults.
+        CNIs (kube) or datapaths (lab), parsed once (:class:`CniRequest`; ``--cni`` labels
+        are accepted and parsed on construction); empty means the backend's defaults.
     profile:
         Repetitions and durations, with ``--runs``/``--duration`` already applied.
     results_dir:
@@ -81,10 +138,17 @@ class SessionConfig:
     precision_metrics:
         ``--precision-on``: the metrics ``precision`` judges (default: each scenario's
         positive primary metrics), e.g. ``("throughput",)``.
+    report:
+        ``--report``: HTML report written at the end of the session (``None``: none).
+    reference:
+        ``--reference``: the CNI the verdict compares every other with (``None``: the first);
+        checked against the session's CNIs by :func:`choose_backend`.
+    all_metrics:
+        ``--all-metrics``: the report draws every recorded metric.
     """
 
     cluster: str = "auto"
-    cnis: tuple[str, ...] = ()
+    cnis: CniRequest = field(default_factory=CniRequest)
     profile: Profile = field(default_factory=lambda: profile_named(DEFAULT_PROFILE))
     results_dir: Path = Path("results")
     keep_cluster: bool = False
@@ -93,6 +157,14 @@ class SessionConfig:
     precision: float | None = None
     max_runs: int = DEFAULT_MAX_RUNS
     precision_metrics: tuple[str, ...] = ()
+    report: Path | None = None
+    reference: str | None = None
+    all_metrics: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cnis, CniRequest):  # --cni labels, as a notebook writes them
+            object.__setattr__(self, "cnis", CniRequest.parse(self.cnis))
+        object.__setattr__(self, "results_dir", Path(self.results_dir))
 
 
 def container_engine(timeout: float = 5.0) -> str:
@@ -102,33 +174,94 @@ def container_engine(timeout: float = 5.0) -> str:
     return answering_engine(timeout=timeout)
 
 
-def select_backend(
-    cluster: str, *, keep_cluster: bool = False, recreate_cluster: bool = False
-) -> tuple[Backend, str]:
-    """The backend for ``--cluster`` and a sentence saying what was picked and why."""
+def choose_cluster(
+    cluster: str, cnis: CniRequest, *, engine: Callable[[], str] | None = None
+) -> tuple[str, str]:
+    """Which ``--cluster`` serves ``cnis``, and a sentence saying why: the backend chosen
+    from what was asked, made once per session.
+
+    With ``--cluster auto``: lab datapaths select the lab (no engine is asked); Kubernetes
+    CNIs select kind when a container engine answers; no ``--cni`` selects kind when an engine
+    answers, else the lab. Pure but for ``engine``, called at most once: it names the
+    container engine that answers, or returns ``""`` (default :func:`container_engine`; tests
+    pass a fake).
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        An unknown ``--cluster``; lab datapaths and Kubernetes CNIs in one request (the line
+        says how to split them); Kubernetes CNIs with ``auto`` and no engine (the line names
+        ``cnibench engine up``).
+    """
     if cluster not in CLUSTER_CHOICES:
         raise ConfigError(
             f"unknown --cluster {cluster!r}: choose one of {', '.join(CLUSTER_CHOICES)}"
         )
-    if cluster == "auto":
-        engine = container_engine()
-        if engine:
-            cluster = "kind"
-            reason = f"--cluster auto: {engine} answers, using kind"
-        else:
-            cluster = "lab"
-            reason = "--cluster auto: no container engine answers, using the embedded lab"
-    else:
-        reason = f"--cluster {cluster}"
+    lab, kube = cnis.lab_names, cnis.kube_names
+    if lab and kube:
+        raise ConfigError(
+            f"--cni {', '.join(lab)} (lab) and --cni {', '.join(kube)} (Kubernetes) cannot share"
+            " a session, which runs on one backend: split them into two runs, cnibench run"
+            f" {' '.join(f'--cni {name}' for name in lab)} ... and cnibench run"
+            f" {' '.join(f'--cni {name}' for name in kube)} ..."
+        )
+    if cluster != "auto":
+        return cluster, f"--cluster {cluster}"
+    if lab:
+        return "lab", f"--cluster auto: --cni {', '.join(lab)} runs on the embedded lab"
+    answering = (engine or container_engine)()
+    if answering:
+        return "kind", f"--cluster auto: {answering} answers, using kind"
+    if kube:
+        _check_kube_names(kube)
+        raise ConfigError(
+            f"--cni {kube[0]!r} needs a Kubernetes cluster and none is at hand: no container"
+            ' engine answers for kind (start one: eval "$(cnibench engine up)", then'
+            " cnibench images build) and no --cluster existing was given (set KUBECONFIG);"
+            f" or measure a lab datapath: --cni {' / '.join(LAB_DATAPATHS)}"
+        )
+    return "lab", "--cluster auto: no container engine answers, using the embedded lab"
+
+
+def _check_kube_names(names: Sequence[str]) -> None:
+    """Refuse a name that is neither a lab datapath nor a registered Kubernetes CNI (imports
+    the kube registry: only on a path that is not a lab run)."""
+    from cnibench.backends.kube.cnis import cni_names
+
+    known = cni_names()
+    for name in names:
+        if name not in known:
+            raise ConfigError(
+                f"unknown --cni {name!r}: choose a lab datapath ({', '.join(LAB_DATAPATHS)})"
+                f" or a Kubernetes CNI ({', '.join(known)})"
+            )
+
+
+def select_backend(
+    cluster: str,
+    cnis: CniRequest | None = None,
+    *,
+    keep_cluster: bool = False,
+    recreate_cluster: bool = False,
+    engine: Callable[[], str] | None = None,
+) -> tuple[Backend, str]:
+    """The backend for ``--cluster`` and ``cnis`` (see :func:`choose_cluster`) and a sentence
+    saying what was picked and why. Only the chosen backend's package is imported."""
+    cluster, reason = choose_cluster(cluster, cnis or CniRequest(), engine=engine)
     if cluster == "lab":
         from cnibench.backends.lab import LabBackend
 
         return LabBackend(), reason
     from cnibench.backends.kube import AksProvider, ExistingProvider, KindProvider, KubeBackend
 
+    images = None
     provider: KindProvider | AksProvider | ExistingProvider
     if cluster == "kind":
-        provider = KindProvider(recreate=recreate_cluster)
+        from cnibench.backends.kube.images import Images, default_image_set
+
+        # On cnibench's own engine the offline set is kind's default (CNIBENCH_IMAGES wins).
+        images = Images.from_environment(os.environ, default=default_image_set(os.environ))
+        provider = KindProvider(images=images, recreate=recreate_cluster)
     elif cluster == "aks":
         _check_aks_prerequisites()
         provider = AksProvider()
@@ -139,7 +272,7 @@ def select_backend(
                 f"--cluster existing: kubeconfig {provider.kubeconfig} does not exist"
                 " (set KUBECONFIG to a readable kubeconfig)"
             )
-    return KubeBackend(provider, keep_cluster=keep_cluster), reason
+    return KubeBackend(provider, images=images, keep_cluster=keep_cluster), reason
 
 
 def _check_aks_prerequisites() -> None:
@@ -158,55 +291,118 @@ def _check_aks_prerequisites() -> None:
         )
 
 
-def validate_cnis(
-    backend: Backend, cnis: Sequence[str], *, requested: str = "auto"
-) -> tuple[str, ...]:
-    """``cnis`` (``--cni`` labels, see :meth:`ClusterSpec.from_label`) checked against what
-    ``backend`` offers, options included, and written the one way results record them
+def validate_cnis(backend: Backend, cnis: CniRequest | Sequence[str]) -> tuple[str, ...]:
+    """``cnis`` (a :class:`CniRequest`, or ``--cni`` labels) checked against what ``backend``
+    offers, options included, and written the one way results record them
     (:attr:`ClusterSpec.label`); the backend's defaults when empty.
 
-    ``requested`` is the ``--cluster`` the user gave: when ``auto`` fell back to the lab and a
-    Kubernetes CNI was asked for, the error says what is missing and what to run instead.
+    On the lab nothing of the kube backend is imported unless a name is not a datapath (then
+    only to say whether it is a Kubernetes CNI or unknown).
     """
-    from cnibench.backends.base import ClusterSpec
-    from cnibench.backends.kube.cni import cni_definition
-    from cnibench.backends.kube.cnis import cni_names
-
-    kube_cnis = cni_names()
-    specs = [ClusterSpec.from_label(cni) for cni in cnis]
-
+    request = cnis if isinstance(cnis, CniRequest) else CniRequest.parse(cnis)
     if backend.name == "lab":
-        for spec in specs:
-            cni = spec.cni
-            if cni in kube_cnis and requested == "auto":
+        for spec in request.specs:
+            if spec.cni not in LAB_DATAPATHS:
+                from cnibench.backends.kube.cnis import cni_names
+
+                if spec.cni in cni_names():
+                    raise ConfigError(
+                        f"--cni {spec.cni!r} is a Kubernetes CNI and --cluster lab runs lab"
+                        f" datapaths: choose --cni {' / '.join(LAB_DATAPATHS)}, or --cluster"
+                        " kind or existing"
+                    )
                 raise ConfigError(
-                    f"--cni {cni!r} needs a Kubernetes cluster and none is at hand: no container"
-                    ' engine answers for kind (start one: eval "$(cnibench engine up)", then'
-                    " cnibench images build and CNIBENCH_IMAGES=offline) and no --cluster existing"
-                    f" was given (set KUBECONFIG); or measure a lab datapath: --cni"
-                    f" {' / '.join(LAB_DATAPATHS)}"
-                )
-            if cni in kube_cnis:
-                raise ConfigError(
-                    f"--cni {cni!r} is a Kubernetes CNI and --cluster lab runs lab datapaths:"
-                    f" choose --cni {' / '.join(LAB_DATAPATHS)}, or --cluster kind or existing"
-                )
-            if cni not in LAB_DATAPATHS:
-                raise ConfigError(
-                    f"unknown --cni {cni!r} for the lab: choose one of {', '.join(LAB_DATAPATHS)}"
+                    f"unknown --cni {spec.cni!r} for the lab: choose one of"
+                    f" {', '.join(LAB_DATAPATHS)}"
                 )
             try:
                 napi_option(spec.options)
             except ConfigError as exc:
                 raise ConfigError(f"--cni {spec.label!r}: {exc}") from None
-        return tuple(dict.fromkeys(spec.label for spec in specs)) or LAB_DATAPATHS
+        return request.labels or LAB_DATAPATHS
 
-    for spec in specs:
+    from cnibench.backends.kube.cni import cni_definition
+    from cnibench.backends.kube.cnis import cni_names
+
+    kube_cnis = cni_names()
+    for spec in request.specs:
+        if spec.cni in LAB_DATAPATHS:
+            raise ConfigError(
+                f"--cni {spec.cni!r} is a lab datapath and a Kubernetes cluster runs"
+                f" Kubernetes CNIs: choose --cluster lab, or --cni {' / '.join(kube_cnis)}"
+            )
         if spec.cni not in kube_cnis:
             raise ConfigError(f"unknown --cni {spec.cni!r}: choose one of {', '.join(kube_cnis)}")
         cni_definition(spec)  # the driver refuses options and features it does not take
     # The first registered driver is kind's own CNI: what a plain kind cluster runs.
-    return tuple(dict.fromkeys(spec.label for spec in specs)) or kube_cnis[:1]
+    return request.labels or kube_cnis[:1]
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """What :func:`choose_backend` decided for a session, once: the backend, why, and the
+    session's CNIs as results record them."""
+
+    backend: Backend
+    reason: str
+    cnis: tuple[str, ...]
+
+
+def choose_backend(
+    config: SessionConfig, *, engine: Callable[[], str] | None = None
+) -> BackendChoice:
+    """The backend of a session and its checked CNIs, before anything is created: the
+    backend chosen from the request (:func:`choose_cluster`), ``--cni`` checked against it
+    (:func:`validate_cnis`), ``--reference`` checked against those CNIs, and on kind with the
+    offline image set the build checked (:func:`_require_offline_build`).
+
+    Both front ends call it once (the plugin keeps the choice for its session), so the
+    container engine is asked at most once.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        One line naming the problem and what to do.
+    """
+    backend, reason = select_backend(
+        config.cluster,
+        config.cnis,
+        keep_cluster=config.keep_cluster,
+        recreate_cluster=config.recreate_cluster,
+        engine=engine,
+    )
+    cnis = validate_cnis(backend, config.cnis)
+    if config.reference is not None and config.reference not in cnis:
+        raise ConfigError(
+            f"--reference {config.reference!r} is not one of the CNIs of this session:"
+            f" {', '.join(cnis)}"
+        )
+    _require_offline_build(backend, config.cnis.specs or [ClusterSpec(cni) for cni in cnis])
+    return BackendChoice(backend, reason, cnis)
+
+
+def _require_offline_build(backend: Backend, specs: Sequence[ClusterSpec]) -> None:
+    """On kind with the offline image set (cnibench's own engine, or ``CNIBENCH_IMAGES=
+    offline``), refuse before any cluster is created when the images are not built: the line
+    names the ``cnibench images build`` to run. Builds nothing."""
+    provider = getattr(backend, "provider", None)
+    if getattr(provider, "name", "") != "kind":
+        return
+    from cnibench.backends.kube.images import Images
+    from cnibench.backends.kube.offline.status import missing_build
+
+    images = getattr(provider, "images", None)
+    if not isinstance(images, Images) or not images.offline:
+        return
+    names = [spec.cni for spec in specs] + [
+        spec.options["gateway"] for spec in specs if spec.options.get("gateway")
+    ]
+    command = missing_build(images, names)
+    if command:
+        raise ConfigError(
+            f"the offline images of this kind run are not built yet: run {command} (once per"
+            " engine; nothing was created)"
+        )
 
 
 DEFAULT_PROFILE = "quick"
@@ -281,6 +477,24 @@ def add_session_options(add: Callable[..., object]) -> None:
         action="store_true",
         help="do not reuse a cached Kubernetes cluster",
     )
+    add(
+        "--report",
+        default=None,
+        metavar="FILE",
+        help="write a self-contained HTML report of this session's results at the end",
+    )
+    add(
+        "--reference",
+        default=None,
+        metavar="CNI",
+        help="CNI the end-of-session verdict (and --report) compares every other CNI with"
+        " (default: the first --cni)",
+    )
+    add(
+        "--all-metrics",
+        action="store_true",
+        help="--report draws every recorded metric, not only each scenario's primary metrics",
+    )
     add_scenario_options(add)
 
 
@@ -296,6 +510,9 @@ SESSION_OPTIONS = (
     "results_dir",
     "keep_cluster",
     "recreate_cluster",
+    "report",
+    "reference",
+    "all_metrics",
     "weights",
     "users",
     "rules",
@@ -347,7 +564,7 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         )
     return SessionConfig(
         cluster=cluster,
-        cnis=tuple(values.get("cni") or ()),
+        cnis=CniRequest.parse(values.get("cni") or ()),
         profile=profile,
         results_dir=Path(values.get("results_dir") or "results"),
         keep_cluster=bool(values.get("keep_cluster")),
@@ -356,6 +573,9 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         precision=precision,
         max_runs=DEFAULT_MAX_RUNS if max_runs is None else max_runs,
         precision_metrics=_precision_metrics(values.get("precision_on"), precision),
+        report=Path(str(values["report"])) if values.get("report") else None,
+        reference=None if values.get("reference") is None else str(values["reference"]),
+        all_metrics=bool(values.get("all_metrics")),
     )
 
 
@@ -541,11 +761,123 @@ def plan_conditions(
     return planned
 
 
+class EventKind(enum.Enum):
+    """What a :class:`ProgressEvent` reports."""
+
+    PLANNED = "planned"
+    """The plan is known; ``runs`` is the number of repetitions it holds."""
+    CONDITION = "condition"
+    """A condition (or one interleaved round of it) starts; ``text`` names it."""
+    RUN = "run"
+    """One repetition was attempted (``runs`` = 1)."""
+    SKIPPED = "skipped"
+    """A condition the cluster cannot run was skipped; ``runs``: the repetitions it had left."""
+    NOT_PROVEN = "not-proven"
+    """A condition could not be set up or verified; ``runs``: the repetitions it had left."""
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """What :meth:`BenchSession.run` reports as it goes: a front end renders it (the CLI's
+    progress bar advances by ``runs``), a notebook or the pytest plugin may ignore it."""
+
+    kind: EventKind
+    text: str
+    runs: int = 0
+
+
+ProgressListener = Callable[[ProgressEvent], None]
+"""Receives each :class:`ProgressEvent` of :meth:`BenchSession.run`."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Conditions of one scenario on one CNI skipped for one reason (the cluster lacks what
+    they need): ``conditions`` are their ids, ``planned`` how many that scenario planned on
+    that CNI."""
+
+    scenario: str
+    cni: str
+    reason: str
+    conditions: tuple[str, ...]
+    planned: int
+
+    def line(self) -> str:
+        """One line: how many of the planned conditions were skipped (named when few)."""
+        which = f"{len(self.conditions)} of {self.planned} conditions"
+        if len(self.conditions) <= _NAMED_SKIPS:
+            which += f": {', '.join(self.conditions)}"
+        return f"skipped {self.scenario}/{self.cni} ({which}): {self.reason}"
+
+
+_NAMED_SKIPS = 4
+"""Skipped conditions of one scenario and CNI are named up to this many, else counted."""
+
+
+@dataclass(frozen=True)
+class SessionOutcome:
+    """What :meth:`BenchSession.run` ran, and what counts as failed, skipped or not proven:
+    decided here, once, for every front end.
+
+    Attributes
+    ----------
+    plan:
+        The planned runs, in running order.
+    results:
+        One result per condition that was set up and verified (interleaved rounds merged).
+    skipped:
+        Conditions the cluster cannot run, grouped by scenario, CNI and reason.
+    not_proven:
+        One line per condition that could not be set up (``NOT SET UP ...``) or verified
+        (``NOT VERIFIED ...``); the session went on with the next.
+    session_dir:
+        Where the session's results are (absent when nothing was written).
+    """
+
+    plan: tuple[PlannedRun, ...]
+    results: tuple[ConditionResult, ...]
+    skipped: tuple[Skipped, ...]
+    not_proven: tuple[str, ...]
+    session_dir: Path
+
+    @property
+    def failed(self) -> bool:
+        """Whether the session failed: a condition not proven, a condition without one good
+        run, or nothing measured at all."""
+        return bool(self.not_proven) or not self.results or any(not r.ok_runs for r in self.results)
+
+    def lines(self) -> list[str]:
+        """The lines people grep: skips, conditions not proven, failed runs, and "nothing was
+        measured" when every condition was skipped."""
+        lines = [skip.line() for skip in self.skipped] + list(self.not_proven)
+        for result in self.results:
+            lines += [
+                f"failed {result.scenario}/{result.cni}/{run.run_id}: {run.reason}"
+                for run in result.runs
+                if run.reason
+            ]
+        if not self.results and not self.not_proven:
+            lines.append("nothing was measured: every condition was skipped")
+        return lines
+
+
 class BenchSession:
     """One benchmark session; use as a context manager so clusters are always torn down.
 
-    SIGTERM is turned into :class:`KeyboardInterrupt` while the session is open, so a
+    :meth:`run` is the one door: ``cnibench run``, the pytest plugin and notebooks all call
+    it. SIGTERM is turned into :class:`KeyboardInterrupt` while the session is open, so a
     terminated run cleans up exactly like one interrupted with Ctrl-C.
+
+    Parameters
+    ----------
+    config:
+        The session's options.
+    scenarios:
+        The registry the caller planned with (so scenarios are configured once); default: one
+        built from ``config``'s scenario options.
+    choice:
+        The backend already chosen by :func:`choose_backend` for ``config`` (the plugin
+        chooses at configuration time); default: chosen here.
     """
 
     def __init__(
@@ -553,18 +885,12 @@ class BenchSession:
         config: SessionConfig,
         *,
         scenarios: Mapping[str, Scenario] | None = None,
-        progress: ProgressCallback | None = None,
+        choice: BackendChoice | None = None,
     ) -> None:
         self.config = config
-        self.backend, self.backend_reason = select_backend(
-            config.cluster,
-            keep_cluster=config.keep_cluster,
-            recreate_cluster=config.recreate_cluster,
-        )
-        self.cnis = validate_cnis(self.backend, config.cnis, requested=config.cluster)
+        choice = choice or choose_backend(config)
+        self.backend, self.backend_reason, self.cnis = choice.backend, choice.reason, choice.cnis
         self.backend.preflight()
-        # The registry the caller planned with (so scenarios are configured once), else one
-        # built from the session's options.
         self.scenarios = (
             dict(scenarios) if scenarios is not None else build_scenarios(config.scenario_options)
         )
@@ -574,7 +900,6 @@ class BenchSession:
             self.pool,
             self.store,
             config.profile,
-            progress=progress,
             precision=config.precision,
             max_runs=config.max_runs,
             precision_metrics=config.precision_metrics,
@@ -607,6 +932,113 @@ class BenchSession:
             if cni in cnis_of[p.only]
         ]
 
+    def run(
+        self,
+        planned: Sequence[PlannedCondition] | None = None,
+        *,
+        interleave: bool = False,
+        progress: ProgressListener | None = None,
+    ) -> SessionOutcome:
+        """Run ``planned`` (default: every condition of every scenario) on the session's CNIs
+        and say what came of it.
+
+        A condition the cluster cannot run is skipped (with the reason); one that cannot be
+        set up or verified is recorded as not proven and the session goes on with the next;
+        a failed repetition is kept, flagged, and never averaged in.
+
+        Parameters
+        ----------
+        planned:
+            From :func:`plan_conditions` with this session's scenarios.
+        interleave:
+            Run the conditions of a scenario on one CNI in rotating rounds, one repetition
+            each (:func:`interleaved_rounds`); the order is written to the results as
+            ``interleaved-order``.
+        progress:
+            Receives a :class:`ProgressEvent` as the session goes.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            ``interleave`` with ``--precision``, or an ``only`` CNI the backend lacks.
+        """
+        if interleave and self.config.precision is not None:
+            raise ConfigError("--interleave and --precision cannot be combined yet: choose one")
+        plan = self.plan(plan_conditions(self.scenarios) if planned is None else planned)
+        runs = self.config.profile.runs
+        tell = progress or (lambda event: None)
+        order = (
+            interleaved_rounds(plan, runs) if interleave else [(-1, planned) for planned in plan]
+        )
+        merged: dict[tuple[str, str, str], ConditionResult] = {}
+        given_up: set[tuple[str, str, str]] = set()
+        skipped: dict[tuple[str, str, str], list[str]] = {}
+        not_proven: list[str] = []
+        tell(ProgressEvent(EventKind.PLANNED, f"{len(plan)} conditions", len(plan) * runs))
+        self.runner.progress = lambda text: tell(ProgressEvent(EventKind.RUN, text, 1))
+        try:
+            for round_number, planned_run in order:
+                scenario, cni, condition = (
+                    planned_run.scenario,
+                    planned_run.cni,
+                    planned_run.condition,
+                )
+                key = (scenario.name, cni, condition.id)
+                if key in given_up:
+                    continue
+                tell(ProgressEvent(EventKind.CONDITION, f"{scenario.name} {cni} {condition.id}"))
+                # One round of an interleaved session is one repetition; otherwise all.
+                rounds = None if round_number < 0 else range(round_number, round_number + 1)
+                left = runs if rounds is None else runs - round_number
+                try:
+                    result = self.run_condition(scenario, cni, condition, repetitions=rounds)
+                except UnsupportedError as exc:
+                    given_up.add(key)
+                    skipped.setdefault((scenario.name, cni, str(exc)), []).append(condition.id)
+                    tell(ProgressEvent(EventKind.SKIPPED, str(exc), left))
+                    continue
+                except VerificationError as exc:
+                    # One condition that cannot be set up or proven says nothing of the next.
+                    given_up.add(key)
+                    label = "NOT SET UP" if isinstance(exc, SetupError) else "NOT VERIFIED"
+                    not_proven.append(f"{label} {exc}")
+                    tell(ProgressEvent(EventKind.NOT_PROVEN, not_proven[-1], left))
+                    continue
+                earlier = merged.get(key)
+                merged[key] = (
+                    result
+                    if earlier is None
+                    else dataclasses.replace(earlier, runs=(*earlier.runs, *result.runs))
+                )
+        finally:
+            self.runner.progress = None
+        if interleave:
+            self.store.write_json(
+                "interleaved-order",
+                {
+                    "rounds": [
+                        {
+                            "round": number,
+                            "scenario": p.scenario.name,
+                            "cni": p.cni,
+                            "condition": p.condition.id,
+                        }
+                        for number, p in order
+                    ]
+                },
+            )
+        planned_per = Counter((p.scenario.name, p.cni) for p in plan)
+        return SessionOutcome(
+            plan=tuple(plan),
+            results=tuple(r for key, r in merged.items() if key not in given_up),
+            skipped=tuple(
+                Skipped(name, cni, reason, tuple(ids), planned_per[(name, cni)])
+                for (name, cni, reason), ids in skipped.items()
+            ),
+            not_proven=tuple(not_proven),
+            session_dir=self.store.session_dir,
+        )
+
     def run_condition(
         self,
         scenario: Scenario | str,
@@ -615,7 +1047,10 @@ class BenchSession:
         *,
         repetitions: range | None = None,
     ) -> ConditionResult:
-        """Run one condition (see :meth:`cnibench.scenarios.runner.Runner.run_condition`).
+        """Run one condition (see :meth:`cnibench.scenarios.runner.Runner.run_condition`);
+        what :meth:`run` calls for each planned condition. Raises what the runner raises
+        (:class:`~cnibench.errors.UnsupportedError`, :class:`~cnibench.errors.VerificationError`);
+        :meth:`run` is the door that turns those into an outcome.
 
         ``scenario`` may be a name, resolved among the session's configured scenarios;
         ``repetitions`` runs only those repetition numbers (one interleaved round).

@@ -21,6 +21,11 @@ BAD_INPUT = [
     (["run", "--duration=-5s"], "invalid duration '-5s'"),
     (["run", "--duration=1.5s"], "whole number of seconds"),
     (["run", "--cluster", "kind", "--cni", "weave"], "unknown --cni 'weave': choose one of"),
+    (["run", "--cni", "vxlan", "--cni", "flannel"], "split them into two runs"),
+    (
+        ["run", "--cluster", "lab", "--interleave", "--precision", "5%"],
+        "--interleave and --precision cannot be combined",
+    ),
     (["explode"], "invalid choice: 'explode'"),
     (["run", "--target", "clusterip"], "unknown target 'clusterip'"),
     (["run", "--proxy", "ipvs"], "unknown service proxy 'ipvs'"),

@@ -68,12 +68,10 @@ def test_the_lab_refuses_options_and_kube_drivers_their_unknown_features() -> No
         ConfigError,
         match=re.escape("'vxlan:mtu=9000': the lab takes only the option napi=inline|threaded"),
     ):
-        validate_cnis(LabBackend(), ["vxlan:mtu=9000"], requested="lab")
+        validate_cnis(LabBackend(), ["vxlan:mtu=9000"])
     with pytest.raises(ConfigError, match="'vxlan:napi=busy': unknown lab option napi=busy"):
-        validate_cnis(LabBackend(), ["vxlan:napi=busy"], requested="lab")
-    assert validate_cnis(LabBackend(), ["routed:napi=threaded"], requested="lab") == (
-        "routed:napi=threaded",
-    )
+        validate_cnis(LabBackend(), ["vxlan:napi=busy"])
+    assert validate_cnis(LabBackend(), ["routed:napi=threaded"]) == ("routed:napi=threaded",)
 
     class Kube:
         name = "kube"

@@ -69,12 +69,12 @@ def test_a_build_whose_long_steps_are_current_takes_no_lock(tmp_path: Path) -> N
     debootstrap, no go command); a cache whose every step is stamped says yes, so its build
     makes the images without waiting for another build holding the cache's lock."""
     builder = OfflineBuilder(root=tmp_path, environ={"PATH": "/nonexistent"}, log=lambda _: None)
-    assert builder._prepared(frozenset()) is False
+    assert builder.prepared(frozenset()) is False
     assert builder.report.seconds == {}
     assert not (tmp_path / "offline" / "rootfs").exists()
 
     asked: list[str] = []
     for name in (*STEPS, "rootfs"):
         setattr(builder, name, lambda *args, _n=name: asked.append(_n))
-    assert builder._prepared(frozenset({"cilium", "kube-router", "traefik"})) is True
+    assert builder.prepared(frozenset({"cilium", "kube-router", "traefik"})) is True
     assert {"build_kubernetes", "build_cilium", "build_kube_router", "build_traefik"} <= set(asked)

@@ -23,6 +23,7 @@ __all__ = [
     "OFFLINE_IMAGES",
     "Images",
     "build_context",
+    "default_image_set",
     "require_pullable",
 ]
 
@@ -98,16 +99,17 @@ class Images:
     )
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str]) -> Images:
-        """The set named by ``CNIBENCH_IMAGES`` (``public``, the default, or ``offline``: see
-        :data:`OFFLINE_IMAGES`), each field overridden by ``CNIBENCH_IMAGE_<FIELD>``.
+    def from_environment(cls, environ: Mapping[str, str], *, default: str = "public") -> Images:
+        """The set named by ``CNIBENCH_IMAGES`` (``public`` or ``offline``: see
+        :data:`OFFLINE_IMAGES`; unset, ``default``, which a kind run takes from
+        :func:`default_image_set`), each field overridden by ``CNIBENCH_IMAGE_<FIELD>``.
 
         Raises
         ------
         cnibench.errors.ConfigError
             ``CNIBENCH_IMAGES`` names no known set.
         """
-        base = image_set(environ.get("CNIBENCH_IMAGES", "") or "public")
+        base = image_set(environ.get("CNIBENCH_IMAGES", "") or default)
         overrides = {
             f.name: environ[f"CNIBENCH_IMAGE_{f.name.upper()}"]
             for f in dataclasses.fields(cls)
@@ -174,6 +176,25 @@ goes into an image changes, so a cluster never keeps a stale copy."""
 
 IMAGE_SETS: Mapping[str, Images] = {"public": Images(), "offline": OFFLINE_IMAGES}
 """Image sets selectable with ``CNIBENCH_IMAGES`` (or ``--images``)."""
+
+
+def default_image_set(environ: Mapping[str, str]) -> str:
+    """``offline`` when ``DOCKER_HOST`` is a socket of cnibench's own engine (``cnibench engine
+    up``: under :data:`~cnibench.backends.kube.engine.ENGINE_RUN_ROOT`, or the directory
+    ``CNIBENCH_ENGINE_RUN`` names), else ``public``.
+
+    That engine exists for machines that reach no registry, so a kind cluster in it takes
+    the set ``cnibench images build`` makes; nobody has to remember ``CNIBENCH_IMAGES=offline``.
+    Only kind: an existing or AKS cluster pulls from registries whatever engine the shell has.
+    """
+    from cnibench.backends.kube.engine import ENGINE_RUN_ROOT, ENGINE_RUN_VARIABLE
+
+    host = environ.get("DOCKER_HOST", "")
+    if not host.startswith("unix://"):
+        return "public"
+    run_root = Path(environ.get(ENGINE_RUN_VARIABLE) or ENGINE_RUN_ROOT)
+    socket = Path(host.removeprefix("unix://"))
+    return "offline" if socket.is_relative_to(run_root) else "public"
 
 
 def image_set(name: str) -> Images:

@@ -961,7 +961,7 @@ class OfflineBuilder:
         """
         self.offline.mkdir(parents=True, exist_ok=True)
         wanted = frozenset(cnis)
-        if self._prepared(wanted):
+        if self.prepared(wanted):
             # Every long step is current: making the images needs no lock, so this build does
             # not wait for another one preparing other CNIs on the same cache (CI's background
             # prepare of Cilium while the kind tier starts with flannel and kube-router).
@@ -969,9 +969,10 @@ class OfflineBuilder:
         with _exclusive(self.offline / ".build.lock", self._log):
             return self._build_all(wanted, images=images)
 
-    def _prepared(self, cnis: frozenset[str]) -> bool:
+    def prepared(self, cnis: frozenset[str]) -> bool:
         """Whether every Go build and root filesystem the images of ``cnis`` need is current
-        (nothing would be built: each step is asked and refuses instead of starting)."""
+        (nothing would be built: each step is asked and refuses instead of starting). Reads
+        recipe stamps only; builds and downloads nothing."""
         self._checking = True
         try:
             self._prepare(cnis)
@@ -982,7 +983,7 @@ class OfflineBuilder:
         return True
 
     def _prepare(self, cnis: frozenset[str]) -> None:
-        """The long steps for ``cnis``, one after another (a check: see :meth:`_prepared`)."""
+        """The long steps for ``cnis``, one after another (a check: see :meth:`prepared`)."""
         recipes = image_recipes(self.images, cnis=cnis)
         wanted_rootfs = {recipe.rootfs for recipe in recipes}
         optional = {"cilium", "kube-router"}
@@ -1051,7 +1052,7 @@ container must not run masked or removed)."""
 
 
 class _WouldBuildError(Exception):
-    """Raised by a step asked only whether it is current (:meth:`OfflineBuilder._prepared`)."""
+    """Raised by a step asked only whether it is current (:meth:`OfflineBuilder.prepared`)."""
 
 
 @contextmanager
