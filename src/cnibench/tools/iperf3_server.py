@@ -67,6 +67,10 @@ _IDLE_RETURN = 2
 """``iperf_run_server()`` returns this when its idle timeout expired without a client."""
 _GRACE_S = 5.0
 """Extra seconds a caller waits beyond ``timeout`` for the process to report and exit."""
+_LISTEN_S = 30.0
+"""Seconds a new server process has to say it listens: a Python interpreter importing the
+libiperf bindings took over 5 s on a 2-core machine at a load average of 20 (kind tier beside
+the unit tier, 2026-11-26), and a port that is taken still fails at once (the process exits)."""
 
 
 @dataclass(frozen=True)
@@ -349,7 +353,7 @@ class InProcessIperf3Server:
         Raises
         ------
         cnibench.errors.ToolError
-            When it is already running, or it did not listen within ``_GRACE_S`` seconds
+            When it is already running, or it did not listen within ``_LISTEN_S`` seconds
             (e.g. the port is taken); the process is then stopped.
         """
         if self._process is not None:
@@ -365,7 +369,7 @@ class InProcessIperf3Server:
         assert process.stderr is not None
         with selectors.DefaultSelector() as selector:
             selector.register(process.stderr, selectors.EVENT_READ)
-            deadline = Deadline(_GRACE_S)
+            deadline = Deadline(_LISTEN_S)
 
             def next_line() -> str | None:
                 """``"listening"``, ``"exited"`` (EOF: it died first), or ``None``."""
