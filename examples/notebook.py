@@ -2,7 +2,7 @@
 the same one door, :meth:`cnibench.BenchSession.run`; then the results as a DataFrame.
 
 Each paragraph is a notebook cell. It runs on the embedded lab (root and network namespaces);
-``tests/lab/test_lab_notebook_example.py`` runs this file as written.
+``tests/lab/test_lab_one_door.py`` runs this file as written.
 """
 
 import cnibench
