@@ -27,7 +27,6 @@ from cnibench.session import BenchSession, SessionConfig
 
 from .conftest import BUILD_TIMEOUT
 from .kind_support import (
-    BASELINE_CONDITIONS,
     check_baseline,
     cnibench,
     cnibench_clusters,
@@ -47,17 +46,12 @@ SPLIT = "v1-60-v2-40-u10"
 KPR_SERVICE = "cross-node-idle-iperf3-service-ebpf-0svc"
 KUBE_PROXY_SERVICE = "cross-node-idle-iperf3-service-iptables-0svc"
 """Seed 001's comparison where it lies: through a ClusterIP, Cilium's eBPF against kube-proxy."""
-KPR_BASELINE = (*BASELINE_CONDITIONS, KPR_SERVICE)
-"""All four tools on one node and across nodes, as on flannel, and iperf3 through a Service."""
-KUBE_PROXY_BASELINE = (
-    "cross-node-idle-iperf3",
-    "cross-node-idle-sockperf",
-    "same-node-idle-iperf3",
-    KUBE_PROXY_SERVICE,
-)
-"""In kube-proxy (iptables) mode, seed 001's comparison of the two modes where it lies: iperf3
-and sockperf across nodes, iperf3 on one node and through a ClusterIP (the four tools on both
-placements run on the kube-proxy replacement cluster and on flannel; CI's time is short)."""
+MODE_BASELINE = ("cross-node-idle-iperf3", "cross-node-idle-sockperf", "same-node-idle-iperf3")
+"""Seed 001's comparison of the two modes where it lies: iperf3 and sockperf across nodes,
+iperf3 on one node (the four tools on both placements run on flannel; CI's time is short)."""
+KPR_BASELINE = (*MODE_BASELINE, KPR_SERVICE)
+KUBE_PROXY_BASELINE = (*MODE_BASELINE, KUBE_PROXY_SERVICE)
+"""The same conditions in both modes, and iperf3 through a ClusterIP, each mode's own proxy."""
 SERVICE_ARGS = (
     "--target", "pod,service", "--proxy", "ebpf,iptables", "--weights", "v1=60,v2=40",
     "--users", "10",
