@@ -79,18 +79,7 @@ def test_installed_wheel_renders_from_its_own_data(wheel: Path, tmp_path: Path) 
         " 'terraform': str(terraform_dir()), 'kind': config['kind'],"
         " 'main_tf': (terraform_dir() / 'main.tf').is_file()}))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CNIBENCH_")}
-    env["PYTHONPATH"] = str(target)
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=tmp_path,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = _run_installed(probe, target, tmp_path)
     found = json.loads(done.stdout)
     assert Path(found["manifests"]) == target / "cnibench" / "_data" / "manifests"
     assert Path(found["terraform"]) == target / "cnibench" / "_data" / "terraform" / "aks"
@@ -107,6 +96,15 @@ def test_installed_wheel_loads_the_report_templates(wheel: Path, tmp_path: Path)
         "print(templates.get_template('report.html').filename)\n"
         "print(templates.get_template('report.md').filename)\n"
     )
+    done = _run_installed(probe, target, tmp_path)
+    html, markdown = done.stdout.split()
+    assert Path(html) == target / "cnibench" / "report" / "templates" / "report.html"
+    assert Path(markdown) == target / "cnibench" / "report" / "templates" / "report.md"
+
+
+def _run_installed(probe: str, target: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``probe`` in a fresh interpreter that sees only the extracted wheel at ``target``
+    (no CNIBENCH_ variable, run from ``cwd``); it must succeed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CNIBENCH_")}
     env["PYTHONPATH"] = str(target)
     done = subprocess.run(
@@ -115,10 +113,8 @@ def test_installed_wheel_loads_the_report_templates(wheel: Path, tmp_path: Path)
         text=True,
         timeout=120,
         check=False,
-        cwd=tmp_path,
+        cwd=cwd,
         env=env,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    html, markdown = done.stdout.split()
-    assert Path(html) == target / "cnibench" / "report" / "templates" / "report.html"
-    assert Path(markdown) == target / "cnibench" / "report" / "templates" / "report.md"
+    return done
