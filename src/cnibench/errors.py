@@ -66,6 +66,11 @@ class ParseError(ToolError):
     """A tool's output could not be understood (garbage, truncated JSON, unknown format)."""
 
 
+class AgentRestartedError(ToolError):
+    """A CNI agent pod was replaced or restarted while a run measured: the run did not measure
+    the datapath as it was set up, whatever its tool reported."""
+
+
 class VerificationError(CnibenchError):
     """A scenario's set-up does not do what it claims; measuring it would be meaningless."""
 

@@ -26,6 +26,7 @@ from typing import Any, cast
 from cnibench import stats
 from cnibench.backends.base import Backend, Cluster, ClusterSpec, Endpoint, ResourceUsage
 from cnibench.errors import (
+    AgentRestartedError,
     CnibenchError,
     InsufficientDataError,
     ProvisioningError,
@@ -549,6 +550,8 @@ class Runner:
                     raise VerificationError(output.verification.detail)
         except CnibenchError as exc:
             reason = f"{type(exc).__name__}: {exc}"
+            if before and not isinstance(exc, AgentRestartedError | VerificationError):
+                reason = self._agent_first(cluster, reason)
             failed_raw = dict(raw)
             output_text = getattr(exc, "output", "")
             if output_text:
@@ -585,6 +588,18 @@ class Runner:
         return RunResult(
             run_id, repetition, attempt, RunStatus.OK, "", tuple(measurements), evidence
         )
+
+    @staticmethod
+    def _agent_first(cluster: Cluster, reason: str) -> str:
+        """The reason of a failed run, led by the CNI agent's restart when one happened during
+        it: a tool that lost its connection then is a consequence, not the cause."""
+        try:
+            cluster.resource_usage()
+        except AgentRestartedError as cause:
+            return f"{type(cause).__name__}: {cause}; the tool then failed: {reason}"
+        except CnibenchError:
+            pass
+        return reason
 
     def _resources(self, cluster: Cluster, start: float, end: float) -> list[Measurement]:
         """Host-wide CPU and RAM (mean over nodes' exporters) plus each node's receive rate

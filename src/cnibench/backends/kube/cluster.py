@@ -46,6 +46,7 @@ from cnibench.backends.kube.node_usage import AgentPod, KindNodeUsage, agent_cha
 from cnibench.backends.kube.pykube_bridge import pykube_client
 from cnibench.backends.kube.services import KubeServices, proxy_hint, service_proxy
 from cnibench.errors import (
+    AgentRestartedError,
     CnibenchError,
     ConfigError,
     MetricsError,
@@ -585,7 +586,7 @@ class KubeCluster:
 
         Raises
         ------
-        cnibench.errors.ToolError
+        cnibench.errors.AgentRestartedError
             The CNI agent restarted since the run's first reading (names the pod).
         """
         if self._node_usage is None:
@@ -596,7 +597,7 @@ class KubeCluster:
         if not reset_peak and self._agents_seen:
             changed = agent_changes(self._agents_seen, seen)
             if changed:
-                raise ToolError(f"the CNI agent restarted during the run: {changed}")
+                raise AgentRestartedError(f"the CNI agent restarted during the run: {changed}")
         self._agents_seen = seen
         roles = {node.name: node.role.value for node in self._nodes}
         return self._node_usage.usage(
