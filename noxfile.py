@@ -116,6 +116,16 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def study(session: nox.Session) -> None:
+    """The kind study (docs/findings.md): five cluster configurations on kind, built offline,
+    into docs/results/kind-<date>/ (``-- --print`` shows its plain `cnibench run` commands,
+    ``-- --engine NAME`` uses another private engine). About 90 minutes warm on 2 cores."""
+    _install(session)
+    _system(session)
+    session.run("python", "-m", "cnibench.study", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff (style and bugs) and import-linter (the layer contracts of ARCHITECTURE.md)."""
     session.install("ruff>=0.5", "import-linter>=2.0")

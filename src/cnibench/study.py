@@ -1,0 +1,382 @@
+"""The kind study: the seeds' CNI comparison reproduced on real kind clusters, with intervals.
+
+``python -m cnibench.study`` (what ``nox -s study`` runs) starts the private engine, builds the
+offline image set (warm: seconds), then runs :data:`STUDY`: plain ``cnibench run`` commands,
+one or two per cluster configuration, all writing into one results directory
+(``docs/results/kind-<date>/`` by default). At the end it writes the directory's report
+(``report.html``), its verdict (``verdict.md``, recomputed from the records by
+:func:`verdict_markdown`, so a test can check every line of it), the study's own account
+(``study.json``: each command, its wall time and exit status) and drops the raw tool output
+(the records, environments and verification files stay: ``cnibench.load_results`` on the
+directory reproduces every line).
+
+``python -m cnibench.study --print`` prints the commands instead, as a user would type them.
+
+What the plan holds and what it leaves out to fit 90 minutes on a 2-core machine is said on
+each :class:`Part` (``why``) and in docs/findings.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from cnibench.errors import CnibenchError, ConfigError
+from cnibench.results import atomic_write_bytes, load_environments, load_results
+
+__all__ = [
+    "REFERENCE",
+    "STUDY",
+    "Configuration",
+    "Part",
+    "commands",
+    "main",
+    "verdict_markdown",
+]
+
+PROFILE = "quick"
+"""Five runs per condition (n >= 5, as the study asks), one-second measurements."""
+
+REFERENCE = "flannel"
+"""The CNI every other configuration is compared with: kind's usual overlay with kube-proxy in
+its default iptables mode."""
+
+ENGINE = "cnibench"
+"""The private engine the study runs in (``--engine``: another engine name, e.g. one whose
+images are already built)."""
+
+IMAGES = ("--cni", "cilium", "--cni", "kube-router", "--gateway", "traefik")
+"""``cnibench images build`` arguments: every image the configurations need."""
+
+POD = ("cross-node-idle-iperf3", "cross-node-idle-sockperf")
+"""Pod to pod across nodes: the CNI's own data path, bulk (iperf3) and request/response
+(sockperf)."""
+
+
+def _service(proxy: str, *counts: int, tool: str = "sockperf") -> tuple[str, ...]:
+    return tuple(f"cross-node-idle-{tool}-service-{proxy}-{n}svc" for n in counts)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One ``cnibench run`` of the study.
+
+    Attributes
+    ----------
+    scenarios:
+        ``--scenario`` values.
+    conditions:
+        ``--condition`` ids (only these run).
+    options:
+        Further ``cnibench run`` arguments (``--target``, ``--services``, ``--rules`` ...).
+    interleave:
+        ``--interleave``: conditions in alternating rounds, each set up again per round.
+    why:
+        What the part answers, and what it leaves out.
+    """
+
+    scenarios: tuple[str, ...]
+    conditions: tuple[str, ...]
+    options: tuple[str, ...] = ()
+    interleave: bool = True
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """A cluster configuration (one ``--cni`` label) and the runs made on it, in order; the
+    cluster is kept between its parts and removed after the last."""
+
+    name: str
+    cni: str
+    parts: tuple[Part, ...] = field(default_factory=tuple)
+
+
+_SERVICES_WHY = (
+    "the proxy's tables with 1000 and 5000 further Services (sockperf's latency and the time "
+    "the proxy took to program them); not interleaved: every round would create and delete "
+    "the Services again (5000 take minutes each way here)"
+)
+
+STUDY: tuple[Configuration, ...] = (
+    Configuration(
+        "flannel, kube-proxy iptables",
+        REFERENCE,
+        (
+            Part(
+                ("baseline",),
+                (*POD, *_service("iptables", 0)),
+                ("--target", "pod,service", "--proxy", "iptables"),
+                why="the reference: pod to pod and through a ClusterIP",
+            ),
+            Part(
+                ("baseline",),
+                _service("iptables", 1000, 5000),
+                ("--target", "service", "--proxy", "iptables", "--services", "1000,5000"),
+                interleave=False,
+                why=_SERVICES_WHY,
+            ),
+        ),
+    ),
+    Configuration(
+        "flannel, kube-proxy nftables",
+        "flannel:kube-proxy=nftables",
+        (
+            Part(
+                ("baseline",),
+                (*POD, *_service("nftables", 0)),
+                ("--target", "pod,service", "--proxy", "nftables"),
+                why="kube-proxy's nftables mode against the reference's iptables",
+            ),
+            Part(
+                ("baseline",),
+                _service("nftables", 1000, 5000),
+                ("--target", "service", "--proxy", "nftables", "--services", "1000,5000"),
+                interleave=False,
+                why=_SERVICES_WHY,
+            ),
+        ),
+    ),
+    Configuration(
+        "Cilium, kube-proxy replacement",
+        "cilium:napi=threaded",
+        (
+            Part(
+                ("baseline", "egress", "policy", "priority"),
+                (
+                    *POD,
+                    *_service("ebpf", 0),
+                    "gateway-off",
+                    "gateway-on",
+                    "off-cross-node-c1",
+                    *(f"on-cross-node-iptables-r{n}-c1-new-connections" for n in (0, 100, 1000)),
+                    "k8s-deny",
+                    "k8s-deny-and-cni-allow",
+                ),
+                ("--target", "pod,service", "--proxy", "ebpf", "--rules", "0,100,1000"),
+                why=(
+                    "seed 001's eBPF Service path, seed 000's egress gateway (the gateway "
+                    "node's own CPU: napi=threaded), seed 003's rule scaling on eBPF, and which "
+                    "policy wins; priority keeps two of its six cases (a Kubernetes deny alone "
+                    "and against a Cilium allow)"
+                ),
+            ),
+            Part(
+                ("baseline",),
+                _service("ebpf", 1000),
+                ("--target", "service", "--proxy", "ebpf", "--services", "1000"),
+                interleave=False,
+                why="eBPF's Service maps with 1000 further Services (5000 left out: time)",
+            ),
+        ),
+    ),
+    Configuration(
+        "Cilium, kube-proxy mode, Traefik",
+        "cilium:gateway=traefik,mode=kube-proxy",
+        (
+            Part(
+                ("baseline", "split"),
+                (*POD, "v1-60-v2-40-u10", "v1-60-v2-40-u100"),
+                ("--weights", "v1=60,v2=40", "--users", "10,100"),
+                why="seed 001's other mode, and a 60/40 split through a real Gateway",
+            ),
+        ),
+    ),
+    Configuration(
+        "kube-router, Traefik",
+        "kube-router:gateway=traefik",
+        (
+            Part(
+                ("baseline", "policy", "split"),
+                (
+                    *POD,
+                    "off-cross-node-c1",
+                    *(f"on-cross-node-iptables-r{n}-c1-new-connections" for n in (0, 100, 1000)),
+                    "v1-60-v2-40-u10",
+                    "v1-60-v2-40-u100",
+                ),
+                ("--rules", "0,100,1000", "--weights", "v1=60,v2=40", "--users", "10,100"),
+                why="seed 003's rule scaling on iptables + ipset, and the split on a second CNI",
+            ),
+        ),
+    ),
+)
+"""The study, in the order it runs."""
+
+
+def commands(out: Path, *, study: Sequence[Configuration] = STUDY) -> list[list[str]]:
+    """The ``cnibench run`` argument lists of ``study`` writing into ``out``, in order."""
+    lines: list[list[str]] = []
+    for configuration in study:
+        for index, part in enumerate(configuration.parts):
+            last = index == len(configuration.parts) - 1
+            line = ["cnibench", "run", "--cluster", "kind", "--cni", configuration.cni]
+            line += ["--profile", PROFILE, "--results-dir", str(out)]
+            line += [arg for name in part.scenarios for arg in ("--scenario", name)]
+            line += [arg for c in part.conditions for arg in ("--condition", c)]
+            line += list(part.options)
+            line += ["--interleave"] * part.interleave + ["--keep-cluster"] * (not last)
+            lines.append(line)
+    return lines
+
+
+def _time_span(df: pd.DataFrame) -> str:
+    times = pd.to_datetime(df["time"], utc=True)
+    first, last = times.min(), times.max()
+    day = first.strftime("%Y-%m-%d")
+    return f"{day} {first:%H:%M}-{last:%H:%M} UTC"
+
+
+def verdict_markdown(directory: Path, *, reference: str = REFERENCE) -> str:
+    """``verdict.md`` of a study directory, recomputed from its records: when, where and how
+    many runs, then every planned contrast's line (:func:`cnibench.report.verdict`), then what
+    could not be compared. A committed ``verdict.md`` equals this text, or it was edited."""
+    from cnibench.report import verdict
+
+    df = load_results(directory)
+    environments = load_environments(directory).drop_duplicates("environment_id")
+    table = verdict(df, reference=reference)
+    ok = df[(df["status"] == "ok") & df["verified"]]
+    runs = ok.drop_duplicates("run_id")
+    machines = sorted(
+        {
+            f"{row.cpu_model}, {row.cpu_count} CPUs, kernel {row.kernel}"
+            for row in environments.itertuples()
+        }
+    )
+    lines = [
+        "# Verdict of the kind study",
+        "",
+        f"Recomputed from the records in this directory by `cnibench.study.verdict_markdown`"
+        f" (reference CNI `{reference}`).",
+        "",
+        f"- when: {_time_span(df)}",
+        f"- machine: {'; '.join(machines)}",
+        f"- CNI configurations: {', '.join(f'`{c}`' for c in sorted(set(runs['cni'])))}",
+        f"- scenarios: {', '.join(sorted(set(runs['scenario'])))}",
+        f"- verified successful runs: {len(runs)} over"
+        f" {runs.groupby(['cni', 'scenario', 'condition']).ngroups} conditions,"
+        f" fewest per condition {runs.groupby(['cni', 'scenario', 'condition']).size().min()}",
+        "",
+        "## Every planned contrast, largest standardized effect first",
+        "",
+        *(f"- {line}" for line in table["verdict"]),
+    ]
+    notes = list(table.attrs.get("notes", []))
+    if notes:
+        lines += ["", "## Not compared", "", *(f"- {note}" for note in notes)]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class _Step:
+    command: list[str]
+    seconds: float
+    exit_code: int
+
+
+def _cli(*args: str, env: dict[str, str], log: Callable[[str], None]) -> _Step:
+    command = [sys.executable, "-m", "cnibench.cli", *args]
+    log("$ cnibench " + shlex.join(args))
+    started = time.monotonic()
+    done = subprocess.run(command, env=env, check=False)
+    return _Step(["cnibench", *args], round(time.monotonic() - started, 1), done.returncode)
+
+
+def _engine_env(engine: str, log: Callable[[str], None]) -> dict[str, str]:
+    """This process's environment with ``DOCKER_HOST`` of the private engine ``engine``."""
+    log(f"$ cnibench engine up --name {engine}")
+    done = subprocess.run(
+        [sys.executable, "-m", "cnibench.cli", "engine", "up", "--name", engine],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    sys.stderr.write(done.stderr)
+    prefix = "export DOCKER_HOST="
+    lines = [line for line in done.stdout.splitlines() if line.startswith(prefix)]
+    if done.returncode != 0 or not lines:
+        raise ConfigError(f"cnibench engine up --name {engine} failed: {done.stderr.strip()}")
+    return {**os.environ, "DOCKER_HOST": shlex.split(lines[0][len(prefix) :])[0]}
+
+
+def finish(out: Path, steps: Sequence[_Step], wall: float, log: Callable[[str], None]) -> None:
+    """The report, the verdict and the study's account of a study directory; raw tool output
+    removed (the records keep every measurement)."""
+    env = dict(os.environ)
+    steps = list(steps)
+    steps.append(_cli("report", str(out), "--html", str(out / "report.html"), env=env, log=log))
+    atomic_write_bytes(out / "verdict.md", verdict_markdown(out).encode())
+    for raw in sorted(out.glob("*/raw")):
+        shutil.rmtree(raw)
+    account = {
+        "profile": PROFILE,
+        "reference": REFERENCE,
+        "wall_seconds": round(wall, 1),
+        "steps": [
+            {"command": shlex.join(s.command), "seconds": s.seconds, "exit_code": s.exit_code}
+            for s in steps
+        ],
+    }
+    atomic_write_bytes(out / "study.json", (json.dumps(account, indent=2) + "\n").encode())
+
+
+def run(out: Path, *, engine: str = ENGINE, log: Callable[[str], None] = print) -> int:
+    """Run the whole study into ``out``; 0 when every command succeeded."""
+    started = time.monotonic()
+    env = _engine_env(engine, log)
+    steps = [_cli("images", "build", *IMAGES, env=env, log=log)]
+    if steps[0].exit_code != 0:
+        return steps[0].exit_code
+    for line in commands(out):
+        steps.append(_cli(*line[1:], env=env, log=log))
+        log(f"cnibench study: {steps[-1].seconds:.0f} s, exit {steps[-1].exit_code}")
+    finish(out, steps, time.monotonic() - started, log)
+    failed = [s for s in steps if s.exit_code != 0]
+    log(f"cnibench study: {time.monotonic() - started:.0f} s; {len(failed)} command(s) failed")
+    return 1 if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m cnibench.study [--print] [--out DIR] [--engine NAME]``."""
+    parser = argparse.ArgumentParser(prog="python -m cnibench.study", description=__doc__)
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    parser.add_argument("--out", type=Path, default=Path("docs/results") / f"kind-{today}")
+    parser.add_argument("--engine", default=ENGINE, help=f"private engine (default {ENGINE})")
+    parser.add_argument("--print", action="store_true", help="print the commands only")
+    parser.add_argument(
+        "--finish", action="store_true", help="only write report, verdict and account of --out"
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.print:
+            for line in commands(args.out):
+                print(shlex.join(line))
+            return 0
+        if args.finish:
+            finish(args.out, [], 0.0, print)
+            return 0
+        if args.out.exists() and any(args.out.iterdir()):
+            raise ConfigError(f"{args.out} is not empty: the study writes a new results set")
+        return run(args.out, engine=args.engine)
+    except CnibenchError as exc:
+        print(f"cnibench study: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""The kind study's plan (``cnibench.study``): every command is one a user could type, names
+conditions that exist, and the plan holds what issue 25 asks for (n >= 5, >= 3 CNI
+configurations, >= 4 scenarios). The study itself runs on kind (``nox -s study``); its
+committed results are checked by tests/unit/test_study_results.py."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from cnibench.cli import _build_parser
+from cnibench.scenarios import build_scenarios
+from cnibench.scenarios.profiles import profile_named
+from cnibench.session import plan_conditions, session_config
+from cnibench.study import PROFILE, REFERENCE, STUDY, commands, main
+
+OUT = Path("docs/results/kind-test")
+
+
+def _parsed(line: list[str]) -> argparse.Namespace:
+    assert line[:2] == ["cnibench", "run"]
+    return _build_parser().parse_args(line[1:])
+
+
+@pytest.mark.parametrize("line", commands(OUT), ids=lambda line: " ".join(line[5:6] + line[-4:]))
+def test_each_command_parses_and_plans_exactly_its_conditions(line: list[str]) -> None:
+    args = _parsed(line)
+    config = session_config(vars(args))
+    registry = build_scenarios(config.scenario_options)
+    planned = plan_conditions(registry, args.scenario, args.condition)
+    assert Counter(p.condition.id for p in planned) == Counter(args.condition)
+    assert args.cluster == "kind"
+    assert Path(args.results_dir) == OUT
+
+
+def test_every_configuration_keeps_its_cluster_until_its_last_part() -> None:
+    lines = iter(commands(OUT))
+    for configuration in STUDY:
+        kept = ["--keep-cluster" in next(lines) for _ in configuration.parts]
+        assert kept == [True] * (len(kept) - 1) + [False], configuration.name
+
+
+def test_the_study_compares_enough_with_enough_runs() -> None:
+    assert profile_named(PROFILE).runs >= 5
+    cnis = [configuration.cni for configuration in STUDY]
+    assert cnis[0] == REFERENCE
+    assert len(set(cnis)) == len(cnis) >= 3
+    scenarios = {s for c in STUDY for part in c.parts for s in part.scenarios}
+    assert len(scenarios) >= 4
+    assert {"baseline", "egress", "policy", "split"} <= scenarios
+    # Each part says what it answers (and what it leaves out, where it cuts).
+    assert all(part.why for c in STUDY for part in c.parts)
+
+
+def test_print_shows_the_commands_a_user_types(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--print", "--out", str(OUT)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == len(commands(OUT))
+    assert all(line.startswith("cnibench run --cluster kind --cni ") for line in printed)
+
+
+def test_a_directory_with_results_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "old").mkdir()
+    assert main(["--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "is not empty" in err
