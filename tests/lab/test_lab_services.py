@@ -162,3 +162,28 @@ def test_the_cli_measures_the_pod_and_its_service_with_every_tool(
             f"service path on routed (load=idle, placement=cross-node, proxy=nftables,"
             f" services=0, tool={tool})" in done.stdout
         )
+
+
+def test_an_interleaved_service_condition_times_the_proxy_in_every_round(
+    lab_backend: object, tmp_path: Path
+) -> None:
+    """``--interleave`` sets each condition's Services up again in every round, so every
+    round's first run carries the time the proxy took to program them (only the first round's
+    was kept before: the run numbered 0 alone carried it)."""
+    ids = [f"cross-node-idle-sockperf-service-nftables-{n}svc" for n in (0, 100)]
+    results = tmp_path / "results"
+    done = run_cnibench(
+        "run", "--cluster", "lab", "--cni", "routed", "--scenario", "baseline",
+        "--target", "service", "--proxy", "nftables", "--services", "0,100",
+        "--profile", "smoke", "--interleave", "--results-dir", results,
+        *(arg for cid in ids for arg in ("--condition", cid)),
+        timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    frame = load_results(results)
+    timed = frame[frame["metric"] == "service_programming_time"]
+    runs = frame.drop_duplicates("run_id").groupby("condition").size().to_dict()
+    assert runs == {cid: 2 for cid in ids}
+    assert timed.groupby("condition").size().to_dict() == runs
+    assert timed["run_id"].is_unique
+    assert (timed["value"] >= 0).all(), timed["value"].tolist()
