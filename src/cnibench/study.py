@@ -245,7 +245,8 @@ def verdict_markdown(directory: Path, *, reference: str = REFERENCE) -> str:
     could not be compared. A committed ``verdict.md`` equals this text, or it was edited."""
     from cnibench.report import verdict
 
-    df = load_results(directory)
+    # One session per command, pooled on purpose: each condition ran in exactly one of them.
+    df = load_results(directory, sessions="all")
     environments = load_environments(directory).drop_duplicates("environment_id")
     table = verdict(df, reference=reference)
     ok = df[(df["status"] == "ok") & df["verified"]]
@@ -312,12 +313,45 @@ def _engine_env(engine: str, log: Callable[[str], None]) -> dict[str, str]:
     return {**os.environ, "DOCKER_HOST": shlex.split(lines[0][len(prefix) :])[0]}
 
 
-def finish(out: Path, steps: Sequence[_Step], wall: float, log: Callable[[str], None]) -> None:
-    """The report, the verdict and the study's account of a study directory; raw tool output
-    removed (the records keep every measurement)."""
-    env = dict(os.environ)
-    steps = list(steps)
-    steps.append(_cli("report", str(out), "--html", str(out / "report.html"), env=env, log=log))
+def finish(
+    out: Path,
+    steps: Sequence[_Step] | None = None,
+    wall: float = 0.0,
+    log: Callable[[str], None] | None = None,
+) -> None:
+    """The report (``report.html``, ``summary.md``), the verdict and the study's account
+    (``study.json``) of a study directory; raw tool output removed (the records keep every
+    measurement). ``steps=None`` (``--finish``): the account of the run that measured stays."""
+    log = log or _log
+    account_file = out / "study.json"
+    if steps is None:
+        previous = json.loads(account_file.read_text()) if account_file.exists() else {}
+        recorded = [
+            s for s in previous.get("steps", []) if not s["command"].startswith("cnibench report")
+        ]
+        wall = float(previous.get("wall_seconds", wall))
+    else:
+        recorded = [
+            {"command": shlex.join(s.command), "seconds": s.seconds, "exit_code": s.exit_code}
+            for s in steps
+        ]
+    report = _cli(
+        "report",
+        str(out),
+        "--html",
+        str(out / "report.html"),
+        "--markdown",
+        str(out / "summary.md"),
+        env=dict(os.environ),
+        log=log,
+    )
+    recorded.append(
+        {
+            "command": shlex.join(report.command),
+            "seconds": report.seconds,
+            "exit_code": report.exit_code,
+        }
+    )
     atomic_write_bytes(out / "verdict.md", verdict_markdown(out).encode())
     for raw in sorted(out.glob("*/raw")):
         shutil.rmtree(raw)
@@ -325,24 +359,35 @@ def finish(out: Path, steps: Sequence[_Step], wall: float, log: Callable[[str], 
         "profile": PROFILE,
         "reference": REFERENCE,
         "wall_seconds": round(wall, 1),
-        "steps": [
-            {"command": shlex.join(s.command), "seconds": s.seconds, "exit_code": s.exit_code}
-            for s in steps
-        ],
+        "steps": recorded,
     }
-    atomic_write_bytes(out / "study.json", (json.dumps(account, indent=2) + "\n").encode())
+    atomic_write_bytes(account_file, (json.dumps(account, indent=2) + "\n").encode())
 
 
-def run(out: Path, *, engine: str = ENGINE, log: Callable[[str], None] = print) -> int:
+def _log(line: str) -> None:
+    print(line, flush=True)  # before the output of the command it announces
+
+
+def run(out: Path, *, engine: str = ENGINE, log: Callable[[str], None] = _log) -> int:
     """Run the whole study into ``out``; 0 when every command succeeded."""
     started = time.monotonic()
+    running = subprocess.run(
+        [sys.executable, "-m", "cnibench.cli", "engine", "status"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
     env = _engine_env(engine, log)
-    steps = [_cli("images", "build", *IMAGES, env=env, log=log)]
-    if steps[0].exit_code != 0:
-        return steps[0].exit_code
-    for line in commands(out):
-        steps.append(_cli(*line[1:], env=env, log=log))
-        log(f"cnibench study: {steps[-1].seconds:.0f} s, exit {steps[-1].exit_code}")
+    try:
+        steps = [_cli("images", "build", *IMAGES, env=env, log=log)]
+        if steps[0].exit_code != 0:
+            return steps[0].exit_code
+        for line in commands(out):
+            steps.append(_cli(*line[1:], env=env, log=log))
+            log(f"cnibench study: {steps[-1].seconds:.0f} s, exit {steps[-1].exit_code}")
+    finally:
+        if f"{engine}: running" not in running:  # the study started it: it stops it
+            _cli("engine", "down", "--name", engine, env=env, log=log)
     finish(out, steps, time.monotonic() - started, log)
     failed = [s for s in steps if s.exit_code != 0]
     log(f"cnibench study: {time.monotonic() - started:.0f} s; {len(failed)} command(s) failed")
@@ -366,7 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(shlex.join(line))
             return 0
         if args.finish:
-            finish(args.out, [], 0.0, print)
+            finish(args.out)
             return 0
         if args.out.exists() and any(args.out.iterdir()):
             raise ConfigError(f"{args.out} is not empty: the study writes a new results set")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cnibench import cli, system
+from cnibench import cli, study, system
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -151,8 +151,9 @@ def _choices(help_text: str) -> list[str]:
 @pytest.fixture(scope="module")
 def known_options() -> set[str]:
     """Every long option in the help of each ``cnibench`` command and subcommand, of
-    ``python -m cnibench.system``, and of pytest with the plugin."""
-    texts = [_help(cli.main), _help(system.main)]
+    ``python -m cnibench.system`` and ``python -m cnibench.study``, and of pytest with the
+    plugin."""
+    texts = [_help(cli.main), _help(system.main), _help(study.main)]
     for command in _choices(texts[0]):
         text = _help(cli.main, command)
         texts.append(text)
