@@ -1,0 +1,34 @@
+"""The policy scenario times the CNI's enforcement at every set-up: with ``--interleave`` each
+round applies the policy again, and each round's first run carries ``policy_enforcement_time``
+(only the run numbered 0 did before, so the kind study had n = 1 of it per condition)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cnibench import load_results
+from suite_support import run_cnibench
+
+ON = "on-cross-node-iptables-r0-c1-new-connections"
+CONDITIONS = ("off-cross-node-c1", ON)
+
+
+def test_an_interleaved_policy_condition_times_the_enforcement_in_every_round(
+    lab_backend: object, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    done = run_cnibench(
+        "run", "--cluster", "lab", "--cni", "routed", "--scenario", "policy",
+        "--rules", "0", "--clients", "1", "--engine", "iptables", "--profile", "smoke",
+        "--interleave", "--results-dir", results,
+        *(arg for cid in CONDITIONS for arg in ("--condition", cid)),
+        timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    frame = load_results(results)
+    runs = frame.drop_duplicates("run_id").groupby("condition").size().to_dict()
+    assert runs == {cid: 2 for cid in CONDITIONS}
+    timed = frame[frame["metric"] == "policy_enforcement_time"]
+    assert timed.groupby("condition").size().to_dict() == {ON: 2}  # policy off: nothing to time
+    assert timed["run_id"].is_unique
+    assert (timed["value"] >= 0).all(), timed["value"].tolist()
