@@ -527,15 +527,29 @@ def test_lower_error_bar_of_a_non_negative_metric_is_cut_at_zero():
 
 
 def _legend_clear_of_axes(figure):
+    """No legend box overlaps an axes or the figure's title."""
     figure.draw_without_rendering()
     renderer = figure.canvas.get_renderer()
     legends = figure.legends + [ax.get_legend() for ax in figure.axes if ax.get_legend()]
     assert legends
+    title = figure._suptitle
     for legend in legends:
         box = legend.get_window_extent(renderer)
         for ax in figure.axes:
             if ax.axison:
                 assert not box.overlaps(ax.get_window_extent(renderer)), ax.get_title()
+        if title is not None and title.get_text():
+            assert not box.overlaps(title.get_window_extent(renderer)), title.get_text()
+
+
+def test_long_cni_labels_leave_the_title_readable():
+    # The kind study's labels ran the legend into the title when it sat at the upper right.
+    rows = [
+        _row(f"{cni}-{i}", cni, "gateway-off", "throughput", 1e9 * (1 + i), minute=i)
+        for cni in ("cilium:napi=threaded", "kube-router:gateway=traefik,kube-proxy=nftables")
+        for i in range(3)
+    ]
+    _legend_clear_of_axes(report.figure_bars(pd.DataFrame(rows), "egress", "throughput"))
 
 
 def _forest_table():

@@ -186,9 +186,10 @@ def _cap_value_axis(
 
 
 def _outside_legend(figure: Figure, handles: Sequence[Any], labels: Sequence[str]) -> None:
-    """One legend for the whole figure, right of every axes, so it never covers data."""
+    """One legend for the whole figure, right of every axes, so it never covers data, and
+    centred on that side, so that a long label never runs into the figure's title above."""
     if handles:
-        figure.legend(handles, labels, loc="outside right upper", fontsize=7, frameon=False)
+        figure.legend(handles, labels, loc="outside right center", fontsize=7, frameon=False)
 
 
 def _overlaps(boxes: Sequence[Any]) -> bool:
