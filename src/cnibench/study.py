@@ -110,44 +110,37 @@ _SERVICES_WHY = (
     "the Services again (5000 take minutes each way here)"
 )
 
+
+def _flannel(proxy: str, cni: str, why: str) -> Configuration:
+    """flannel with kube-proxy in mode ``proxy``: pod to pod and through a ClusterIP
+    (interleaved), then the Service sweep."""
+    return Configuration(
+        f"flannel, kube-proxy {proxy}",
+        cni,
+        (
+            Part(
+                ("baseline",),
+                (*POD, *_service(proxy, 0)),
+                ("--target", "pod,service", "--proxy", proxy),
+                why=why,
+            ),
+            Part(
+                ("baseline",),
+                _service(proxy, 1000, 5000),
+                ("--target", "service", "--proxy", proxy, "--services", "1000,5000"),
+                interleave=False,
+                why=_SERVICES_WHY,
+            ),
+        ),
+    )
+
+
 STUDY: tuple[Configuration, ...] = (
-    Configuration(
-        "flannel, kube-proxy iptables",
-        REFERENCE,
-        (
-            Part(
-                ("baseline",),
-                (*POD, *_service("iptables", 0)),
-                ("--target", "pod,service", "--proxy", "iptables"),
-                why="the reference: pod to pod and through a ClusterIP",
-            ),
-            Part(
-                ("baseline",),
-                _service("iptables", 1000, 5000),
-                ("--target", "service", "--proxy", "iptables", "--services", "1000,5000"),
-                interleave=False,
-                why=_SERVICES_WHY,
-            ),
-        ),
-    ),
-    Configuration(
-        "flannel, kube-proxy nftables",
+    _flannel("iptables", REFERENCE, "the reference: pod to pod and through a ClusterIP"),
+    _flannel(
+        "nftables",
         "flannel:kube-proxy=nftables",
-        (
-            Part(
-                ("baseline",),
-                (*POD, *_service("nftables", 0)),
-                ("--target", "pod,service", "--proxy", "nftables"),
-                why="kube-proxy's nftables mode against the reference's iptables",
-            ),
-            Part(
-                ("baseline",),
-                _service("nftables", 1000, 5000),
-                ("--target", "service", "--proxy", "nftables", "--services", "1000,5000"),
-                interleave=False,
-                why=_SERVICES_WHY,
-            ),
-        ),
+        "kube-proxy's nftables mode against the reference's iptables",
     ),
     Configuration(
         "Cilium, kube-proxy replacement",
