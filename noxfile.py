@@ -119,7 +119,7 @@ def tests(session: nox.Session) -> None:
 def study(session: nox.Session) -> None:
     """The kind study (docs/findings.md): five cluster configurations on kind, built offline,
     into docs/results/kind-<date>/ (``-- --print`` shows its plain `cnibench run` commands,
-    ``-- --engine NAME`` uses another private engine). About 90 minutes warm on 2 cores."""
+    ``-- --engine NAME`` uses another private engine). 68 minutes warm on 2 cores (2026-11-26)."""
     _install(session)
     _system(session)
     session.run("python", "-m", "cnibench.study", *session.posargs)

@@ -244,6 +244,7 @@ def verdict_markdown(directory: Path, *, reference: str = REFERENCE) -> str:
     table = verdict(df, reference=reference)
     ok = df[(df["status"] == "ok") & df["verified"]]
     runs = ok.drop_duplicates("run_id")
+    per_condition = runs.groupby(["cni", "scenario", "condition"]).size()
     machines = sorted(
         {
             f"{row.cpu_model}, {row.cpu_count} CPUs, kernel {row.kernel}"
@@ -260,9 +261,8 @@ def verdict_markdown(directory: Path, *, reference: str = REFERENCE) -> str:
         f"- machine: {'; '.join(machines)}",
         f"- CNI configurations: {', '.join(f'`{c}`' for c in sorted(set(runs['cni'])))}",
         f"- scenarios: {', '.join(sorted(set(runs['scenario'])))}",
-        f"- verified successful runs: {len(runs)} over"
-        f" {runs.groupby(['cni', 'scenario', 'condition']).ngroups} conditions,"
-        f" fewest per condition {runs.groupby(['cni', 'scenario', 'condition']).size().min()}",
+        f"- verified successful runs: {len(runs)} over {len(per_condition)} conditions,"
+        f" fewest per condition {per_condition.min()}",
         "",
         "## Every planned contrast, largest standardized effect first",
         "",
@@ -280,6 +280,14 @@ class _Step:
     seconds: float
     exit_code: int
 
+    def record(self) -> dict[str, object]:
+        """The step as ``study.json`` keeps it."""
+        return {
+            "command": shlex.join(self.command),
+            "seconds": self.seconds,
+            "exit_code": self.exit_code,
+        }
+
 
 def _cli(*args: str, env: dict[str, str], log: Callable[[str], None]) -> _Step:
     command = [sys.executable, "-m", "cnibench.cli", *args]
@@ -287,23 +295,6 @@ def _cli(*args: str, env: dict[str, str], log: Callable[[str], None]) -> _Step:
     started = time.monotonic()
     done = subprocess.run(command, env=env, check=False)
     return _Step(["cnibench", *args], round(time.monotonic() - started, 1), done.returncode)
-
-
-def _engine_env(engine: str, log: Callable[[str], None]) -> dict[str, str]:
-    """This process's environment with ``DOCKER_HOST`` of the private engine ``engine``."""
-    log(f"$ cnibench engine up --name {engine}")
-    done = subprocess.run(
-        [sys.executable, "-m", "cnibench.cli", "engine", "up", "--name", engine],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    sys.stderr.write(done.stderr)
-    prefix = "export DOCKER_HOST="
-    lines = [line for line in done.stdout.splitlines() if line.startswith(prefix)]
-    if done.returncode != 0 or not lines:
-        raise ConfigError(f"cnibench engine up --name {engine} failed: {done.stderr.strip()}")
-    return {**os.environ, "DOCKER_HOST": shlex.split(lines[0][len(prefix) :])[0]}
 
 
 def finish(
@@ -324,10 +315,7 @@ def finish(
         ]
         wall = float(previous.get("wall_seconds", wall))
     else:
-        recorded = [
-            {"command": shlex.join(s.command), "seconds": s.seconds, "exit_code": s.exit_code}
-            for s in steps
-        ]
+        recorded = [step.record() for step in steps]
     report = _cli(
         "report",
         str(out),
@@ -338,13 +326,7 @@ def finish(
         env=dict(os.environ),
         log=log,
     )
-    recorded.append(
-        {
-            "command": shlex.join(report.command),
-            "seconds": report.seconds,
-            "exit_code": report.exit_code,
-        }
-    )
+    recorded.append(report.record())
     atomic_write_bytes(out / "verdict.md", verdict_markdown(out).encode())
     for raw in sorted(out.glob("*/raw")):
         shutil.rmtree(raw)
@@ -363,14 +345,12 @@ def _log(line: str) -> None:
 
 def run(out: Path, *, engine: str = ENGINE, log: Callable[[str], None] = _log) -> int:
     """Run the whole study into ``out``; 0 when every command succeeded."""
+    from cnibench.backends.kube.engine import engine_down, engine_status, engine_up
+
     started = time.monotonic()
-    running = subprocess.run(
-        [sys.executable, "-m", "cnibench.cli", "engine", "status"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    env = _engine_env(engine, log)
+    was_running = engine_status(engine).running
+    log(f"$ cnibench engine up --name {engine}")
+    env = {**os.environ, "DOCKER_HOST": engine_up(engine)}
     try:
         steps = [_cli("images", "build", *IMAGES, env=env, log=log)]
         if steps[0].exit_code != 0:
@@ -379,8 +359,9 @@ def run(out: Path, *, engine: str = ENGINE, log: Callable[[str], None] = _log) -
             steps.append(_cli(*line[1:], env=env, log=log))
             log(f"cnibench study: {steps[-1].seconds:.0f} s, exit {steps[-1].exit_code}")
     finally:
-        if f"{engine}: running" not in running:  # the study started it: it stops it
-            _cli("engine", "down", "--name", engine, env=env, log=log)
+        if not was_running:  # the study started it: it stops it
+            log(f"$ cnibench engine down --name {engine}")
+            engine_down(engine)
     finish(out, steps, time.monotonic() - started, log)
     failed = [s for s in steps if s.exit_code != 0]
     log(f"cnibench study: {time.monotonic() - started:.0f} s; {len(failed)} command(s) failed")
