@@ -534,6 +534,7 @@ class Runner:
         before = cluster.resource_usage(reset_peak=True) if resources else {}
         started = time.time()
         raw: Mapping[str, str] = {}
+        after: Mapping[str, ResourceUsage] | None = None  # the run's closing reading
         try:
             output = scenario.measure(cluster, prepared, condition, self.profile, repetition)
             raw = output.raw
@@ -550,7 +551,10 @@ class Runner:
                     raise VerificationError(output.verification.detail)
         except CnibenchError as exc:
             reason = f"{type(exc).__name__}: {exc}"
-            if before and not isinstance(exc, AgentRestartedError | VerificationError):
+            # A run that failed before its closing reading still has the agents read (a
+            # reading taken already compared them).
+            unclosed = bool(before) and after is None
+            if unclosed and not isinstance(exc, AgentRestartedError | VerificationError):
                 reason = self._agent_first(cluster, reason)
             failed_raw = dict(raw)
             output_text = getattr(exc, "output", "")
