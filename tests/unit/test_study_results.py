@@ -4,6 +4,7 @@ docs/findings.md quote from it are recomputed here from the records beside them
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 from pathlib import Path
@@ -18,6 +19,12 @@ STUDIES = sorted((ROOT / "docs" / "results").glob("kind-*"))
 QUOTE = re.compile(r"<!-- study-verdict (\S+) -->\n(.*?)<!-- /study-verdict -->", re.S)
 
 
+@functools.cache
+def _recomputed(study: Path) -> str:
+    """The study's verdict from its records (a few seconds: computed once per study)."""
+    return verdict_markdown(study)
+
+
 def test_a_study_is_committed_with_n_at_least_5_everywhere() -> None:
     assert STUDIES, "docs/results/kind-<date>/ is missing: run nox -s study"
     df = load_results(STUDIES[-1], sessions="all")
@@ -30,7 +37,7 @@ def test_a_study_is_committed_with_n_at_least_5_everywhere() -> None:
 
 @pytest.mark.parametrize("study", STUDIES, ids=lambda p: p.name)
 def test_the_verdict_is_recomputed_from_the_records(study: Path) -> None:
-    assert (study / "verdict.md").read_text() == verdict_markdown(study)
+    assert (study / "verdict.md").read_text() == _recomputed(study)
 
 
 def test_an_edited_number_in_the_verdict_is_caught(tmp_path: Path) -> None:
@@ -50,7 +57,7 @@ def test_quoted_verdict_lines_are_lines_of_the_recomputed_verdict(document: str)
     quotes = QUOTE.findall((ROOT / document).read_text())
     assert quotes, f"{document} quotes no study verdict line"
     for name, block in quotes:
-        recomputed = verdict_markdown(ROOT / "docs" / "results" / name).splitlines()
+        recomputed = _recomputed(ROOT / "docs" / "results" / name).splitlines()
         for line in block.strip().splitlines():
             line = line.strip().removeprefix("- ").removeprefix("> ").strip()
             if line.startswith("```") or not line:
