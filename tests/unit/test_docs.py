@@ -18,7 +18,7 @@ from cnibench import cli, study, system
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-MAX_README_LINES = 170
+MAX_README_LINES = 155
 
 FENCE = re.compile(r"^```.*?^```[ \t]*$", re.S | re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
