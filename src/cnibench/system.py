@@ -68,6 +68,9 @@ SYSTEM_TOOLS: tuple[SystemTool, ...] = (
     SystemTool("debootstrap", "debootstrap", "kind: root filesystems of the offline images"),
     SystemTool("gcc", "gcc", "kind: the static pause binary of the offline images"),
 )
+"""Every executable cnibench or its tests run, with its package: the lab's host tools, each
+measurement tool of :data:`cnibench.tools.registry.TOOLS` registered by the time this module is
+imported (the built-in ones), then servers, monitoring and the test tiers' tools."""
 
 
 def _present(tool: SystemTool) -> bool:
