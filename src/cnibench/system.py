@@ -2,7 +2,9 @@
 
 ``python -m cnibench.system --install`` installs what is missing with apt when running as root
 (what ``nox -s tests`` and ``nox -s demo`` do first) and names what it could not install. The
-same table feeds ``cnibench doctor``.
+same table feeds ``cnibench doctor``. The measurement tools' entries come from their own
+declarations (:data:`cnibench.tools.registry.TOOLS`); the rest are the host tools of the lab, its
+servers and the test tiers.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+
+from cnibench.tools import TOOLS
 
 __all__ = ["SYSTEM_TOOLS", "SystemTool", "install_missing", "missing_tools"]
 
@@ -45,12 +49,9 @@ SYSTEM_TOOLS: tuple[SystemTool, ...] = (
     SystemTool("ethtool", "ethtool", "lab: napi=threaded (GRO and TSO of the underlay veths)"),
     SystemTool("wg", "wireguard-tools", "lab: WireGuard configuration"),
     SystemTool("wireguard-go", "wireguard-go", "lab: WireGuard without the kernel module"),
-    SystemTool("iperf3", "iperf3", "throughput"),
-    SystemTool("sockperf", "sockperf", "ping-pong latency"),
-    SystemTool("ab", "apache2-utils", "HTTP requests/s (ApacheBench)"),
-    SystemTool("wrk", "wrk", "HTTP requests/s and latency"),
+    # The measurement tools, as registered when this module was imported.
+    *(SystemTool(tool.binary, tool.package, tool.purpose) for tool in TOOLS.values()),
     SystemTool("hey", "hey", "HTTP load, reference for the locust runner benchmark"),
-    SystemTool("curl", "curl", "sequential request-response timing"),
     SystemTool("nginx", "nginx-light", "HTTP servers, echo backends, weighted split proxy"),
     SystemTool("haproxy", "haproxy", "L7 policy proxy"),
     SystemTool("prometheus", "prometheus", "metrics store"),
@@ -67,6 +68,9 @@ SYSTEM_TOOLS: tuple[SystemTool, ...] = (
     SystemTool("debootstrap", "debootstrap", "kind: root filesystems of the offline images"),
     SystemTool("gcc", "gcc", "kind: the static pause binary of the offline images"),
 )
+"""Every executable cnibench or its tests run, with its package: the lab's host tools, each
+measurement tool of :data:`cnibench.tools.registry.TOOLS` registered by the time this module is
+imported (the built-in ones), then servers, monitoring and the test tiers' tools."""
 
 
 def _present(tool: SystemTool) -> bool:

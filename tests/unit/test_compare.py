@@ -29,6 +29,9 @@ from cnibench.report.compare import (
 from cnibench.results import load_results
 
 SCENARIOS_DIR = Path(__file__).resolve().parents[2] / "src" / "cnibench" / "scenarios"
+TOOLS_DIR = SCENARIOS_DIR.parent / "tools"
+"""Where measurements are made: the scenarios, and the tools' declarations of what a baseline
+run of them records."""
 BASE = [10.0e9, 10.4e9, 9.8e9, 10.1e9]
 """Throughput of four baseline runs, bits/s."""
 
@@ -107,7 +110,8 @@ def test_bad_threshold_is_one_line_config_error(text, message):
 
 
 def test_every_gated_metric_is_one_a_scenario_records():
-    sources = "\n".join(path.read_text() for path in SCENARIOS_DIR.glob("*.py"))
+    paths = [*SCENARIOS_DIR.glob("*.py"), *TOOLS_DIR.glob("*.py")]
+    sources = "\n".join(path.read_text() for path in paths)
     recorded = set(re.findall(r'Measurement\(\s*"([a-z0-9_]+)"', sources)) | {"cpu", "ram"}
     assert set(METRIC_DIRECTIONS) - recorded == set()
 

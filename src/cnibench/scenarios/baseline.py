@@ -3,8 +3,10 @@
 Seeds 001 (iperf3 throughput, sockperf ping-pong latency, CPU/RAM from Prometheus, idle and
 loaded clusters) and 004 (ab 50000 requests at concurrency 10, wrk 8 threads x 1000
 connections). A condition is (placement, load, tool), so each run's CPU and memory window covers
-exactly one tool. "Loaded" runs a concurrent background HTTP load (wrk between two other pods)
-for the whole measurement.
+exactly one tool. The tools are the client tools of :data:`cnibench.tools.registry.TOOLS` (iperf3,
+sockperf, wrk, ab and any tool registered since): each says which server it talks to, its argv,
+and the measurements and raw file its output gives. "Loaded" runs a concurrent background HTTP
+load (wrk between two other pods) for the whole measurement.
 
 The client reaches the server at its pod address (``target`` ``pod``, the default and the only
 target without a ``target`` parameter), or, with ``--target service,nodeport``, through a
@@ -40,7 +42,7 @@ from cnibench.backends.base import (
     WorkloadKind,
     WorkloadSpec,
 )
-from cnibench.errors import CnibenchError
+from cnibench.errors import CnibenchError, ConfigError
 from cnibench.records import Measurement, ParamValue
 from cnibench.scenarios.base import (
     OTHER_THAN_CONTROL,
@@ -53,19 +55,38 @@ from cnibench.scenarios.base import (
 )
 from cnibench.scenarios.options import DEFAULT_OPTIONS, ScenarioOptions
 from cnibench.scenarios.profiles import Profile
-from cnibench.tools import ab, iperf3, sockperf, wrk
+from cnibench.tools import wrk
+from cnibench.tools.registry import ClientMeasurement, ToolTarget, client_tools
 from cnibench.waiting import poll_until
 
 __all__ = ["BaselineScenario"]
 
 PLACEMENTS = ("same-node", "cross-node")
 LOADS = ("idle", "loaded")
-TOOLS = ("iperf3", "sockperf", "ab", "wrk")
 
-SERVER_WORKLOADS = tuple(
-    WorkloadSpec(kind, DEFAULT_PORTS[kind])
-    for kind in (WorkloadKind.IPERF3_SERVER, WorkloadKind.SOCKPERF_SERVER, WorkloadKind.HTTP_ECHO)
-)
+
+def _server_kind(tool: str, run: ClientMeasurement) -> WorkloadKind:
+    """The workload kind ``tool``'s client talks to."""
+    try:
+        return WorkloadKind(run.server)
+    except ValueError:
+        raise ConfigError(
+            f"tool {tool!r} talks to a server {run.server!r} that no backend runs;"
+            f" the servers are {', '.join(WorkloadKind)}"
+        ) from None
+
+
+def _client_runs() -> dict[str, ClientMeasurement]:
+    """Each registered client tool's measurement by tool name, in registration order."""
+    return {tool.name: tool.client for tool in client_tools() if tool.client is not None}
+
+
+def _server_workloads() -> tuple[WorkloadSpec, ...]:
+    """The servers of every client tool, each once (iperf3, sockperf, HTTP echo)."""
+    kinds = dict.fromkeys(_server_kind(name, run) for name, run in _client_runs().items())
+    return tuple(WorkloadSpec(kind, DEFAULT_PORTS[kind]) for kind in kinds)
+
+
 SERVICE_SETTLE = 15.0
 """Seconds a Service target may take to answer after :meth:`Cluster.expose` returned (a proxy's
 next sync); a check through a Service that still gets no answer then fails."""
@@ -116,7 +137,7 @@ class BaselineScenario(Scenario):
         pod and through every Service target, proxy and table size asked for, e.g.
         ``cross-node-idle-iperf3-service-nftables-5000svc``."""
         out = []
-        for placement, load, tool in itertools.product(PLACEMENTS, LOADS, TOOLS):
+        for placement, load, tool in itertools.product(PLACEMENTS, LOADS, _client_runs()):
             base = f"{placement}-{load}-{tool}"
             parameters = {"placement": placement, "load": load, "tool": tool}
             for target in self.options.targets:
@@ -151,8 +172,9 @@ class BaselineScenario(Scenario):
         """Server pod on the server node, client on the client node (or the server's)."""
         prepared = Prepared()
         same = condition.parameters["placement"] == "same-node"
+        servers = _server_workloads()
         prepared.endpoints["server"] = cluster.place(
-            "bl-srv", role=NodeRole.SERVER, workloads=SERVER_WORKLOADS
+            "bl-srv", role=NodeRole.SERVER, workloads=servers
         )
         prepared.endpoints["client"] = cluster.place(
             "bl-cli", role=NodeRole.SERVER if same else NodeRole.CLIENT
@@ -173,7 +195,7 @@ class BaselineScenario(Scenario):
             started = time.monotonic()
             service = cluster.expose(
                 server,
-                [spec.port for spec in SERVER_WORKLOADS],
+                [spec.port for spec in servers],
                 proxy=str(condition.parameters["proxy"]),
                 others=int(condition.parameters["services"]),
             )
@@ -267,7 +289,7 @@ class BaselineScenario(Scenario):
             _BackgroundLoad.start(prepared) if "load-client" in prepared.endpoints else None
         )
         try:
-            measurements, raw = _MEASURE[tool](client, server, profile)
+            measurements, raw = _measure(tool, client, server, profile)
         finally:
             if background is not None:
                 background.stop()
@@ -307,78 +329,22 @@ class _Target:
         return self.ports.get(pod_port, pod_port)
 
     def url(self) -> str:
-        return f"http://{self.address}:{self.port(WorkloadKind.HTTP_ECHO)}/"
+        return ToolTarget(self.address, self.port(WorkloadKind.HTTP_ECHO)).url
 
 
-def _iperf3(
-    client: Endpoint, server: _Target, profile: Profile
+def _measure(
+    tool: str, client: Endpoint, server: _Target, profile: Profile
 ) -> tuple[list[Measurement], dict[str, str]]:
-    argv = iperf3.iperf3_client_argv(
-        server.address, port=server.port(WorkloadKind.IPERF3_SERVER), duration=profile.duration
-    )
-    result = client.run(argv, timeout=profile.duration + 30)
-    parsed = iperf3.parse_iperf3(result.stdout, stderr=result.stderr)
-    out = [
-        Measurement("throughput", parsed.received_bits_per_second, "bits/s"),
-        Measurement("throughput_sender", parsed.sent_bits_per_second, "bits/s"),
-    ]
-    if parsed.retransmits is not None:
-        out.append(Measurement("retransmits", float(parsed.retransmits), "count"))
-    if parsed.mean_rtt_us is not None:
-        out.append(Measurement("rtt_mean", parsed.mean_rtt_us, "us"))
-    return out, {"iperf3.json": result.stdout}
-
-
-def _sockperf(
-    client: Endpoint, server: _Target, profile: Profile
-) -> tuple[list[Measurement], dict[str, str]]:
-    argv = sockperf.sockperf_pingpong_argv(
-        server.address, port=server.port(WorkloadKind.SOCKPERF_SERVER), duration=profile.duration
-    )
-    result = client.run(argv, timeout=profile.duration + 30)
-    parsed = sockperf.parse_sockperf(result.stdout, stderr=result.stderr)
-    return [
-        Measurement("latency_avg", parsed.avg_latency_us, "us"),
-        Measurement("latency_p50", parsed.p50_us, "us"),
-        Measurement("latency_p99", parsed.p99_us, "us"),
-        Measurement("latency_p999", parsed.p999_us, "us"),
-    ], {"sockperf.txt": result.stdout}
-
-
-def _ab(
-    client: Endpoint, server: _Target, profile: Profile
-) -> tuple[list[Measurement], dict[str, str]]:
-    argv = ab.ab_argv(server.url(), requests=profile.ab_requests, concurrency=10)
-    result = client.run(argv, timeout=300)
-    parsed = ab.parse_ab(result.stdout, stderr=result.stderr)
-    return [
-        Measurement("requests_per_second", parsed.requests_per_second, "requests/s"),
-        Measurement("time_per_request", parsed.time_per_request_ms, "ms"),
-        Measurement("failed_requests", float(parsed.failed_requests), "count"),
-    ], {"ab.txt": result.stdout}
-
-
-def _wrk(
-    client: Endpoint, server: _Target, profile: Profile
-) -> tuple[list[Measurement], dict[str, str]]:
-    argv = wrk.wrk_argv(
-        server.url(),
-        threads=profile.wrk_threads,
-        connections=profile.wrk_connections,
-        duration=profile.duration,
-    )
-    result = client.run(argv, timeout=profile.duration + 30)
-    parsed = wrk.parse_wrk(result.stdout, stderr=result.stderr)
-    return [
-        Measurement("requests_per_second", parsed.requests_per_second, "requests/s"),
-        Measurement("latency_avg", parsed.latency_avg_us, "us"),
-        Measurement("latency_p50", parsed.latency_percentiles_us[50], "us"),
-        Measurement("latency_p99", parsed.latency_percentiles_us[99], "us"),
-        Measurement("errors", float(parsed.errors.total), "count"),
-    ], {"wrk.txt": result.stdout}
-
-
-_MEASURE = {"iperf3": _iperf3, "sockperf": _sockperf, "ab": _ab, "wrk": _wrk}
+    """One run of registered client tool ``tool`` from ``client`` against its server."""
+    runs = _client_runs()
+    if tool not in runs:
+        raise ConfigError(
+            f"baseline tool {tool!r} is not a registered client tool: {', '.join(runs)}"
+        )
+    run = runs[tool]
+    target = ToolTarget(server.address, server.port(_server_kind(tool, run)))
+    result = client.run(run.argv(target, profile), timeout=run.timeout(profile))
+    return list(run.measurements(result.stdout, result.stderr)), {run.raw_file: result.stdout}
 
 
 def _url(server: Endpoint) -> str:

@@ -1,5 +1,10 @@
 """Load and measurement tools: for each, an argv builder and an output parser (pure functions).
 
+Each measurement tool's module also declares one :class:`~cnibench.tools.registry.MeasurementTool`
+(its package, version probe and, for a client tool, how one baseline measurement runs), and one
+:func:`~cnibench.tools.registry.register` line below adds it: a new tool is that module and that
+line (``tests/lab/test_lab_toy_tool.py`` does it with a tool defined in the tests).
+
 Backends run the argv (``Endpoint.run``) and hand the output back to the parser; nothing in
 this package starts a process, except the two runner modules that *are* processes
 (``python -m cnibench.tools.iperf3_server`` and ``python -m cnibench.tools.locust_runner``),
@@ -15,14 +20,16 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from cnibench.tools.ab import AbConnectionTimes, AbResult, ab_argv, parse_ab
+from cnibench.tools.ab import AB, AbConnectionTimes, AbResult, ab_argv, parse_ab
 from cnibench.tools.http_timing import (
+    CURL,
     HttpSample,
     HttpTimingResult,
     http_timing_argv,
     parse_http_timing,
 )
 from cnibench.tools.iperf3 import (
+    IPERF3,
     Iperf3Interval,
     Iperf3Json,
     Iperf3Result,
@@ -30,13 +37,34 @@ from cnibench.tools.iperf3 import (
     iperf3_server_argv,
     parse_iperf3,
 )
+from cnibench.tools.registry import (
+    TOOLS,
+    ClientMeasurement,
+    MeasurementTool,
+    ToolTarget,
+    VersionProbe,
+    client_tools,
+    debian_packages,
+    register,
+    tool_names,
+    unregister,
+)
 from cnibench.tools.sockperf import (
+    SOCKPERF,
     SockperfResult,
     parse_sockperf,
     sockperf_pingpong_argv,
     sockperf_server_argv,
 )
-from cnibench.tools.wrk import WrkErrors, WrkResult, parse_wrk, wrk_argv
+from cnibench.tools.wrk import WRK, WrkErrors, WrkResult, parse_wrk, wrk_argv
+
+# The measurement tools, one line each; their order is the baseline's condition order and the
+# offline tools image's package order (see registry.debian_packages).
+register(IPERF3)
+register(SOCKPERF)
+register(WRK)
+register(AB)
+register(CURL)
 
 if TYPE_CHECKING:
     from cnibench.tools.iperf3_server import (
@@ -81,8 +109,10 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "TOOLS",
     "AbConnectionTimes",
     "AbResult",
+    "ClientMeasurement",
     "HttpSample",
     "HttpTimingResult",
     "InProcessIperf3Server",
@@ -92,10 +122,15 @@ __all__ = [
     "Iperf3ServerRecord",
     "LocustRun",
     "LocustSummary",
+    "MeasurementTool",
     "SockperfResult",
+    "ToolTarget",
+    "VersionProbe",
     "WrkErrors",
     "WrkResult",
     "ab_argv",
+    "client_tools",
+    "debian_packages",
     "http_timing_argv",
     "iperf3_client_argv",
     "iperf3_server_argv",
@@ -111,7 +146,10 @@ __all__ = [
     "parse_locust_summary",
     "parse_sockperf",
     "parse_wrk",
+    "register",
     "sockperf_pingpong_argv",
     "sockperf_server_argv",
+    "tool_names",
+    "unregister",
     "wrk_argv",
 ]

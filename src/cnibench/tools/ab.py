@@ -13,12 +13,23 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from cnibench.errors import ConfigError, ParseError, ToolError
+from cnibench.records import Measurement
 from cnibench.tools._common import join_output, whole_seconds
+from cnibench.tools.registry import (
+    VERSION_NUMBER,
+    ClientMeasurement,
+    MeasurementProfile,
+    MeasurementTool,
+    ToolTarget,
+    VersionProbe,
+)
 
 __all__ = [
+    "AB",
     "AbConnectionTimes",
     "AbResult",
     "ab_argv",
+    "ab_measurements",
     "parse_ab",
 ]
 
@@ -267,3 +278,35 @@ def parse_ab(text: str, *, stderr: str = "") -> AbResult:
         connection_times_ms=MappingProxyType(rows),
         concurrency=int(values["concurrency"]),
     )
+
+
+def _client_argv(target: ToolTarget, profile: MeasurementProfile) -> list[str]:
+    # Concurrency 10, as seed 004.
+    return ab_argv(target.url, requests=profile.ab_requests, concurrency=10)
+
+
+def ab_measurements(stdout: str, stderr: str) -> list[Measurement]:
+    """Requests per second, mean time per request (ms) and failed requests."""
+    parsed = parse_ab(stdout, stderr=stderr)
+    return [
+        Measurement("requests_per_second", parsed.requests_per_second, "requests/s"),
+        Measurement("time_per_request", parsed.time_per_request_ms, "ms"),
+        Measurement("failed_requests", float(parsed.failed_requests), "count"),
+    ]
+
+
+AB = MeasurementTool(
+    name=TOOL,
+    package="apache2-utils",
+    purpose="HTTP requests/s (ApacheBench)",
+    version=VersionProbe("ab", ("-V",), rf"ApacheBench, Version {VERSION_NUMBER}"),
+    client=ClientMeasurement(
+        server="http-echo",
+        argv=_client_argv,
+        timeout=lambda profile: 300.0,
+        measurements=ab_measurements,
+        raw_file="ab.txt",
+    ),
+)
+"""ab in the registry: the profile's request count at concurrency 10 against the pod's HTTP
+echo."""

@@ -26,8 +26,10 @@ import numpy.typing as npt
 
 from cnibench.errors import ConfigError, ParseError, ToolError
 from cnibench.tools._common import format_number, join_output, require_positive
+from cnibench.tools.registry import VERSION_NUMBER, MeasurementTool, VersionProbe
 
 __all__ = [
+    "CURL",
     "HttpSample",
     "HttpTimingResult",
     "http_timing_argv",
@@ -287,3 +289,13 @@ def _seconds_to_us(value: str) -> float:
         raise ValueError(f"bad time {value!r}")
     # curl prints whole microseconds; rounding removes float noise from the conversion.
     return round(seconds * 1e6, 3)
+
+
+CURL = MeasurementTool(
+    name=TOOL,
+    package="curl",
+    purpose="sequential request-response timing",
+    version=VersionProbe("curl", ("--version",), rf"curl {VERSION_NUMBER}"),
+)
+"""curl in the registry; the scenarios that time request-response (wireguard, l7) run it
+themselves, so it has no baseline measurement."""

@@ -18,9 +18,19 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict, cast
 
 from cnibench.errors import ConfigError, ParseError, ToolError
+from cnibench.records import Measurement
 from cnibench.tools._common import format_number, join_output, require_positive, whole_seconds
+from cnibench.tools.registry import (
+    VERSION_NUMBER,
+    ClientMeasurement,
+    MeasurementProfile,
+    MeasurementTool,
+    ToolTarget,
+    VersionProbe,
+)
 
 __all__ = [
+    "IPERF3",
     "Iperf3Connected",
     "Iperf3End",
     "Iperf3Interval",
@@ -32,6 +42,7 @@ __all__ = [
     "Iperf3Sum",
     "Iperf3TestStart",
     "iperf3_client_argv",
+    "iperf3_measurements",
     "iperf3_server_argv",
     "parse_iperf3",
 ]
@@ -451,3 +462,39 @@ def _optional_float(value: object) -> float | None:
     if value is None:
         return None
     return float(cast(float, value))
+
+
+def _client_argv(target: ToolTarget, profile: MeasurementProfile) -> list[str]:
+    return iperf3_client_argv(target.address, port=target.port, duration=profile.duration)
+
+
+def iperf3_measurements(stdout: str, stderr: str) -> list[Measurement]:
+    """Received and sent throughput (bits/s), and retransmissions and mean RTT (µs) when
+    iperf3 reported them (TCP on Linux)."""
+    parsed = parse_iperf3(stdout, stderr=stderr)
+    out = [
+        Measurement("throughput", parsed.received_bits_per_second, "bits/s"),
+        Measurement("throughput_sender", parsed.sent_bits_per_second, "bits/s"),
+    ]
+    if parsed.retransmits is not None:
+        out.append(Measurement("retransmits", float(parsed.retransmits), "count"))
+    if parsed.mean_rtt_us is not None:
+        out.append(Measurement("rtt_mean", parsed.mean_rtt_us, "us"))
+    return out
+
+
+IPERF3 = MeasurementTool(
+    name=TOOL,
+    package="iperf3",
+    purpose="throughput",
+    version=VersionProbe("iperf3", ("--version",), rf"iperf {VERSION_NUMBER}"),
+    client=ClientMeasurement(
+        server="iperf3-server",
+        argv=_client_argv,
+        timeout=lambda profile: profile.duration + 30,
+        measurements=iperf3_measurements,
+        raw_file="iperf3.json",
+    ),
+)
+"""iperf3 in the registry: one TCP stream to the pod's iperf3 server for the profile's
+duration."""

@@ -24,11 +24,22 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from cnibench.errors import ConfigError, ParseError, ToolError
+from cnibench.records import Measurement
 from cnibench.tools._common import join_output, strip_ansi, whole_seconds
+from cnibench.tools.registry import (
+    VERSION_NUMBER,
+    ClientMeasurement,
+    MeasurementProfile,
+    MeasurementTool,
+    ToolTarget,
+    VersionProbe,
+)
 
 __all__ = [
+    "SOCKPERF",
     "SockperfResult",
     "parse_sockperf",
+    "sockperf_measurements",
     "sockperf_pingpong_argv",
     "sockperf_server_argv",
 ]
@@ -278,3 +289,35 @@ def parse_sockperf(text: str, *, stderr: str = "") -> SockperfResult:
         duplicated_messages=int(anomalies["dup"]) if anomalies else 0,
         out_of_order_messages=int(anomalies["ooo"]) if anomalies else 0,
     )
+
+
+def _client_argv(target: ToolTarget, profile: MeasurementProfile) -> list[str]:
+    return sockperf_pingpong_argv(target.address, port=target.port, duration=profile.duration)
+
+
+def sockperf_measurements(stdout: str, stderr: str) -> list[Measurement]:
+    """Mean, median, 99th and 99.9th percentile latency (µs, as sockperf reports them)."""
+    parsed = parse_sockperf(stdout, stderr=stderr)
+    return [
+        Measurement("latency_avg", parsed.avg_latency_us, "us"),
+        Measurement("latency_p50", parsed.p50_us, "us"),
+        Measurement("latency_p99", parsed.p99_us, "us"),
+        Measurement("latency_p999", parsed.p999_us, "us"),
+    ]
+
+
+SOCKPERF = MeasurementTool(
+    name=TOOL,
+    package="sockperf",
+    purpose="ping-pong latency",
+    version=VersionProbe("sockperf", ("--version",), rf"sockperf, version {VERSION_NUMBER}"),
+    client=ClientMeasurement(
+        server="sockperf-server",
+        argv=_client_argv,
+        timeout=lambda profile: profile.duration + 30,
+        measurements=sockperf_measurements,
+        raw_file="sockperf.txt",
+    ),
+)
+"""sockperf in the registry: ping-pong against the pod's sockperf server for the profile's
+duration."""

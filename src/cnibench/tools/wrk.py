@@ -14,13 +14,24 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from cnibench.errors import ConfigError, ParseError, ToolError
+from cnibench.records import Measurement
 from cnibench.tools._common import join_output, whole_seconds
+from cnibench.tools.registry import (
+    VERSION_NUMBER,
+    ClientMeasurement,
+    MeasurementProfile,
+    MeasurementTool,
+    ToolTarget,
+    VersionProbe,
+)
 
 __all__ = [
+    "WRK",
     "WrkErrors",
     "WrkResult",
     "parse_wrk",
     "wrk_argv",
+    "wrk_measurements",
 ]
 
 TOOL = "wrk"
@@ -258,3 +269,42 @@ def _count(text: str) -> float:
     if match is None:
         raise KeyError(text)
     return float(match.group(1)) * _COUNT_UNITS[match.group(2)]
+
+
+def _client_argv(target: ToolTarget, profile: MeasurementProfile) -> list[str]:
+    return wrk_argv(
+        target.url,
+        threads=profile.wrk_threads,
+        connections=profile.wrk_connections,
+        duration=profile.duration,
+    )
+
+
+def wrk_measurements(stdout: str, stderr: str) -> list[Measurement]:
+    """Requests per second, mean, median and 99th percentile latency (µs), and errors."""
+    parsed = parse_wrk(stdout, stderr=stderr)
+    return [
+        Measurement("requests_per_second", parsed.requests_per_second, "requests/s"),
+        Measurement("latency_avg", parsed.latency_avg_us, "us"),
+        Measurement("latency_p50", parsed.latency_percentiles_us[50], "us"),
+        Measurement("latency_p99", parsed.latency_percentiles_us[99], "us"),
+        Measurement("errors", float(parsed.errors.total), "count"),
+    ]
+
+
+WRK = MeasurementTool(
+    name=TOOL,
+    package="wrk",
+    purpose="HTTP requests/s and latency",
+    # Debian's wrk prints its package version (``wrk debian/4.1.0-3+b2``).
+    version=VersionProbe("wrk", ("--version",), rf"wrk (?:\S*/)?{VERSION_NUMBER}"),
+    client=ClientMeasurement(
+        server="http-echo",
+        argv=_client_argv,
+        timeout=lambda profile: profile.duration + 30,
+        measurements=wrk_measurements,
+        raw_file="wrk.txt",
+    ),
+)
+"""wrk in the registry: the profile's threads and connections for its duration against the
+pod's HTTP echo."""

@@ -3,7 +3,9 @@
 Kernel features are probed by trying them in a network namespace (creating a WireGuard link, a
 netem qdisc, ...), because module files and config flags do not say whether the running kernel
 accepts them. Tool versions are parsed from each tool's own version output by small pure
-functions and cached per process.
+functions and cached per process. The measurement tools' probes and doctor rows come from their
+declarations in :data:`cnibench.tools.registry.TOOLS`, so a registered tool is listed and its
+version recorded with nothing added here.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from types import MappingProxyType
 from cnibench.backends.lab.plan import Step, new_lab_id, validate_lab_id
 from cnibench.backends.lab.runner import run_step
 from cnibench.errors import ParseError, ProvisioningError
+from cnibench.tools.registry import TOOLS, VERSION_NUMBER, VersionProbe
 
 __all__ = [
     "REQUIRED_BINARIES",
-    "VERSION_PROBES",
     "FeatureCheck",
     "LabFeatures",
     "check_available",
@@ -31,6 +33,7 @@ __all__ = [
     "parse_tool_version",
     "probe_features",
     "tool_versions",
+    "version_probes",
 ]
 
 REQUIRED_BINARIES: tuple[str, ...] = (
@@ -43,40 +46,21 @@ REQUIRED_BINARIES: tuple[str, ...] = (
 )
 """Executables without which no lab can be provisioned."""
 
-_VERSION = r"(\d+(?:\.\d+)+)"
+_VERSION = VERSION_NUMBER
 
-
-@dataclass(frozen=True)
-class VersionProbe:
-    """How to ask a tool for its version.
-
-    Attributes
-    ----------
-    binary:
-        Executable.
-    argv:
-        Arguments printing the version.
-    pattern:
-        Regular expression whose first group is the version.
-    """
-
-    binary: str
-    argv: tuple[str, ...]
-    pattern: str
-
-
-VERSION_PROBES: Mapping[str, VersionProbe] = MappingProxyType(
+_HOST_PROBES: Mapping[str, VersionProbe] = MappingProxyType(
     {
         "iproute2": VersionProbe("ip", ("-V",), r"iproute2-(?:ss)?(\d+(?:\.\d+)*)"),
         "nftables": VersionProbe("nft", ("--version",), rf"nftables v{_VERSION}"),
         "tcpdump": VersionProbe("tcpdump", ("--version",), rf"tcpdump version {_VERSION}"),
         "wireguard-tools": VersionProbe("wg", ("--version",), rf"wireguard-tools v{_VERSION}"),
         "wireguard-go": VersionProbe("wireguard-go", ("--version",), rf"wireguard-go v{_VERSION}"),
-        "iperf3": VersionProbe("iperf3", ("--version",), rf"iperf {_VERSION}"),
-        "sockperf": VersionProbe("sockperf", ("--version",), rf"sockperf, version {_VERSION}"),
-        "ab": VersionProbe("ab", ("-V",), rf"ApacheBench, Version {_VERSION}"),
-        "wrk": VersionProbe("wrk", ("--version",), rf"wrk (?:\S*/)?{_VERSION}"),
-        "curl": VersionProbe("curl", ("--version",), rf"curl {_VERSION}"),
+    }
+)
+"""The lab's own host tools (before the measurement tools in :func:`version_probes`)."""
+
+_SERVER_PROBES: Mapping[str, VersionProbe] = MappingProxyType(
+    {
         "nginx": VersionProbe("nginx", ("-v",), rf"nginx/{_VERSION}"),
         "haproxy": VersionProbe("haproxy", ("-v",), rf"HAProxy version {_VERSION}"),
         "prometheus": VersionProbe(
@@ -87,7 +71,15 @@ VERSION_PROBES: Mapping[str, VersionProbe] = MappingProxyType(
         ),
     }
 )
-"""Tool name to its version probe; the names are the keys of :func:`tool_versions`."""
+"""Servers and monitoring (after the measurement tools in :func:`version_probes`)."""
+
+
+def version_probes() -> Mapping[str, VersionProbe]:
+    """Tool name to its version probe: the lab's host tools, every registered measurement tool
+    (:data:`cnibench.tools.registry.TOOLS`, read now) and the servers; the names are the keys
+    of :func:`tool_versions`."""
+    measurement = {name: tool.version for name, tool in TOOLS.items()}
+    return MappingProxyType({**_HOST_PROBES, **measurement, **_SERVER_PROBES})
 
 
 def parse_tool_version(tool: str, text: str) -> str:
@@ -98,9 +90,13 @@ def parse_tool_version(tool: str, text: str) -> str:
     ParseError
         If ``tool`` is unknown or ``text`` holds no version.
     """
-    probe = VERSION_PROBES.get(tool)
+    probe = version_probes().get(tool)
     if probe is None:
         raise ParseError(f"no version probe for tool {tool!r}", tool=tool)
+    return _version_in(tool, probe, text)
+
+
+def _version_in(tool: str, probe: VersionProbe, text: str) -> str:
     match = re.search(probe.pattern, text)
     if match is None:
         raise ParseError(f"no {tool} version in {text[:80]!r}", tool=tool, output=text)
@@ -108,28 +104,27 @@ def parse_tool_version(tool: str, text: str) -> str:
 
 
 @functools.cache
-def _installed_versions() -> tuple[tuple[str, str], ...]:
-    versions: list[tuple[str, str]] = []
-    for tool, probe in VERSION_PROBES.items():
-        if shutil.which(probe.binary) is None:
-            continue
-        try:
-            completed = subprocess.run(
-                [probe.binary, *probe.argv], capture_output=True, text=True, timeout=10, check=False
-            )
-            version = parse_tool_version(tool, completed.stdout + completed.stderr)
-        except (OSError, subprocess.TimeoutExpired, ParseError):
-            version = "unknown"
-        versions.append((tool, version))
-    return tuple(versions)
+def _installed_version(tool: str, probe: VersionProbe) -> str | None:
+    # Keyed by the probe too: a tool registered later, or under a known name with another
+    # probe, is asked anew.
+    if shutil.which(probe.binary) is None:
+        return None
+    try:
+        completed = subprocess.run(
+            [probe.binary, *probe.argv], capture_output=True, text=True, timeout=10, check=False
+        )
+        return _version_in(tool, probe, completed.stdout + completed.stderr)
+    except (OSError, subprocess.TimeoutExpired, ParseError):
+        return "unknown"
 
 
 def tool_versions() -> dict[str, str]:
-    """Version of every installed tool of :data:`VERSION_PROBES` (asked once per process).
+    """Version of every installed tool of :func:`version_probes` (each asked once per process).
 
     Missing tools are left out; a tool whose output cannot be parsed maps to ``"unknown"``.
     """
-    return dict(_installed_versions())
+    versions = {tool: _installed_version(tool, probe) for tool, probe in version_probes().items()}
+    return {tool: version for tool, version in versions.items() if version is not None}
 
 
 @dataclass(frozen=True)
@@ -283,11 +278,11 @@ def check_available() -> tuple[bool, str]:
     return True, "ok"
 
 
-def _binary_row(feature: str, tool: str) -> FeatureCheck:
-    probe = VERSION_PROBES[tool]
-    if shutil.which(probe.binary) is None:
-        return FeatureCheck(feature, False, f"{probe.binary} not found on PATH")
-    return FeatureCheck(feature, True, f"{tool} {tool_versions().get(tool, 'unknown')}")
+def _binary_row(tool: str, probe: VersionProbe) -> FeatureCheck:
+    version = _installed_version(tool, probe)
+    if version is None:
+        return FeatureCheck(tool, False, f"{probe.binary} not found on PATH")
+    return FeatureCheck(tool, True, f"{tool} {version}")
 
 
 def doctor_rows() -> list[FeatureCheck]:
@@ -300,8 +295,8 @@ def doctor_rows() -> list[FeatureCheck]:
     -------
     list of FeatureCheck
         Rows for netns, veth, bridge, vxlan, nftables, wireguard-kernel, wireguard-go, netem,
-        then the tools (tcpdump, prometheus, node-exporter, iperf3, sockperf, ab, wrk, nginx,
-        haproxy, curl).
+        then the tools: tcpdump, prometheus, node-exporter, every registered measurement tool
+        (iperf3, sockperf, wrk, ab, curl, ...), nginx and haproxy.
     """
     if os.geteuid() == 0:
         kernel = _kernel_rows()
@@ -311,19 +306,9 @@ def doctor_rows() -> list[FeatureCheck]:
     rows = [row for row in kernel if row.feature != "netem"]
     rows.append(FeatureCheck("wireguard-go", wg_go, why))
     rows += [row for row in kernel if row.feature == "netem"]
-    for tool in (
-        "tcpdump",
-        "prometheus",
-        "node-exporter",
-        "iperf3",
-        "sockperf",
-        "ab",
-        "wrk",
-        "nginx",
-        "haproxy",
-        "curl",
-    ):
-        rows.append(_binary_row(tool, tool))
+    probes = version_probes()
+    for tool in ("tcpdump", "prometheus", "node-exporter", *TOOLS, "nginx", "haproxy"):
+        rows.append(_binary_row(tool, probes[tool]))
     return rows
 
 

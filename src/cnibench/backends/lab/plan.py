@@ -39,6 +39,8 @@ import yaml
 
 from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.errors import ConfigError
+from cnibench.tools.iperf3 import iperf3_server_argv
+from cnibench.tools.sockperf import sockperf_server_argv
 
 __all__ = [
     "BENCHMARK_RANGE",
@@ -1113,14 +1115,21 @@ def workload_processes(
     if workload.kind is WorkloadKind.IPERF3_SERVER:
         return (
             WorkloadProcess(
-                f"iperf3-{port}", ("iperf3", "-s", "-p", str(port), "-B", pod.ip), port
+                f"iperf3-{port}",
+                tuple(iperf3_server_argv(port=port, one_off=False, bind=pod.ip)),
+                port,
             ),
         )
     if workload.kind is WorkloadKind.SOCKPERF_SERVER:
-        base = ("sockperf", "server", "-i", pod.ip, "-p", str(port))
         return (
-            WorkloadProcess(f"sockperf-udp-{port}", base, port),
-            WorkloadProcess(f"sockperf-tcp-{port}", (*base, "--tcp"), port),
+            WorkloadProcess(
+                f"sockperf-udp-{port}", tuple(sockperf_server_argv(port=port, bind=pod.ip)), port
+            ),
+            WorkloadProcess(
+                f"sockperf-tcp-{port}",
+                tuple(sockperf_server_argv(port=port, bind=pod.ip, tcp=True)),
+                port,
+            ),
         )
     if workload.kind is WorkloadKind.HTTP_ECHO:
         conf_dir = run_dir / f"nginx-{port}"
