@@ -34,7 +34,7 @@ import yaml
 
 from cnibench.backends.kube import render
 from cnibench.backends.kube.api import Applier
-from cnibench.backends.kube.cni import CniDefinition, HelmChart, Readiness
+from cnibench.backends.kube.cni_types import CniDefinition, HelmChart, Readiness
 from cnibench.backends.kube.helm import helm_install_argv, write_values
 from cnibench.errors import ProvisioningError
 from cnibench.waiting import Deadline, wait_for

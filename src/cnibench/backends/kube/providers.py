@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import yaml
 
 from cnibench.backends.base import ClusterSpec
-from cnibench.backends.kube.cni import CniDefinition
+from cnibench.backends.kube.cni_types import CniDefinition
 from cnibench.backends.kube.images import Images, build_context
 from cnibench.backends.kube.render import kind_cluster_config
 from cnibench.backends.kube.resources import data_tree
