@@ -438,3 +438,18 @@ def test_kube_router_image_only_for_kube_router(
         assert recipe.files == {"/usr/local/bin/kube-router": "kube-router"}
         # NetworkPolicy is iptables + ipsets: the userland must be in the image.
         assert {"iptables", "ipset", "iproute2"} <= set(rootfs_packages()[recipe.rootfs])
+
+
+@pytest.mark.parametrize("driver_name", ["flannel", "cilium", "kube-router"])
+def test_image_tags_name_the_drivers_releases(driver_name: str) -> None:
+    """The image tags are still fields of ``Images`` (overridable one by one): each names the
+    release its driver pins, offline the one its recipe builds."""
+    from cnibench.backends.kube.cnis import DRIVERS
+
+    driver = DRIVERS[driver_name]
+    recipe = driver.offline
+    assert recipe is not None
+    assert f":{recipe.version}-offline-" in getattr(OFFLINE_IMAGES, recipe.image_field)
+    public = getattr(Images(), recipe.image_field)
+    if public:  # the public set's Cilium image is the chart's own
+        assert public.endswith(f":{driver.version}")
