@@ -75,7 +75,7 @@ class Images:
         Envoy (see :mod:`cnibench.backends.kube.cnis.cilium`).
     kube_router:
         kube-router (``kube-router`` on PATH, with iptables, ipset and iproute2): the release
-        image of :attr:`~cnibench.backends.kube.cni.CniVersions.kube_router`.
+        image of :data:`cnibench.backends.kube.cnis.kube_router.VERSION`.
     traefik:
         Traefik (``/usr/local/bin/traefik``), the Gateway API implementation of
         ``gateway=traefik``.
