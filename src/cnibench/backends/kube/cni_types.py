@@ -84,11 +84,6 @@ class CniVersions:
         """
         return self.pins[name]
 
-    def replace(self, **pins: str) -> CniVersions:
-        """These versions with ``pins`` changed (keyword names with ``_`` for ``-``)."""
-        changed = {name.replace("_", "-"): value for name, value in pins.items()}
-        return CniVersions({**self.pins, **changed})
-
 
 @dataclass(frozen=True)
 class HelmChart:
