@@ -36,7 +36,7 @@ from cnibench.backends.kube.addons import (
     split_documents,
 )
 from cnibench.backends.kube.api import Applier
-from cnibench.backends.kube.cni import CniVersions, cni_definition
+from cnibench.backends.kube.cni import cni_definition, pinned_versions
 from cnibench.backends.kube.external import load_balancer_range
 from cnibench.errors import ProvisioningError
 
@@ -313,8 +313,8 @@ class RecordingHelm:
 @pytest.mark.parametrize(
     ("cni_name", "gateway_api", "releases"),
     [
-        ("cilium", CniVersions().cilium_gateway_api, ["cilium"]),
-        ("antrea", CniVersions().nginx_gateway_api, ["antrea", "ngf"]),
+        ("cilium", pinned_versions()["cilium-gateway-api"], ["cilium"]),
+        ("antrea", pinned_versions()["nginx-gateway-api"], ["antrea", "ngf"]),
     ],
     ids=["cilium-gateway-api", "antrea-nginx-gateway-fabric"],
 )

@@ -37,6 +37,7 @@ class ToyDriver(DriverBase):
     it rendered, so the test can see the orchestration asked it."""
 
     name = "toy"
+    version = "0.0.1"
 
     def __init__(self) -> None:
         self.rendered: list[dict[str, Any]] = []
@@ -47,7 +48,7 @@ class ToyDriver(DriverBase):
         """Policy only; readiness is the toy agent DaemonSet the test rolls out."""
         return CniDefinition(
             name=self.name,
-            version="0.0.1",
+            version=versions.version(self.name, self.version),
             capabilities=frozenset({Capability.NETWORK_POLICY}),
             readiness=(Readiness("DaemonSet", TOY_NAMESPACE, "toy-agent"),),
         )
@@ -100,6 +101,7 @@ def test_a_registered_driver_is_a_cni_everywhere_the_names_are_read(toy: ToyDriv
     assert DRIVERS["toy"] is toy
     assert cni_names()[-1] == "toy"
     assert cni_definition(ClusterSpec(cni="toy")).capabilities == {Capability.NETWORK_POLICY}
+    assert cni_definition(ClusterSpec(cni="toy")).version == "0.0.1"
     with pytest.raises(UnsupportedError, match="toy has no egress gateway"):
         toy.egress_objects(
             ObjectScope("s", "ns"), clients=["c"], destination="198.18.0.9/32", egress_ip_range=None

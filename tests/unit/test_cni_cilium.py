@@ -19,13 +19,14 @@ from cnibench.backends.base import Capability, ClusterSpec
 from cnibench.backends.kube.cni import CniVersions
 from cnibench.backends.kube.cnis.cilium import (
     CHART_CAPABILITIES,
+    CILIUM,
+    CILIUM_OFFLINE,
     CiliumDriver,
     cilium_values,
     module_chart_dir,
 )
 from cnibench.backends.kube.helm import helm_install_argv
 from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
-from cnibench.backends.kube.offline.recipes import OfflineVersions
 from cnibench.errors import ConfigError
 
 CHART = Path("/modcache/github.com/cilium/cilium@v1.18.4/install/kubernetes/cilium")
@@ -91,7 +92,7 @@ def test_sys_resource_is_dropped_only_when_told(drop: bool) -> None:
 
 def test_capability_defaults_are_the_charts() -> None:
     root = os.environ.get("GOMODCACHE") or str(Path.home() / "go" / "pkg" / "mod")
-    version = CniVersions().cilium.removeprefix("v")
+    version = CILIUM.version.removeprefix("v")
     values_yaml = (
         Path(root) / f"github.com/cilium/cilium@v{version}/install/kubernetes/cilium/values.yaml"
     )
@@ -187,4 +188,15 @@ def test_module_chart_dir_is_under_the_module_tag(
 
 
 def test_the_chart_version_is_the_built_module_release() -> None:
-    assert "v" + CniVersions().cilium == OfflineVersions().cilium
+    assert "v" + CILIUM.version == CILIUM_OFFLINE.version
+    # The offline image's tag (in images.py, overridable per field) names the built release.
+    assert f":{CILIUM_OFFLINE.version}-offline-" in OFFLINE_IMAGES.cilium
+
+
+def test_a_version_override_reaches_the_definition_and_the_chart() -> None:
+    definition = _driver().definition(
+        ClusterSpec(cni="cilium"), versions=CniVersions({"cilium": "1.19.0"}), images=Images()
+    )
+    assert definition.version == "1.19.0"
+    assert definition.chart is not None
+    assert definition.chart.version == "1.19.0"

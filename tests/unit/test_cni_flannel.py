@@ -173,12 +173,12 @@ def test_registry_finds_the_flannel_driver() -> None:
 
 
 def test_cni_definition_for_flannel_is_the_drivers() -> None:
-    versions = CniVersions(flannel="v0.28.10")
+    versions = CniVersions({"flannel": "v0.27.0"})
     via_registry = cni_definition(SPEC, versions=versions, images=IMAGES)
     assert via_registry == FLANNEL.definition(
         SPEC, versions=versions, images=IMAGES, k8s_service_host=""
     )
-    assert via_registry.version == "v0.28.10"
+    assert via_registry.version == "v0.27.0"
     assert via_registry.chart is None
     assert via_registry.manifest_urls == ()
     assert via_registry.manifests

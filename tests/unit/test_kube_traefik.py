@@ -10,7 +10,8 @@ from cnibench.backends.base import Capability, ClusterSpec
 from cnibench.backends.kube import traefik
 from cnibench.backends.kube.cni import cni_definition
 from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
-from cnibench.backends.kube.offline.recipes import OfflineVersions, image_recipes, pod_image_tags
+from cnibench.backends.kube.offline.plan import image_recipes, pod_image_tags
+from cnibench.backends.kube.offline.recipes import OfflineVersions
 from cnibench.backends.kube.render import ROLE_LABEL, gateway
 from cnibench.errors import ConfigError
 

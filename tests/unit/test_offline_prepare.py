@@ -13,14 +13,13 @@ import pytest
 
 from cnibench import cli
 from cnibench.backends.kube.offline import OfflineBuilder
-from cnibench.backends.kube.offline.recipes import ROOTFS_PACKAGES
+from cnibench.backends.kube.offline.plan import rootfs_packages
 
 STEPS = (
     "build_kubernetes",
     "build_go_binaries",
-    "build_cilium",
+    "build_cni",
     "build_helm",
-    "build_kube_router",
     "build_traefik",
     "link_tools",
 )
@@ -48,8 +47,9 @@ def test_prepare_runs_every_long_step_and_touches_no_engine(calls: list[str]) ->
     argv = ["images", "build", "--cni", "cilium", "--cni", "kube-router", "--gateway", "traefik"]
     argv.append("--prepare")
     assert cli.main(argv) == 0
-    assert set(STEPS) <= set(calls)
-    assert {f"rootfs:{name}" for name in ROOTFS_PACKAGES} <= set(calls)
+    assert set(STEPS) <= {c.split(":")[0] for c in calls}
+    assert {f"rootfs:{name}" for name in rootfs_packages()} <= set(calls)
+    assert {"build_cni:cilium", "build_cni:kube-router"} <= set(calls)
     assert not [c for c in calls if c.split(":")[0] in ENGINE_STEPS]
 
 
@@ -57,9 +57,8 @@ def test_a_full_build_also_makes_the_images(calls: list[str]) -> None:
     assert cli.main(["images", "build"]) == 0
     assert "node_image" in calls
     assert any(c.startswith("import_image") for c in calls)
-    assert "build_cilium" not in calls  # opt-in
+    assert not [c for c in calls if c.startswith("build_cni")]  # opt-in
     assert "rootfs:cilium" not in calls
-    assert "build_kube_router" not in calls
     assert "rootfs:kube-router" not in calls
     assert "build_traefik" not in calls
 
@@ -77,4 +76,4 @@ def test_a_build_whose_long_steps_are_current_takes_no_lock(tmp_path: Path) -> N
     for name in (*STEPS, "rootfs"):
         setattr(builder, name, lambda *args, _n=name: asked.append(_n))
     assert builder.prepared(frozenset({"cilium", "kube-router", "traefik"})) is True
-    assert {"build_kubernetes", "build_cilium", "build_kube_router", "build_traefik"} <= set(asked)
+    assert {"build_kubernetes", "build_cni", "build_traefik"} <= set(asked)

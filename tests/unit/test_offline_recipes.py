@@ -10,32 +10,42 @@ from pathlib import Path
 
 import pytest
 
-from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
-from cnibench.backends.kube.offline.recipes import (
+from cnibench.backends.kube.cnis.cilium import (
+    CILIUM_OFFLINE,
     CILIUM_PACKAGES,
     CILIUM_SOURCE,
     CILIUM_UNSERVED_FORKS,
-    KUBE_ROUTER_MODULE,
-    ROOTFS_PACKAGES,
-    ImageRecipe,
-    OfflineVersions,
     cilium_go_mod,
     cilium_image,
     cilium_ldflags,
+)
+from cnibench.backends.kube.cnis.kube_router import (
+    KUBE_ROUTER_MODULE,
+    KUBE_ROUTER_OFFLINE,
+    kube_router_go_mod,
+)
+from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
+from cnibench.backends.kube.offline import OfflineBuilder
+from cnibench.backends.kube.offline.plan import (
+    image_recipes,
+    not_offline_reason,
+    pod_image_tags,
+    rootfs_packages,
+)
+from cnibench.backends.kube.offline.recipes import (
+    ImageRecipe,
+    OfflineVersions,
     containerd_config,
     debian_mirror,
     debootstrap_argv,
     etcd_go_mod,
     go_proxy,
-    image_recipes,
-    kube_router_go_mod,
     kubernetes_go_mod,
-    not_offline_reason,
-    pod_image_tags,
     recipe_digest,
     runtime_images,
     version_ldflags,
 )
+from cnibench.backends.kube.offline.rootfs import _ROOTFS_RECIPE
 
 UPSTREAM_GO_MOD = """module k8s.io/kubernetes
 
@@ -271,7 +281,7 @@ def _cilium_module() -> Path:
     """The real Cilium module in the Go module cache (where ``cnibench images build --cni
     cilium`` and the kube tier put it)."""
     root = os.environ.get("GOMODCACHE") or str(Path.home() / "go" / "pkg" / "mod")
-    module = Path(root) / f"github.com/cilium/cilium@{OfflineVersions().cilium}"
+    module = Path(root) / f"github.com/cilium/cilium@{CILIUM_OFFLINE.version}"
     if not (module / "go.mod").is_file():
         pytest.skip(f"Cilium's module is not in the Go module cache ({module})")
     return module
@@ -285,8 +295,8 @@ def test_cilium_wrapper_repeats_every_replace_of_the_real_upstream_go_mod() -> N
     upstream = _cilium_upstream_go_mod()
     upstream_replaces = re.findall(r"^replace\s+(\S+.*=>.*\S)\s*$", upstream, re.M)
     assert upstream_replaces, "the upstream go.mod should have one-line replace directives"
-    text = cilium_go_mod(OfflineVersions(), upstream)
-    assert f"require github.com/cilium/cilium {OfflineVersions().cilium}" in text
+    text = cilium_go_mod(CILIUM_OFFLINE.version, upstream)
+    assert f"require github.com/cilium/cilium {CILIUM_OFFLINE.version}" in text
     wrapper = {line.strip() for line in text.splitlines() if "=>" in line}
     for directive in upstream_replaces:
         module = directive.split()[0]
@@ -306,7 +316,7 @@ def test_cilium_wrapper_reads_replace_blocks_and_ignores_comments() -> None:
         "\texample.com/b v0.1.0 => ./local/b\n"
         ")\n"
     )
-    text = cilium_go_mod(OfflineVersions(), upstream)
+    text = cilium_go_mod(CILIUM_OFFLINE.version, upstream)
     replaced = [line.strip() for line in text.splitlines() if "=>" in line]
     assert replaced == [
         "example.com/a => example.com/a-fork v1.2.3",
@@ -316,19 +326,45 @@ def test_cilium_wrapper_reads_replace_blocks_and_ignores_comments() -> None:
 
 def test_cilium_wrapper_refuses_a_go_mod_without_replaces() -> None:
     with pytest.raises(ValueError, match="replaces nothing"):
-        cilium_go_mod(OfflineVersions(), "module example.com/x\n\ngo 1.24\n")
+        cilium_go_mod(CILIUM_OFFLINE.version, "module example.com/x\n\ngo 1.24\n")
 
 
 def test_cilium_ldflags_stamp_the_version_without_v() -> None:
-    flags = cilium_ldflags(OfflineVersions(cilium="v1.18.4")).split()
+    flags = cilium_ldflags("v1.18.4").split()
     assert flags[:2] == ["-s", "-w"]
     assert "github.com/cilium/cilium/pkg/version.ciliumVersion=1.18.4" in flags
 
 
-def test_cilium_version_does_not_change_the_other_steps_digests() -> None:
-    assert recipe_digest("go-1", OfflineVersions()) == recipe_digest(
-        "go-1", OfflineVersions(cilium="v1.19.0")
-    )
+@pytest.mark.parametrize(
+    ("step", "digest"),
+    [
+        ("go", "2113ed397fb1"),
+        ("cilium", "5838f67932a7"),
+        ("kube-router", "6c2346fbe2c8"),
+        ("rootfs:node", "3f98a8dd1207"),
+        ("rootfs:netfilter", "49ecbdfb7930"),
+        ("rootfs:tools", "997e69fcee95"),
+        ("rootfs:monitoring", "b5fbd1d21187"),
+        ("rootfs:cilium", "a9bc394ebdc7"),
+        ("rootfs:kube-router", "c27523ee1f47"),
+    ],
+)
+def test_build_digests_are_those_the_caches_were_stamped_with(
+    step: str, digest: str, tmp_path: Path
+) -> None:
+    """A changed digest rebuilds that step cold (CI's cache would be of no use: tens of
+    minutes): these are the stamps of the existing caches, made before the CNI recipes moved
+    into the drivers. Change one only on purpose, with the recipe."""
+    builder = OfflineBuilder(root=tmp_path, environ={}, log=lambda _: None)
+    recipes = {"cilium": CILIUM_OFFLINE, "kube-router": KUBE_ROUTER_OFFLINE}
+    if step == "go":
+        found = builder.go_bin.name
+    elif step.startswith("rootfs:"):
+        packages = rootfs_packages()[step.removeprefix("rootfs:")]
+        found = recipe_digest(_ROOTFS_RECIPE, builder.versions.debian, packages)
+    else:
+        found = recipe_digest(*recipes[step].build.digest_inputs)
+    assert found == digest
 
 
 def test_cilium_image_has_the_official_layout() -> None:
@@ -347,7 +383,7 @@ def test_cilium_image_has_the_official_layout() -> None:
     assert recipe.links["/usr/local/bin/llc"] == "/usr/bin/llc-16"
     assert recipe.links["/usr/bin/cilium-operator"] == "cilium-operator-generic"
     assert "/usr/local/bin" in recipe.env["PATH"].split(":")
-    assert {"clang-16", "llvm-16", "bpftool", "ipset"} <= set(ROOTFS_PACKAGES["cilium"])
+    assert {"clang-16", "llvm-16", "bpftool", "ipset"} <= set(rootfs_packages()["cilium"])
 
 
 def test_cilium_module_files_the_image_uses_exist_in_the_module() -> None:
@@ -381,16 +417,10 @@ def test_an_empty_image_field_has_no_recipe() -> None:
 
 
 def test_kube_router_wrapper_requires_the_served_release() -> None:
-    text = kube_router_go_mod(OfflineVersions())
+    text = kube_router_go_mod(KUBE_ROUTER_OFFLINE.version)
     assert "module cnibench.local/kube-router" in text
     assert f"require {KUBE_ROUTER_MODULE} v2.1.0" in text
     assert "replace" not in text  # kube-router's go.mod replaces nothing
-
-
-def test_kube_router_version_does_not_change_the_other_steps_digests() -> None:
-    assert recipe_digest("go-1", OfflineVersions()) == recipe_digest(
-        "go-1", OfflineVersions(kube_router="v2.6.1")
-    )
 
 
 @pytest.mark.parametrize(
@@ -407,4 +437,19 @@ def test_kube_router_image_only_for_kube_router(
         recipe = recipes[OFFLINE_IMAGES.kube_router]
         assert recipe.files == {"/usr/local/bin/kube-router": "kube-router"}
         # NetworkPolicy is iptables + ipsets: the userland must be in the image.
-        assert {"iptables", "ipset", "iproute2"} <= set(ROOTFS_PACKAGES[recipe.rootfs])
+        assert {"iptables", "ipset", "iproute2"} <= set(rootfs_packages()[recipe.rootfs])
+
+
+@pytest.mark.parametrize("driver_name", ["flannel", "cilium", "kube-router"])
+def test_image_tags_name_the_drivers_releases(driver_name: str) -> None:
+    """The image tags are still fields of ``Images`` (overridable one by one): each names the
+    release its driver pins, offline the one its recipe builds."""
+    from cnibench.backends.kube.cnis import DRIVERS
+
+    driver = DRIVERS[driver_name]
+    recipe = driver.offline
+    assert recipe is not None
+    assert f":{recipe.version}-offline-" in getattr(OFFLINE_IMAGES, recipe.image_field)
+    public = getattr(Images(), recipe.image_field)
+    if public:  # the public set's Cilium image is the chart's own
+        assert public.endswith(f":{driver.version}")

@@ -1,6 +1,7 @@
 """The Kubernetes backend: providers kind, aks and existing; CNI definitions; manifests.
 
-Layers inside: :mod:`.images` and :mod:`.cni` (pinned configuration), :mod:`.render` and
+Layers inside: :mod:`.images`, :mod:`.cni_types` and the drivers in :mod:`.cnis` (pinned
+configuration; :mod:`.cni` finds a driver), :mod:`.render` and
 :mod:`.helm` (pure rendering), :mod:`.providers` (where clusters come from), :mod:`.external`
 (this host as the external host), :mod:`.api` (the one layer sending objects to an API server),
 :mod:`.cluster` (the Cluster Protocol), :mod:`.backend` (the Backend Protocol) and

@@ -33,8 +33,8 @@ from typing import Any
 import yaml
 
 from cnibench.backends.kube import render
-from cnibench.backends.kube.api import Applier
-from cnibench.backends.kube.cni import CniDefinition, HelmChart, Readiness
+from cnibench.backends.kube.api import Applier, api_error_message
+from cnibench.backends.kube.cni_types import CniDefinition, HelmChart, Readiness
 from cnibench.backends.kube.helm import helm_install_argv, write_values
 from cnibench.errors import ProvisioningError
 from cnibench.waiting import Deadline, wait_for
@@ -247,8 +247,6 @@ def wait_crds_established(
     """
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
-
-    from cnibench.backends.kube.api import api_error_message
 
     extensions: Any = client.ApiextensionsV1Api(api_client)
     deadline = Deadline(timeout)

@@ -29,7 +29,7 @@ from cnibench.backends.kube.external import (
 )
 from cnibench.backends.kube.images import Images, require_pullable
 from cnibench.backends.kube.node_usage import KindNodeUsage
-from cnibench.backends.kube.offline.recipes import not_offline_reason
+from cnibench.backends.kube.offline.plan import not_offline_reason
 from cnibench.backends.kube.providers import Provider
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError, UnsupportedError
 

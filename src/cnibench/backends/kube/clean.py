@@ -22,8 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from cnibench.backends.kube.api import api_error_message
+from cnibench.backends.kube.backend import api_client_for
 from cnibench.backends.kube.cnis import DRIVERS
-from cnibench.backends.kube.providers import kind_delete_argv
+from cnibench.backends.kube.providers import (
+    add_offline_tools_to_path,
+    kind_delete_argv,
+    release_lib_modules,
+)
 from cnibench.backends.kube.render import SESSION_LABEL
 from cnibench.errors import CnibenchError, ProvisioningError
 from cnibench.waiting import Deadline, poll
@@ -270,8 +275,6 @@ def clean_kube_leftovers(
     items: list[CleanedItem] = []
     notes: list[str] = []
     if runner is None:
-        from cnibench.backends.kube.providers import add_offline_tools_to_path
-
         add_offline_tools_to_path()
     if runner is None and shutil.which("kind") is None:
         notes.append("kind is not installed: no kind clusters looked at")
@@ -290,15 +293,10 @@ def clean_kube_leftovers(
             if host or not docker_hosts:
                 notes.extend(kind_notes)
         removed = [i for i in items if i.kind == "kind-cluster" and i.outcome == "removed"]
-        if removed and len(removed) == len(items):
-            from cnibench.backends.kube.providers import release_lib_modules
-
-            if release_lib_modules():
-                notes.append("removed the empty /lib/modules created for kind")
+        if removed and len(removed) == len(items) and release_lib_modules():
+            notes.append("removed the empty /lib/modules created for kind")
     owned_client = None
     if api_client is None and kubeconfig is not None:
-        from cnibench.backends.kube.backend import api_client_for
-
         try:
             api_client = owned_client = api_client_for(kubeconfig, context)
         except CnibenchError as exc:

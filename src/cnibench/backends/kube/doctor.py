@@ -10,6 +10,7 @@ from typing import Any
 
 from cnibench.backends.base import ClusterSpec, NodeRole
 from cnibench.backends.kube.api import api_error_message
+from cnibench.backends.kube.backend import api_client_for
 from cnibench.backends.kube.cni import Readiness, cni_definition
 from cnibench.backends.kube.cnis import cni_names
 from cnibench.backends.kube.render import ROLE_LABEL
@@ -52,8 +53,6 @@ def existing_cluster_report(kubeconfig: Path, context: str = "") -> tuple[bool, 
     cluster; the reason is in ``why``.
     """
     from kubernetes import client
-
-    from cnibench.backends.kube.backend import api_client_for
 
     if not kubeconfig.is_file():
         return False, f"no kubeconfig at {kubeconfig}"

@@ -46,6 +46,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cnibench.backends.kube.host import (
+    CAP_SYS_RESOURCE,
+    ENGINE_RUN_ROOT,
+    ENGINE_RUN_VARIABLE,
+    capability_bounding_set,
+    lacks_capability,
+    needs_runc_shim,
+)
+from cnibench.backends.kube.providers import release_lib_modules
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError
 from cnibench.waiting import poll
 
@@ -86,16 +95,10 @@ __all__ = [
 
 DEFAULT_ENGINE_NAME = "cnibench"
 """Name of the engine ``cnibench engine up`` starts when no ``--name`` is given."""
-ENGINE_RUN_ROOT = Path("/run/cnibench-engine")
-"""Parent of every engine's run directory (socket, pidfile, exec root, log)."""
-ENGINE_RUN_VARIABLE = "CNIBENCH_ENGINE_RUN"
-"""Environment variable replacing :data:`ENGINE_RUN_ROOT`."""
 ENGINE_DATA_VARIABLE = "CNIBENCH_ENGINE_DATA"
 """Environment variable naming the data root (image cache) instead of the default one."""
 SHIM_RUNTIME = "cnibench-runc"
 """Runtime name under which the runc shim is registered with dockerd."""
-CAP_SYS_RESOURCE = 24
-"""Bit of ``CAP_SYS_RESOURCE`` in the capability masks of ``/proc/<pid>/status``."""
 INSTALL_HINT = "apt-get install docker.io containerd runc"
 """How to install what the engine runs (Debian)."""
 START_TIMEOUT = 60.0
@@ -365,25 +368,6 @@ def runc_shim_script(python: str, shim_module: Path) -> str:
     )
 
 
-def capability_bounding_set(status: str) -> int | None:
-    """The ``CapBnd`` mask of a ``/proc/<pid>/status`` text, ``None`` if it has none."""
-    match = re.search(r"^CapBnd:\s*([0-9a-fA-F]+)\s*$", status, re.MULTILINE)
-    return int(match.group(1), 16) if match else None
-
-
-def needs_runc_shim(bounding_set: int | None) -> bool:
-    """Whether runc must be wrapped: the bounding set is known and lacks ``CAP_SYS_RESOURCE``."""
-    return bounding_set is not None and not bounding_set & (1 << CAP_SYS_RESOURCE)
-
-
-def lacks_capability(status_file: Path = Path("/proc/self/status")) -> bool:
-    """Whether this process's bounding set (inherited by dockerd) lacks ``CAP_SYS_RESOURCE``."""
-    try:
-        return needs_runc_shim(capability_bounding_set(status_file.read_text()))
-    except OSError:
-        return False
-
-
 def is_engine_cmdline(cmdline: Sequence[str], docker_host: str) -> bool:
     """Whether ``cmdline`` (``/proc/<pid>/cmdline`` split) is a dockerd listening on exactly
     ``docker_host``: the check before any signal is sent to a PID read from a pidfile."""
@@ -593,8 +577,6 @@ def engine_down(
     if not running_engines(environ=environ):
         # No engine left, so no kind cluster of cnibench's can use the /lib/modules it made
         # for kind: however the engine was stopped (`engine down`, `clean`, a test), it goes.
-        from cnibench.backends.kube.providers import release_lib_modules
-
         release_lib_modules()
     return True
 

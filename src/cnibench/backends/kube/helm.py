@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from cnibench.backends.kube.cni import HelmChart
+from cnibench.backends.kube.cni_types import HelmChart
 
 __all__ = ["helm_install_argv", "helm_template_argv", "write_values"]
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cnibench.backends.kube.host import ENGINE_RUN_ROOT, ENGINE_RUN_VARIABLE
 from cnibench.backends.kube.resources import data_tree
 from cnibench.errors import ConfigError
 
@@ -74,7 +75,7 @@ class Images:
         Envoy (see :mod:`cnibench.backends.kube.cnis.cilium`).
     kube_router:
         kube-router (``kube-router`` on PATH, with iptables, ipset and iproute2): the release
-        image of :attr:`~cnibench.backends.kube.cni.CniVersions.kube_router`.
+        image of :data:`cnibench.backends.kube.cnis.kube_router.VERSION`.
     traefik:
         Traefik (``/usr/local/bin/traefik``), the Gateway API implementation of
         ``gateway=traefik``.
@@ -180,15 +181,13 @@ IMAGE_SETS: Mapping[str, Images] = {"public": Images(), "offline": OFFLINE_IMAGE
 
 def default_image_set(environ: Mapping[str, str]) -> str:
     """``offline`` when ``DOCKER_HOST`` is a socket of cnibench's own engine (``cnibench engine
-    up``: under :data:`~cnibench.backends.kube.engine.ENGINE_RUN_ROOT`, or the directory
+    up``: under :data:`~cnibench.backends.kube.host.ENGINE_RUN_ROOT`, or the directory
     ``CNIBENCH_ENGINE_RUN`` names), else ``public``.
 
     That engine exists for machines that reach no registry, so a kind cluster in it takes
     the set ``cnibench images build`` makes; nobody has to remember ``CNIBENCH_IMAGES=offline``.
     Only kind: an existing or AKS cluster pulls from registries whatever engine the shell has.
     """
-    from cnibench.backends.kube.engine import ENGINE_RUN_ROOT, ENGINE_RUN_VARIABLE
-
     host = environ.get("DOCKER_HOST", "")
     if not host.startswith("unix://"):
         return "public"

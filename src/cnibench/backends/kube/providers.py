@@ -23,8 +23,9 @@ from typing import Any, Protocol
 import yaml
 
 from cnibench.backends.base import ClusterSpec
-from cnibench.backends.kube.cni import CniDefinition
+from cnibench.backends.kube.cni_types import CniDefinition
 from cnibench.backends.kube.images import Images, build_context
+from cnibench.backends.kube.offline import offline_bin_dir, pod_image_tags
 from cnibench.backends.kube.render import kind_cluster_config
 from cnibench.backends.kube.resources import data_tree
 from cnibench.errors import ConfigError, ProvisioningError
@@ -276,8 +277,6 @@ class KindProvider:
             ``docker build`` or ``kind load`` failed (their last error line).
         """
         if self.images.offline:
-            from cnibench.backends.kube.offline import pod_image_tags
-
             shared = set(pod_image_tags(self.images, cnis=[]))
             own = set(pod_image_tags(self.images, cnis=[cni] if cni else [])) - shared
             wanted = [c for c in (cni, gateway) if c]
@@ -472,8 +471,6 @@ def release_lib_modules(state_dir: Path | None = None, *, modules_dir: Path = LI
 def add_offline_tools_to_path() -> None:
     """Append the offline build's tool links (``kind``, ``kubectl``) to ``$PATH`` when they
     exist, after everything already there, so installed tools keep precedence."""
-    from cnibench.backends.kube.offline import offline_bin_dir
-
     tools = str(offline_bin_dir())
     path = os.environ.get("PATH", "")
     if Path(tools).is_dir() and tools not in path.split(os.pathsep):

@@ -23,7 +23,7 @@ from cnibench.backends.base import (
     WorkloadKind,
     WorkloadSpec,
 )
-from cnibench.backends.kube.cni import CniDefinition
+from cnibench.backends.kube.cni_types import CniDefinition
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.resources import data_tree
 from cnibench.errors import ConfigError

@@ -9,12 +9,15 @@ priority-case policies, the L7 rule, and the CNI's account of its encryption.
 branches on a CNI's name.
 
 To add a CNI: one module in this package with a driver object (subclass
-:class:`~cnibench.backends.kube.cnis.base.DriverBase` and override what the CNI offers), and
-one line in the registration below. ``tests/kube/test_kube_toy_driver.py`` does exactly that
-with a driver defined in the test.
+:class:`~cnibench.backends.kube.cnis.base.DriverBase`, pin its ``version``, declare its
+``offline`` recipe if it has one, and override what the CNI offers), and one line in the
+registration below. ``tests/kube/test_kube_toy_driver.py`` and
+``tests/unit/test_kube_toy_cni_pins.py`` do exactly that with a driver defined in the test.
 
-Driver modules import :mod:`cnibench.backends.kube.cni` (for ``CniDefinition``), so that
-module imports this one only inside :func:`~cnibench.backends.kube.cni.cni_definition`.
+Driver modules import only what is below the registry (:mod:`~cnibench.backends.kube.cni_types`,
+:mod:`~cnibench.backends.kube.build_recipes`, :mod:`~cnibench.backends.kube.render`, ...);
+:mod:`cnibench.backends.kube.cni` and :mod:`cnibench.backends.kube.offline` read the registry
+from above.
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from cnibench.backends.base import Capability, EncryptionStatus, NodeRole
 from cnibench.backends.kube import render
-from cnibench.backends.kube.cni import (
+from cnibench.backends.kube.cni_types import (
     NGF_NAMESPACE,
     NGF_RELEASE,
+    NGINX_GATEWAY_API,
     CniDefinition,
     HelmChart,
     Readiness,
@@ -26,12 +27,13 @@ from cnibench.backends.kube.cni import (
 )
 from cnibench.backends.kube.cnis.base import AgentAccess, DriverBase, ObjectScope
 from cnibench.backends.kube.encryption import WireguardAnnotation, wireguard_from_annotations
+from cnibench.backends.kube.external import parse_ip_range
 from cnibench.errors import ConfigError, UnsupportedError
 from cnibench.policy import TIERS
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec
-    from cnibench.backends.kube.cni import CniVersions
+    from cnibench.backends.kube.cni_types import CniVersions
     from cnibench.backends.kube.images import Images
     from cnibench.policy import PolicySpec, PriorityCase
 
@@ -187,6 +189,11 @@ class AntreaDriver(DriverBase):
     """Antrea's driver (see the module docstring for its options)."""
 
     name = "antrea"
+    # 2.4.x (2.4.5 released in March 2026) is referenced by public installs; not installed on
+    # a real cluster here.
+    version = "2.4.3"
+    not_offline = "Antrea is not served by the Go module proxy"
+    kernel_module = "openvswitch"
     cluster_scoped_kinds = (
         ("crd.antrea.io/v1beta1", "Egress"),
         ("crd.antrea.io/v1beta1", "ExternalIPPool"),
@@ -212,8 +219,6 @@ class AntreaDriver(DriverBase):
         """
         check_options(spec, frozenset({"egress-ip-range", "features"}))
         if "egress-ip-range" in spec.options:
-            from cnibench.backends.kube.external import parse_ip_range
-
             parse_ip_range(spec.options["egress-ip-range"])
         config: dict[str, Any] = {
             "featureGates": {"Egress": True, "L7NetworkPolicy": True},
@@ -240,20 +245,22 @@ class AntreaDriver(DriverBase):
             )
         return CniDefinition(
             name=self.name,
-            version=versions.antrea,
+            version=versions.version(self.name, self.version),
             capabilities=frozenset(caps),
             readiness=tuple(readiness),
             chart=HelmChart(
                 repo="https://charts.antrea.io",
                 chart="antrea",
-                version=versions.antrea,
+                version=versions.version(self.name, self.version),
                 release="antrea",
                 namespace="kube-system",
                 values=config,
             ),
             encryption=spec.encryption,
             gateway_class="nginx" if gateway_api else "",
-            gateway_api_crds=versions.nginx_gateway_api if gateway_api else "",
+            gateway_api_crds=(
+                versions.version("nginx-gateway-api", NGINX_GATEWAY_API) if gateway_api else ""
+            ),
             addon_charts=(nginx_gateway_fabric_chart(versions),) if gateway_api else (),
             capability_hints={}
             if gateway_api

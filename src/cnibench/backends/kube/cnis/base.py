@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cnibench.errors import UnsupportedError
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec, EncryptionStatus
-    from cnibench.backends.kube.cni import CniDefinition, CniVersions
+    from cnibench.backends.kube.build_recipes import OfflineRecipe
+    from cnibench.backends.kube.cni_types import CniDefinition, CniVersions
     from cnibench.backends.kube.images import Images
     from cnibench.policy import PolicySpec, PriorityCase
 
@@ -71,6 +73,34 @@ class CniDriver(Protocol):
         ...
 
     @property
+    def version(self) -> str:
+        """The CNI's pinned release (what a cluster records as its CNI version unless a
+        :class:`~cnibench.backends.kube.cni_types.CniVersions` overrides it): the one
+        place it is written."""
+        ...
+
+    @property
+    def related_versions(self) -> Mapping[str, str]:
+        """Other releases pinned with the CNI, by name (Cilium's Gateway API CRDs:
+        ``cilium-gateway-api``)."""
+        ...
+
+    @property
+    def offline(self) -> OfflineRecipe | None:
+        """How the offline image set builds the CNI, ``None`` when it cannot."""
+        ...
+
+    @property
+    def not_offline(self) -> str:
+        """Why there is no offline build (when :attr:`offline` is ``None``), ``""`` if unknown."""
+        ...
+
+    @property
+    def kernel_module(self) -> str:
+        """A kernel module the CNI cannot run without, whatever is built (``""``: none)."""
+        ...
+
+    @property
     def cluster_scoped_kinds(self) -> tuple[tuple[str, str], ...]:
         """``(apiVersion, kind)`` of the cluster-scoped objects the driver renders (session
         labelled, so ``cnibench clean`` finds them outside the session's namespace)."""
@@ -99,7 +129,8 @@ class CniDriver(Protocol):
             Cluster spec; ``spec.encryption`` is already known to be ``""`` or
             ``"wireguard"``.
         versions:
-            Pinned versions.
+            Versions overriding the drivers' own pins (a driver reads its own with
+            ``versions.version(self.name, self.version)``).
         images:
             Images of the objects rendered for the CNI.
         k8s_service_host:
@@ -183,6 +214,11 @@ class DriverBase:
     feature method refuses with :class:`~cnibench.errors.UnsupportedError` naming the CNI."""
 
     name = ""
+    version = ""
+    related_versions: Mapping[str, str] = MappingProxyType({})
+    offline: OfflineRecipe | None = None
+    not_offline = ""
+    kernel_module = ""
     cluster_scoped_kinds: tuple[tuple[str, str], ...] = ()
     egress_needs_ip_range = False
 

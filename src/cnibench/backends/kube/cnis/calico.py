@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from cnibench.backends.base import Capability, EncryptionStatus
 from cnibench.backends.kube import render
-from cnibench.backends.kube.cni import (
+from cnibench.backends.kube.cni_types import (
     KIND_POD_SUBNET,
     CniDefinition,
     HelmChart,
@@ -20,7 +20,7 @@ from cnibench.errors import ConfigError, UnsupportedError
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec
-    from cnibench.backends.kube.cni import CniVersions
+    from cnibench.backends.kube.cni_types import CniVersions
     from cnibench.backends.kube.images import Images
     from cnibench.policy import PolicySpec, PriorityCase
 
@@ -81,6 +81,10 @@ class CalicoDriver(DriverBase):
     """Calico's driver."""
 
     name = "calico"
+    # The tigera-operator chart release referenced by public installs (not installed on a real
+    # cluster here).
+    version = "3.30.3"
+    not_offline = "Calico is not served by the Go module proxy"
     cluster_scoped_kinds = (("projectcalico.org/v3", "GlobalNetworkPolicy"),)
 
     def definition(
@@ -103,7 +107,7 @@ class CalicoDriver(DriverBase):
         pool = {"cidr": KIND_POD_SUBNET, "encapsulation": "VXLANCrossSubnet"}
         return CniDefinition(
             name=self.name,
-            version=versions.calico,
+            version=versions.version(self.name, self.version),
             capabilities=frozenset(
                 {Capability.NETWORK_POLICY, Capability.WIREGUARD, Capability.POLICY_TIERS}
             ),
@@ -114,7 +118,7 @@ class CalicoDriver(DriverBase):
             chart=HelmChart(
                 repo="https://docs.tigera.io/calico/charts",
                 chart="tigera-operator",
-                version=f"v{versions.calico}",
+                version=f"v{versions.version(self.name, self.version)}",
                 release="calico",
                 namespace="tigera-operator",
                 values={"installation": {"calicoNetwork": {"ipPools": [pool]}}},

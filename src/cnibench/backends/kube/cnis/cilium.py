@@ -18,13 +18,15 @@ built from that module. That build has no Envoy, so L7 policy and traffic splitt
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from cnibench.backends.base import Capability, EncryptionStatus, NodeRole
 from cnibench.backends.kube import render
-from cnibench.backends.kube.cni import (
+from cnibench.backends.kube.build_recipes import PATH_ENV, GoBuild, ImageRecipe, OfflineRecipe
+from cnibench.backends.kube.cni_types import (
     Agent,
     CniDefinition,
     HelmChart,
@@ -33,26 +35,47 @@ from cnibench.backends.kube.cni import (
     features_option,
 )
 from cnibench.backends.kube.cnis.base import AgentAccess, DriverBase, ObjectScope
+from cnibench.backends.kube.gomodules import module_cache_dir
+from cnibench.backends.kube.host import lacks_capability
 from cnibench.errors import ConfigError
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec
-    from cnibench.backends.kube.cni import CniVersions
+    from cnibench.backends.kube.cni_types import CniVersions
     from cnibench.backends.kube.images import Images
     from cnibench.policy import PolicySpec, PriorityCase
 
 __all__ = [
     "CHART_CAPABILITIES",
     "CILIUM",
+    "CILIUM_BUILD_TAGS",
     "CILIUM_FEATURES",
     "CILIUM_MODES",
+    "CILIUM_MODULE",
+    "CILIUM_OFFLINE",
+    "CILIUM_PACKAGES",
+    "CILIUM_SOURCE",
+    "GATEWAY_API_VERSION",
+    "VERSION",
     "CiliumDriver",
     "cilium_egress_gateway_policy",
+    "cilium_go_mod",
+    "cilium_image",
     "cilium_l7_policy",
+    "cilium_ldflags",
     "cilium_network_policy",
     "cilium_values",
     "parse_cilium_encryption",
 ]
+
+VERSION = "1.18.4"
+"""The pinned Cilium release (Helm chart and Go module; checked to be published, November
+2026): the chart and Go module the kube tier renders, and what the offline image set builds
+(as module tag ``v1.18.4``)."""
+GATEWAY_API_VERSION = "v1.2.0"
+"""Gateway API release whose standard CRDs go in before Cilium: the one Cilium's own
+documentation requires (``Documentation/network/servicemesh/gateway-api/installation.rst`` of
+1.18.4 names v1.2.0). Newer CRDs may carry versions the operator does not know."""
 
 CILIUM_MODES = ("kpr", "kube-proxy")
 CILIUM_FEATURES = ("egress-gateway", "gateway-api", "l7")
@@ -220,17 +243,12 @@ def module_chart_dir(version: str) -> Path:
     """Cilium's chart inside its Go module in the module cache (``install/kubernetes/cilium``
     of ``github.com/cilium/cilium@v<version>``; ``version`` as the chart names it, with or
     without the ``v`` of the module's tag)."""
-    from cnibench.backends.kube.offline.builder import module_cache_dir
-    from cnibench.backends.kube.offline.recipes import CILIUM_MODULE
-
     tag = "v" + version.removeprefix("v")
     return module_cache_dir(CILIUM_MODULE, tag) / "install" / "kubernetes" / "cilium"
 
 
 def host_lacks_sys_resource() -> bool:
     """Whether this host's bounding set lacks ``CAP_SYS_RESOURCE`` (so do kind's nodes)."""
-    from cnibench.backends.kube.engine import lacks_capability
-
     return lacks_capability()
 
 
@@ -342,6 +360,199 @@ def parse_cilium_encryption(text: str) -> tuple[bool, str, int]:
     return True, interface.group(1) if interface else "", int(peers.group(1)) if peers else 0
 
 
+# -- the offline build ---------------------------------------------------------------------
+
+CILIUM_MODULE = "github.com/cilium/cilium"
+
+CILIUM_PACKAGES: Mapping[str, str] = {
+    "daemon": "/usr/bin/cilium-agent",
+    "cilium-dbg": "/usr/bin/cilium-dbg",
+    "cilium-health": "/usr/bin/cilium-health",
+    "cilium-health/responder": "/usr/bin/cilium-health-responder",
+    "plugins/cilium-cni": "/opt/cni/bin/cilium-cni",
+    "operator": "/usr/bin/cilium-operator-generic",
+    "tools/mount": "/usr/bin/cilium-mount",
+    "tools/sysctlfix": "/usr/bin/cilium-sysctlfix",
+    "bugtool": "/usr/bin/cilium-bugtool",
+}
+"""Package of :data:`CILIUM_MODULE` -> where the official image has the binary ``go build``
+makes of it (named after the package's last element, e.g. ``responder``)."""
+
+CILIUM_BUILD_TAGS = "osusergo,ipam_provider_operator"
+"""Build tags of the official agent image; ``ipam_provider_operator`` makes the operator the
+generic (cloud-less) one, ``cilium-operator-generic``."""
+
+CILIUM_SOURCE = "cilium-src/"
+"""Prefix of artefact names that are paths inside the Cilium module (used in place from the Go
+module cache, never copied into cnibench)."""
+
+CILIUM_UNSERVED_FORKS: Mapping[str, str] = {"k8s.io/apimachinery": "v0.33.3"}
+"""Modules Cilium's go.mod replaces with a fork the Go module proxy does not serve (it answers
+403 for ``github.com/cilium/apimachinery v0.33.3-1``) -> the upstream release the fork is
+based on, which the wrapper uses instead (the fork only adds ``omitzero`` conversions)."""
+
+
+def cilium_go_mod(version: str, upstream_go_mod: str) -> str:
+    """go.mod of the wrapper module that builds Cilium's commands.
+
+    A dependency's ``replace`` directives do not apply to the module that requires it, so the
+    wrapper repeats each of Cilium's (its forks of gobgp, controller-tools, ...); a fork in
+    :data:`CILIUM_UNSERVED_FORKS` is replaced with its upstream release instead.
+
+    Parameters
+    ----------
+    upstream_go_mod:
+        Text of ``github.com/cilium/cilium``'s own go.mod at ``version`` (a module tag,
+        ``v1.18.4``).
+    """
+    replaced = [
+        (left.split(), right.split())
+        for left, _, right in (line.partition("=>") for line in _replace_lines(upstream_go_mod))
+    ]
+    if not replaced:
+        raise ValueError("github.com/cilium/cilium go.mod replaces nothing: not its go.mod?")
+    lines = [
+        "module cnibench.local/cilium",
+        "",
+        "go 1.24.0",
+        "",
+        f"require {CILIUM_MODULE} {version}",
+        "",
+        "replace (",
+    ]
+    for old, new in replaced:
+        if old[0] in CILIUM_UNSERVED_FORKS:
+            new = [old[0], CILIUM_UNSERVED_FORKS[old[0]]]
+        lines.append(f"\t{' '.join(old)} => {' '.join(new)}")
+    return "\n".join([*lines, ")", ""])
+
+
+def _replace_lines(go_mod: str) -> list[str]:
+    """The ``old => new`` lines of a go.mod's ``replace`` directives (one-line and blocks)."""
+    found: list[str] = []
+    in_block = False
+    for raw in go_mod.splitlines():
+        line = raw.split("//", 1)[0].strip()
+        if in_block:
+            if line == ")":
+                in_block = False
+            elif line:
+                found.append(line)
+        elif line.startswith("replace") and line.removeprefix("replace").strip() == "(":
+            in_block = True
+        elif line.startswith("replace ") and "=>" in line:
+            found.append(line.removeprefix("replace").strip())
+    return found
+
+
+def cilium_ldflags(version: str) -> str:
+    """``-ldflags`` of Cilium's commands: stripped, with the release version stamped so
+    ``cilium-dbg version`` and the agent report it (unstamped they say ``v-``).
+
+    Envoy's required version (``pkg/envoy.requiredEnvoyVersionSHA``) is not stamped: the
+    offline image set runs Cilium without Envoy, the only thing that checks it.
+    """
+    return f"-s -w -X {CILIUM_MODULE}/pkg/version.ciliumVersion={version.removeprefix('v')}"
+
+
+def cilium_image(tag: str) -> ImageRecipe:
+    """Cilium's agent image as the official one lays it out: the binaries of
+    :data:`CILIUM_PACKAGES`, the init scripts the chart runs at ``/``, the BPF sources the agent
+    compiles at ``/var/lib/cilium/bpf``, and ``clang``/``llc`` on ``PATH``."""
+    files = {
+        inside: f"cilium/{package.rsplit('/', 1)[-1]}"
+        for package, inside in CILIUM_PACKAGES.items()
+    }
+    for script in (
+        "images/cilium/init-container.sh",
+        "plugins/cilium-cni/install-plugin.sh",
+        "plugins/cilium-cni/cni-uninstall.sh",
+    ):
+        files["/" + script.rsplit("/", 1)[-1]] = CILIUM_SOURCE + script
+    return ImageRecipe(
+        tag=tag,
+        rootfs="cilium",
+        files=files,
+        trees={"/var/lib/cilium/bpf": CILIUM_SOURCE + "bpf"},
+        links={
+            "/usr/bin/cilium-operator": "cilium-operator-generic",
+            "/usr/local/bin/clang": "/usr/bin/clang-16",
+            "/usr/local/bin/llc": "/usr/bin/llc-16",
+        },
+        env=PATH_ENV,
+    )
+
+
+_CILIUM_RECIPE = "cilium-1"
+"""Bumped when the way Cilium is built changes without its version changing."""
+
+_ROOTFS: Mapping[str, tuple[str, ...]] = {
+    # The Cilium agent compiles its BPF programs at run time (clang, llc) and programs
+    # netfilter, routes, ipsets and BPF objects. Debian's default iptables backend stays: the
+    # upstream image's iptables-wrapper picks legacy or nft at first run, but kube-proxy in
+    # these images uses the same Debian default, so both program the same tables.
+    "cilium": (
+        "iptables",
+        "nftables",
+        "conntrack",
+        "iproute2",
+        "kmod",
+        "clang-16",
+        "llvm-16",
+        "bpftool",
+        "ipset",
+        "ca-certificates",
+        "procps",
+    ),
+}
+
+
+def _wrapper(version: str, module: Path | None) -> dict[str, str]:
+    """The wrapper module: go.mod from Cilium's own (see :func:`cilium_go_mod`), and Cilium's
+    own go.sum (verified with its module), which vouches for its forks the checksum database
+    does not know (it answers 404 for ``github.com/cilium/gobgp/v3``)."""
+    if module is None:
+        raise ValueError("Cilium's wrapper module is made from Cilium's own go.mod")
+    return {
+        "go.mod": cilium_go_mod(version, (module / "go.mod").read_text()),
+        "go.sum": (module / "go.sum").read_text(),
+        "doc.go": "// Package cilium only holds the go.mod that builds Cilium's commands.\n"
+        "package cilium\n",
+    }
+
+
+def cilium_offline(version: str) -> OfflineRecipe:
+    """Cilium's offline recipe for module tag ``version``: its commands in one ``go build``
+    (compilation shared between them; cold, about 18 minutes on 2 cores), the ``cilium`` root
+    filesystem, and :func:`cilium_image`; helm is built beside it to install the chart."""
+    packages = tuple(f"{CILIUM_MODULE}/{package}" for package in CILIUM_PACKAGES)
+    ldflags = cilium_ldflags(version)
+    return OfflineRecipe(
+        version=version,
+        build=GoBuild(
+            module=CILIUM_MODULE,
+            packages=packages,
+            flags=("-tags", CILIUM_BUILD_TAGS, "-ldflags", ldflags),
+            wrapper=_wrapper,
+            # A list, as the stamps of existing caches were made with.
+            digest_inputs=(_CILIUM_RECIPE, version, ldflags, CILIUM_BUILD_TAGS, list(packages)),
+            reads_module=True,
+        ),
+        image=cilium_image,
+        image_field="cilium",
+        rootfs=_ROOTFS,
+        needs_helm=True,
+        kernel_wireguard=True,
+        source_prefix=CILIUM_SOURCE,
+        artefact_prefix="cilium/",
+        recipe="cilium",
+    )
+
+
+CILIUM_OFFLINE = cilium_offline("v" + VERSION)
+"""Cilium's offline recipe: the pinned release, built from its Go module."""
+
+
 class CiliumDriver(DriverBase):
     """Cilium's driver (see the module docstring for its options).
 
@@ -357,6 +568,11 @@ class CiliumDriver(DriverBase):
     """
 
     name = "cilium"
+    version = VERSION
+    related_versions: Mapping[str, str] = MappingProxyType(
+        {"cilium-gateway-api": GATEWAY_API_VERSION}
+    )
+    offline = CILIUM_OFFLINE
     cluster_scoped_kinds = (
         ("cilium.io/v2", "CiliumEgressGatewayPolicy"),
         ("cilium.io/v2", "CiliumClusterwideNetworkPolicy"),
@@ -390,6 +606,7 @@ class CiliumDriver(DriverBase):
             An unknown mode, feature or option, or a feature the mode cannot have.
         """
         check_options(spec, frozenset({"mode", "features"}))
+        version = versions.version(self.name, self.version)
         mode = spec.options.get("mode", "kpr")
         if mode not in CILIUM_MODES:
             raise ConfigError(f"unknown cilium mode {mode!r}: choose {', '.join(CILIUM_MODES)}")
@@ -411,13 +628,13 @@ class CiliumDriver(DriverBase):
             readiness.append(Readiness("DaemonSet", "kube-system", "cilium-envoy"))
         return CniDefinition(
             name=self.name,
-            version=versions.cilium,
+            version=version,
             capabilities=frozenset(caps),
             readiness=tuple(readiness),
             chart=HelmChart(
                 repo="https://helm.cilium.io",
                 chart="cilium",
-                version=versions.cilium,
+                version=version,
                 release="cilium",
                 namespace="kube-system",
                 values=cilium_values(
@@ -428,12 +645,16 @@ class CiliumDriver(DriverBase):
                     image=own_image,
                     drop_sys_resource=bool(own_image) and self._lacks_sys_resource(),
                 ),
-                path=str(self._chart_dir(versions.cilium)) if own_image else "",
+                path=str(self._chart_dir(version)) if own_image else "",
             ),
             replaces_kube_proxy=mode == "kpr",
             gateway_class="cilium" if "gateway-api" in features else "",
             encryption=spec.encryption,
-            gateway_api_crds=versions.cilium_gateway_api if "gateway-api" in features else "",
+            gateway_api_crds=(
+                versions.version("cilium-gateway-api", GATEWAY_API_VERSION)
+                if "gateway-api" in features
+                else ""
+            ),
             capability_hints=_feature_hints(features, mode, envoy=not own_image),
             agent=Agent("cilium-agent", "kube-system", "k8s-app=cilium"),
         )

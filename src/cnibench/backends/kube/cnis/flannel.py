@@ -1,4 +1,4 @@
-"""flannel v0.28.10 (VXLAN backend), rendered by cnibench as Kubernetes objects.
+"""flannel (VXLAN backend, :data:`VERSION`), rendered by cnibench as Kubernetes objects.
 
 flanneld runs as DaemonSet ``kube-flannel/kube-flannel-ds`` with ``--kube-subnet-mgr`` (each
 node's subnet is its ``spec.podCIDR``, the network comes from ``net-conf.json`` in ConfigMap
@@ -28,28 +28,42 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cnibench.backends.base import Capability
-from cnibench.backends.kube.cni import Agent, CniDefinition, Readiness, check_options
+from cnibench.backends.kube.build_recipes import PATH_ENV, GoBuild, ImageRecipe, OfflineRecipe
+from cnibench.backends.kube.cni_types import Agent, CniDefinition, Readiness, check_options
 from cnibench.backends.kube.cnis.base import DriverBase
 from cnibench.backends.kube.render import MANAGED_BY, service_account_rbac
 from cnibench.errors import UnsupportedError
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec
-    from cnibench.backends.kube.cni import CniVersions
+    from cnibench.backends.kube.cni_types import CniVersions
     from cnibench.backends.kube.images import Images
 
 __all__ = [
     "CONFLIST_NAME",
     "ENTRYPOINT_SCRIPT",
     "FLANNEL",
+    "FLANNEL_OFFLINE",
     "NAMESPACE",
     "NETWORK_NAME",
+    "OFFLINE_VERSION",
     "SUBNET_WAIT_SECONDS",
+    "TENCENT_VPC_MODULE",
+    "TENCENT_VPC_STUB",
+    "VERSION",
     "FlannelDriver",
     "conflist_template",
     "entrypoint_script",
+    "flannel_go_mod",
+    "flannel_image",
     "net_conf",
 ]
+
+VERSION = "v0.28.10"
+"""The pinned flannel release: the one whose flanneld the images run (the public set's
+``ghcr.io/flannel-io/flannel`` tag and the offline build, :data:`OFFLINE_VERSION`)."""
+OFFLINE_VERSION = VERSION
+"""The ``github.com/flannel-io/flannel`` release the offline image set builds."""
 
 NAMESPACE = "kube-flannel"
 DAEMONSET = "kube-flannel-ds"
@@ -368,11 +382,161 @@ def _daemon_set(image: str) -> dict[str, Any]:
     }
 
 
+# -- the offline build ---------------------------------------------------------------------
+
+
+def flannel_go_mod(version: str) -> str:
+    """go.mod of the wrapper module that builds flanneld.
+
+    flannel's Tencent Cloud backend imports the Tencent VPC SDK module, which the Go module
+    proxy does not serve; the wrapper replaces it with :data:`TENCENT_VPC_STUB` (every call
+    fails), so flanneld builds with every other backend, vxlan included.
+    """
+    return "\n".join(
+        [
+            "module cnibench.local/flannel",
+            "",
+            "go 1.24.0",
+            "",
+            f"require github.com/flannel-io/flannel {version}",
+            "",
+            f"replace {TENCENT_VPC_MODULE} => ./tencent-vpc-stub",
+            "",
+        ]
+    )
+
+
+TENCENT_VPC_MODULE = "github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc"
+"""The one dependency of flannel the module proxy does not serve."""
+
+TENCENT_VPC_STUB = """\
+// Package v20170312 stands in for the Tencent Cloud VPC SDK, which the Go module proxy does not
+// serve. It has only what flannel's tencentvpc backend refers to, and every call fails: a
+// flanneld built by cnibench has no Tencent Cloud backend (cnibench runs flannel with vxlan).
+package v20170312
+
+import "errors"
+
+var errUnavailable = errors.New("the tencentvpc backend is not part of this flanneld build")
+
+type Client struct{}
+
+type Filter struct {
+	Name   *string
+	Values []*string
+}
+
+type Route struct {
+	DestinationCidrBlock *string
+	GatewayType          *string
+	GatewayId            *string
+	RouteType            *string
+	RouteId              *uint64
+	Enabled              *bool
+}
+
+type RouteTable struct {
+	RouteTableId *string
+	RouteSet     []*Route
+}
+
+type DescribeRouteTablesRequest struct{ Filters []*Filter }
+
+type DescribeRouteTablesResponseParams struct{ RouteTableSet []*RouteTable }
+
+type DescribeRouteTablesResponse struct {
+	Response *DescribeRouteTablesResponseParams
+}
+
+type DeleteRoutesRequest struct {
+	RouteTableId *string
+	Routes       []*Route
+}
+
+type DeleteRoutesResponse struct{}
+
+type CreateRoutesRequest struct {
+	RouteTableId *string
+	Routes       []*Route
+}
+
+type CreateRoutesResponse struct{}
+
+func NewClientWithSecretId(secretID, secretKey, region string) (*Client, error) {
+	return &Client{}, errUnavailable
+}
+
+func NewDescribeRouteTablesRequest() *DescribeRouteTablesRequest {
+	return &DescribeRouteTablesRequest{}
+}
+
+func NewDeleteRoutesRequest() *DeleteRoutesRequest { return &DeleteRoutesRequest{} }
+
+func NewCreateRoutesRequest() *CreateRoutesRequest { return &CreateRoutesRequest{} }
+
+func (c *Client) DescribeRouteTables(
+	*DescribeRouteTablesRequest,
+) (*DescribeRouteTablesResponse, error) {
+	return nil, errUnavailable
+}
+
+func (c *Client) DeleteRoutes(*DeleteRoutesRequest) (*DeleteRoutesResponse, error) {
+	return nil, errUnavailable
+}
+
+func (c *Client) CreateRoutes(*CreateRoutesRequest) (*CreateRoutesResponse, error) {
+	return nil, errUnavailable
+}
+"""
+"""Go source of the stand-in for the Tencent VPC SDK package flannel imports (written for
+cnibench from the names flannel's backend uses; no SDK code)."""
+
+
+def _wrapper(version: str, module: Path | None) -> dict[str, str]:
+    """The wrapper module: :func:`flannel_go_mod` and the Tencent VPC stub it points at."""
+    return {
+        "go.mod": flannel_go_mod(version),
+        "tencent-vpc-stub/go.mod": f"module {TENCENT_VPC_MODULE}\n\ngo 1.24.0\n",
+        "tencent-vpc-stub/v20170312/stub.go": TENCENT_VPC_STUB,
+    }
+
+
+def flannel_image(tag: str) -> ImageRecipe:
+    """flanneld on the shared ``netfilter`` root filesystem (a shell, iptables, iproute2)."""
+    return ImageRecipe(tag=tag, rootfs="netfilter", files={FLANNELD: "flanneld"}, env=PATH_ENV)
+
+
+FLANNEL_OFFLINE = OfflineRecipe(
+    version=OFFLINE_VERSION,
+    build=GoBuild(
+        module="github.com/flannel-io/flannel",
+        packages=("github.com/flannel-io/flannel",),
+        flags=("-trimpath", "-ldflags", "-s -w"),
+        wrapper=_wrapper,
+        # flannel is a main package: nothing can import it, so `go mod tidy` cannot see it;
+        # -mod=mod lets the build itself complete go.mod and go.sum. Its udp backend is cgo,
+        # so this one binary links glibc (the image's Debian is the build host's release).
+        env={"CGO_ENABLED": "1"},
+        binary="flanneld",
+    ),
+    image=flannel_image,
+    image_field="flannel",
+    always=True,
+    kernel_wireguard=True,
+    recipe="flannel",
+)
+"""flannel's offline recipe: flanneld through a wrapper module, built with every offline image
+set in the shared Go step (stamped with the version set, whose ``flannel`` is
+:data:`OFFLINE_VERSION`)."""
+
+
 class FlannelDriver(DriverBase):
     """flannel as a :class:`~cnibench.backends.kube.cnis.CniDriver`: VXLAN, kube subnet
     manager, no policy, no encryption, installed from :meth:`manifests`."""
 
     name = "flannel"
+    version = VERSION
+    offline = FLANNEL_OFFLINE
 
     def definition(
         self,
@@ -399,7 +563,7 @@ class FlannelDriver(DriverBase):
             raise UnsupportedError(wireguard_reason(Path("/sys/module/wireguard").exists()))
         base = CniDefinition(
             name=self.name,
-            version=versions.flannel,
+            version=versions.version(self.name, self.version),
             capabilities=frozenset(),
             readiness=(Readiness("DaemonSet", NAMESPACE, DAEMONSET),),
             agent=Agent("flanneld", NAMESPACE, "app=flannel"),

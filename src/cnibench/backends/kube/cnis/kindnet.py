@@ -5,12 +5,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cnibench.backends.base import Capability
-from cnibench.backends.kube.cni import CniDefinition, Readiness, check_options, refuse_wireguard
+from cnibench.backends.kube.cni_types import (
+    CniDefinition,
+    Readiness,
+    check_options,
+    refuse_wireguard,
+)
 from cnibench.backends.kube.cnis.base import DriverBase
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec
-    from cnibench.backends.kube.cni import CniVersions
+    from cnibench.backends.kube.cni_types import CniVersions
     from cnibench.backends.kube.images import Images
 
 __all__ = ["KINDNET", "KindnetDriver"]
@@ -20,6 +25,8 @@ class KindnetDriver(DriverBase):
     """kindnet's driver."""
 
     name = "kindnet"
+    version = "kind"
+    not_offline = "kindnetd is a nested module of kind the Go module proxy does not serve"
 
     def definition(
         self,
@@ -40,7 +47,7 @@ class KindnetDriver(DriverBase):
         refuse_wireguard(spec)
         return CniDefinition(
             name=self.name,
-            version="kind",
+            version=versions.version(self.name, self.version),
             capabilities=frozenset({Capability.NETWORK_POLICY}),
             readiness=(Readiness("DaemonSet", "kube-system", "kindnet"),),
             disable_default_cni=False,

@@ -16,7 +16,7 @@ The objects are written here from kube-router's documentation (its user guide an
 :data:`~cnibench.backends.kube.render.MANAGED_BY` but no session label: the CNI belongs to the
 cluster. The offline image set builds v2.1.0, the only release the Go module proxy serves,
 which has reported security flaws: run it in throwaway kind clusters only. The public set pins
-:attr:`~cnibench.backends.kube.cni.CniVersions.kube_router`.
+:data:`VERSION`.
 """
 
 from __future__ import annotations
@@ -24,17 +24,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cnibench.backends.base import Capability
-from cnibench.backends.kube.cni import Agent, CniDefinition, Readiness, check_options
+from cnibench.backends.kube.build_recipes import PATH_ENV, GoBuild, ImageRecipe, OfflineRecipe
+from cnibench.backends.kube.cni_types import Agent, CniDefinition, Readiness, check_options
 from cnibench.backends.kube.cnis.base import DriverBase
 from cnibench.backends.kube.render import MANAGED_BY, service_account_rbac
 from cnibench.errors import UnsupportedError
 
 if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec
-    from cnibench.backends.kube.cni import CniVersions
+    from cnibench.backends.kube.cni_types import CniVersions
     from cnibench.backends.kube.images import Images
 
 __all__ = [
@@ -42,10 +44,24 @@ __all__ = [
     "ARGS",
     "CONFLIST_PATH",
     "KUBE_ROUTER",
+    "KUBE_ROUTER_MODULE",
+    "KUBE_ROUTER_OFFLINE",
+    "OFFLINE_VERSION",
+    "VERSION",
     "KubeRouterDriver",
     "conflist",
     "image_version",
+    "kube_router_go_mod",
+    "kube_router_image",
 ]
+
+VERSION = "v2.6.1"
+"""The pinned kube-router release (public image set), referenced by public installs."""
+OFFLINE_VERSION = "v2.1.0"
+"""``github.com/cloudnativelabs/kube-router/v2`` release the offline image set builds: the only
+one the Go module proxy serves. Security flaws are reported for it, so it runs in throwaway
+kind clusters only."""
+KUBE_ROUTER_MODULE = "github.com/cloudnativelabs/kube-router/v2"
 
 NAMESPACE = "kube-system"
 DAEMONSET = "kube-router"
@@ -223,11 +239,79 @@ def _daemon_set(image: str) -> dict[str, Any]:
     }
 
 
+# -- the offline build ---------------------------------------------------------------------
+
+_KUBE_ROUTER_RECIPE = "kube-router-1"
+"""Bumped when the way kube-router is built changes without its version changing."""
+
+
+def kube_router_go_mod(version: str) -> str:
+    """go.mod of the wrapper module that builds kube-router (its go.mod replaces nothing, so
+    the wrapper only requires it; the build completes go.mod and go.sum itself)."""
+    return "\n".join(
+        [
+            "module cnibench.local/kube-router",
+            "",
+            "go 1.24.0",
+            "",
+            f"require {KUBE_ROUTER_MODULE} {version}",
+            "",
+        ]
+    )
+
+
+def _wrapper(version: str, module: Path | None) -> dict[str, str]:
+    return {
+        "go.mod": kube_router_go_mod(version),
+        "doc.go": "// Package kuberouter only holds the go.mod that builds kube-router.\n"
+        "package kuberouter\n",
+    }
+
+
+def kube_router_image(tag: str) -> ImageRecipe:
+    """kube-router on its own root filesystem: it programs iptables (Debian's default backend,
+    as kube-proxy's image) and ipsets for NetworkPolicy, and routes and the bridge for pod
+    routing."""
+    return ImageRecipe(
+        tag=tag,
+        rootfs="kube-router",
+        files={"/usr/local/bin/kube-router": "kube-router"},
+        entrypoint=("/usr/local/bin/kube-router",),
+        env=PATH_ENV,
+    )
+
+
+def _offline(version: str) -> OfflineRecipe:
+    package = f"{KUBE_ROUTER_MODULE}/cmd/kube-router"
+    return OfflineRecipe(
+        version=version,
+        # A main package of a dependency: -mod=mod (the Go environment's) completes
+        # go.mod/go.sum. About 4 minutes cold on 2 cores.
+        build=GoBuild(
+            module=KUBE_ROUTER_MODULE,
+            packages=(package,),
+            flags=("-trimpath", "-ldflags", "-s -w"),
+            wrapper=_wrapper,
+            digest_inputs=(_KUBE_ROUTER_RECIPE, version, package),
+        ),
+        image=kube_router_image,
+        image_field="kube_router",
+        rootfs={"kube-router": ("iptables", "ipset", "nftables", "conntrack", "iproute2", "kmod")},
+        recipe="kube-router",
+    )
+
+
+KUBE_ROUTER_OFFLINE = _offline(OFFLINE_VERSION)
+"""kube-router's offline recipe (built only when asked: ``--cni kube-router``)."""
+
+
 class KubeRouterDriver(DriverBase):
     """kube-router as a :class:`~cnibench.backends.kube.cnis.CniDriver`: BGP routing and
     NetworkPolicy, kube-proxy kept, no encryption, installed from :meth:`manifests`."""
 
     name = "kube-router"
+    version = VERSION
+    offline = KUBE_ROUTER_OFFLINE
 
     def definition(
         self,
@@ -255,7 +339,7 @@ class KubeRouterDriver(DriverBase):
             )
         base = CniDefinition(
             name=self.name,
-            version=image_version(images.kube_router, versions.kube_router),
+            version=image_version(images.kube_router, versions.version(self.name, self.version)),
             capabilities=frozenset({Capability.NETWORK_POLICY}),
             readiness=(Readiness("DaemonSet", NAMESPACE, DAEMONSET),),
             agent=Agent("kube-router", NAMESPACE, AGENT_SELECTOR),

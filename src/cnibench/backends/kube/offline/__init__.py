@@ -1,6 +1,8 @@
 """The offline image set: every image a kind cluster and cnibench's pods need, built from Debian
 packages and Go modules only (``cnibench images build``), for machines that reach no container
-registry. :mod:`.recipes` says what goes in (pure); :mod:`.builder` builds it."""
+registry. :mod:`.recipes` says what the shared images hold and each CNI driver's offline recipe
+what its own image holds (pure; :mod:`.plan` gathers them from the registered drivers);
+:mod:`.builder` builds it."""
 
 from cnibench.backends.kube.offline.builder import (
     BuildReport,
@@ -8,7 +10,8 @@ from cnibench.backends.kube.offline.builder import (
     cache_root,
     offline_bin_dir,
 )
-from cnibench.backends.kube.offline.recipes import OfflineVersions, pod_image_tags
+from cnibench.backends.kube.offline.plan import pod_image_tags
+from cnibench.backends.kube.offline.recipes import OfflineVersions
 
 __all__ = [
     "BuildReport",

@@ -11,19 +11,22 @@ from collections.abc import Iterable, Mapping
 
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.offline.builder import OfflineBuilder
-from cnibench.backends.kube.offline.recipes import OFFLINE_CNIS, OFFLINE_GATEWAYS, pod_image_tags
+from cnibench.backends.kube.offline.plan import cni_recipes, pod_image_tags
+from cnibench.backends.kube.offline.recipes import OFFLINE_GATEWAYS
 
 __all__ = ["build_command", "missing_build"]
 
 
 def build_command(cnis: Iterable[str] = ()) -> str:
     """The ``cnibench images build`` command that makes the images of ``cnis`` (CNI and
-    gateway names; flannel's and the shared images are always built)."""
+    gateway names; the shared images and those of CNIs built ``always``, flannel's, are always
+    built)."""
     words = ["cnibench images build"]
+    recipes = cni_recipes()
     for name in dict.fromkeys(cnis):
         if name in OFFLINE_GATEWAYS:
             words.append(f"--gateway {name}")
-        elif name in OFFLINE_CNIS and name != "flannel":
+        elif name in recipes and not recipes[name].always:
             words.append(f"--cni {name}")
     return " ".join(words)
 
@@ -49,7 +52,8 @@ def missing_build(
     environ:
         Environment naming the cache and the engine (default: ``os.environ``).
     """
-    wanted = frozenset(c for c in cnis if c in OFFLINE_CNIS or c in OFFLINE_GATEWAYS)
+    recipes = cni_recipes()
+    wanted = frozenset(c for c in cnis if c in recipes or c in OFFLINE_GATEWAYS)
     builder = OfflineBuilder(images=images, environ=environ, log=lambda _line: None)
     command = build_command(sorted(wanted))
     if not builder.prepared(wanted):

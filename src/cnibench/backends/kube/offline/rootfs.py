@@ -1,0 +1,68 @@
+"""The root filesystems of the offline image set: Debian packages (``debootstrap``) from the
+mirror this machine already uses, one tree per package list, stamped with its digest."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from cnibench.backends.kube.offline.core import BuilderCore
+from cnibench.backends.kube.offline.plan import rootfs_packages
+from cnibench.backends.kube.offline.recipes import debian_mirror, debootstrap_argv, recipe_digest
+from cnibench.errors import ProvisioningError
+
+__all__ = ["RootFilesystems"]
+
+_ROOTFS_RECIPE = "rootfs-1"
+"""Bumped when the way a root filesystem is made changes without its packages changing."""
+
+
+class RootFilesystems(BuilderCore):
+    """The root filesystems of :class:`~.builder.OfflineBuilder`."""
+
+    def rootfs(self, name: str) -> Path:
+        """A Debian root filesystem with the packages :func:`~.plan.rootfs_packages` lists
+        for ``name`` (shared, or a CNI's own)."""
+        packages = rootfs_packages()[name]
+        digest = recipe_digest(_ROOTFS_RECIPE, self.versions.debian, packages)
+        target = self.offline / "rootfs" / f"{name}-{digest}"
+        if self._current(target, digest):
+            return target
+        with self._step(f"root filesystem {name!r} ({len(packages)} Debian packages)"):
+            mirror = self._mirror()
+            shutil.rmtree(target, ignore_errors=True)
+            debcache = self.offline / "debcache"
+            debcache.mkdir(parents=True, exist_ok=True)
+            self._run(
+                debootstrap_argv(
+                    str(target),
+                    suite=self.versions.debian,
+                    mirror=mirror,
+                    packages=packages,
+                    cache_dir=str(debcache),
+                ),
+                step=f"rootfs-{name}",
+            )
+            for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):
+                for entry in (target / leftover).glob("*"):
+                    if entry.is_file():
+                        entry.unlink()
+            for docs in ("usr/share/doc", "usr/share/man", "usr/share/locale"):
+                shutil.rmtree(target / docs, ignore_errors=True)
+            self._stamp(target, digest)
+        return target
+
+    def _mirror(self) -> str:
+        texts = []
+        for path in [
+            Path("/etc/apt/sources.list"),
+            *sorted(Path("/etc/apt/sources.list.d").glob("*")),
+        ]:
+            if path.is_file() and path.suffix in (".list", ".sources"):
+                texts.append(path.read_text())
+        mirror = debian_mirror("\n\n".join(texts))
+        if not mirror:
+            raise ProvisioningError(
+                "no Debian archive in /etc/apt/sources.list{,.d}: debootstrap needs one"
+            )
+        return mirror

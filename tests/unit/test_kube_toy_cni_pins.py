@@ -1,0 +1,172 @@
+"""A CNI's version pin and offline recipe are one module plus one registration.
+
+The toy CNI below is the whole module: a driver declaring its pinned ``version`` and an
+:class:`~cnibench.backends.kube.build_recipes.OfflineRecipe` (Go module, wrapper go.mod, flags,
+root filesystem, image). Registered with one :func:`~cnibench.backends.kube.cnis.register`
+line, its version is what a cluster records (the definition's ``version``, the cluster's
+``cni_version``) and its recipe is in the offline build plan that ``cnibench images build`` and
+``images status`` use, with no other file edited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cnibench.backends.base import ClusterSpec
+from cnibench.backends.kube.build_recipes import GoBuild, ImageRecipe, OfflineRecipe
+from cnibench.backends.kube.cni import (
+    CniDefinition,
+    CniVersions,
+    Readiness,
+    check_options,
+    cni_definition,
+    pinned_versions,
+    refuse_wireguard,
+)
+from cnibench.backends.kube.cnis import register, unregister
+from cnibench.backends.kube.cnis.base import DriverBase
+from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
+from cnibench.backends.kube.offline import OfflineBuilder
+from cnibench.backends.kube.offline.plan import (
+    image_recipes,
+    not_offline_reason,
+    offline_cnis,
+    pod_image_tags,
+    rootfs_packages,
+)
+from cnibench.backends.kube.offline.recipes import recipe_digest
+from cnibench.backends.kube.offline.status import build_command
+
+# -- the toy CNI's module --------------------------------------------------------------------
+
+TOY_MODULE = "example.com/toy"
+TOY_TAG = "localhost/cnibench-toy:v0.0.7-offline-1"
+
+
+def _toy_wrapper(version: str, module: Path | None) -> dict[str, str]:
+    return {"go.mod": f"module cnibench.local/toy\n\ngo 1.24.0\n\nrequire {TOY_MODULE} {version}\n"}
+
+
+def _toy_image(tag: str) -> ImageRecipe:
+    return ImageRecipe(tag=tag, rootfs="toy", files={"/usr/local/bin/toy-agent": "toy/toy-agent"})
+
+
+class ToyDriver(DriverBase):
+    """A CNI with a pinned release and an offline build of its own."""
+
+    name = "toy"
+    version = "0.0.7"
+    offline = OfflineRecipe(
+        version="v0.0.7",
+        build=GoBuild(
+            module=TOY_MODULE,
+            packages=(f"{TOY_MODULE}/cmd/toy-agent",),
+            flags=("-trimpath", "-ldflags", "-s -w"),
+            wrapper=_toy_wrapper,
+            digest_inputs=("toy-1", "v0.0.7"),
+        ),
+        image=_toy_image,
+        image_tag=TOY_TAG,
+        rootfs={"toy": ("iproute2", "iptables")},
+        artefact_prefix="toy/",
+        recipe="toy",
+    )
+
+    def definition(
+        self, spec: ClusterSpec, *, versions: CniVersions, images: Images, k8s_service_host: str
+    ) -> CniDefinition:
+        """No capabilities; its agent DaemonSet is awaited."""
+        check_options(spec)
+        refuse_wireguard(spec)
+        return CniDefinition(
+            name=self.name,
+            version=versions.version(self.name, self.version),
+            capabilities=frozenset(),
+            readiness=(Readiness("DaemonSet", "toy-system", "toy-agent"),),
+        )
+
+
+# -- the tests -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def toy() -> Iterator[ToyDriver]:
+    driver = ToyDriver()
+    register(driver)  # the one line a new CNI adds to cnis/__init__.py
+    try:
+        yield driver
+    finally:
+        unregister(driver.name)
+
+
+def test_the_pinned_version_is_what_a_cluster_records(toy: ToyDriver) -> None:
+    assert cni_definition(ClusterSpec(cni="toy")).version == "0.0.7"
+    assert pinned_versions()["toy"] == "0.0.7"
+    overridden = CniVersions({"toy": "0.0.8"})
+    assert cni_definition(ClusterSpec(cni="toy"), versions=overridden).version == "0.0.8"
+
+
+def test_the_offline_plan_has_the_toy_recipe(toy: ToyDriver) -> None:
+    assert "toy" in offline_cnis()
+    assert not_offline_reason("toy", loaded_modules=("veth",)) == ""
+    assert build_command(["toy"]) == "cnibench images build --cni toy"
+    assert rootfs_packages()["toy"] == ("iproute2", "iptables")
+    recipes = {recipe.tag: recipe for recipe in image_recipes(OFFLINE_IMAGES, cnis=["toy"])}
+    assert recipes[TOY_TAG] == _toy_image(TOY_TAG)
+    # Built only when asked for, like Cilium's and kube-router's.
+    assert TOY_TAG not in pod_image_tags(OFFLINE_IMAGES, cnis=["flannel"])
+
+
+def test_a_build_of_the_toy_runs_its_own_steps(toy: ToyDriver, tmp_path: Path) -> None:
+    """``prepared`` asks every long step of a build of ``--cni toy``: the toy's Go build and
+    root filesystem are among them (the others are stubbed to answer "current")."""
+    builder = OfflineBuilder(root=tmp_path, environ={"PATH": "/nonexistent"}, log=lambda _: None)
+    asked: list[str] = []
+    for name in ("build_kubernetes", "build_go_binaries", "build_cni", "build_helm", "rootfs"):
+        setattr(builder, name, lambda *args, _n=name: asked.append(":".join([_n, *args])))
+    assert builder.prepared(frozenset({"toy"})) is True
+    assert {"build_cni:toy", "rootfs:toy"} <= set(asked)
+    assert "build_cni:cilium" not in asked
+
+
+def test_the_toy_go_build_follows_its_recipe(toy: ToyDriver, tmp_path: Path) -> None:
+    """The toy's Go build with ``go`` itself replaced by a recorder (the toy's module does not
+    exist): the wrapper go.mod, the argv and the stamp all come from the recipe."""
+    builder = OfflineBuilder(
+        root=tmp_path,
+        environ={"PATH": "/nonexistent", "GOPROXY": "https://proxy.example", "GOFLAGS": "-x"},
+        log=lambda _: None,
+    )
+    ran: list[list[str]] = []
+
+    def fake_run(argv: Sequence[str], *, step: str, cwd: Path, env: Mapping[str, str]) -> str:
+        ran.append(list(argv))
+        out = Path(argv[argv.index("-o") + 1])
+        (out / "toy-agent").write_text("binary")
+        return ""
+
+    fake: Any = fake_run
+    builder._run = fake
+    out = builder.build_cni("toy")
+    assert out == tmp_path / "offline" / "toy" / "v0.0.7" / "bin"
+    assert (out / "toy-agent").read_text() == "binary"
+    assert builder.artefacts()["toy/toy-agent"] == out / "toy-agent"
+    assert (tmp_path / "offline" / "src" / "toy-v0.0.7" / "go.mod").read_text() == _toy_wrapper(
+        "v0.0.7", None
+    )["go.mod"]
+    [argv] = ran
+    assert argv[:5] == ["go", "build", "-trimpath", "-ldflags", "-s -w"]
+    assert argv[-1] == f"{TOY_MODULE}/cmd/toy-agent"
+    assert (out / ".cnibench-recipe").read_text().strip() == recipe_digest("toy-1", "v0.0.7")
+
+
+def test_unregistered_the_toy_has_no_offline_build() -> None:
+    assert "toy" not in offline_cnis()
+    assert not_offline_reason("toy") == (
+        "no offline image of toy: toy has no offline build (the public images need a registry)"
+    )
+    assert TOY_TAG not in pod_image_tags(OFFLINE_IMAGES)
