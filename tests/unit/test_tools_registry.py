@@ -4,12 +4,14 @@ consumer (baseline conditions, version probes, doctor) with nothing else changed
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cnibench.backends.base import WorkloadKind
+from cnibench.backends.kube.offline.plan import rootfs_packages
 from cnibench.backends.kube.offline.recipes import ROOTFS_PACKAGES
 from cnibench.backends.lab.features import parse_tool_version, version_probes
 from cnibench.records import Measurement
@@ -54,7 +56,18 @@ def test_the_tools_image_installs_the_registered_packages_first_and_in_order() -
     leaves the image (and its digest) as it is."""
     packages = debian_packages()
     assert packages == ("iperf3", "sockperf", "wrk", "apache2-utils", "curl")
-    assert ROOTFS_PACKAGES["tools"][: len(packages)] == packages
+    assert rootfs_packages()["tools"][: len(packages)] == packages
+    assert not set(packages) & set(ROOTFS_PACKAGES["tools"]), "each package named once"
+
+
+def test_a_registered_tool_s_package_goes_into_the_tools_image() -> None:
+    toy = dataclasses.replace(TOOLS["curl"], name="toy-image-tool", package="toy-package")
+    register(toy)
+    try:
+        assert rootfs_packages()["tools"][:6][-1] == "toy-package"
+    finally:
+        unregister(toy.name)
+    assert "toy-package" not in rootfs_packages()["tools"]
 
 
 @pytest.mark.parametrize("tool", [tool.name for tool in client_tools()])

@@ -19,6 +19,7 @@ from cnibench.backends.kube.offline.recipes import (
     ROOTFS_PACKAGES,
     shared_image_recipes,
 )
+from cnibench.tools.registry import debian_packages
 
 __all__ = [
     "cni_image_fields",
@@ -57,8 +58,12 @@ def cni_image_fields() -> dict[str, str]:
 
 
 def rootfs_packages() -> dict[str, tuple[str, ...]]:
-    """Debian packages of every root filesystem: the shared ones, then each CNI's own."""
+    """Debian packages of every root filesystem: the shared ones (the tools image's first from
+    :func:`cnibench.tools.registry.debian_packages`, in registration order: that order is part
+    of the image's digest), then each CNI's own."""
     packages = dict(ROOTFS_PACKAGES)
+    # The tools image: every registered measurement tool's package, then the shared rest.
+    packages["tools"] = (*debian_packages(), *packages["tools"])
     for recipe in cni_recipes().values():
         packages.update(recipe.rootfs)
     return packages

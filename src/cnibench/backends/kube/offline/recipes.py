@@ -147,13 +147,9 @@ ROOTFS_PACKAGES: Mapping[str, tuple[str, ...]] = {
     ),
     # kube-proxy and flanneld program iptables/nftables and routes.
     "netfilter": ("iptables", "nftables", "conntrack", "iproute2", "kmod"),
-    # The lab's own tool set, so kind and lab runs measure with the same builds.
+    # The lab's own tool set, so kind and lab runs measure with the same builds: the measurement
+    # tools' packages come first, from the tool registry (plan.rootfs_packages); these follow.
     "tools": (
-        "iperf3",
-        "sockperf",
-        "wrk",
-        "apache2-utils",
-        "curl",
         "ca-certificates",
         "tcpdump",
         "iproute2",
