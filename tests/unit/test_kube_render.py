@@ -15,7 +15,7 @@ import yaml
 
 from cnibench.backends.base import Capability, ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.kube import render
-from cnibench.backends.kube.cluster import exec_returncode
+from cnibench.backends.kube.pods import exec_returncode
 from cnibench.backends.kube.cni import cni_definition
 from cnibench.backends.kube.cnis import DRIVERS, cni_names
 from cnibench.backends.kube.cnis.antrea import (
