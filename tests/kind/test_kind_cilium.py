@@ -20,9 +20,9 @@ import pandas as pd
 import pytest
 
 from cnibench.backends.base import ClusterSpec, NodeRole
+from cnibench.backends.kube.filters import PRIORITY_SETTLE
 from cnibench.backends.kube.render import ROLE_LABEL
 from cnibench.results import load_results
-from cnibench.scenarios.priority import KUBE_SETTLE
 from cnibench.session import BenchSession, SessionConfig
 
 from .conftest import BUILD_TIMEOUT
@@ -285,7 +285,7 @@ def test_the_policy_check_fails_on_cilium_when_the_policy_is_not_applied(
             applied = policy.verify(cluster, prepared, condition)
             cluster.remove_policy()
             for _ in range(6):  # until Cilium has unloaded it (a still-enforced check passes)
-                time.sleep(KUBE_SETTLE)
+                time.sleep(PRIORITY_SETTLE)
                 removed = policy.verify(cluster, prepared, condition)
                 if not removed.ok:
                     break

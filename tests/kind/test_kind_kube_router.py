@@ -29,10 +29,10 @@ import pandas as pd
 import pytest
 
 from cnibench.backends.base import ClusterSpec, NodeRole
+from cnibench.backends.kube.filters import PRIORITY_SETTLE
 from cnibench.records import RunStatus
 from cnibench.results import load_results
 from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario
-from cnibench.scenarios.priority import KUBE_SETTLE
 from cnibench.scenarios.profiles import Profile
 from cnibench.session import BenchSession, SessionConfig
 
@@ -262,7 +262,7 @@ def test_the_policy_check_fails_on_kube_router_when_the_policy_is_not_applied(
             applied = policy.verify(cluster, prepared, condition)
             cluster.remove_policy()
             for _ in range(10):  # until kube-router has synced its chains (a held check passes)
-                time.sleep(KUBE_SETTLE)
+                time.sleep(PRIORITY_SETTLE)
                 removed = policy.verify(cluster, prepared, condition)
                 if not removed.ok:
                     break

@@ -561,7 +561,7 @@ def test_antrea_egress_returns_the_egress_ip_and_labels_clients(
 
     pod = antrea_cluster.place("eg-cli", role=NodeRole.CLIENT)
     fake = _FakeApplier()
-    antrea_cluster._applier = fake  # type: ignore[assignment]
+    antrea_cluster._runtime.applier = fake  # type: ignore[assignment]
     source = antrea_cluster.enable_egress_gateway([pod], destination="172.18.0.1/32")
     core: Any = client.CoreV1Api(api_client)
     labels = core.read_namespaced_pod("eg-cli", antrea_cluster.namespace).metadata.labels
@@ -578,7 +578,7 @@ def test_antrea_egress_without_range_is_unsupported(kube_cluster: KubeCluster) -
     from cnibench.errors import UnsupportedError
 
     spec = ClusterSpec(cni="antrea")
-    kube_cluster._cni = cni_definition(spec)
+    kube_cluster._runtime.cni = cni_definition(spec)
     with pytest.raises(UnsupportedError, match="egress-ip-range"):
         kube_cluster.egress_manifests(["c"], destination="172.18.0.1/32")
 

@@ -14,8 +14,8 @@ from kubernetes.client import (
 )
 
 from cnibench.backends.base import NodeRole, WorkloadKind, WorkloadSpec
-from cnibench.backends.kube.cluster import STUCK_REASONS, pod_problem
 from cnibench.backends.kube.images import OFFLINE_IMAGES
+from cnibench.backends.kube.pods import STUCK_REASONS, pod_problem
 from cnibench.backends.kube.render import pod, pull_policy
 
 

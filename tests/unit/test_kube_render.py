@@ -15,7 +15,6 @@ import yaml
 
 from cnibench.backends.base import Capability, ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.kube import render
-from cnibench.backends.kube.cluster import exec_returncode
 from cnibench.backends.kube.cni import cni_definition
 from cnibench.backends.kube.cnis import DRIVERS, cni_names
 from cnibench.backends.kube.cnis.antrea import (
@@ -28,6 +27,7 @@ from cnibench.backends.kube.cnis.antrea import (
 from cnibench.backends.kube.cnis.base import ObjectScope
 from cnibench.backends.kube.cnis.cilium import cilium_network_policy, parse_cilium_encryption
 from cnibench.backends.kube.images import Images
+from cnibench.backends.kube.pods import exec_returncode
 from cnibench.backends.kube.providers import (
     AksProvider,
     KindProvider,

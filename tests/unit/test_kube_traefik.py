@@ -152,7 +152,7 @@ RESOLVED = {"type": "ResolvedRefs", "status": "True"}
 def test_a_split_serves_only_once_its_route_is_taken_at_the_weights_asked_for(
     route: dict[str, Any], problem: str
 ) -> None:
-    from cnibench.backends.kube.cluster import route_problem
+    from cnibench.backends.kube.split import route_problem
 
     found = route_problem(route, {"split-v1": 60, "split-v2": 40})
     assert (found == "") if not problem else (problem in found), found

@@ -6,6 +6,14 @@ pods on kind or AKS. It asks a :class:`Backend` for a :class:`Cluster` matching 
 commands in an :class:`Endpoint`, switches features on (egress gateway) and asks the cluster to
 prove what it claims (:meth:`Cluster.encryption_status`, :meth:`Cluster.capture_underlay`).
 
+:class:`Cluster` is the sum of small capability Protocols, one per feature: :class:`ClusterIdentity`
+(what the cluster is, its environment and teardown), :class:`Placement` (nodes, pods, the
+external host), :class:`EgressGateway`, :class:`Encryption`, :class:`Policies`,
+:class:`TrafficSplit`, :class:`ServiceExposure` and :class:`Monitoring`. A helper that needs
+one feature names that Protocol; a backend's cluster offers them all. Facts that differ between
+backends (e.g. :attr:`Policies.policy_settle_seconds`) are the backend's to state, so a scenario
+never tests which backend it runs on.
+
 Workloads are described by *intent* (an iperf3 server, an HTTP echo that answers with its own
 name), not by command lines: the lab starts a process in a namespace, the Kubernetes backend
 renders a pod from a pinned image. Client tools run through :meth:`Endpoint.run` with argv
@@ -30,17 +38,25 @@ __all__ = [
     "Backend",
     "Capability",
     "Cluster",
+    "ClusterIdentity",
     "ClusterSpec",
     "CommandResult",
+    "EgressGateway",
     "EgressServerResult",
+    "Encryption",
     "EncryptionStatus",
     "Endpoint",
     "ExternalHost",
+    "Monitoring",
     "Node",
     "NodeRole",
+    "Placement",
+    "Policies",
     "ResourceUsage",
     "Service",
+    "ServiceExposure",
     "ServiceProxy",
+    "TrafficSplit",
     "WorkloadKind",
     "WorkloadSpec",
 ]
@@ -393,8 +409,9 @@ class EgressServerFuture(Protocol):
         free for the next attempt at once. Safe to call more than once."""
 
 
-class Cluster(Protocol):
-    """A provisioned cluster (lab or Kubernetes) with its nodes and features."""
+class ClusterIdentity(Protocol):
+    """What a cluster is (backend, provider, spec, CNI and what it offers), its fingerprint and
+    its end: the part of a :class:`Cluster` every scenario and the runner use."""
 
     @property
     def backend(self) -> str:
@@ -420,6 +437,16 @@ class Cluster(Protocol):
         """How one would get ``capability`` on this cluster, or ``""``: appended to the reason
         a condition needing it is skipped."""
 
+    def environment(self) -> Environment:
+        """Fingerprint of the cluster and host (no secrets)."""
+
+    def teardown(self) -> None:
+        """Remove everything this cluster created. Safe to call twice."""
+
+
+class Placement(Protocol):
+    """Nodes by role, pods placed on them, and the host outside the cluster."""
+
     @property
     def nodes(self) -> Sequence[Node]:
         """All nodes, in the order of ``spec.roles``."""
@@ -442,6 +469,10 @@ class Cluster(Protocol):
     def external(self) -> ExternalHost:
         """The external host."""
 
+
+class EgressGateway(Protocol):
+    """An egress gateway (needs :attr:`Capability.EGRESS_GATEWAY`)."""
+
     def enable_egress_gateway(self, clients: Sequence[Endpoint], *, destination: str) -> str:
         """Send ``clients``' traffic to ``destination`` (a CIDR) out through the egress-gw node.
 
@@ -450,6 +481,10 @@ class Cluster(Protocol):
 
     def disable_egress_gateway(self) -> None:
         """Undo :meth:`enable_egress_gateway` (each node masquerades its own pods again)."""
+
+
+class Encryption(Protocol):
+    """The datapath's account of its encryption, and the proof on the wire."""
 
     def encryption_status(self) -> EncryptionStatus:
         """The datapath's own account of its encryption."""
@@ -460,6 +495,24 @@ class Cluster(Protocol):
         Returns whether ``marker`` appeared in any captured packet (needs
         :attr:`Capability.UNDERLAY_CAPTURE`).
         """
+
+
+class Policies(Protocol):
+    """Network policy, priority cases and L7 policy (needs
+    :attr:`Capability.NETWORK_POLICY`, :attr:`Capability.POLICY_TIERS`,
+    :attr:`Capability.L7_POLICY`), and how long the backend takes to enforce them."""
+
+    @property
+    def policy_settle_seconds(self) -> float:
+        """Longest a policy may take, after :meth:`apply_policy` returned, to be enforced:
+        until then a probe that sees the old verdict is repeated (0: enforced on return, as
+        in the lab's synchronous nftables load; a Kubernetes CNI programs what the API server
+        stored some time later)."""
+
+    @property
+    def priority_settle_seconds(self) -> float:
+        """Seconds to wait after :meth:`apply_priority_case` or :meth:`remove_priority_case`
+        before probing (0: in force on return)."""
 
     def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine) -> None:
         """Enforce ``spec`` (ingress of ``spec.target``) with ``engine``; replaces any earlier
@@ -509,6 +562,10 @@ class Cluster(Protocol):
     def remove_l7_policy(self) -> None:
         """Undo :meth:`apply_l7_policy`. Safe to repeat."""
 
+
+class TrafficSplit(Protocol):
+    """A weighted HTTP split (needs :attr:`Capability.TRAFFIC_SPLIT`)."""
+
     def create_split(self, backends: Mapping[str, tuple[Endpoint, int]], *, port: int) -> str:
         """Put a weighted HTTP gateway in front of ``backends`` (name to ``(pod, weight)``,
         weight 0 = the backend gets nothing), each serving HTTP on ``port``.
@@ -522,6 +579,10 @@ class Cluster(Protocol):
     def remove_split(self) -> None:
         """Undo :meth:`create_split`. Safe to repeat."""
 
+
+class ServiceExposure(Protocol):
+    """Services in front of a pod (needs :attr:`Capability.SERVICE_PROXY`)."""
+
     def expose(self, server: Endpoint, ports: Sequence[int], *, proxy: str, others: int) -> Service:
         """Put a Service (a virtual IP and NodePorts, TCP and UDP on each of ``ports``) in front
         of ``server``, with ``others`` further Services in the same tables, programmed by the
@@ -531,6 +592,10 @@ class Cluster(Protocol):
 
     def remove_service(self) -> None:
         """Undo :meth:`expose`. Safe to repeat."""
+
+
+class Monitoring(Protocol):
+    """The cluster's Prometheus and each machine's own resource usage."""
 
     def prometheus_url(self) -> str:
         """Base URL of the cluster's Prometheus, reachable from this process."""
@@ -546,11 +611,21 @@ class Cluster(Protocol):
         CPU is then only known host-wide, from Prometheus). ``reset_peak`` restarts the memory
         peaks after reading them."""
 
-    def environment(self) -> Environment:
-        """Fingerprint of the cluster and host (no secrets)."""
 
-    def teardown(self) -> None:
-        """Remove everything this cluster created. Safe to call twice."""
+class Cluster(
+    ClusterIdentity,
+    Placement,
+    EgressGateway,
+    Encryption,
+    Policies,
+    TrafficSplit,
+    ServiceExposure,
+    Monitoring,
+    Protocol,
+):
+    """A provisioned cluster (lab or Kubernetes) with its nodes and features: every capability
+    Protocol at once. A scenario helper that needs one feature takes the small Protocol
+    (e.g. :class:`Placement`); a backend's cluster implements them all."""
 
 
 class Backend(Protocol):

@@ -8,7 +8,7 @@ node's address with it off (each node masquerades its own pods).
 
 from __future__ import annotations
 
-from cnibench.backends.base import Capability, Cluster, Endpoint, NodeRole
+from cnibench.backends.base import Capability, Cluster, Endpoint, NodeRole, Placement
 from cnibench.errors import CnibenchError, ToolError
 from cnibench.records import Measurement
 from cnibench.scenarios.base import (
@@ -128,7 +128,7 @@ class EgressScenario(Scenario):
 
 
 def _run_once(
-    cluster: Cluster, client: Endpoint, seconds: float
+    cluster: Placement, client: Endpoint, seconds: float
 ) -> tuple[iperf3.Iperf3Result, str, dict[str, str]]:
     server = cluster.external.iperf3_server_once(port=EXTERNAL_PORT, timeout=seconds + 60)
     argv = iperf3.iperf3_client_argv(cluster.external.ip, port=EXTERNAL_PORT, duration=seconds)

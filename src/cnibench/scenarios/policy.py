@@ -60,10 +60,6 @@ from cnibench.waiting import poll_until
 
 __all__ = ["MAX_CLIENT_PODS", "PolicyScenario", "ProbeResult", "probe_matrix"]
 
-KUBE_POLICY_SETTLE = 30.0
-"""Seconds a Kubernetes CNI may take to program a policy: until then a wrong probe matrix is
-probed again (Cilium computes and loads the policy map a few seconds after the object is
-stored)."""
 MAX_CLIENT_PODS = 4
 """Client pods per condition; ``clients`` connections are spread over them."""
 HTTP_PORT = DEFAULT_PORTS[WorkloadKind.HTTP_ECHO]
@@ -307,8 +303,9 @@ class PolicyScenario(Scenario):
 
     def verify(self, cluster: Cluster, prepared: Prepared, condition: Condition) -> Verification:
         """Probe matrix: every client pod reaches HTTP and its iperf3 port; the pod outside the
-        policy is blocked (timeout or refusal) when the policy is on, and open when off. Off
-        the lab, a wrong matrix is probed again for up to :data:`KUBE_POLICY_SETTLE` s."""
+        policy is blocked (timeout or refusal) when the policy is on, and open when off. A
+        wrong matrix is probed again for up to the cluster's
+        :attr:`~cnibench.backends.base.Policies.policy_settle_seconds`."""
         server: Endpoint = prepared.endpoints["server"]
         on = condition.parameters["policy"] == "on"
         probes: list[tuple[Endpoint, list[tuple[str, str, int, bool]]]] = []
@@ -323,12 +320,12 @@ class PolicyScenario(Scenario):
                 )
             )
         probes.append((prepared.endpoints["denied"], [(server.name, server.ip, HTTP_PORT, not on)]))
-        # A Kubernetes CNI programs a policy after the API server stored it; the lab's
-        # nftables load is synchronous, so there the first matrix is the answer.
+        # A Kubernetes CNI programs a policy after the API server stored it; where the load is
+        # synchronous (the lab's nftables) the settle time is 0 and the first matrix is the answer.
         cells, attempts = poll_until(
             lambda: probe_matrix(probes),
             lambda cells: all(cell.ok for cell in cells),
-            seconds=0.0 if cluster.backend == "lab" else KUBE_POLICY_SETTLE,
+            seconds=cluster.policy_settle_seconds,
         )
         held_at = time.monotonic()
         wrong = [str(cell) for cell in cells if not cell.ok]

@@ -46,9 +46,6 @@ __all__ = ["PROBE_TIMEOUT", "PriorityScenario", "http_probe"]
 HTTP_PORT = DEFAULT_PORTS[WorkloadKind.HTTP_ECHO]
 PROBE_TIMEOUT = 2.0
 """Seconds a probe waits for the TCP handshake before calling the server blocked."""
-KUBE_SETTLE = 5.0
-"""Seconds a Kubernetes CNI gets to program (or unprogram) policies before a probe; the lab's
-nftables load is synchronous."""
 _CURL_OUTCOMES = {7: "refused", 28: "timeout"}
 """curl exit codes that are answers about the network (7: connect failed, 28: timed out);
 any other failure means the probe itself did not run."""
@@ -205,7 +202,9 @@ class PriorityScenario(Scenario):
         server: Endpoint = prepared.endpoints["server"]
         client: Endpoint = prepared.endpoints["client"]
         other: Endpoint = prepared.endpoints["other"]
-        settle = 0.0 if cluster.backend == "lab" else KUBE_SETTLE
+        # A Kubernetes CNI programs (and unprograms) policies some time after the API server
+        # stored them; the lab's nftables load is synchronous (0 s).
+        settle = cluster.priority_settle_seconds
         spec = PolicySpec(
             # Kubernetes selects pods by their name label, the lab by address: give both.
             target=PolicyPeer(server.name, server.ip),

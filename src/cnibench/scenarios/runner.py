@@ -24,7 +24,15 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from cnibench import stats
-from cnibench.backends.base import Backend, Cluster, ClusterSpec, Endpoint, ResourceUsage
+from cnibench.backends.base import (
+    Backend,
+    Cluster,
+    ClusterIdentity,
+    ClusterSpec,
+    Endpoint,
+    Monitoring,
+    ResourceUsage,
+)
 from cnibench.errors import (
     AgentRestartedError,
     CnibenchError,
@@ -594,7 +602,7 @@ class Runner:
         )
 
     @staticmethod
-    def _agent_first(cluster: Cluster, reason: str) -> str:
+    def _agent_first(cluster: Monitoring, reason: str) -> str:
         """The reason of a failed run, led by the CNI agent's restart when one happened during
         it: a tool that lost its connection then is a consequence, not the cause."""
         try:
@@ -638,7 +646,7 @@ class Runner:
                 out.append(Measurement(metric, sum(values) / len(values), unit))
         return out
 
-    def _record_environment(self, cluster: Cluster) -> str:
+    def _record_environment(self, cluster: ClusterIdentity) -> str:
         """Write the cluster's fingerprint once per session; return its id."""
         known = self._environment_ids.get(id(cluster))
         if known is not None:

@@ -4,7 +4,9 @@ Layers inside: :mod:`.images`, :mod:`.cni_types` and the drivers in :mod:`.cnis`
 configuration; :mod:`.cni` finds a driver), :mod:`.render` and
 :mod:`.helm` (pure rendering), :mod:`.providers` (where clusters come from), :mod:`.external`
 (this host as the external host), :mod:`.api` (the one layer sending objects to an API server),
-:mod:`.cluster` (the Cluster Protocol), :mod:`.backend` (the Backend Protocol) and
+:mod:`.cluster` (the Cluster Protocol: a façade over :mod:`.runtime` and one module per
+feature, :mod:`.pods`, :mod:`.egress`, :mod:`.filters`, :mod:`.split`, :mod:`.services`,
+:mod:`.monitoring`, :mod:`.agents`, :mod:`.capture`), :mod:`.backend` (the Backend Protocol) and
 :mod:`.clean` (``cnibench clean`` for kind clusters and session namespaces).
 """
 

@@ -7,18 +7,28 @@ nodes, before decryption. Only the uplink is captured: the pods' veths carry the
 traffic and would always show the marker.
 
 The steps are plain ``sh`` scripts built here and run through exec, so they are tested on real
-tcpdump inside network namespaces, without a cluster.
+tcpdump inside network namespaces, without a cluster; :class:`KubeUnderlayCapture` runs them in a
+capture pod per node.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
+import time
+from collections.abc import Sequence
 
-from cnibench.errors import ToolError
+from cnibench.backends.base import Endpoint, NodeRole
+from cnibench.backends.kube import render
+from cnibench.backends.kube.pods import KubePod, KubePods
+from cnibench.backends.kube.runtime import KubeRuntime
+from cnibench.errors import ConfigError, ToolError
+from cnibench.waiting import wait_for
 
 __all__ = [
     "CAPTURE_LIMIT",
+    "KubeUnderlayCapture",
     "capture_files",
     "capture_started",
     "find_marker_script",
@@ -30,6 +40,9 @@ __all__ = [
 
 CAPTURE_LIMIT = 120
 """Seconds after which a capture ends by itself (``timeout``), should nothing stop it."""
+
+_CAPTURE_SETTLE = 0.3
+"""Seconds for the last frames to reach tcpdump's file after the sender finished."""
 
 _ADDR_LINE = re.compile(r"^\d+:\s+(?P<name>[^\s@:]+)(?:@\S+)?\s+inet\s+(?P<address>[\d.]+)/\d+")
 
@@ -103,3 +116,94 @@ def find_marker_script(marker: bytes, pcap: str, log: str) -> str:
         f"if grep -q -a -F -e {shlex.quote(text)} {quoted_pcap}; then echo seen;"
         f" else echo unseen; fi; rm -f {quoted_pcap} {quoted_log}"
     )
+
+
+class KubeUnderlayCapture:
+    """Underlay captures of one session, each in a host-network pod on the sender's node.
+
+    Parameters
+    ----------
+    runtime:
+        The cluster's shared state (namespace, images, session).
+    pods:
+        Starts the capture pods.
+    """
+
+    def __init__(self, runtime: KubeRuntime, pods: KubePods) -> None:
+        self._runtime = runtime
+        self._pods = pods
+        self._capture_pods: dict[NodeRole, KubePod] = {}
+        self._seq = 0
+
+    def capture_underlay(self, marker: bytes, send: Sequence[str], *, source: Endpoint) -> bool:
+        """Capture on the uplink of ``source``'s node while ``send`` runs in ``source``; look
+        for ``marker``.
+
+        A host-network capture pod is placed on that node on first use; the capture runs in
+        the background there, bounded by :data:`CAPTURE_LIMIT` seconds, and is stopped by its
+        PID.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            ``source`` is not a pod of this cluster.
+        cnibench.errors.ToolError
+            The capture cannot start or leaves no file, or ``send`` fails (then nothing can be
+            concluded).
+        cnibench.errors.ProvisioningError
+            The capture pod cannot be placed.
+        """
+        if not isinstance(source, KubePod):
+            raise ConfigError(f"{source.name} is not a pod of this cluster")
+        capturer = self._capture_pod(source.node.role)
+        listed = capturer.run(["ip", "-o", "-4", "addr", "show"], timeout=20)
+        interface = uplink_interface(listed.stdout, source.node.ip)
+        self._seq += 1
+        pcap, log = capture_files(self._runtime.session, self._seq)
+        started = capturer.run(["sh", "-c", start_capture_script(interface, pcap, log)], timeout=20)
+        pid = started_pid(started.stdout)
+        try:
+            wait_for(
+                lambda: capture_started(capturer.run(["cat", log], timeout=10).stdout),
+                timeout=15,
+                what=f"the underlay capture on {interface} to start",
+                interval=0.2,
+                error=functools.partial(ToolError, tool="tcpdump"),
+            )
+            result = source.run(send, timeout=60)
+            time.sleep(_CAPTURE_SETTLE)
+        finally:
+            capturer.run(["sh", "-c", stop_capture_script(pid)], timeout=20)
+        found = capturer.run(["sh", "-c", find_marker_script(marker, pcap, log)], timeout=30)
+        answer = found.stdout.strip()
+        if found.returncode != 0 or answer not in ("seen", "unseen"):
+            raise ToolError(
+                f"underlay capture on {source.node.name} left no result: {answer[:300]}",
+                tool="tcpdump",
+            )
+        if result.returncode != 0:
+            raise ToolError(
+                f"capture_underlay: {send[0]} in pod {source.name} exited {result.returncode}:"
+                f" {result.stderr.strip()[:300]}",
+                tool=send[0],
+                output=result.stdout + result.stderr,
+            )
+        return answer == "seen"
+
+    def _capture_pod(self, role: NodeRole) -> KubePod:
+        """The capture pod on the ``role`` node, placed and waited for on first use."""
+        known = self._capture_pods.get(role)
+        if known is not None:
+            return known
+        rt = self._runtime
+        manifest = render.capture_pod(
+            f"capture-{role.value}",
+            namespace=rt.namespace,
+            session=rt.session,
+            role=role,
+            images=rt.images,
+            tolerations=rt.tolerations,
+        )
+        pod = self._pods.start(manifest, role)
+        self._capture_pods[role] = pod
+        return pod

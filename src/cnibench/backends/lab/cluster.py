@@ -435,6 +435,16 @@ class LabCluster:
 
     # -- network policy, L7 policy, traffic split -------------------------------------------
 
+    @property
+    def policy_settle_seconds(self) -> float:
+        """``0.0``: the nftables load is synchronous, a policy is enforced on return."""
+        return 0.0
+
+    @property
+    def priority_settle_seconds(self) -> float:
+        """``0.0``: a priority case is in force on return."""
+        return 0.0
+
     def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine) -> None:
         """Enforce ``spec`` in the forward path of the target pod's node with ``engine``.
 

@@ -1,0 +1,465 @@
+"""Pods of a Kubernetes cluster: :class:`KubePods` places, waits for and deletes them.
+
+A placed pod is a :class:`KubePod` (an :class:`~cnibench.backends.base.Endpoint`): commands run
+through the exec subresource (:func:`kubernetes.stream.stream`), whose final ``v1.Status``
+gives the exit code (:func:`exec_returncode`). A pod that cannot become Ready fails with the
+kubelet's or scheduler's reason (:func:`pod_problem`), at once when the reason cannot clear by
+waiting (:data:`STUCK_REASONS`). :class:`PodPortForward` forwards a loopback port to a pod port
+(Prometheus is reached that way).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cnibench.backends.base import CommandResult, Endpoint, Node, NodeRole, WorkloadSpec
+from cnibench.backends.kube import render
+from cnibench.backends.kube.api import api_error_message, websocket_core_api
+from cnibench.backends.kube.runtime import KubeRuntime
+from cnibench.errors import CnibenchError, MetricsError, ProvisioningError, ToolError
+from cnibench.waiting import wait_for
+
+__all__ = [
+    "STUCK_REASONS",
+    "KubePod",
+    "KubePods",
+    "PodPortForward",
+    "exec_in_container",
+    "exec_returncode",
+    "internal_ip",
+    "pod_problem",
+]
+
+_ERROR_CHANNEL = 3
+"""Channel of the exec protocol that carries the final ``v1.Status``."""
+
+STUCK_REASONS = frozenset(
+    {"ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CrashLoopBackOff"}
+)
+"""Container waiting reasons that do not clear by waiting: a pod showing one fails at once."""
+
+
+def pod_problem(pod: Any) -> str:
+    """Why a pod is not Ready, from its status: each container's waiting or terminated reason
+    (init containers first) and an unschedulable pod's scheduler message; empty if none."""
+    status = pod.status
+    parts = []
+    for scheduled in status.conditions or []:
+        if scheduled.type == "PodScheduled" and scheduled.status == "False":
+            parts.append(f"not scheduled: {scheduled.reason or ''} {scheduled.message or ''}")
+    for container in [*(status.init_container_statuses or []), *(status.container_statuses or [])]:
+        state = container.state
+        if state is None:
+            continue
+        if state.waiting is not None and state.waiting.reason not in (None, "PodInitializing"):
+            detail = f" ({state.waiting.message})" if state.waiting.message else ""
+            parts.append(f"container {container.name}: {state.waiting.reason}{detail}")
+        elif state.terminated is not None and state.terminated.exit_code:
+            parts.append(
+                f"container {container.name}: {state.terminated.reason or 'exited'}"
+                f" with exit code {state.terminated.exit_code}"
+            )
+    return "; ".join(" ".join(part.split()) for part in parts)
+
+
+def exec_returncode(status: str, *, tool: str, pod: str) -> int:
+    """Exit status of an exec session from the ``v1.Status`` on its error channel.
+
+    The API server ends every exec stream with a Status: ``Success`` (exit 0), ``Failure``
+    with reason ``NonZeroExitCode`` and the code in ``details.causes[reason=ExitCode]``, or
+    another ``Failure`` when the command never ran (e.g. the kubelet is unreachable).
+
+    Raises
+    ------
+    cnibench.errors.ToolError
+        The command never ran, or the status cannot be read; one line naming ``tool`` and
+        ``pod`` and the server's reason.
+    """
+    try:
+        document = json.loads(status) if status.strip() else {}
+    except json.JSONDecodeError:
+        document = {}
+    if not isinstance(document, dict) or not document.get("status"):
+        raise ToolError(f"exec of {tool} in pod {pod} ended without an exit status", tool=tool)
+    if document["status"] == "Success":
+        return 0
+    if document.get("reason") == "NonZeroExitCode":
+        for cause in (document.get("details") or {}).get("causes") or []:
+            if cause.get("reason") == "ExitCode":
+                with contextlib.suppress(TypeError, ValueError):
+                    return int(cause.get("message"))
+    message = " ".join(str(document.get("message") or "unknown failure").split())
+    raise ToolError(f"exec of {tool} in pod {pod} failed: {message}", tool=tool)
+
+
+class KubePod:
+    """A pod placed by :meth:`KubePods.place` (an :class:`~cnibench.backends.base.Endpoint`).
+
+    Parameters
+    ----------
+    name, namespace:
+        The pod.
+    node:
+        The node it runs on, as verified from ``spec.nodeName``.
+    ip:
+        ``status.podIP``.
+    api_client:
+        Client used for exec.
+    """
+
+    def __init__(self, name: str, namespace: str, node: Node, ip: str, api_client: Any) -> None:
+        self._name = name
+        self.namespace = namespace
+        self._node = node
+        self._ip = ip
+        self._api_client = api_client
+
+    @property
+    def name(self) -> str:
+        """Pod name."""
+        return self._name
+
+    @property
+    def node(self) -> Node:
+        """Node the pod runs on."""
+        return self._node
+
+    @property
+    def ip(self) -> str:
+        """Pod IP."""
+        return self._ip
+
+    def run(self, argv: Sequence[str], *, timeout: float) -> CommandResult:
+        """Run ``argv`` in the pod's tools container through the exec subresource.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            When exec cannot start, or the command does not finish within ``timeout`` seconds
+            (the stream is then closed, which ends the command's session).
+        """
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.stream import stream
+
+        tool = argv[0] if argv else ""
+        started = time.monotonic()
+        try:
+            session = stream(
+                websocket_core_api(self._api_client).connect_get_namespaced_pod_exec,
+                self._name,
+                self.namespace,
+                container=render.TOOLS_CONTAINER,
+                command=list(argv),
+                stdin=False,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                _preload_content=False,
+            )
+        except (ApiException, OSError) as exc:
+            raise ToolError(
+                f"exec of {tool} in pod {self._name} failed: {api_error_message(exc)}", tool=tool
+            ) from exc
+        stdout: list[str] = []
+        stderr: list[str] = []
+        try:
+            while session.is_open():
+                remaining = timeout - (time.monotonic() - started)
+                if remaining <= 0:
+                    raise ToolError(
+                        f"{tool} in pod {self._name} did not finish within {timeout:g} s",
+                        tool=tool,
+                        output="".join(stdout) + "".join(stderr),
+                    )
+                try:
+                    session.update(timeout=min(1.0, remaining))
+                except Exception as exc:  # websocket and client errors have no common base
+                    raise ToolError(
+                        f"exec of {tool} in pod {self._name} broke off: {api_error_message(exc)}",
+                        tool=tool,
+                        output="".join(stdout) + "".join(stderr),
+                    ) from exc
+                if session.peek_stdout():
+                    stdout.append(session.read_stdout())
+                if session.peek_stderr():
+                    stderr.append(session.read_stderr())
+            returncode = exec_returncode(
+                str(session.read_channel(_ERROR_CHANNEL) or ""), tool=tool, pod=self._name
+            )
+        finally:
+            session.close()
+        return CommandResult(
+            argv=tuple(argv),
+            returncode=returncode,
+            stdout="".join(stdout),
+            stderr="".join(stderr),
+            duration=time.monotonic() - started,
+        )
+
+
+class PodPortForward:
+    """A loopback listener whose connections are forwarded to a pod port (port-forward
+    subresource); one websocket per accepted connection.
+
+    Parameters
+    ----------
+    api_client:
+        Client for the port-forward calls.
+    namespace, pod, port:
+        Where connections go.
+    """
+
+    def __init__(self, api_client: Any, namespace: str, pod: str, port: int) -> None:
+        self._api_client = api_client
+        self._target = (namespace, pod, port)
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="cnibench-port-forward")
+        self._thread.daemon = True
+        self._thread.start()
+
+    @property
+    def local_port(self) -> int:
+        """Port on 127.0.0.1 to connect to."""
+        port: int = self._listener.getsockname()[1]
+        return port
+
+    def _accept(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._bridge, args=(conn,), daemon=True).start()
+
+    def _open(self) -> tuple[Any, socket.socket]:
+        """One port-forward websocket and its socket for the pod port (raises what the
+        client raises)."""
+        from kubernetes.stream import portforward
+
+        namespace, pod, port = self._target
+        forward = portforward(
+            websocket_core_api(self._api_client).connect_get_namespaced_pod_portforward,
+            pod,
+            namespace,
+            ports=str(port),
+        )
+        return forward, forward.socket(port)
+
+    def check(self) -> None:
+        """Open and close one forward, so a cluster that cannot port-forward fails here, with
+        the API server's reason, rather than as a client timing out on the local port.
+
+        Raises
+        ------
+        cnibench.errors.MetricsError
+            The API server refused or could not reach the pod's kubelet.
+        """
+        namespace, pod, port = self._target
+        try:
+            forward, remote = self._open()
+        except Exception as exc:  # the client raises assorted types
+            reason = (api_error_message(exc).splitlines() or [type(exc).__name__])[0]
+            raise MetricsError(
+                f"port-forward to pod {namespace}/{pod}:{port} failed: {reason}"
+            ) from exc
+        with contextlib.suppress(OSError):
+            remote.close()
+        forward.close()
+
+    def _bridge(self, conn: socket.socket) -> None:
+        try:
+            forward, remote = self._open()
+        except Exception:  # the client raises assorted types; the connection just closes
+            conn.close()
+            return
+
+        def pump(src: socket.socket, dst: socket.socket) -> None:
+            try:
+                while data := src.recv(65536):
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for sock in (src, dst):
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
+
+        back = threading.Thread(target=pump, args=(remote, conn), daemon=True)
+        back.start()
+        pump(conn, remote)
+        back.join(timeout=5)
+        conn.close()
+        forward.close()
+
+    def close(self) -> None:
+        """Stop accepting connections."""
+        self._stopped.set()
+        self._listener.close()
+
+
+class KubePods:
+    """Pods of one session: placed on a role node, waited for until Ready, deleted.
+
+    Parameters
+    ----------
+    runtime:
+        The cluster's shared state (namespace, images, nodes, timeouts).
+    """
+
+    def __init__(self, runtime: KubeRuntime) -> None:
+        self._runtime = runtime
+
+    def place(
+        self, name: str, *, role: NodeRole, workloads: Sequence[WorkloadSpec] = ()
+    ) -> KubePod:
+        """Create pod ``name`` on the ``role`` node, wait until Ready, verify where it runs.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            The pod is rejected, fails, is not Ready within ``timeouts.pod_ready`` seconds, or
+            runs on a node without the ``role`` label.
+        """
+        rt = self._runtime
+        manifest = render.pod(
+            name,
+            namespace=rt.namespace,
+            session=rt.session,
+            role=role,
+            workloads=workloads,
+            images=rt.images,
+            tolerations=rt.tolerations,
+        )
+        return self.start(manifest, role)
+
+    def start(self, manifest: Mapping[str, Any], role: NodeRole) -> KubePod:
+        """Apply a pod manifest, wait until Ready, and check it runs on a ``role`` node
+        (raises as :meth:`place`; a pod that never came up is deleted again)."""
+        rt = self._runtime
+        name = str(manifest["metadata"]["name"])
+        rt.applier.apply(manifest)
+        try:
+            ready = self._wait_ready(name)
+        except ProvisioningError:
+            # The pod that never came up goes, so the next condition can place its namesake.
+            with contextlib.suppress(CnibenchError):
+                self.delete(name)
+            raise
+        node_name = ready.spec.node_name
+        node = next((n for n in rt.nodes if n.name == node_name), None)
+        if node is None or node.role is not role:
+            labels = rt.core.read_node(node_name).metadata.labels or {}
+            actual = labels.get(render.ROLE_LABEL, "none")
+            if actual != role.value:
+                raise ProvisioningError(
+                    f"pod {name} runs on {node_name} whose role is {actual}, not {role.value}"
+                )
+            node = Node(node_name, role, internal_ip(rt.core.read_node(node_name)))
+        return KubePod(name, rt.namespace, node, ready.status.pod_ip, rt.api_client)
+
+    def _wait_ready(self, name: str) -> Any:
+        """The pod once Ready with an IP; a pod that cannot get there raises with the reason
+        the kubelet or scheduler gives (at once when the reason cannot clear by itself)."""
+        rt = self._runtime
+        seen = "not read yet"
+
+        def ready() -> Any:
+            nonlocal seen
+            current = rt.core.read_namespaced_pod(name, rt.namespace)
+            phase = current.status.phase
+            problem = pod_problem(current)
+            if phase in ("Failed", "Succeeded"):
+                raise ProvisioningError(
+                    f"pod {name} ended ({phase}) before becoming Ready: {problem or 'no reason'}"
+                )
+            conditions = {c.type: c.status for c in (current.status.conditions or [])}
+            if conditions.get("Ready") == "True" and current.status.pod_ip:
+                return current
+            if any(reason in problem for reason in STUCK_REASONS):
+                raise ProvisioningError(f"pod {name} cannot start: {problem}")
+            seen = f"phase {phase}{': ' + problem if problem else ''}"
+            return None
+
+        return wait_for(
+            ready,
+            timeout=rt.timeouts.pod_ready,
+            what=f"pod {name} to be Ready",
+            interval=0.25,
+            last_seen=lambda: seen,
+            error=ProvisioningError,
+        )
+
+    def remove(self, endpoint: Endpoint) -> None:
+        """Delete the pod and wait until it is gone."""
+        self.delete(endpoint.name)
+
+    def delete(self, name: str) -> None:
+        """Delete pod ``name`` (gone already is fine) and wait until it is gone.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            The API server refused, or the pod outlived ``timeouts.delete``.
+        """
+        from kubernetes.client.exceptions import ApiException
+
+        rt = self._runtime
+        try:
+            rt.core.delete_namespaced_pod(name, rt.namespace, grace_period_seconds=0)
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise ProvisioningError(
+                f"deleting pod {name} failed: {api_error_message(exc)}"
+            ) from exc
+        rt.wait_gone(lambda: rt.core.read_namespaced_pod(name, rt.namespace), f"pod {name}")
+
+
+def internal_ip(node: Any) -> str:
+    """A Node object's ``InternalIP`` address, or ``""``."""
+    for address in node.status.addresses or []:
+        if address.type == "InternalIP":
+            return str(address.address)
+    return ""
+
+
+def exec_in_container(pod: KubePod, container: str, argv: Sequence[str], *, timeout: float) -> str:
+    """Output of ``argv`` run in ``container`` of ``pod`` (stdout and stderr together),
+    ``timeout`` seconds at most.
+
+    Raises
+    ------
+    cnibench.errors.ToolError
+        Exec failed.
+    """
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.stream import stream
+
+    try:
+        output = stream(
+            websocket_core_api(pod._api_client).connect_get_namespaced_pod_exec,
+            pod.name,
+            pod.namespace,
+            container=container,
+            command=list(argv),
+            stdin=False,
+            stdout=True,
+            stderr=True,
+            tty=False,
+            _request_timeout=timeout,
+        )
+    except (ApiException, OSError) as exc:
+        raise ToolError(
+            f"{argv[0]} in {pod.namespace}/{pod.name} failed: {api_error_message(exc)}",
+            tool=argv[0],
+        ) from exc
+    return str(output)

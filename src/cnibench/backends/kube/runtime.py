@@ -1,0 +1,157 @@
+"""What every feature of a :class:`~cnibench.backends.kube.cluster.KubeCluster` shares.
+
+:class:`KubeRuntime` holds the API clients, the session's namespace and labels, the installed
+CNI (and so its driver), the pinned images, the timeouts and the nodes found at start; each
+feature object (pods, egress gateway, filters, split, monitoring, encryption, capture) reads
+them from one runtime, like the lab's features share one
+:class:`~cnibench.backends.lab.runtime.LabRuntime`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cnibench.backends.base import ClusterSpec, Node, NodeRole
+from cnibench.backends.kube.api import Applier, api_error_message
+from cnibench.backends.kube.cni import CniDefinition
+from cnibench.backends.kube.cnis import DRIVERS, CniDriver
+from cnibench.backends.kube.cnis.base import ObjectScope
+from cnibench.backends.kube.images import Images
+from cnibench.errors import ConfigError, ProvisioningError
+from cnibench.waiting import wait_for
+
+__all__ = ["KubeRuntime", "Timeouts"]
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long cluster operations may take, in seconds.
+
+    Attributes
+    ----------
+    pod_ready:
+        A placed pod becoming Ready (image pulls included).
+    delete:
+        A pod or namespace disappearing after deletion.
+    monitoring:
+        Prometheus becoming ready.
+    """
+
+    pod_ready: float = 300.0
+    delete: float = 120.0
+    monitoring: float = 300.0
+
+
+class KubeRuntime:
+    """The state a cluster's features share (see the module docstring).
+
+    Parameters
+    ----------
+    api_client:
+        :class:`kubernetes.client.ApiClient` for the cluster.
+    spec:
+        The spec the cluster was provisioned for.
+    cni:
+        The installed CNI's definition.
+    session:
+        Session id; names the namespace (``cnibench-<session>``) and labels everything.
+    images:
+        Pinned images.
+    tolerations:
+        Added to every pod.
+    timeouts:
+        Operation timeouts.
+    egress_ip_range:
+        ``(first, last)`` IPv4 egress IPs on the egress-gw node, or ``None``.
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        spec: ClusterSpec,
+        cni: CniDefinition,
+        *,
+        session: str,
+        images: Images,
+        tolerations: Sequence[Mapping[str, Any]],
+        timeouts: Timeouts,
+        egress_ip_range: tuple[str, str] | None,
+    ) -> None:
+        from kubernetes import client
+
+        self.api_client = api_client
+        # The client's models are Optional everywhere; the server fills what we read.
+        self.core: Any = client.CoreV1Api(api_client)
+        self.applier = Applier(api_client)
+        self.spec = spec
+        self.cni = cni
+        self.session = session
+        self.namespace = f"cnibench-{session}"
+        self.images = images
+        self.tolerations = list(tolerations)
+        self.timeouts = timeouts
+        self.egress_ip_range = egress_ip_range
+        self.nodes: list[Node] = []
+        """The role nodes in the order of ``spec.roles``; empty until the cluster started."""
+
+    @property
+    def driver(self) -> CniDriver:
+        """The installed CNI's driver.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            No driver is registered under the CNI's name.
+        """
+        driver = DRIVERS.get(self.cni.name)
+        if driver is None:
+            raise ConfigError(f"no CNI driver is registered for {self.cni.name!r}")
+        return driver
+
+    @property
+    def scope(self) -> ObjectScope:
+        """Where the objects a driver renders for this session belong."""
+        return ObjectScope(session=self.session, namespace=self.namespace)
+
+    def node(self, role: NodeRole) -> Node:
+        """The first node with ``role``.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            No node has it.
+        """
+        for candidate in self.nodes:
+            if candidate.role is role:
+                return candidate
+        raise ProvisioningError(f"cluster has no {role.value} node")
+
+    def wait_gone(self, read: Callable[[], object], what: str) -> None:
+        """Wait until ``read`` raises 404 (``timeouts.delete`` seconds at most).
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            Reading failed otherwise, or ``what`` still exists at the deadline.
+        """
+        from kubernetes.client.exceptions import ApiException
+
+        def gone() -> bool:
+            try:
+                read()
+            except ApiException as exc:
+                if exc.status == 404:
+                    return True
+                raise ProvisioningError(f"reading {what} failed: {api_error_message(exc)}") from exc
+            return False
+
+        wait_for(
+            gone,
+            timeout=self.timeouts.delete,
+            what=f"{what} to be gone after its deletion",
+            interval=0.25,
+            last_seen=lambda: "it still exists",
+            error=ProvisioningError,
+        )
