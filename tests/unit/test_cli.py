@@ -27,6 +27,7 @@ BAD_INPUT = [
         "--interleave and --precision cannot be combined",
     ),
     (["explode"], "invalid choice: 'explode'"),
+    (["images", "build", "--cni", "weave"], "no offline recipe for 'weave': choose from cilium,"),
     (["run", "--target", "clusterip"], "unknown target 'clusterip'"),
     (["run", "--proxy", "ipvs"], "unknown service proxy 'ipvs'"),
     (["run", "--services", "-1"], "services"),
