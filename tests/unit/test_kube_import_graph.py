@@ -117,9 +117,11 @@ def _describe(component: list[str], graph: Mapping[str, set[str]]) -> str:
     return "\n".join(lines)
 
 
-def test_the_kube_backend_imports_form_a_dag() -> None:
+@pytest.mark.parametrize("package", [PACKAGE, "cnibench"])
+def test_the_imports_form_a_dag(package: str) -> None:
+    """The kube backend (where the last circle was), and the whole of cnibench."""
     root = Path(cnibench.__file__).parent
-    graph = import_graph(module_files(root), PACKAGE)
+    graph = import_graph(module_files(root), package)
     assert f"{PACKAGE}.cni" in graph
     assert f"{PACKAGE}.cnis.cilium" in graph
     found = cycles(graph)
