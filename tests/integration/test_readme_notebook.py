@@ -1,4 +1,5 @@
-"""The README's notebook example runs as written, on results of a real (short) lab run."""
+"""The README's notebook example, and the longer one in docs/usage.md, run as written on
+results of a real (short) lab run."""
 
 from __future__ import annotations
 
@@ -52,6 +53,9 @@ def test_readme_python_example_runs(tmp_path, monkeypatch):
         pytest.skip("the lab run behind the example needs root")
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     assert len(blocks) == 1, "the README should have exactly one notebook example"
+    usage = (ROOT / "docs" / "usage.md").read_text().split("## Results in Python", 1)[1]
+    longer = re.findall(r"```python\n(.*?)```", usage, re.S)
+    assert len(longer) == 1, "docs/usage.md's Results in Python should have one example"
     done = subprocess.run(
         [sys.executable, "-m", "cnibench.cli", "run", "--cluster", "lab", "--profile", "smoke",
          "--runs", "2", "--scenario", "egress@routed,wireguard@routed",
@@ -63,11 +67,16 @@ def test_readme_python_example_runs(tmp_path, monkeypatch):
     (session,) = (tmp_path / "results").iterdir()
     _older_session(session, tmp_path / "results" / DECOY)
     monkeypatch.chdir(tmp_path)  # the example reads "results/"
+    short: dict[str, object] = {}
     namespace: dict[str, object] = {}
     with warnings.catch_warnings():
-        # The example must choose its session rather than pool the decoy with it.
+        # The examples must choose their session rather than pool the decoy with it.
         warnings.simplefilter("error", MixedSessionsWarning)
-        exec(compile(blocks[0], "README.md", "exec"), namespace)  # our own README
+        exec(compile(blocks[0], "README.md", "exec"), short)  # our own README
+        exec(compile(longer[0], "docs/usage.md", "exec"), namespace)  # our own docs
+    # The README's: the latest session only, and its verdict.
+    assert set(short["df"]["session_id"]) == {session.name}  # type: ignore[index]
+    assert "egress gateway on routed" in set(short["table"]["contrast"])  # type: ignore[index]
     assert type(namespace["fig"]).__name__ == "Figure"
     # One summary per condition of the latest session, each over that condition's runs only,
     # read here from the run files themselves.
