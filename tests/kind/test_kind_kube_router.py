@@ -327,7 +327,7 @@ def test_an_agent_or_server_deleted_mid_run_fails_that_run_with_the_reason_and_t
         baseline = session.scenarios["baseline"]
 
         def delete_agent(cluster: Any, prepared: Prepared) -> None:
-            core = cluster._core
+            core = cluster._runtime.core
             (node,) = (n.name for n in cluster.nodes if n.role is NodeRole.CLIENT)
             name = _agent_on(core, node)
             core.delete_namespaced_pod(name, "kube-system", grace_period_seconds=0)
@@ -335,7 +335,7 @@ def test_an_agent_or_server_deleted_mid_run_fails_that_run_with_the_reason_and_t
 
         def delete_server(cluster: Any, prepared: Prepared) -> None:
             server = prepared.endpoints["server"]
-            cluster._core.delete_namespaced_pod(
+            cluster._runtime.core.delete_namespaced_pod(
                 server.name, server.namespace, grace_period_seconds=0
             )
             deleted.append(server.name)
