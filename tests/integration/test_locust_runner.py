@@ -247,6 +247,45 @@ def test_users_are_spread_over_the_runner_processes(
     assert 1.0 < span <= 2.5
 
 
+def test_a_child_woken_late_stops_at_the_end_its_siblings_were_given(
+    echo: Echo, engine: str, tmp_path: Path
+) -> None:
+    """A child runner (``--barrier``) stops at the end time its parent sent, not
+    ``--duration`` after it woke: on a busy machine a sibling woken late would otherwise stretch
+    the merged records past the run's duration. Here it is told to end 1 s after the go, with
+    ``--duration`` 8."""
+    out = tmp_path / "records.csv"
+    argv = locust_runner_argv(
+        echo.proxy_url, users=2, spawn_rate=2, duration=8, out=str(out), processes=1, engine=engine
+    )
+    child = subprocess.Popen(
+        [*argv, "--barrier"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdin is not None
+        assert child.stdout.readline().strip() == "ready"
+        went = time.time()
+        child.stdin.write(f"{went + 1.0:.6f}\n")
+        child.stdin.flush()
+        stdout, stderr = child.communicate(timeout=BOUND_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, stderr[-2000:]
+    assert time.time() - went < 6.0, "ran its --duration instead of stopping at the given end"
+    summary = parse_locust_summary(stdout)
+    assert summary.requests > 0
+    assert summary.duration_s < 2.0
+    run = parse_locust_records(out.read_text())
+    assert float(run.records["time"].max()) <= went + 1.0 + 0.5
+
+
 def test_a_silent_server_gives_timed_out_records_and_the_run_still_ends(engine: str) -> None:
     """A server that accepts and never answers: every request fails after the request timeout,
     its user reconnects, and the run ends in its bound."""

@@ -22,7 +22,8 @@ line (to standard output, or standard error when the records go there). One Pyth
 drives only as many requests as one core allows, so the users are spread over ``--processes``
 runner processes (default: one per core, never more than users): the first starts one child
 per share, each a whole locust run of its own, lets them all start their users at once (each
-reports when locust is imported, then waits for the parent's word), and merges their records
+reports when locust is imported, then waits for the parent's word, which names one end time
+for all, so a child woken late runs shorter rather than later), and merges their records
 (ordered by start time) and summaries into one. Records are CSV with the header
 ``time,backend,latency_ms,status,error``:
 
@@ -435,17 +436,14 @@ def _run(options: argparse.Namespace, records: IO[str]) -> dict[str, object]:
         def get(self) -> None:
             self.client.get(path, name=path)
 
-    if options.barrier:
-        # A child of a parent runner: say locust is loaded, start when all siblings are.
-        print("ready", flush=True)
-        sys.stdin.readline()
+    seconds = _await_siblings(options)
     writer = _RecordWriter(records, options.backend_header)
     environment = Environment(user_classes=[SplitUser])
     environment.events.request.add_listener(writer.on_request)  # type: ignore[no-untyped-call]
     runner = environment.create_local_runner()
     started = time.time()
     runner.start(options.users, spawn_rate=options.spawn_rate)
-    gevent.sleep(options.duration)
+    gevent.sleep(seconds)
     runner.quit()
     duration = time.time() - started
     records.flush()
@@ -465,11 +463,12 @@ def _run(options: argparse.Namespace, records: IO[str]) -> dict[str, object]:
 def _run_epoll(options: argparse.Namespace, records: IO[str]) -> dict[str, object]:
     from cnibench.tools.epoll_load import EpollLoad, Record, run_epoll_load
 
+    seconds = _await_siblings(options)
     load = EpollLoad(
         url=options.url,
         users=options.users,
         spawn_rate=options.spawn_rate,
-        duration=options.duration,
+        duration=seconds,
         backend_header=options.backend_header,
         wait=options.wait,
         request_timeout=options.request_timeout,
@@ -500,9 +499,6 @@ def _run_epoll(options: argparse.Namespace, records: IO[str]) -> dict[str, objec
         except OSError as exc:
             write_error = str(exc)
 
-    if options.barrier:
-        print("ready", flush=True)
-        sys.stdin.readline()
     duration = run_epoll_load(load, emit)
     records.flush()
     if write_error:
@@ -521,6 +517,18 @@ def _run_epoll(options: argparse.Namespace, records: IO[str]) -> dict[str, objec
 def _shares(total: int, parts: int) -> list[int]:
     """``total`` split into ``parts`` whole shares differing by at most one."""
     return [total // parts + (1 if index < total % parts else 0) for index in range(parts)]
+
+
+def _await_siblings(options: argparse.Namespace) -> float:
+    """Seconds this runner loads for. A child of a parent runner (``--barrier``) says it is
+    loaded, waits for the go, and stops at the end time the parent sent to every sibling, so a
+    child woken late (a busy machine) runs shorter instead of later and the merged records span
+    ``--duration``; any other runner loads for ``--duration``."""
+    if not options.barrier:
+        return float(options.duration)
+    print("ready", flush=True)
+    ends_at = float(sys.stdin.readline() or 0.0)
+    return max(0.0, min(float(options.duration), ends_at - time.time()))
 
 
 def _processes_run(processes: int) -> Any:
@@ -556,10 +564,11 @@ def _processes_run(processes: int) -> Any:
                 children.append((child, out))
             # Each child bounds itself (its own alarm); the parent's alarm bounds these waits.
             ready = [child.stdout.readline() if child.stdout else "" for child, _ in children]
+            ends_at = time.time() + options.duration  # one end for all: see _await_siblings
             for child, _ in children:
                 with contextlib.suppress(OSError):  # a child that died is reported below
                     if child.stdin:
-                        child.stdin.write("go\n")
+                        child.stdin.write(f"{ends_at:.6f}\n")
                         child.stdin.flush()
             summaries = []
             for (child, _), said in zip(children, ready, strict=True):
