@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Protocol
 
 from cnibench.records import Measurement
+from cnibench.registry import Registry
 
 __all__ = [
     "TOOLS",
@@ -171,41 +171,26 @@ class MeasurementTool:
         return self.version.binary
 
 
-_REGISTRY: dict[str, MeasurementTool] = {}
+_TOOLS: Registry[MeasurementTool] = Registry("measurement tool")
 
-TOOLS: Mapping[str, MeasurementTool] = MappingProxyType(_REGISTRY)
+TOOLS: Mapping[str, MeasurementTool] = _TOOLS.view
 """Registered tools by name, in registration order (the order of the baseline's conditions, of
 doctor's rows and of :func:`debian_packages`)."""
 
+register = _TOOLS.register
+"""Add a tool under its name; returns it (``ValueError`` for a name already registered)."""
 
-def register(tool: MeasurementTool) -> MeasurementTool:
-    """Add ``tool`` under its name; returns it.
+unregister = _TOOLS.unregister
+"""Remove the tool registered under a name (nothing when there is none)."""
 
-    Raises
-    ------
-    ValueError
-        A tool of that name is already registered.
-    """
-    if tool.name in _REGISTRY:
-        raise ValueError(f"a measurement tool named {tool.name!r} is already registered")
-    _REGISTRY[tool.name] = tool
-    return tool
-
-
-def unregister(name: str) -> None:
-    """Remove the tool registered as ``name`` (nothing when there is none)."""
-    _REGISTRY.pop(name, None)
-
-
-def tool_names() -> tuple[str, ...]:
-    """Every registered tool's name, in registration order."""
-    return tuple(_REGISTRY)
+tool_names = _TOOLS.names
+"""Every registered tool's name, in registration order."""
 
 
 def client_tools() -> tuple[MeasurementTool, ...]:
     """The registered tools the baseline scenario runs: those with a
     :attr:`~MeasurementTool.client`, in registration order."""
-    return tuple(tool for tool in _REGISTRY.values() if tool.client is not None)
+    return tuple(tool for tool in TOOLS.values() if tool.client is not None)
 
 
 def debian_packages() -> tuple[str, ...]:
@@ -214,4 +199,4 @@ def debian_packages() -> tuple[str, ...]:
     The offline tools image installs them first (``iperf3 sockperf wrk apache2-utils curl``):
     its recipe's digest names the cached image, so this order is part of that name.
     """
-    return tuple(dict.fromkeys(tool.package for tool in _REGISTRY.values()))
+    return tuple(dict.fromkeys(tool.package for tool in TOOLS.values()))

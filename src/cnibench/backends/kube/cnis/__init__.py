@@ -23,7 +23,6 @@ from above.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 
 from cnibench.backends.kube.cnis.antrea import ANTREA
 from cnibench.backends.kube.cnis.base import CniDriver
@@ -32,38 +31,24 @@ from cnibench.backends.kube.cnis.cilium import CILIUM
 from cnibench.backends.kube.cnis.flannel import FLANNEL
 from cnibench.backends.kube.cnis.kindnet import KINDNET
 from cnibench.backends.kube.cnis.kube_router import KUBE_ROUTER
+from cnibench.registry import Registry
 
 __all__ = ["DRIVERS", "CniDriver", "cni_names", "register", "unregister"]
 
-_REGISTRY: dict[str, CniDriver] = {}
+_DRIVERS: Registry[CniDriver] = Registry("CNI driver")
 
-DRIVERS: Mapping[str, CniDriver] = MappingProxyType(_REGISTRY)
+DRIVERS: Mapping[str, CniDriver] = _DRIVERS.view
 """CNI drivers by ``--cni`` name, in registration order (the first is the default of a kind
 cluster)."""
 
+register = _DRIVERS.register
+"""Add a driver under its name; returns it (``ValueError`` for a name already registered)."""
 
-def register(driver: CniDriver) -> CniDriver:
-    """Add ``driver`` under its name; returns it.
+unregister = _DRIVERS.unregister
+"""Remove the driver registered under a name (nothing when there is none)."""
 
-    Raises
-    ------
-    ValueError
-        A driver of that name is already registered.
-    """
-    if driver.name in _REGISTRY:
-        raise ValueError(f"a CNI driver named {driver.name!r} is already registered")
-    _REGISTRY[driver.name] = driver
-    return driver
-
-
-def unregister(name: str) -> None:
-    """Remove the driver registered as ``name`` (nothing when there is none)."""
-    _REGISTRY.pop(name, None)
-
-
-def cni_names() -> tuple[str, ...]:
-    """Every ``--cni`` name the kube backend knows, in registration order."""
-    return tuple(_REGISTRY)
+cni_names = _DRIVERS.names
+"""Every ``--cni`` name the kube backend knows, in registration order."""
 
 
 for _driver in (KINDNET, CILIUM, ANTREA, CALICO, FLANNEL, KUBE_ROUTER):
