@@ -53,6 +53,21 @@ def test_prepare_runs_every_long_step_and_touches_no_engine(calls: list[str]) ->
     assert not [c for c in calls if c.split(":")[0] in ENGINE_STEPS]
 
 
+def test_a_prepare_runs_the_optional_go_builds_shortest_first(calls: list[str]) -> None:
+    """CI's background prepare asks for Cilium, kube-router and Traefik; the kind tier's
+    kube-router module needs only the two short builds, so they come before Cilium's long one
+    (in whatever order the CNIs are named or registered)."""
+    for order in (["cilium", "kube-router"], ["kube-router", "cilium"]):
+        calls.clear()
+        argv = ["images", "build", *[f"--cni={cni}" for cni in order], "--gateway", "traefik"]
+        assert cli.main([*argv, "--prepare"]) == 0
+        go = [c for c in calls if c.startswith(("build_cni", "build_traefik", "build_helm"))]
+        # (the recorders also answer the lock-free check, which asks the steps in this order)
+        first = ["build_helm", "build_cni:kube-router", "build_traefik", "build_cni:cilium"]
+        assert list(dict.fromkeys(go)) == first
+        assert calls.index("build_go_binaries") < calls.index("build_helm")
+
+
 def test_a_full_build_also_makes_the_images(calls: list[str]) -> None:
     assert cli.main(["images", "build"]) == 0
     assert "node_image" in calls

@@ -286,7 +286,7 @@ def _offline(version: str) -> OfflineRecipe:
     return OfflineRecipe(
         version=version,
         # A main package of a dependency: -mod=mod (the Go environment's) completes
-        # go.mod/go.sum. About 4 minutes cold on 2 cores.
+        # go.mod/go.sum.
         build=GoBuild(
             module=KUBE_ROUTER_MODULE,
             packages=(package,),
@@ -298,6 +298,7 @@ def _offline(version: str) -> OfflineRecipe:
         image_field="kube_router",
         rootfs={"kube-router": ("iptables", "ipset", "nftables", "conntrack", "iproute2", "kmod")},
         recipe="kube-router",
+        build_minutes=4,
     )
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from cnibench.backends.kube.build_recipes import ImageRecipe, OfflineRecipe
@@ -32,8 +33,17 @@ from cnibench.backends.kube.offline.core import (
     cache_root,
     offline_bin_dir,
 )
-from cnibench.backends.kube.offline.gobuilds import GoBuilds
-from cnibench.backends.kube.offline.plan import image_recipes, rootfs_packages, wanted_recipes
+from cnibench.backends.kube.offline.gobuilds import (
+    HELM_BUILD_MINUTES,
+    TRAEFIK_BUILD_MINUTES,
+    GoBuilds,
+)
+from cnibench.backends.kube.offline.plan import (
+    cni_recipes,
+    image_recipes,
+    rootfs_packages,
+    wanted_recipes,
+)
 from cnibench.backends.kube.offline.recipes import ROOTFS_PACKAGES
 from cnibench.backends.kube.offline.rootfs import RootFilesystems
 
@@ -152,14 +162,22 @@ class OfflineBuilder(GoBuilds, RootFilesystems, ImageAssembly):
         )
 
     def _go_builds(self, plan: _Plan) -> None:
+        """Kubernetes and the shared step, then the optional builds shortest first: CI's
+        background prepare thus has kube-router's and Traefik's ready for the kind tier's
+        kube-router module (whose own build then needs no lock) while Cilium's, the longest,
+        still runs."""
         self.build_kubernetes()
         self.build_go_binaries()
-        for cni in plan.cnis:
-            self.build_cni(cni)
+        recipes = cni_recipes()
+        optional: list[tuple[float, Callable[[], Path]]] = [
+            (recipes[cni].build_minutes, partial(self.build_cni, cni)) for cni in plan.cnis
+        ]
         if plan.traefik:
-            self.build_traefik()
+            optional.append((TRAEFIK_BUILD_MINUTES, self.build_traefik))
         if plan.helm:
-            self.build_helm()
+            optional.append((HELM_BUILD_MINUTES, self.build_helm))
+        for _, step in sorted(optional, key=lambda item: item[0]):
+            step()
 
     def _prepare(self, cnis: frozenset[str]) -> None:
         """The long steps for ``cnis``, one after another (a check: see :meth:`prepared`)."""
