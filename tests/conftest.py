@@ -57,8 +57,9 @@ kind tier for the image builder's lock."""
 
 KIND_LAST = ("test_kind_cilium.py",)
 """kind modules run after the tier's others: Cilium's images are the last the background
-prepare builds (about 16 minutes cold), and the flannel and kube-router modules need only what
-is built before them (the image builder takes no lock once a build's steps are current)."""
+prepare builds (its build is the longest, about 10 minutes cold, so it runs last), and the
+flannel and kube-router modules need only what is built before them (the image builder takes
+no lock once a build's steps are current)."""
 
 
 FOLDER_MARKERS = {"lab": "lab", "reliability": "lab", "kube": "kube", "kind": "kind"}

@@ -546,7 +546,7 @@ def cilium_offline(version: str) -> OfflineRecipe:
         source_prefix=CILIUM_SOURCE,
         artefact_prefix="cilium/",
         recipe="cilium",
-        build_minutes=18,
+        build_minutes=10,
     )
 
 

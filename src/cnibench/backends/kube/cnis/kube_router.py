@@ -298,7 +298,7 @@ def _offline(version: str) -> OfflineRecipe:
         image_field="kube_router",
         rootfs={"kube-router": ("iptables", "ipset", "nftables", "conntrack", "iproute2", "kmod")},
         recipe="kube-router",
-        build_minutes=4,
+        build_minutes=3,
     )
 
 

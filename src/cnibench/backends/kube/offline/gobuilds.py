@@ -32,7 +32,7 @@ __all__ = ["GoBuilds"]
 # Bumped when the way a step builds changes without its versions changing.
 _KUBERNETES_RECIPE = "k8s-2"
 _TRAEFIK_RECIPE = "traefik-1"
-TRAEFIK_BUILD_MINUTES = 10.0
+TRAEFIK_BUILD_MINUTES = 6.0
 """About how long Traefik's build takes cold on 2 cores (see ``OfflineRecipe.build_minutes``:
 a build of several steps runs the shortest first)."""
 HELM_BUILD_MINUTES = 1.0
