@@ -226,7 +226,7 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="CNI",
         dest="cnis",
         help="also build this CNI's images: a CNI whose driver has an offline recipe (cilium:"
-        " a Go build of about 16 minutes on 2 cores and a 1.1 GB image; kube-router: about 8"
+        " a Go build of about 10 minutes on 2 cores and a 1.1 GB image; kube-router: about 3"
         " minutes, cold); flannel's is always built. Repeatable",
     )
     build.add_argument(

@@ -523,7 +523,7 @@ def _wrapper(version: str, module: Path | None) -> dict[str, str]:
 
 def cilium_offline(version: str) -> OfflineRecipe:
     """Cilium's offline recipe for module tag ``version``: its commands in one ``go build``
-    (compilation shared between them; cold, about 18 minutes on 2 cores), the ``cilium`` root
+    (compilation shared between them; cold, about 10 minutes on 2 cores), the ``cilium`` root
     filesystem, and :func:`cilium_image`; helm is built beside it to install the chart."""
     packages = tuple(f"{CILIUM_MODULE}/{package}" for package in CILIUM_PACKAGES)
     ldflags = cilium_ldflags(version)
