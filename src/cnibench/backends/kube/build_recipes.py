@@ -149,8 +149,8 @@ class OfflineRecipe:
     recipe:
         Step and cache directory name (``<cache>/offline/<recipe>/<version>/bin``).
     build_minutes:
-        About how long :attr:`build` takes cold on 2 cores (measured in CI's background
-        prepare on 2026-11-27: Cilium 578 s, Traefik 363 s, kube-router 155 s). A build of
+        About how long :attr:`build` takes cold on 2 cores (as measured in CI's background
+        prepare: docs/testing.md gives the seconds). A build of
         several CNIs runs the shortest first, so what needs only short builds (CI's
         kube-router module) can start while a long one (Cilium's) goes on. Not part of any
         digest.
