@@ -13,9 +13,10 @@ import shlex
 import shutil
 import subprocess
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from cnibench.errors import CnibenchError, ConfigError
 from cnibench.signals import exit_now, sigterm_raises_interrupt
@@ -348,9 +349,11 @@ def _run(args: argparse.Namespace) -> int:
 
     config = session_config(vars(args))
     registry = build_scenarios(config.scenario_options)
-    # Names are checked before a backend is chosen: a misspelt condition is the first error.
+    # Scenario names are checked before a backend is chosen: a misspelt one is the first error.
     # "egress" runs on every --cni; "baseline@vxlan" or "egress@routed+vxlan" only on those.
-    planned = plan_conditions(registry, args.scenario, args.condition or ())
+    # Condition ids are checked once it is: some depend on it (a Kubernetes CNI's policy
+    # conditions name no engine).
+    plan_conditions(registry, args.scenario)
     console = Console(stderr=True)
     bar = Progress(
         TextColumn("{task.description}"),
@@ -375,12 +378,13 @@ def _run(args: argparse.Namespace) -> int:
 
     # The session validates every option and picks the backend before anything is shown.
     with BenchSession(config, scenarios=registry) as session:
+        planned = plan_conditions(session.scenarios, args.scenario, args.condition or ())
         try:
             outcome = session.run(planned, interleave=args.interleave, progress=show)
         finally:
             bar.stop()
     if outcome.results:
-        _print_table(outcome.results, registry, Console(width=max(console.width, 150)))
+        _print_table(outcome.results, session.scenarios, Console(width=max(console.width, 150)))
         if outcome.session_dir.is_dir():
             _print_verdict(outcome.session_dir, config.reference, args.margin)
     for line in outcome.lines():
@@ -477,7 +481,7 @@ def _print_table(
 
 def _print_verdict(results_dir: Path, reference: str | None, margin: float | None) -> None:
     """The session's verdict on stdout: a heading, then one line per planned contrast."""
-    from cnibench.report import verdict, verdict_summary
+    from cnibench.report import verdict
     from cnibench.results import load_results
 
     command = ["cnibench", "report", str(results_dir)]
@@ -486,8 +490,25 @@ def _print_verdict(results_dir: Path, reference: str | None, margin: float | Non
     if margin is not None:
         command += ["--margin", f"{100 * margin:g}%"]
     table = verdict(load_results(results_dir), reference=reference, margin=margin)
-    for line in verdict_summary(table, full_at=f"{shlex.join(command)} (its Verdict section)"):
-        # One line each, however narrow the terminal: people grep these.
+    _print_answer(table, full_at=f"{shlex.join(command)} (its Verdict section)", margin=margin)
+
+
+def _print_answer(table: Any, *, full_at: str, margin: float | None) -> None:
+    """The feature × CNI matrix, then the verdict's lines (one each, however narrow the
+    terminal: people grep these)."""
+    from cnibench.report import verdict_summary
+    from cnibench.report.matrix import cni_matrix, feature_matrix, matrix_text
+
+    features = feature_matrix(table)
+    if not features.empty:
+        for line in matrix_text(features, title="What each feature costs", margin=margin):
+            print(line, flush=True)
+        cnis = cni_matrix(table)
+        if not cnis.empty:
+            title = "Each CNI against the reference of its group"
+            for line in matrix_text(cnis, title=title, margin=margin):
+                print(line, flush=True)
+    for line in verdict_summary(table, full_at=full_at):
         print(line, flush=True)
 
 
@@ -613,6 +634,18 @@ def _report(args: argparse.Namespace) -> int:
         sessions=args.session or "all",
         margin=args.margin,
     )
+    from cnibench.report import verdict
+    from cnibench.results import load_results
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = verdict(
+            load_results(args.results, sessions=args.session or "all"),
+            reference=args.reference,
+            margin=args.margin,
+        )
+    where = "the report's Verdict section"
+    _print_answer(table, full_at=where, margin=args.margin)
     for path in (paths.html, paths.markdown):
         if path is not None:
             print(f"wrote {path}")

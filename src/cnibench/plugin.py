@@ -166,14 +166,26 @@ class _BenchState:
 
 
 def _scenarios(config: pytest.Config) -> Any:
-    """The scenario registry configured by ``--weights``/``--users``/..., built once: the
-    conditions tests are parametrized with and the scenarios the session runs are the same
-    objects."""
+    """The scenario registry configured by ``--weights``/``--users``/... and planned for the
+    session's backend (:meth:`~cnibench.scenarios.base.Scenario.on_backend`), built once: the
+    conditions tests are parametrized with and the scenarios the session runs are the same.
+
+    Raises
+    ------
+    pytest.UsageError
+        An option the backend cannot honour (``--engine`` on Kubernetes).
+    """
     known = config.stash.get(_SCENARIOS_KEY, None)
     if known is None:
+        from cnibench.errors import ConfigError
         from cnibench.scenarios import build_scenarios
 
-        known = build_scenarios(_session_config(config).scenario_options)
+        backend = _choice(config).backend
+        configured = build_scenarios(_session_config(config).scenario_options)
+        try:
+            known = {name: s.on_backend(backend) for name, s in configured.items()}
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
         config.stash[_SCENARIOS_KEY] = known
     return known
 

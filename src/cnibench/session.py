@@ -633,7 +633,8 @@ def add_scenario_options(add: Callable[..., object]) -> None:
         "--engine",
         default=None,
         metavar="NAME,...",
-        help="lab policy engines: iptables, nftables, nftables-set or all",
+        help="the lab's policy engines: iptables, nftables, nftables-set or all (default"
+        " iptables,nftables-set); refused on Kubernetes, where each CNI enforces with its own",
     )
     add(
         "--target",
@@ -873,8 +874,10 @@ class BenchSession:
     config:
         The session's options.
     scenarios:
-        The registry the caller planned with (so scenarios are configured once); default: one
-        built from ``config``'s scenario options.
+        The registry the caller configured (so scenarios are configured once); default: one
+        built from ``config``'s scenario options. Either way :attr:`scenarios` holds each
+        planned for the chosen backend (:meth:`Scenario.on_backend`: a Kubernetes CNI's policy
+        conditions name no engine); plan with those.
     choice:
         The backend already chosen by :func:`choose_backend` for ``config`` (the plugin
         chooses at configuration time); default: chosen here.
@@ -890,10 +893,13 @@ class BenchSession:
         self.config = config
         choice = choice or choose_backend(config)
         self.backend, self.backend_reason, self.cnis = choice.backend, choice.reason, choice.cnis
-        self.backend.preflight()
-        self.scenarios = (
-            dict(scenarios) if scenarios is not None else build_scenarios(config.scenario_options)
+        configured = (
+            scenarios if scenarios is not None else build_scenarios(config.scenario_options)
         )
+        # Options the backend cannot honour (--engine on Kubernetes) are refused before its
+        # preflight asks anything of the machine.
+        self.scenarios = {name: s.on_backend(self.backend) for name, s in configured.items()}
+        self.backend.preflight()
         self.store = ResultsStore(config.results_dir)
         self.pool = ClusterPool(self.backend)
         self.runner = Runner(

@@ -29,7 +29,7 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import optimize
+from scipy import integrate, optimize
 from scipy import stats as sps
 
 from cnibench.errors import ConfigError, InsufficientDataError
@@ -42,6 +42,7 @@ __all__ = [
     "Outlier",
     "ProportionDifference",
     "RunSummary",
+    "SkewPlan",
     "SplitResult",
     "SplitTest",
     "Summary",
@@ -54,12 +55,15 @@ __all__ = [
     "holm_adjusted",
     "outlier_report",
     "outlier_runs",
+    "outlier_threshold",
     "proportion_difference",
     "proportion_interval",
     "requests_needed",
     "requests_to_detect_skew",
     "runs_needed",
+    "skew_detection_plan",
     "split_test",
+    "split_test_power",
     "splitting_error",
     "summarize_runs",
     "trimmed_sample",
@@ -77,7 +81,24 @@ BootstrapMethod: TypeAlias = Literal["BCa", "percentile", "basic"]
 # normal data; sqrt(π/2) does the same for the mean absolute deviation (fallback when MAD = 0).
 _MAD_TO_SIGMA = 0.6745
 _MEAN_AD_TO_SIGMA = math.sqrt(math.pi / 2.0)
-_DEFAULT_OUTLIER_THRESHOLD = {"mad": 3.5, "iqr": 1.5}
+_TUKEY_FENCE = 1.5
+OUTLIER_FAMILY_RATE = 0.04
+"""Share of clean samples (normal on the scale the flag uses) that get any run flagged by the
+default ``"mad"`` rule, at every number of runs: designed at 4 % so that it stays at most 5 %."""
+# The 1 - OUTLIER_FAMILY_RATE quantile of the largest |modified z-score| of n standard normal
+# values, by simulation (bench/outlier_thresholds.py: 400 000 samples per n, seed 20261127).
+# The fixed 3.5 of Iglewicz & Hoaglin flags a run in 29 % / 21 % / 13 % of clean samples at
+# n = 3 / 5 / 10, because the MAD of a few runs is itself very noisy.
+# fmt: off
+_HAMPEL_THRESHOLDS: dict[int, float] = {
+    3: 27.097, 4: 7.763, 5: 9.013, 6: 6.023, 7: 6.357, 8: 5.278,
+    9: 5.458, 10: 4.860, 11: 4.967, 12: 4.630, 13: 4.671, 14: 4.438,
+    15: 4.494, 16: 4.320, 17: 4.360, 18: 4.240, 19: 4.261, 20: 4.166,
+    21: 4.189, 22: 4.107, 23: 4.131, 24: 4.062, 25: 4.089, 26: 4.021,
+    27: 4.046, 28: 3.995, 29: 4.011, 30: 3.974, 35: 3.946, 40: 3.898,
+    50: 3.858, 60: 3.841, 80: 3.822, 100: 3.826, 150: 3.852, 200: 3.881,
+}
+# fmt: on
 
 
 class DegenerateDataWarning(RuntimeWarning):
@@ -133,9 +154,15 @@ class Outlier:
     method : str
         ``"mad"`` or ``"iqr"``.
     score : float
-        Modified z-score (``"mad"``) or distance beyond the nearer quartile in IQRs (``"iqr"``).
+        Modified z-score (``"mad"``) or distance beyond the nearer quartile in IQRs (``"iqr"``),
+        on the scale of ``scale``.
     reason : str
-        One line a report can print next to the excluded run.
+        One line a report can print next to the flagged run.
+    scale : str
+        ``"log"`` (the rule looked at the logarithms: every value was positive) or
+        ``"linear"``.
+    threshold : float
+        The limit ``score`` went beyond.
     """
 
     index: int
@@ -143,6 +170,8 @@ class Outlier:
     method: str
     score: float
     reason: str
+    scale: str = "linear"
+    threshold: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -676,7 +705,11 @@ def truncated_mean_interval(
 OUTLIER_METHOD: Literal["mad", "iqr"] = "mad"
 """The outlier rule of every per-condition summary: modified z-score (Iglewicz & Hoaglin)."""
 OUTLIER_THRESHOLD = 3.5
-"""A run is *flagged* (shown, never dropped) when its modified z-score's magnitude exceeds this."""
+"""The fixed limit of Iglewicz & Hoaglin, kept for callers that name it. Per-condition summaries
+no longer use it: a run is *flagged* (shown, never dropped) when its modified z-score, on the
+scale of the estimate, exceeds :func:`outlier_threshold` of the number of runs (27 at 3 runs,
+9.0 at 5, 4.9 at 10, 4.2 at 20), because 3.5 flagged a run in 13-29 % of clean samples of 3-10
+runs."""
 
 SummaryScale: TypeAlias = Literal["log", "linear", "binary"]
 
@@ -696,9 +729,11 @@ class RunSummary:
         Its interval, on the scale of ``scale``; NaN with fewer than two runs (``"log"``,
         ``"linear"``).
     outliers:
-        Runs whose modified z-score is beyond :data:`OUTLIER_THRESHOLD` (index into the finite
-        values given, in order) and why. They are *in* the estimate and its interval; a table
-        shows them so a reader can look at them.
+        Runs whose modified z-score, on the scale of ``scale`` (the logarithms for ``"log"``),
+        is beyond :func:`outlier_threshold` of ``n`` (index into the finite values given, in
+        order) and why: a clean sample has a run flagged with probability 4 % at any ``n``.
+        They are *in* the estimate and its interval; a table shows them so a reader can look
+        at them.
     scale:
         ``"log"``: every run is positive (throughput, latency, CPU, ...): geometric mean with
         the Student-t interval of the mean logarithm, exponentiated
@@ -801,7 +836,9 @@ def summarize_runs(
     used: SummaryScale = "log" if scale != "linear" and positive else "linear"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DegenerateDataWarning)
-        outliers = outlier_report(x, method=OUTLIER_METHOD, threshold=OUTLIER_THRESHOLD)
+        outliers = outlier_report(
+            x, method=OUTLIER_METHOD, scale="log" if used == "log" else "linear"
+        )
         if used == "log":
             interval = geometric_mean_interval(x, level=confidence)
         else:
@@ -1137,11 +1174,49 @@ def runs_needed(
     return hi
 
 
+def outlier_threshold(n: int) -> float:
+    """Default limit of the ``"mad"`` rule for ``n`` runs: the modified z-score beyond which a
+    clean normal sample of ``n`` has any run flagged with probability
+    :data:`OUTLIER_FAMILY_RATE` (4 %).
+
+    Parameters
+    ----------
+    n : int
+        Number of runs, at least 3.
+
+    Returns
+    -------
+    float
+        27.1 at n = 3, 9.0 at 5, 4.86 at 10, 4.17 at 20, 3.86 at 50 (dimensionless).
+
+    Notes
+    -----
+    Tabulated by simulation for n = 3-30 and at 35-200 (``bench/outlier_thresholds.py``),
+    linearly interpolated between; beyond 200 runs it follows the normal quantile of a
+    Šidák-corrected 4 % (the limit a known sigma would have), scaled to agree at 200. The
+    Hampel identifier normalised for the sample size (Davies & Gather 1993).
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 3:
+        raise ConfigError(f"an outlier threshold needs at least 3 runs, got {_shown(n)}")
+    if n in _HAMPEL_THRESHOLDS:
+        return _HAMPEL_THRESHOLDS[int(n)]
+    sizes = sorted(_HAMPEL_THRESHOLDS)
+    if n < sizes[-1]:
+        return float(np.interp(n, sizes, [_HAMPEL_THRESHOLDS[size] for size in sizes]))
+
+    def known_sigma(size: int) -> float:
+        per_value = 1.0 - (1.0 - OUTLIER_FAMILY_RATE) ** (1.0 / size)
+        return float(sps.norm.isf(per_value / 2.0))
+
+    return _HAMPEL_THRESHOLDS[sizes[-1]] * known_sigma(int(n)) / known_sigma(sizes[-1])
+
+
 def outlier_report(
     values: npt.ArrayLike,
     *,
     method: Literal["mad", "iqr"] = "mad",
     threshold: float | None = None,
+    scale: Literal["auto", "log", "linear"] = "auto",
 ) -> list[Outlier]:
     """Find runs whose value lies far from the others, and say why.
 
@@ -1152,9 +1227,14 @@ def outlier_report(
     method : {"mad", "iqr"}, default "mad"
         ``"mad"``: modified z-score of Iglewicz & Hoaglin; ``"iqr"``: Tukey's fences.
     threshold : float, optional
-        Flag when the modified z-score's magnitude exceeds this (default 3.5 for ``"mad"``), or
-        when a value lies more than this many IQRs outside the quartiles (default 1.5 for
-        ``"iqr"``).
+        Flag when the modified z-score's magnitude exceeds this (default
+        :func:`outlier_threshold` of the number of values, so that a clean sample has a run
+        flagged with probability 4 % at any n), or when a value lies more than this many IQRs
+        outside the quartiles (default 1.5 for ``"iqr"``).
+    scale : {"auto", "log", "linear"}, default "auto"
+        Where the rule looks: ``"auto"`` takes the logarithms when every value is positive
+        (the scale :func:`summarize_runs` estimates on: a run at a third of the others is as
+        far out as one at three times), else the values themselves.
 
     Returns
     -------
@@ -1166,7 +1246,8 @@ def outlier_report(
     InsufficientDataError
         Empty input or NaN/infinite values.
     ConfigError
-        Unknown ``method`` or non-positive ``threshold``.
+        Unknown ``method`` or ``scale``, non-positive ``threshold``, ``"log"`` with a value
+        that is not positive.
 
     Warns
     -----
@@ -1175,16 +1256,24 @@ def outlier_report(
 
     Notes
     -----
-    Modified z-score: :math:`M_i = 0.6745 (x_i - \\tilde x) / \\mathrm{MAD}` with
-    :math:`\\tilde x` the median and MAD the median absolute deviation. When more than half the
-    values are equal (MAD = 0) the mean absolute deviation from the median, scaled by
-    :math:`\\sqrt{\\pi/2}`, replaces ``MAD / 0.6745``; when all values are equal, nothing is
-    flagged. Tukey's fences are :math:`Q_1 - k\\,\\mathrm{IQR}` and :math:`Q_3 + k\\,\\mathrm{IQR}`
-    (quartiles by linear interpolation).
+    Modified z-score: :math:`M_i = 0.6745 (y_i - \\tilde y) / \\mathrm{MAD}` with
+    :math:`y` the values or their logarithms, :math:`\\tilde y` the median and MAD the median
+    absolute deviation. When more than half the values are equal (MAD = 0) the mean absolute
+    deviation from the median, scaled by :math:`\\sqrt{\\pi/2}`, replaces ``MAD / 0.6745``;
+    when all values are equal, nothing is flagged. Tukey's fences are
+    :math:`Q_1 - k\\,\\mathrm{IQR}` and :math:`Q_3 + k\\,\\mathrm{IQR}` (quartiles by linear
+    interpolation).
+
+    The fixed limit 3.5 that Iglewicz & Hoaglin suggest flags a run in 29 % of clean normal
+    samples of 3 runs, 21 % of 5 and 13 % of 10, because the MAD of a few runs is itself
+    noisy; the default limit grows for few runs instead (27 at n = 3, 9.0 at 5, 4.9 at 10).
+    ``bench/coverage.py`` measures both the rate on clean samples and how often a run at a
+    third or three times the others is flagged.
 
     References
     ----------
     B. Iglewicz and D. C. Hoaglin, *How to Detect and Handle Outliers*, ASQC, 1993.
+    L. Davies and U. Gather, "The identification of multiple outliers", JASA 88 (1993) 782-792.
     J. W. Tukey, *Exploratory Data Analysis*, Addison-Wesley, 1977.
 
     Examples
@@ -1194,31 +1283,41 @@ def outlier_report(
     """
     x = _validated_values(values, "values")
     chosen = _validated_choice(method, ("mad", "iqr"), "method")
-    limit = _validated_positive(
-        _DEFAULT_OUTLIER_THRESHOLD[chosen] if threshold is None else threshold, "threshold"
-    )
+    where = _validated_choice(scale, ("auto", "log", "linear"), "scale")
+    positive = bool(np.all(x > 0.0))
+    if where == "log" and not positive:
+        raise ConfigError("outliers on the log scale need every value to be positive")
+    used = "log" if where != "linear" and positive else "linear"
+    given = None if threshold is None else _validated_positive(threshold, "threshold")
     if x.size < 3:
         _warn(f"outlier detection needs at least 3 values, got {x.size}: nothing flagged")
         return []
+    if given is not None:
+        limit = given
+    else:
+        limit = outlier_threshold(int(x.size)) if chosen == "mad" else _TUKEY_FENCE
+    y = np.log(x) if used == "log" else x
     if chosen == "mad":
-        return _mad_outliers(x, limit)
-    return _iqr_outliers(x, limit)
+        return _mad_outliers(x, y, limit, used)
+    return _iqr_outliers(x, y, limit, used)
 
 
-def _mad_outliers(x: FloatArray, limit: float) -> list[Outlier]:
-    median = float(np.median(x))
-    deviations = np.abs(x - median)
+def _mad_outliers(x: FloatArray, y: FloatArray, limit: float, scale: str) -> list[Outlier]:
+    median = float(np.median(y))
+    deviations = np.abs(y - median)
     mad = float(np.median(deviations))
+    of = "of the logarithms " if scale == "log" else ""
+    centre = f"median {math.exp(median) if scale == 'log' else median:.6g}"
     if mad > 0.0:
         sigma = mad / _MAD_TO_SIGMA
-        spread = f"MAD {mad:.6g}"
+        spread = f"MAD {of}{mad:.6g}"
     else:
         mean_ad = float(np.mean(deviations))
         if mean_ad == 0.0:
             return []
         sigma = mean_ad * _MEAN_AD_TO_SIGMA
-        spread = f"MAD 0, mean absolute deviation {mean_ad:.6g}"
-    scores = (x - median) / sigma
+        spread = f"MAD 0, mean absolute deviation {of}{mean_ad:.6g}"
+    scores = (y - median) / sigma
     return [
         Outlier(
             index=int(i),
@@ -1226,34 +1325,44 @@ def _mad_outliers(x: FloatArray, limit: float) -> list[Outlier]:
             method="mad",
             score=float(scores[i]),
             reason=(
-                f"modified z-score {scores[i]:+.2f} beyond ±{limit:g} "
-                f"(median {median:.6g}, {spread})"
+                f"modified z-score {of}{scores[i]:+.2f} beyond ±{limit:.3g} ({centre}, {spread})"
             ),
+            scale=scale,
+            threshold=limit,
         )
         for i in np.flatnonzero(np.abs(scores) > limit)
     ]
 
 
-def _iqr_outliers(x: FloatArray, limit: float) -> list[Outlier]:
-    q1, q3 = (float(q) for q in np.percentile(x, [25.0, 75.0]))
+def _iqr_outliers(x: FloatArray, y: FloatArray, limit: float, scale: str) -> list[Outlier]:
+    def shown(v: float) -> float:
+        return math.exp(v) if scale == "log" else v
+
+    q1, q3 = (float(q) for q in np.percentile(y, [25.0, 75.0]))
     iqr = q3 - q1
     low, high = q1 - limit * iqr, q3 + limit * iqr
+    of = ", on the logarithms" if scale == "log" else ""
     found: list[Outlier] = []
-    for i in np.flatnonzero((x < low) | (x > high)):
-        value = float(x[i])
+    for i in np.flatnonzero((y < low) | (y > high)):
+        value = float(y[i])
         beyond = (q1 - value) if value < low else (value - q3)
         side = (
-            f"below the lower fence {low:.6g}"
+            f"below the lower fence {shown(low):.6g}"
             if value < low
-            else f"above the upper fence {high:.6g}"
+            else f"above the upper fence {shown(high):.6g}"
         )
         found.append(
             Outlier(
                 index=int(i),
-                value=value,
+                value=float(x[i]),
                 method="iqr",
                 score=beyond / iqr if iqr > 0.0 else math.inf,
-                reason=f"{value:.6g} {side} (Q1 {q1:.6g}, Q3 {q3:.6g}, {limit:g}×IQR)",
+                reason=(
+                    f"{float(x[i]):.6g} {side} (Q1 {shown(q1):.6g}, Q3 {shown(q3):.6g},"
+                    f" {limit:g}×IQR{of})"
+                ),
+                scale=scale,
+                threshold=limit,
             )
         )
     return found
@@ -1264,6 +1373,7 @@ def outlier_runs(
     *,
     method: Literal["mad", "iqr"] = "mad",
     threshold: float | None = None,
+    scale: Literal["auto", "log", "linear"] = "auto",
 ) -> list[int]:
     """Indices of the runs a report may exclude as outliers.
 
@@ -1275,6 +1385,8 @@ def outlier_runs(
         See :func:`outlier_report`.
     threshold : float, optional
         See :func:`outlier_report`.
+    scale : {"auto", "log", "linear"}, default "auto"
+        See :func:`outlier_report`: the logarithms when every value is positive.
 
     Returns
     -------
@@ -1286,7 +1398,7 @@ def outlier_runs(
     InsufficientDataError
         Empty input or NaN/infinite values.
     ConfigError
-        Unknown ``method`` or non-positive ``threshold``.
+        Unknown ``method`` or ``scale``, non-positive ``threshold``.
 
     Notes
     -----
@@ -1298,7 +1410,10 @@ def outlier_runs(
     >>> outlier_runs([5.1, 5.2, 5.0, 5.1, 9.7], method="iqr")
     [4]
     """
-    return [found.index for found in outlier_report(values, method=method, threshold=threshold)]
+    return [
+        found.index
+        for found in outlier_report(values, method=method, threshold=threshold, scale=scale)
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1646,9 +1761,14 @@ def holm_adjusted(p_values: npt.ArrayLike) -> FloatArray:
 # --------------------------------------------------------------------------------------------
 
 
-def _goodman_bounds(counts: IntArray, level: float) -> tuple[FloatArray, FloatArray]:
+def _goodman_bounds(
+    counts: IntArray, level: float, *, quantile: float | None = None
+) -> tuple[FloatArray, FloatArray]:
+    """Goodman's intervals; ``quantile`` replaces :math:`\\chi^2_{1,1-\\alpha/k}` (the
+    quasi-multinomial intervals of :func:`split_test` pass a larger one)."""
     n = float(counts.sum())
-    quantile = float(sps.chi2.ppf(1.0 - (1.0 - level) / counts.size, 1))
+    if quantile is None:
+        quantile = float(sps.chi2.ppf(1.0 - (1.0 - level) / counts.size, 1))
     n_i = counts.astype(np.float64)
     root = np.sqrt(quantile * (quantile + 4.0 * n_i * (n - n_i) / n))
     low = (quantile + 2.0 * n_i - root) / (2.0 * (n + quantile))
@@ -1880,8 +2000,11 @@ class SplitTest:
     observed, expected:
         Pooled shares and configured shares (weights normalised), per backend.
     intervals:
-        Goodman simultaneous intervals of the pooled shares (:func:`splitting_error`), widened
-        by ``sqrt(dispersion)`` around the observed share when the runs are overdispersed.
+        Quasi-multinomial Goodman simultaneous intervals of the pooled shares: Goodman's
+        (:func:`splitting_error`) with its :math:`\\chi^2_{1,1-\\alpha/k}` replaced by
+        :math:`\\max(\\chi^2_{1,1-\\alpha/k},\\ \\hat\\phi\\, F_{1,d,1-\\alpha/k})`, with
+        :math:`\\hat\\phi` the unfloored dispersion and :math:`d` its degrees of freedom
+        (``dispersion_df``), so they keep their level when shares vary between runs.
     statistic:
         Pearson's :math:`X^2` of the pooled counts against the weights (weight-0 backends
         left out).
@@ -1898,6 +2021,9 @@ class SplitTest:
         Largest ``|observed - expected|`` over backends (a share).
     level:
         Confidence level of the intervals.
+    dispersion_df:
+        Degrees of freedom of the dispersion estimate, :math:`(R-1)(K-1)` over the runs with
+        requests (0 when it cannot be estimated: one run, one weighted backend).
     """
 
     runs: int
@@ -1912,6 +2038,7 @@ class SplitTest:
     p_value: float
     max_abs_error: float
     level: float
+    dispersion_df: int = 0
 
 
 def split_test(
@@ -1959,6 +2086,15 @@ def split_test(
     taken below 1: a proxy that splits more evenly than chance (round robin) makes the test
     conservative, never liberal.
 
+    The intervals are Goodman's on the pooled counts with the quantile
+    :math:`\\max(\\chi^2_{1,1-\\alpha/k}, \\hat\\phi F_{1,(R-1)(K-1),1-\\alpha/k})` (Goodman's
+    formula on counts divided by :math:`\\hat\\phi`, with the F quantile for an estimated
+    dispersion). Widening the chi-square intervals by :math:`\\sqrt{\\max(1, \\hat\\phi)}`, as
+    before, covered 0.86-0.93 with shares varying 2-5 points between 3-5 runs; these cover
+    0.96-0.99 (``bench/coverage.py``). With 3 runs they are about twice as wide as plain
+    Goodman's even for multinomial runs: 2 degrees of freedom cannot tell those from runs
+    that vary. How many requests or runs the test needs: :func:`skew_detection_plan`.
+
     Examples
     --------
     >>> t = split_test([{"v1": 1204, "v2": 800}, {"v1": 1202, "v2": 802}], {"v1": 60, "v2": 40})
@@ -1992,7 +2128,8 @@ def split_test(
     expected_share = np.array([shares[names[i]] / weight_sum for i in weighted])
     weighted_total = float(per_run.sum())
     dispersion = 1.0
-    df_between = (r - 1) * (k - 1)
+    estimated = math.nan  # the unfloored dispersion, when it can be estimated
+    df_between = max((r - 1) * (k - 1), 0)
     if k < 2 or weighted_total == 0.0:
         statistic, p_value = 0.0, math.nan
     else:
@@ -2003,19 +2140,27 @@ def split_test(
         if df_between > 0 and np.all(p_hat > 0):
             fitted = np.outer(run_totals, p_hat)
             heterogeneity = float(np.sum((per_run - fitted) ** 2 / fitted))
-            dispersion = max(1.0, heterogeneity / df_between)
+            estimated = heterogeneity / df_between
+            dispersion = max(1.0, estimated)
         if dispersion > 1.0:
             p_value = float(sps.f.sf(statistic / (k - 1) / dispersion, k - 1, df_between))
         else:
             p_value = float(sps.chi2.sf(statistic, k - 1))
-    widen = math.sqrt(dispersion)
-    intervals = {
-        name: (
-            max(0.0, pooled.observed[name] - widen * (pooled.observed[name] - low)),
-            min(1.0, pooled.observed[name] + widen * (high - pooled.observed[name])),
+    if math.isnan(estimated):
+        df_between = 0
+    intervals = pooled.intervals
+    if df_between > 0 and len(names) > 1:
+        # Quasi-multinomial Goodman: the pooled counts vary phi times as much as multinomial
+        # ones, and phi is estimated with df_between degrees of freedom, so the chi-square(1)
+        # quantile becomes phi_hat * F(1, df_between). Never below Goodman's own: with 3-5
+        # runs the dispersion estimate can come out far below 1 by chance. Coverage with
+        # shares varying 2-5 points between runs: bench/coverage.py.
+        tail = (1.0 - confidence) / len(names)
+        quantile = max(
+            float(sps.chi2.isf(tail, 1)), estimated * float(sps.f.isf(tail, 1, df_between))
         )
-        for name, (low, high) in pooled.intervals.items()
-    }
+        low, high = _goodman_bounds(totals.astype(np.int64), confidence, quantile=quantile)
+        intervals = {name: (float(low[i]), float(high[i])) for i, name in enumerate(names)}
     return SplitTest(
         runs=len(runs),
         n=n,
@@ -2029,6 +2174,7 @@ def split_test(
         p_value=p_value,
         max_abs_error=pooled.max_abs_error,
         level=confidence,
+        dispersion_df=df_between,
     )
 
 
@@ -2097,6 +2243,267 @@ def requests_to_detect_skew(
         else:
             lo = mid
     return math.ceil(hi * phi)
+
+
+def _skew_per_request(shares: Mapping[str, float], delta: float) -> tuple[float, int]:
+    """Noncentrality per request of a ``delta`` skew between the two largest weights, and the
+    test's degrees of freedom (weighted backends minus one)."""
+    positive = sorted((w for w in shares.values() if w > 0.0), reverse=True)
+    if len(positive) < 2:
+        raise ConfigError("a split with fewer than two weighted backends has nothing to test")
+    total = sum(positive)
+    first, second = positive[0] / total, positive[1] / total
+    return delta**2 * (1.0 / first + 1.0 / second), len(positive) - 1
+
+
+def _split_test_power(
+    noncentrality: float, dispersion: float, df: int, df_between: int, alpha: float
+) -> float:
+    """Power of split_test's rule: the F test when its dispersion estimate exceeds 1, else
+    the chi-square test, with ``X^2 / phi`` noncentral chi-square (``noncentrality / phi``)
+    and ``phi_hat = phi V / d``, ``V`` chi-square with ``d = df_between``, independent."""
+    phi = max(1.0, dispersion)
+    shifted = noncentrality / phi
+    chi_critical = float(sps.chi2.isf(alpha, df))
+    if df_between == 0:
+        return float(sps.ncx2.sf(chi_critical / phi, df, shifted))
+    f_critical = float(sps.f.isf(alpha, df, df_between))
+    switch = df_between / phi  # V above this: phi_hat > 1, the F test is used
+
+    def rejected_by_f(v: float) -> float:
+        threshold = df * f_critical * v / df_between
+        return float(sps.chi2.pdf(v, df_between) * sps.ncx2.sf(threshold, df, shifted))
+
+    by_f, _ = integrate.quad(rejected_by_f, switch, math.inf, limit=200)
+    by_chi = float(sps.chi2.cdf(switch, df_between) * sps.ncx2.sf(chi_critical / phi, df, shifted))
+    return min(1.0, max(0.0, float(by_f) + by_chi))
+
+
+def _validated_runs(runs: int, name: str = "runs") -> int:
+    if isinstance(runs, bool) or not isinstance(runs, int | np.integer) or runs < 1:
+        raise ConfigError(f"{name} must be a whole number >= 1, got {_shown(runs)}")
+    return int(runs)
+
+
+def split_test_power(
+    weights: Mapping[str, float] | Sequence[float],
+    *,
+    requests: float,
+    runs: int,
+    skew: float = 0.05,
+    alpha: float = 0.01,
+    dispersion: float = 1.0,
+) -> float:
+    """Power of :func:`split_test` to reject the weights when ``skew`` moved between backends.
+
+    Parameters
+    ----------
+    weights : Mapping[str, float] or sequence of float
+        Configured weights (any scale; weight-0 backends are not tested).
+    requests : float
+        Requests pooled over all runs.
+    runs : int
+        Runs they are spread over (equally).
+    skew : float, default 0.05
+        Share moved from the largest weight to the second largest (0.05 = five points).
+    alpha : float, default 0.01
+        Level of the test.
+    dispersion : float, default 1
+        Between-run overdispersion at ``requests / runs`` requests per run (values below 1
+        count as 1, as the test floors its estimate).
+
+    Returns
+    -------
+    float
+        The probability that ``split_test(...).p_value < alpha``, in [0, 1].
+
+    Notes
+    -----
+    :func:`split_test` uses the F test :math:`(X^2/(K-1))/\\hat\\phi \\sim F_{K-1,d}`,
+    :math:`d = (R-1)(K-1)`, when :math:`\\hat\\phi > 1`, else the chi-square test of
+    :math:`X^2`. With :math:`X^2/\\phi` noncentral chi-square with :math:`K-1` df and
+    noncentrality :math:`\\lambda/\\phi`, :math:`\\lambda = N\\delta^2(1/w_1 + 1/w_2)`, and
+    :math:`\\hat\\phi = \\phi V/d` with :math:`V \\sim \\chi^2_d` independent of it, the power
+    is the integral of both branches over :math:`V`. With many runs it tends to the
+    noncentral chi-square power :func:`requests_to_detect_skew` solves; with 5 runs it is
+    far below it (1429 requests give 0.57, not 0.9, for a 5-point skew of a 60/40 split).
+    """
+    shares = _validated_weights(weights)
+    delta = _validated_positive(skew, "skew")
+    if delta >= 1.0:
+        raise ConfigError(f"skew is a share and must be below 1, got {_shown(skew)}")
+    _validated_level(alpha)
+    n = _validated_positive(requests, "requests")
+    r = _validated_runs(runs)
+    phi = _validated_positive(dispersion, "dispersion")
+    per_request, df = _skew_per_request(shares, delta)
+    return _split_test_power(n * per_request, phi, df, (r - 1) * df, alpha)
+
+
+@dataclass(frozen=True)
+class SkewPlan:
+    """How many requests :func:`split_test` needs to see a skew, or that runs are needed.
+
+    Attributes
+    ----------
+    skew:
+        Share moved between the two largest weights (0.05 = five points).
+    power_wanted:
+        The power asked for.
+    alpha:
+        Level of the test.
+    runs:
+        Runs the requests are spread over.
+    requests:
+        Fewest requests pooled over ``runs`` runs whose power reaches ``power_wanted``; None
+        when no number of requests can at this many runs (see ``runs_needed``).
+    power:
+        Power of :func:`split_test` at ``requests``; when unreachable, the most any number of
+        requests gives at ``runs`` runs (its limit).
+    runs_needed:
+        ``runs`` when reachable; else the fewest runs of ``requests_per_run`` requests each
+        that reach ``power_wanted``.
+    requests_per_run:
+        Requests per run at which ``dispersion`` was measured.
+    dispersion:
+        Between-run dispersion at ``requests_per_run`` (at least 1).
+    """
+
+    skew: float
+    power_wanted: float
+    alpha: float
+    runs: int
+    requests: int | None
+    power: float
+    runs_needed: int
+    requests_per_run: float
+    dispersion: float
+
+    @property
+    def reachable(self) -> bool:
+        """True when more requests at ``runs`` runs reach the power; else more runs are
+        needed."""
+        return self.requests is not None
+
+    def statement(self) -> str:
+        """One clause for a report, e.g. ``"a 5-point skew needs about 2713 requests over 5
+        runs (power 0.9, alpha 0.01)"``."""
+        what = f"a {100 * self.skew:g}-point skew"
+        wanted = f"power {self.power_wanted:g}, alpha {self.alpha:g}"
+        if self.requests is not None:
+            return f"{what} needs about {self.requests} requests over {self.runs} run(s) ({wanted})"
+        return (
+            f"{what}: no number of requests over {self.runs} run(s) reaches {wanted} (at most"
+            f" {self.power:.2f}: the runs vary too much); about {self.runs_needed} runs of"
+            f" {self.requests_per_run:.0f} requests do"
+        )
+
+
+def skew_detection_plan(
+    weights: Mapping[str, float] | Sequence[float],
+    *,
+    runs: int,
+    requests_per_run: float,
+    dispersion: float = 1.0,
+    skew: float = 0.05,
+    power: float = 0.9,
+    alpha: float = 0.01,
+    most_runs: int = 100_000,
+) -> SkewPlan:
+    """Requests :func:`split_test` needs at ``runs`` runs to detect ``skew``, or runs instead.
+
+    Parameters
+    ----------
+    weights : Mapping[str, float] or sequence of float
+        Configured weights (any scale; weight-0 backends are not tested).
+    runs : int
+        Runs the test pools (e.g. :attr:`SplitTest.runs`).
+    requests_per_run : float
+        Requests per run at which ``dispersion`` was measured (:attr:`SplitTest.n` divided by
+        :attr:`SplitTest.runs`).
+    dispersion : float, default 1
+        Between-run overdispersion measured there (:attr:`SplitTest.dispersion`).
+    skew, power, alpha : float
+        Share moved between the two largest weights, wanted power, level of the test.
+    most_runs : int, default 100000
+        Give up looking for runs above this many (returned as is).
+
+    Returns
+    -------
+    SkewPlan
+        ``requests`` with its power from :func:`split_test_power` (the test's own F or
+        chi-square rule with ``(runs - 1)(K - 1)`` df for the dispersion), or, when no number
+        of requests reaches ``power``, ``requests = None`` and ``runs_needed``.
+
+    Notes
+    -----
+    Runs whose shares vary by :math:`\\tau` have dispersion :math:`\\phi(m) = 1 + (m - 1)\\beta`
+    at :math:`m` requests per run, :math:`\\beta = \\tau^2/(p(1-p))` (exact for a
+    Dirichlet-multinomial). ``dispersion`` at ``requests_per_run`` gives :math:`\\beta`, so
+    more requests per run raise the dispersion too: the noncentrality
+    :math:`\\lambda/\\phi` tends to :math:`R\\delta^2(1/w_1+1/w_2)/\\beta` and the power to
+    that of the noncentral F with it. When that limit is below ``power``, only runs help, and
+    ``runs_needed`` is the fewest runs of ``requests_per_run`` requests that reach it.
+    ``bench/coverage.py`` checks the stated power against simulated split tests.
+
+    Examples
+    --------
+    >>> plan = skew_detection_plan({"v1": 60, "v2": 40}, runs=5, requests_per_run=1000)
+    >>> plan.requests, round(plan.power, 2)
+    (4378, 0.9)
+    """
+    shares = _validated_weights(weights)
+    delta = _validated_positive(skew, "skew")
+    if delta >= 1.0:
+        raise ConfigError(f"skew is a share and must be below 1, got {_shown(skew)}")
+    wanted = _validated_level(power)
+    level = _validated_level(alpha)
+    r = _validated_runs(runs)
+    ceiling = _validated_runs(most_runs, "most_runs")
+    m = _validated_positive(requests_per_run, "requests_per_run")
+    phi = max(1.0, _validated_positive(dispersion, "dispersion"))
+    per_request, df = _skew_per_request(shares, delta)
+    slope = (phi - 1.0) / (m - 1.0) if m > 1.0 else 0.0
+
+    def power_at(n: float, r_: int, phi_: float) -> float:
+        return _split_test_power(n * per_request, phi_, df, (r_ - 1) * df, level)
+
+    def power_with_requests(n: int) -> float:
+        return power_at(n, r, 1.0 + slope * max(n / r - 1.0, 0.0))
+
+    if slope > 0.0 and r > 1:
+        limit = float(
+            sps.ncf.sf(
+                sps.f.isf(level, df, (r - 1) * df), df, (r - 1) * df, r * per_request / slope
+            )
+        )
+    else:
+        limit = 1.0
+    if limit < wanted:
+
+        def reached(count: int) -> bool:
+            return power_at(count * m, count, phi) >= wanted
+
+        lo, hi = r, r + 1
+        while not reached(hi) and hi < ceiling:
+            lo, hi = hi, min(2 * hi, ceiling)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if reached(mid):
+                hi = mid
+            else:
+                lo = mid
+        return SkewPlan(delta, wanted, level, r, None, limit, hi, m, phi)
+    lo, hi = 0, max(r, 2)
+    while power_with_requests(hi) < wanted:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if power_with_requests(mid) >= wanted:
+            hi = mid
+        else:
+            lo = mid
+    return SkewPlan(delta, wanted, level, r, hi, power_with_requests(hi), r, m, phi)
 
 
 def _factorized_labels(labels: Any, expected_length: int) -> tuple[npt.NDArray[np.intp], list[str]]:

@@ -154,7 +154,7 @@ STUDY: tuple[Configuration, ...] = (
                     "gateway-off",
                     "gateway-on",
                     "off-cross-node-c1",
-                    *(f"on-cross-node-iptables-r{n}-c1-new-connections" for n in (0, 100, 1000)),
+                    *(f"on-cross-node-r{n}-c1" for n in (0, 100, 1000)),
                     "k8s-deny",
                     "k8s-deny-and-cni-allow",
                 ),
@@ -196,7 +196,7 @@ STUDY: tuple[Configuration, ...] = (
                 (
                     *POD,
                     "off-cross-node-c1",
-                    *(f"on-cross-node-iptables-r{n}-c1-new-connections" for n in (0, 100, 1000)),
+                    *(f"on-cross-node-r{n}-c1" for n in (0, 100, 1000)),
                     "v1-60-v2-40-u10",
                     "v1-60-v2-40-u100",
                 ),

@@ -59,7 +59,7 @@ SERVICE_ARGS = (
 """Both proxies asked for in both modes: each cluster measures the one it runs; a 60/40 split
 at 10 users where a Gateway is offered."""
 EGRESS_CONDITIONS = ("gateway-off", "gateway-on")
-POLICY_ON = "on-cross-node-iptables-r0-c1-new-connections"
+POLICY_ON = "on-cross-node-r0-c1"
 POLICY_CONDITIONS = ("off-cross-node-c1", POLICY_ON)
 PRIORITY_CONDITIONS = ("k8s-deny", "k8s-deny-and-cni-allow")
 NOT_HERE = {

@@ -118,11 +118,15 @@ def test_split_test_with_overdispersed_runs_is_a_quasi_likelihood_f_test():
     pooled = sps.chisquare([1860, 1140], f_exp=[1800, 1200])
     assert got.dispersion == pytest.approx(phi)
     assert got.p_value == pytest.approx(sps.f.sf(pooled.statistic / phi, 1, het.dof))
-    # The Goodman intervals widen by sqrt(phi) around the pooled share.
-    plain = stats.splitting_error({"v1": 1860, "v2": 1140}, {"v1": 60, "v2": 40})
-    width = plain.intervals["v1"][1] - plain.intervals["v1"][0]
-    widened = got.intervals["v1"][1] - got.intervals["v1"][0]
-    assert widened == pytest.approx(math.sqrt(phi) * width)
+    # Quasi-multinomial Goodman: Goodman's formula with phi * F(1, 2) in place of chi2(1),
+    # both at 1 - 0.05 / 2 (two backends), i.e. Goodman on the counts divided by phi.
+    a = phi * sps.f.ppf(1 - 0.05 / 2, 1, het.dof)
+    assert a > sps.chi2.ppf(1 - 0.05 / 2, 1)
+    n, n1 = 3000, 1860
+    root = math.sqrt(a * (a + 4 * n1 * (n - n1) / n))
+    expected = ((a + 2 * n1 - root) / (2 * (n + a)), (a + 2 * n1 + root) / (2 * (n + a)))
+    assert got.intervals["v1"] == pytest.approx(expected)
+    assert got.dispersion_df == het.dof
 
 
 def test_split_test_refuses_runs_naming_other_backends():

@@ -149,16 +149,19 @@ def test_outlier_report_says_why() -> None:
     runs = [4.91, 5.02, 4.97, 5.05, 4.99, 2.10, 5.01, 4.95]
     (found,) = stats.outlier_report(runs)
     assert (found.index, found.value, found.method) == (5, 2.10, "mad")
-    assert found.score < -3.5
+    assert found.score < -found.threshold
     assert "modified z-score" in found.reason
-    assert "3.5" in found.reason
+    # The limit for 8 runs (not the fixed 3.5, which flags ordinary runs of small samples).
+    assert found.threshold == pytest.approx(stats.outlier_threshold(8))
+    assert f"{found.threshold:.3g}" in found.reason
 
 
 def test_outlier_runs_mad_falls_back_to_mean_deviation_when_mad_is_zero() -> None:
     # Median 10, MAD 0; mean absolute deviation (0+0+0+0+2+20)/6 = 11/3, sigma = 11/3 * 1.2533
-    # = 4.595: 30 scores 4.35 (flagged), 12 scores 0.44 (kept).
+    # = 4.595: 30 scores 4.35 (flagged at 3.5), 12 scores 0.44 (kept). On the values
+    # themselves with the fixed 3.5, to check the arithmetic of the fallback.
     values = [10.0, 10.0, 10.0, 10.0, 12.0, 30.0]
-    (found,) = stats.outlier_report(values)
+    (found,) = stats.outlier_report(values, scale="linear", threshold=3.5)
     assert found.index == 5
     assert found.score == pytest.approx(20.0 / (11.0 / 3.0 * math.sqrt(math.pi / 2.0)))
 

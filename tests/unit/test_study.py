@@ -14,7 +14,7 @@ import pytest
 from cnibench.cli import _build_parser
 from cnibench.scenarios import build_scenarios
 from cnibench.scenarios.profiles import profile_named
-from cnibench.session import plan_conditions, session_config
+from cnibench.session import plan_conditions, select_backend, session_config
 from cnibench.study import PROFILE, REFERENCE, STUDY, commands, main
 
 OUT = Path("docs/results/kind-test")
@@ -29,7 +29,13 @@ def _parsed(line: list[str]) -> argparse.Namespace:
 def test_each_command_parses_and_plans_exactly_its_conditions(line: list[str]) -> None:
     args = _parsed(line)
     config = session_config(vars(args))
-    registry = build_scenarios(config.scenario_options)
+    # Planned as the session plans them: for the backend the command selects (kind, chosen
+    # without asking an engine since --cluster names it), whose policy conditions name no engine.
+    backend, _ = select_backend(config.cluster, config.cnis)
+    registry = {
+        name: scenario.on_backend(backend)
+        for name, scenario in build_scenarios(config.scenario_options).items()
+    }
     planned = plan_conditions(registry, args.scenario, args.condition)
     assert Counter(p.condition.id for p in planned) == Counter(args.condition)
     assert args.cluster == "kind"

@@ -11,8 +11,8 @@ prove what it claims (:meth:`Cluster.encryption_status`, :meth:`Cluster.capture_
 external host), :class:`EgressGateway`, :class:`Encryption`, :class:`Policies`,
 :class:`TrafficSplit`, :class:`ServiceExposure` and :class:`Monitoring`. A helper that needs
 one feature names that Protocol; a backend's cluster offers them all. Facts that differ between
-backends (e.g. :attr:`Policies.policy_settle_seconds`) are the backend's to state, so a scenario
-never tests which backend it runs on.
+backends (e.g. :attr:`Policies.policy_settle_seconds`, :attr:`Backend.policy_choices`) are the
+backend's to state, so a scenario never tests which backend it runs on.
 
 Workloads are described by *intent* (an iperf3 server, an HTTP echo that answers with its own
 name), not by command lines: the lab starts a process in a namespace, the Kubernetes backend
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from cnibench.errors import ConfigError
-from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
+from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase, RulesSee
 from cnibench.records import Environment
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "NodeRole",
     "Placement",
     "Policies",
+    "PolicyChoices",
     "ResourceUsage",
     "Service",
     "ServiceExposure",
@@ -311,6 +312,28 @@ class ServiceProxy(enum.StrEnum):
     EBPF = "ebpf"
 
 
+@dataclass(frozen=True)
+class PolicyChoices:
+    """What a policy condition may choose on a backend (:attr:`Backend.policy_choices`): a
+    parameter belongs in a condition only where the backend enforces what it names, so that no
+    measurement is labelled with a choice that did not run.
+
+    Attributes
+    ----------
+    engines:
+        The engines :meth:`Policies.apply_policy` enforces a policy with, as asked (the lab:
+        ``iptables``, ``nftables``, ``nftables-set``); ``()`` where each CNI enforces it with its
+        own datapath whatever it is asked (every Kubernetes CNI: kube-router's iptables and
+        ipset, Cilium's eBPF policy maps, ...).
+    rules_see:
+        Which packets the policy's rules can be made to evaluate (:class:`RulesSee`); ``()``
+        where the CNI decides that itself (a NetworkPolicy has no such field).
+    """
+
+    engines: tuple[PolicyEngine, ...] = ()
+    rules_see: tuple[RulesSee, ...] = ()
+
+
 MAX_OTHER_SERVICES = 16000
 """Most further Services :meth:`Cluster.expose` loads beside the one under test."""
 
@@ -514,13 +537,15 @@ class Policies(Protocol):
         """Seconds to wait after :meth:`apply_priority_case` or :meth:`remove_priority_case`
         before probing (0: in force on return)."""
 
-    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine) -> None:
+    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine | None = None) -> None:
         """Enforce ``spec`` (ingress of ``spec.target``) with ``engine``; replaces any earlier
         policy. Needs :attr:`Capability.NETWORK_POLICY`.
 
-        The lab enforces it in the target node's forward path with the named engine; a
-        Kubernetes backend renders a NetworkPolicy (or CiliumNetworkPolicy) from the same spec
-        and may ignore ``engine`` when its CNI has a single datapath (it records which one).
+        The lab enforces it in the target node's forward path with the named engine (one of
+        its :attr:`PolicyChoices.engines`; it needs one). A Kubernetes backend renders a
+        NetworkPolicy from the same spec and its CNI enforces it with its own datapath: it
+        offers no engine, and a scenario passes ``None`` there
+        (:attr:`Backend.policy_choices`).
 
         Raises
         ------
@@ -637,6 +662,11 @@ class Backend(Protocol):
 
     def available(self) -> tuple[bool, str]:
         """Whether clusters can be provisioned here, and why not."""
+
+    @property
+    def policy_choices(self) -> PolicyChoices:
+        """What a policy condition may choose on this backend's clusters: the lab offers its
+        engines and which packets the rules see; a Kubernetes CNI chooses both itself."""
 
     def preflight(self) -> None:
         """Refuse, before anything is started, what cannot work here at all (e.g. kind with no

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cnibench.backends.base import Capability, Cluster, ClusterSpec
+from cnibench.backends.base import Backend, Capability, Cluster, ClusterSpec
 from cnibench.records import Measurement, ParamValue
 from cnibench.scenarios.profiles import Profile
 
@@ -238,6 +238,20 @@ class Scenario(abc.ABC):
     @abc.abstractmethod
     def conditions(self) -> list[Condition]:
         """Every condition of the scenario, in report order."""
+
+    def on_backend(self, backend: Backend) -> Scenario:
+        """This scenario as it plans its conditions on ``backend``: itself, unless a parameter
+        of its conditions is a choice only some backends offer (the policy engine), which is
+        then read from what the backend states (e.g. :attr:`Backend.policy_choices`), never
+        from its name. The session calls it once the backend is chosen; calling it again with
+        the same backend gives the same conditions.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            An option asks for a choice ``backend`` does not offer (one line).
+        """
+        return self
 
     def required_capabilities(self, condition: Condition) -> frozenset[Capability]:
         """Capabilities the cluster must offer for ``condition`` (else it is skipped)."""

@@ -20,6 +20,7 @@ from cnibench.tools.locust_runner import ENGINES as LOAD_ENGINES
 
 __all__ = [
     "DEFAULT_OPTIONS",
+    "DEFAULT_POLICY_ENGINES",
     "MAX_CLIENTS",
     "ScenarioOptions",
     "parse_engines",
@@ -59,7 +60,11 @@ class ScenarioOptions:
     clients:
         Concurrent clients of the policy scenario.
     engines:
-        Lab policy engines.
+        Policy engines (``--engine``), or ``None`` when not given: then
+        :data:`DEFAULT_POLICY_ENGINES` on a backend that offers engines (the lab), and none
+        where the CNI enforces a policy with its own datapath (every Kubernetes CNI), whose
+        policy conditions name no engine. Given for such a backend, it is refused
+        (:meth:`cnibench.scenarios.policy.PolicyScenario.on_backend`).
     targets:
         Baseline targets (:data:`TARGETS`); ``pod`` only by default.
     proxies:
@@ -78,12 +83,16 @@ class ScenarioOptions:
     users: tuple[int, ...] = (1, 10, 100, 1000)
     rules: tuple[int, ...] = (0, 1000)
     clients: tuple[int, ...] = (1, 50)
-    engines: tuple[PolicyEngine, ...] = (PolicyEngine.IPTABLES, PolicyEngine.NFTABLES_SET)
+    engines: tuple[PolicyEngine, ...] | None = None
     targets: tuple[str, ...] = ("pod",)
     proxies: tuple[ServiceProxy, ...] = (ServiceProxy.IPTABLES, ServiceProxy.NFTABLES)
     services: tuple[int, ...] = (0,)
     load_engine: str = LOAD_ENGINES[0]
 
+
+DEFAULT_POLICY_ENGINES = (PolicyEngine.IPTABLES, PolicyEngine.NFTABLES_SET)
+"""The policy engines of a backend that offers engines when ``--engine`` is not given: a
+linear rule walk and a set lookup, the two ends of seed 003's comparison."""
 
 DEFAULT_OPTIONS = ScenarioOptions()
 """The defaults: small enough for the ``quick`` profile; full grids come from the options."""

@@ -2,8 +2,12 @@
 
 Seed 003 grew policy complexity with extra port-range rules and loaded one server from many
 client pods. Here a condition is (policy off/on, same/cross node, non-matching rules, concurrent
-clients, engine, which packets the rules see). Because real datapaths accept established flows
-through conntrack, the rule count mostly costs *new* connections, so each run measures both:
+clients), plus the engine and which packets the rules see where the backend lets a condition
+choose them (:attr:`~cnibench.backends.base.Backend.policy_choices`: the lab offers its three
+engines; a Kubernetes CNI enforces with its own datapath whatever it is asked, so its
+conditions name neither, and one measurement is never recorded twice under different labels).
+Because real datapaths accept established flows through conntrack, the rule count mostly costs
+*new* connections, so each run measures both:
 
 * aggregate iperf3 throughput over long-lived connections (``throughput``, bits/s),
 * ``ab`` without keep-alive, one TCP connection per request (``new_connections_per_second``,
@@ -34,14 +38,16 @@ from typing import TypeVar
 
 from cnibench.backends.base import (
     DEFAULT_PORTS,
+    Backend,
     Capability,
     Cluster,
     Endpoint,
     NodeRole,
+    PolicyChoices,
     WorkloadKind,
     WorkloadSpec,
 )
-from cnibench.errors import CnibenchError, ToolError
+from cnibench.errors import CnibenchError, ConfigError, ToolError
 from cnibench.policy import PolicyEngine, PolicyPeer, PolicySpec, PortRange, RulesSee
 from cnibench.records import Measurement, ParamValue
 from cnibench.scenarios.base import (
@@ -53,13 +59,17 @@ from cnibench.scenarios.base import (
     Scenario,
     Verification,
 )
-from cnibench.scenarios.options import DEFAULT_OPTIONS, ScenarioOptions
+from cnibench.scenarios.options import DEFAULT_OPTIONS, DEFAULT_POLICY_ENGINES, ScenarioOptions
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import ab, iperf3
 from cnibench.waiting import poll_until
 
-__all__ = ["MAX_CLIENT_PODS", "PolicyScenario", "ProbeResult", "probe_matrix"]
+__all__ = ["EVERY_CHOICE", "MAX_CLIENT_PODS", "PolicyScenario", "ProbeResult", "probe_matrix"]
 
+EVERY_CHOICE = PolicyChoices(engines=tuple(PolicyEngine), rules_see=tuple(RulesSee))
+"""What a policy condition may choose before the scenario is planned for a backend
+(:meth:`PolicyScenario.on_backend`): every engine and every :class:`RulesSee`, as the lab
+offers them."""
 MAX_CLIENT_PODS = 4
 """Client pods per condition; ``clients`` connections are spread over them."""
 HTTP_PORT = DEFAULT_PORTS[WorkloadKind.HTTP_ECHO]
@@ -88,6 +98,9 @@ _APPLIED_AT = "policy_applied_at"
 _ENFORCEMENT = "enforcement_seconds"
 """Keys of :attr:`Prepared.expected`: when the policy was applied (monotonic seconds), and how
 long it took until the probe matrix held (reported with the first run)."""
+
+_CHOSEN = ("rules_see", "engine")
+"""Parameters a condition has only where the backend lets it choose them."""
 
 _T = TypeVar("_T")
 
@@ -180,7 +193,26 @@ def probe_matrix(
 
 
 class PolicyScenario(Scenario):
-    """Policy off/on x placement x rules x clients x engine (see module docstring)."""
+    """Policy off/on x placement x rules x clients, x engine and rules_see where the backend
+    offers them (see module docstring).
+
+    Parameters
+    ----------
+    options:
+        ``rules``, ``clients`` and ``engines`` (``None``: :data:`DEFAULT_POLICY_ENGINES` where
+        the backend offers engines).
+    rules_see:
+        Which packets the rules see, one condition each; ``None``: only new connections, where
+        the backend lets a condition choose.
+    choices:
+        What the backend lets a condition choose; :meth:`on_backend` sets it from the
+        backend (default :data:`EVERY_CHOICE`).
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        Engines or ``rules_see`` asked for that ``choices`` does not offer (one line).
+    """
 
     name = "policy"
     # New connections first: through conntrack, the rules mostly cost new connections.
@@ -193,7 +225,8 @@ class PolicyScenario(Scenario):
         "ram",
     )
     contrasts = (
-        # The cost of the rules in front of the matching one, per engine: N rules vs 0.
+        # The cost of the rules in front of the matching one (per engine where there is one):
+        # N rules vs 0.
         Contrast(
             "rules",
             treatment={"policy": "on", "rules": OTHER_THAN_CONTROL},
@@ -213,14 +246,43 @@ class PolicyScenario(Scenario):
         self,
         options: ScenarioOptions | None = None,
         *,
-        rules_see: Sequence[RulesSee] = (RulesSee.NEW_CONNECTIONS,),
+        rules_see: Sequence[RulesSee] | None = None,
+        choices: PolicyChoices = EVERY_CHOICE,
     ) -> None:
         self.options = options or DEFAULT_OPTIONS
-        self.rules_see = tuple(RulesSee(r) for r in rules_see)
+        self._rules_see_asked = None if rules_see is None else tuple(RulesSee(r) for r in rules_see)
+        self.choices = choices
+        self.engines: tuple[PolicyEngine | None, ...] = _chosen(
+            self.options.engines, DEFAULT_POLICY_ENGINES, choices.engines, what="--engine"
+        )
+        """The engines of the ``on`` conditions; ``(None,)``: the CNI's own, named by none."""
+        self.rules_see: tuple[RulesSee | None, ...] = _chosen(
+            self._rules_see_asked, (RulesSee.NEW_CONNECTIONS,), choices.rules_see, what="rules_see"
+        )
+        """Which packets the rules see, per ``on`` condition; ``(None,)``: the CNI decides."""
+
+    def on_backend(self, backend: Backend) -> PolicyScenario:
+        """This scenario with the engines and ``rules_see`` ``backend`` offers
+        (:attr:`~cnibench.backends.base.Backend.policy_choices`): where it offers none, the
+        ``on`` conditions name none (``on-cross-node-r0-c1``).
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            ``--engine`` given for a backend that offers no engine (its CNIs enforce with their
+            own datapath, so every engine would measure the same thing), or an engine it lacks.
+        """
+        try:
+            return PolicyScenario(
+                self.options, rules_see=self._rules_see_asked, choices=backend.policy_choices
+            )
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} (backend {backend.name})") from None
 
     def conditions(self) -> list[Condition]:
         """``off-<placement>-c<clients>`` and
-        ``on-<placement>-<engine>-r<rules>-c<clients>-<rules_see>``."""
+        ``on-<placement>-<engine>-r<rules>-c<clients>-<rules_see>``, without ``<engine>`` and
+        ``<rules_see>`` (and those parameters) where the backend offers no such choice."""
         out: list[Condition] = []
         for placement in PLACEMENTS:
             for clients in self.options.clients:
@@ -232,22 +294,19 @@ class PolicyScenario(Scenario):
                     )
                 )
             for engine, rules, clients, see in itertools.product(
-                self.options.engines, self.options.rules, self.options.clients, self.rules_see
+                self.engines, self.options.rules, self.options.clients, self.rules_see
             ):
-                out.append(
-                    Condition(
-                        self.name,
-                        f"on-{placement}-{engine.value}-r{rules}-c{clients}-{see.value}",
-                        {
-                            "policy": "on",
-                            "placement": placement,
-                            "engine": engine.value,
-                            "rules": rules,
-                            "clients": clients,
-                            "rules_see": see.value,
-                        },
-                    )
-                )
+                parameters: dict[str, ParamValue] = {"policy": "on", "placement": placement}
+                parts = ["on", placement]
+                if engine is not None:
+                    parameters["engine"] = engine.value
+                    parts.append(engine.value)
+                parameters |= {"rules": rules, "clients": clients}
+                parts += [f"r{rules}", f"c{clients}"]
+                if see is not None:
+                    parameters["rules_see"] = see.value
+                    parts.append(see.value)
+                out.append(Condition(self.name, "-".join(parts), parameters))
         return out
 
     def required_capabilities(self, condition: Condition) -> frozenset[Capability]:
@@ -291,9 +350,16 @@ class PolicyScenario(Scenario):
                         PortRange(IPERF3_BASE_PORT, IPERF3_BASE_PORT + pods - 1),
                     ),
                     extra_rules=int(condition.parameters["rules"]),
-                    rules_see=RulesSee(str(condition.parameters["rules_see"])),
+                    # Where the condition names none, the CNI decides (the spec's default is
+                    # not used by a backend that offers no choice).
+                    rules_see=RulesSee(
+                        str(condition.parameters.get("rules_see", RulesSee.NEW_CONNECTIONS))
+                    ),
                 )
-                cluster.apply_policy(spec, engine=PolicyEngine(str(condition.parameters["engine"])))
+                engine = condition.parameters.get("engine")
+                cluster.apply_policy(
+                    spec, engine=None if engine is None else PolicyEngine(str(engine))
+                )
                 prepared.expected["policy"] = "on"
                 prepared.expected[_APPLIED_AT] = repr(time.monotonic())
         except BaseException:
@@ -335,8 +401,13 @@ class PolicyScenario(Scenario):
             "probes": len(cells),
             "probes_ok": sum(cell.ok for cell in cells),
             "attempts": attempts,
-            "rules_see": str(condition.parameters.get("rules_see", "none")),
-            "engine": str(condition.parameters.get("engine", "none")),
+            # Only what the condition chose: without a policy, or on a CNI that enforces with
+            # its own datapath, there is no engine to name.
+            **{
+                key: str(condition.parameters[key])
+                for key in _CHOSEN
+                if key in condition.parameters
+            },
         }
         if wrong:
             return Verification(False, f"{condition.id}: probe matrix wrong: {wrong}", evidence)
@@ -413,8 +484,11 @@ class PolicyScenario(Scenario):
                 {
                     "client_pods": len(clients),
                     "connections_per_pod": shares,
-                    "rules_see": condition.parameters.get("rules_see", "none"),
-                    "engine": condition.parameters.get("engine", "none"),
+                    **{
+                        key: condition.parameters[key]
+                        for key in _CHOSEN
+                        if key in condition.parameters
+                    },
                 }
             )
         }
@@ -425,6 +499,43 @@ class PolicyScenario(Scenario):
         if prepared.expected.get("policy") == "on":
             cluster.remove_policy()
         super().cleanup(cluster, prepared)
+
+
+_Choice = TypeVar("_Choice", PolicyEngine, RulesSee)
+
+
+def _chosen(
+    asked: tuple[_Choice, ...] | None,
+    default: tuple[_Choice, ...],
+    offered: tuple[_Choice, ...],
+    *,
+    what: str,
+) -> tuple[_Choice | None, ...]:
+    """The values of one policy parameter the conditions take: ``asked`` (``None``: the
+    ``default`` ones offered), or ``(None,)`` when nothing is ``offered`` (the CNI decides and
+    no condition names it).
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        ``asked`` names a value not offered, or anything at all where nothing is.
+    """
+    if not offered:
+        if asked is not None:
+            raise ConfigError(
+                f"{what} {','.join(a.value for a in asked)}: each CNI here enforces a policy"
+                " with its own datapath whatever is named, so every choice would measure the"
+                f" same thing; leave {what} out"
+            )
+        return (None,)
+    if asked is None:
+        return tuple(d for d in default if d in offered) or offered[:1]
+    missing = [a.value for a in asked if a not in offered]
+    if missing:
+        raise ConfigError(
+            f"{what} {','.join(missing)}: this backend offers {', '.join(o.value for o in offered)}"
+        )
+    return asked
 
 
 def _clients(prepared: Prepared) -> list[Endpoint]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from cnibench.backends.base import Capability, ClusterSpec
+from cnibench.backends.base import Capability, ClusterSpec, PolicyChoices
 from cnibench.backends.kube.addons import AddonVersions, install_cni, install_metallb, wait_rollouts
 from cnibench.backends.kube.cluster import KubeCluster, Timeouts
 from cnibench.backends.kube.cni import CniDefinition, CniVersions, cni_definition
@@ -185,6 +185,15 @@ class KubeBackend:
     def name(self) -> str:
         """``"kube"``."""
         return "kube"
+
+    @property
+    def policy_choices(self) -> PolicyChoices:
+        """None: a CNI enforces a NetworkPolicy with its own datapath (kube-router iptables and
+        ipset, Cilium eBPF maps, Calico iptables or eBPF as installed), whatever engine is
+        asked, and decides itself which packets its rules see (kube-router and Calico accept
+        established flows through conntrack first; Cilium looks up its policy map per packet).
+        A condition naming either would label one measurement with a choice that did not run."""
+        return PolicyChoices()
 
     def available(self) -> tuple[bool, str]:
         """Whether the provider's tools are installed (``kind``/``terraform``, ``helm``)."""

@@ -378,8 +378,10 @@ class KubeCluster:
         """:data:`~cnibench.backends.kube.filters.PRIORITY_SETTLE`."""
         return PRIORITY_SETTLE
 
-    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine) -> None:
-        """Apply a NetworkPolicy rendered from ``spec`` (``engine`` is ignored)."""
+    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine | None = None) -> None:
+        """Apply a NetworkPolicy rendered from ``spec``; the CNI enforces it with its own
+        datapath (:attr:`~cnibench.backends.kube.KubeBackend.policy_choices` offers no engine,
+        and one given is not used)."""
         self._filters.apply_policy(spec, engine=engine)
 
     def remove_policy(self) -> None:

@@ -52,9 +52,11 @@ class KubeFilters:
         if capability not in self._runtime.cni.capabilities:
             raise UnsupportedError(reason)
 
-    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine) -> None:
-        """Apply a NetworkPolicy rendered from ``spec``; ``engine`` is ignored (the CNI has one
-        datapath) and recorded by the caller.
+    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine | None = None) -> None:
+        """Apply a NetworkPolicy rendered from ``spec``. ``engine`` is not used: the CNI
+        enforces the policy with its own datapath, so the backend offers no engine
+        (:attr:`~cnibench.backends.kube.backend.KubeBackend.policy_choices`) and the policy
+        scenario's conditions on Kubernetes name none.
 
         Raises
         ------

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cnibench.backends.base import ClusterSpec
+from cnibench.backends.base import ClusterSpec, PolicyChoices
 from cnibench.backends.lab.cluster import LabCluster
 from cnibench.backends.lab.features import FeatureCheck, check_available, doctor_rows
 from cnibench.backends.lab.plan import new_lab_id, plan_lab
 from cnibench.backends.lab.runner import namespace_inode
 from cnibench.errors import ProvisioningError
+from cnibench.policy import PolicyEngine, RulesSee
 
 __all__ = ["DEFAULT_STATE_ROOT", "LabBackend"]
 
@@ -29,7 +30,7 @@ class LabBackend:
 
     Examples
     --------
-    >>> from cnibench.backends.base import ClusterSpec
+    >>> from cnibench.backends.base import ClusterSpec, PolicyChoices
     >>> with LabBackend().provision(ClusterSpec(cni="vxlan")) as cluster:  # doctest: +SKIP
     ...     pod = cluster.place("client", role=NodeRole.CLIENT)
     """
@@ -41,6 +42,13 @@ class LabBackend:
     def name(self) -> str:
         """``"lab"``."""
         return "lab"
+
+    @property
+    def policy_choices(self) -> PolicyChoices:
+        """Every :class:`~cnibench.policy.PolicyEngine` and every
+        :class:`~cnibench.policy.RulesSee`: the lab renders each into its own ruleset
+        (:mod:`cnibench.backends.lab.policy`)."""
+        return PolicyChoices(engines=tuple(PolicyEngine), rules_see=tuple(RulesSee))
 
     def available(self) -> tuple[bool, str]:
         """Whether labs can be provisioned here (root, ``ip netns``, required tools), and why

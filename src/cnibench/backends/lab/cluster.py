@@ -445,8 +445,10 @@ class LabCluster:
         """``0.0``: a priority case is in force on return."""
         return 0.0
 
-    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine) -> None:
-        """Enforce ``spec`` in the forward path of the target pod's node with ``engine``.
+    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine | None = None) -> None:
+        """Enforce ``spec`` in the forward path of the target pod's node with ``engine`` (one
+        of :attr:`~cnibench.backends.lab.LabBackend.policy_choices`' engines; the lab needs
+        one).
 
         ``iptables`` uses ``iptables-legacy-restore`` when present (the classic linear
         xtables datapath), else ``iptables-restore``. Replaces an earlier policy.
@@ -454,7 +456,7 @@ class LabCluster:
         Raises
         ------
         ConfigError
-            The target is not a pod of this lab.
+            No engine, or the target is not a pod of this lab.
         ProvisioningError
             The ruleset could not be loaded.
         """

@@ -19,6 +19,7 @@ from cnibench.backends.lab.policy import (
 )
 from cnibench.backends.lab.runner import ManagedProcess, wait_listening
 from cnibench.backends.lab.runtime import READY_TIMEOUT, LabRuntime, nginx_argv
+from cnibench.errors import ConfigError
 from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
 
 __all__ = ["LabFilters"]
@@ -44,8 +45,13 @@ class LabFilters:
         self._runtime.check_alive()
         return self._pods.at(spec.target.ip).node.name
 
-    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine) -> None:
+    def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine | None = None) -> None:
         """See :meth:`LabCluster.apply_policy`."""
+        if engine is None:
+            raise ConfigError(
+                "the lab enforces a policy with a named engine:"
+                f" {', '.join(e.value for e in PolicyEngine)}"
+            )
         runtime = self._runtime
         node = self._target_node(spec)
         engine = PolicyEngine(engine)
