@@ -114,11 +114,13 @@ def test_report_is_self_contained(results_dir, tmp_path):
     assert "<script" not in html
 
 
-def test_report_opens_with_the_verdict_stating_the_gateway_cost(results_dir, tmp_path):
+def test_report_opens_with_the_matrix_then_the_verdict_stating_the_gateway_cost(
+    results_dir, tmp_path
+):
     paths = report.write_report(results_dir, markdown=tmp_path / "r.md")
     text = paths.markdown.read_text()
     sections = re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
-    assert sections[0] == "Verdict"
+    assert sections[:2] == ["What each feature costs", "Verdict"]
     # 30 % less throughput with 1 % noise: the ratio is 0.70 give or take a per cent.
     assert re.search(
         r"^- egress gateway on vxlan: throughput ×0\.(69|70|71)\d?"

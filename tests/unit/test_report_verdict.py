@@ -463,7 +463,7 @@ def test_stats_holm_matches_the_textbook_example():
         holm_adjusted([0.5, 1.5])
 
 
-def test_rows_are_sorted_by_a_standardized_effect():
+def test_rows_are_grouped_by_feature_and_sorted_by_a_standardized_effect_within():
     built = _Frame()
     for cni, cost in (("x", 0.9), ("y", 0.5), ("z", 0.99)):
         built.add("egress", cni, "gateway-off", {"gateway": "off"}, "cpu", [100, 101, 99])
@@ -471,7 +471,11 @@ def test_rows_are_sorted_by_a_standardized_effect():
             "egress", cni, "gateway-on", {"gateway": "on"}, "cpu", [100 * cost, 101 * cost, 99]
         )
     table = report.verdict(built.frame())
-    tested = table[np.isfinite(table["p_value"].to_numpy(dtype=float))]
+    # Grouped: the gateway's three contrasts together, then each CNI pair.
+    assert list(dict.fromkeys(table["feature"])) == ["gateway", "y vs x", "z vs x"]
+    tested = table[
+        np.isfinite(table["p_value"].to_numpy(dtype=float)) & (table["feature"] == "gateway")
+    ]
     # Independently: |mean log difference| over the pooled SD of the logs (Cohen's d).
     effects = []
     for row in tested.itertuples():
@@ -592,7 +596,7 @@ def test_a_long_verdict_prints_the_detectable_difference_first_and_counts_the_re
     assert int(table["significant"].sum()) == 1
     lines = report.verdict_summary(table, limit=3, full_at="cnibench report results/x")
     heading, *body, last = lines
-    assert heading.startswith(f"verdict: {len(table)} planned contrast(s)")
+    assert heading.startswith(f"verdict: {len(table)} tested contrast(s)")
     assert "1 detectable difference(s)" in heading
     assert len(body) == 3
     assert body[0].startswith(f"  {clear}"), body
@@ -663,10 +667,10 @@ def test_a_scenario_the_reference_did_not_run_takes_its_first_cni_as_reference()
     assert set(cni_rows["control_cni"]) == {"routed:napi=threaded"}
     assert set(cni_rows["cni"]) == {"vxlan:napi=threaded"}
     assert len(cni_rows) == 2
-    assert (
-        "egress: reference CNI vxlan did not run it; routed:napi=threaded, the first CNI that"
-        " did, is its reference"
-    ) in table.attrs["notes"]
+    # The reference of the group of comparable configurations is named.
+    assert table.attrs["references"] == {
+        "egress: routed:napi=threaded, vxlan:napi=threaded": "routed:napi=threaded"
+    }
 
 
 def test_a_treatment_far_below_its_control_stays_a_ratio():

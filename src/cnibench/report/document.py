@@ -32,6 +32,7 @@ from matplotlib.figure import Figure
 from cnibench import stats
 from cnibench.errors import CnibenchError, ConfigError, ResultsError
 from cnibench.report import figures, tables
+from cnibench.report import matrix as answer
 from cnibench.report.data import (
     LEVEL,
     OUTLIER_THRESHOLD,
@@ -43,7 +44,7 @@ from cnibench.report.data import (
     session_dirs,
 )
 from cnibench.report.scrub import environment_secrets, scrub_mapping, scrub_text
-from cnibench.report.verdict import CORRECTION, verdict, verdict_lines
+from cnibench.report.verdict import CORRECTION, tested_count, verdict, verdict_lines
 from cnibench.results import (
     ALL_SESSIONS,
     REDACTED,
@@ -536,11 +537,35 @@ def _first_run_per_level(records: pd.DataFrame) -> pd.DataFrame:
     return records[records["run_id"].isin(firsts)]
 
 
-def _verdict_section(
-    doc: _Document, df: pd.DataFrame, reference: str | None, margin: float | None
-) -> None:
+def _matrix_section(doc: _Document, table: pd.DataFrame, margin: float | None) -> None:
+    """The first screen: each feature's cost per configuration, then each CNI against its
+    reference; host-wide figures are never here (they are in the tables)."""
+    doc.heading(2, "What each feature costs", "matrix")
+    features = answer.feature_matrix(table)
+    if features.empty:
+        doc.paragraph("No feature was measured with its control in these results.", css="note")
+    else:
+        header, rows = answer.matrix_rows(features)
+        doc.table(
+            header,
+            rows,
+            caption=answer.matrix_legend(margin, answer.common_runs(features)),
+        )
+    cnis = answer.cni_matrix(table)
+    if not cnis.empty:
+        doc.heading(3, "Each CNI against the reference of its group", "cni-matrix")
+        header, rows = answer.matrix_rows(cnis)
+        doc.table(
+            header,
+            rows,
+            caption="Configurations are compared only where every data-path option (napi,"
+            " Service proxy, encryption, and on a split the Gateway) is equal; "
+            + answer.matrix_legend(margin, answer.common_runs(cnis)),
+        )
+
+
+def _verdict_section(doc: _Document, table: pd.DataFrame, margin: float | None) -> None:
     doc.heading(2, "Verdict", "verdict")
-    table = verdict(df, reference=reference, margin=margin)
     notes = [str(note) for note in table.attrs.get("notes", [])]
     if table.empty:
         doc.paragraph(
@@ -551,20 +576,28 @@ def _verdict_section(
         doc.bullets(notes)
         return
     level = float(table["level"].iloc[0])
-    cnis = sorted(set(table["cni"]) | set(table["control_cni"]))
+    references = table.attrs.get("references", {})
     reference_text = (
-        f" CNIs are compared with the reference {table.attrs['reference']}."
-        if len(cnis) > 1
+        " CNIs are compared only within groups of configurations whose data-path options are"
+        " all equal, each with its reference: "
+        + "; ".join(f"{ref} for {group}" for group, ref in references.items())
+        + "."
+        if references
         else ""
     )
+    tested = tested_count(table)
+    untested = len(table) - tested
     doc.paragraph(
-        f"{len(table)} planned contrast(s), largest standardized effect first: ratio ="
-        " treatment / control of the geometric means (a difference in the metric's unit where"
-        " a side is 0, near 0 or negative; a difference of proportions for yes/no), with its"
+        f"{tested} tested contrast(s), grouped by feature: ratio = treatment / control of the"
+        " geometric means (a difference in the metric's unit where a side is 0, near 0 or"
+        " negative; a difference of proportions for yes/no), with its"
         f" {100 * level:g}% confidence interval and the number of runs on each side."
-        f" {CORRECTION}'s correction across these {len(table)}; 'inconclusive' where the"
-        " interval covers no difference, with what would resolve it, or the difference does"
-        f" not survive the correction.{reference_text} How: see Methods."
+        f" {CORRECTION}'s correction across these {tested}"
+        + (f" ({untested} more lines state an outcome or have no interval)" if untested else "")
+        + "; 'inconclusive' where the interval covers no difference, with what would resolve"
+        f" it, or the difference does not survive the correction.{reference_text}"
+        " Host-wide CPU and RAM (the whole machine) appear only where no per-node or"
+        " per-agent figure exists. How: see Methods."
     )
     doc.bullets(verdict_lines(table))
     if notes:
@@ -598,6 +631,7 @@ def _overview(doc: _Document, df: pd.DataFrame, results_path: Path) -> None:
     scenarios = list(dict.fromkeys(runs["scenario"]))
     doc.nav(
         [
+            ("matrix", "feature × CNI"),
             ("verdict", "verdict"),
             *((f"scenario-{s}", s) for s in scenarios),
             ("methods", "methods"),
@@ -699,6 +733,11 @@ def write_report(
     png_path = None if png_dir is None else Path(png_dir)
     secrets = environment_secrets()
     doc = _Document(secrets)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        table = verdict(df, reference=reference, margin=margin)
+    # The answer first (what each feature costs, per configuration), then where it came from.
+    _matrix_section(doc, table, margin)
     doc.paragraph(f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC by cnibench.")
     _overview(doc, df, results_path)
     times = load_request_times(results_path, df=df)
@@ -706,7 +745,7 @@ def write_report(
     with warnings.catch_warnings():
         # Degenerate samples (one run, equal values) are shown as such, not warned about.
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        _verdict_section(doc, df, reference, margin)
+        _verdict_section(doc, table, margin)
         for scenario in _iter_scenarios(df):
             _scenario(doc, df, scenario, times, split, all_metrics)
     _methods(doc, df)

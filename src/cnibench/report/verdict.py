@@ -72,10 +72,28 @@ import numpy.typing as npt
 import pandas as pd
 
 from cnibench import stats
+from cnibench.backends.base import ClusterSpec
 from cnibench.errors import CnibenchError, ConfigError
 from cnibench.records import ParamValue, summary_scale
 from cnibench.report.compare import log_ratio_interval
+from cnibench.report.configs import (
+    CONTROL_VALUES,
+    INSTRUMENT_FACTOR,
+    Configuration,
+    configuration,
+    differing_factors,
+    factor_words,
+    instrumented,
+)
 from cnibench.report.data import LEVEL, ok_runs
+from cnibench.report.derived import (
+    AGENT_METRICS,
+    HOST_WIDE,
+    NODE_SUM,
+    WORK_UNITS,
+    host_wide_replaced,
+    with_derived_metrics,
+)
 from cnibench.scenarios import SCENARIOS
 from cnibench.scenarios.base import OTHER_THAN_CONTROL, Condition, Contrast, Scenario
 
@@ -111,6 +129,7 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "treatment",
     "control",
     "context",
+    "treatment_parameters",
     "contrast",
     "metric",
     "unit",
@@ -143,7 +162,11 @@ class ContrastKind(enum.StrEnum):
     FEATURE = "feature"
     """A feature against its own control, same CNI, everything else equal."""
     CNI = "cni"
-    """A CNI against the reference CNI on the same condition."""
+    """A CNI against the reference of its group of comparable configurations (every
+    data-path factor equal, :mod:`cnibench.report.configs`) on the same condition."""
+    OPTION = "option"
+    """One data-path option of a CNI against its default (e.g. kube-proxy nftables vs
+    iptables, ``napi=threaded`` vs inline), same CNI, everything else equal."""
     WEIGHTS = "weights"
     """A split's observed requests per backend, pooled over runs, against its weights."""
     OUTCOME = "outcome"
@@ -197,6 +220,8 @@ class PlannedContrast:
         """How a verdict line names the contrast, e.g. ``"egress gateway on vxlan"``."""
         if self.kind is ContrastKind.CNI:
             head = f"{self.scenario} {self.cni} vs reference {self.control_cni}"
+        elif self.kind is ContrastKind.OPTION:
+            head = f"{self.scenario} {self.feature} on {self.cni.partition(':')[0]}"
         elif self.kind is ContrastKind.OUTCOME:
             head = f"{self.scenario} {self.treatment} on {self.cni}"
         elif self.kind is ContrastKind.WEIGHTS:
@@ -221,15 +246,35 @@ class _Condition:
     parameters_json: str
     parameters: Mapping[str, ParamValue]
     metrics: frozenset[str]
+    config: Configuration
 
 
 def _usable(df: pd.DataFrame) -> pd.DataFrame:
-    rows = ok_runs(df)
+    rows = ok_runs(with_derived_metrics(df))
     kept: pd.DataFrame = rows[rows["verified"].astype(bool)]
     return kept
 
 
-def _conditions(rows: pd.DataFrame, scenario: str) -> list[_Condition]:
+def _configurations(rows: pd.DataFrame) -> dict[str, Configuration]:
+    """Each CNI label's data-path factors, from its records' backend and options (or, for
+    frames without them, from the label itself)."""
+    out: dict[str, Configuration] = {}
+    has_options = "options" in rows.columns
+    has_backend = "backend" in rows.columns
+    for cni, group in rows.groupby("cni", sort=False):
+        label = str(cni)
+        first = group.iloc[0]
+        backend = str(first["backend"]) if has_backend else ""
+        options = first["options"] if has_options else None
+        if not isinstance(options, str) or not options:
+            options = json.dumps(dict(ClusterSpec.from_label(label).options))
+        out[label] = configuration(label, backend=backend, options=options)
+    return out
+
+
+def _conditions(
+    rows: pd.DataFrame, scenario: str, configs: Mapping[str, Configuration]
+) -> list[_Condition]:
     """Measured conditions of ``scenario`` in order of first appearance, per CNI."""
     mine = rows[rows["scenario"] == scenario]
     out = []
@@ -251,6 +296,7 @@ def _conditions(rows: pd.DataFrame, scenario: str) -> list[_Condition]:
                 str(parameters),
                 loaded,
                 frozenset(str(m) for m in group["metric"]),
+                configs[str(cni)],
             )
         )
     return out
@@ -312,6 +358,65 @@ def _all_context(parameters: Mapping[str, ParamValue], *, leave_out: Iterable[st
     return ", ".join(f"{k}={_shown(v)}" for k, v in parameters.items() if k not in skipped)
 
 
+def _resource(metric: str) -> bool:
+    """CPU and memory figures (host-wide, per node, per agent, per unit of work): what an
+    instrumented configuration may state."""
+    return (
+        metric in HOST_WIDE
+        or metric.startswith(("cpu@", "ram@"))
+        or metric in {name for name, *_ in WORK_UNITS}
+    )
+
+
+def _compared_metrics(
+    scenario: Scenario,
+    treatment: _Condition,
+    control: _Condition,
+    *,
+    instrument_contrast: bool = False,
+) -> list[str]:
+    """The metrics a contrast of these two conditions states, in order: the scenario's
+    primary metrics that are no function of another (:attr:`Scenario.dependent_metrics`),
+    then where the work went (:mod:`cnibench.report.derived`), then host-wide CPU/RAM only
+    where no per-node or per-agent figure of that resource exists. With the per-node CPU
+    instrument on a side, only CPU and memory (unless the contrast is the instrument's own)."""
+    declared = [m for m in scenario.primary_metrics if m not in HOST_WIDE]
+    work = [NODE_SUM, *(name for name, *_ in WORK_UNITS), *AGENT_METRICS]
+    host = [m for m in scenario.primary_metrics if m in HOST_WIDE]
+    both = treatment.metrics & control.metrics
+    dependent = set(scenario.dependent_metrics)
+    measured_instrumented = instrumented(treatment.config) or instrumented(control.config)
+    out = []
+    for metric in dict.fromkeys([*declared, *work, *host]):
+        if metric not in both or metric in dependent:
+            continue
+        if host_wide_replaced(metric, treatment.metrics | control.metrics):
+            continue
+        if measured_instrumented and not instrument_contrast and not _resource(metric):
+            continue
+        out.append(metric)
+    return out
+
+
+def _instrument_note(scenario: Scenario, condition: _Condition, notes: list[str]) -> None:
+    if not instrumented(condition.config):
+        return
+    moved = [
+        m
+        for m in scenario.primary_metrics
+        if not _resource(m) and m in condition.metrics and m not in scenario.dependent_metrics
+    ]
+    if not moved:
+        return
+    note = (
+        f"{scenario.name} on {condition.cni}: {', '.join(moved)} not compared (napi=threaded,"
+        " the per-node CPU instrument, moves throughput and latency: they are stated on a"
+        " configuration without it, and this one states CPU and memory only)"
+    )
+    if note not in notes:
+        notes.append(note)
+
+
 def _feature_contrasts(
     scenario: Scenario, conditions: Sequence[_Condition], notes: list[str]
 ) -> list[PlannedContrast]:
@@ -333,26 +438,29 @@ def _feature_contrasts(
                     )
                     continue
                 control = controls[0]
-                planned += _on_shared_metrics(
+                _instrument_note(scenario, treatment, notes)
+                planned += _on_metrics(
                     scenario,
                     ContrastKind.FEATURE,
                     contrast.feature,
                     treatment,
                     control,
                     _feature_context(contrast, treatment, control),
+                    _compared_metrics(scenario, treatment, control),
                 )
     return planned
 
 
-def _on_shared_metrics(
+def _on_metrics(
     scenario: Scenario,
     kind: ContrastKind,
     feature: str,
     treatment: _Condition,
     control: _Condition,
     context: str,
+    metrics: Sequence[str],
 ) -> list[PlannedContrast]:
-    """One contrast per primary metric of ``scenario`` both conditions measured."""
+    """One contrast per metric."""
     return [
         PlannedContrast(
             scenario.name,
@@ -367,36 +475,121 @@ def _on_shared_metrics(
             context,
             metric,
         )
-        for metric in scenario.primary_metrics
-        if metric in treatment.metrics and metric in control.metrics
+        for metric in metrics
     ]
 
 
+def _key(parameters: Mapping[str, ParamValue]) -> str:
+    return json.dumps(dict(parameters), sort_keys=True)
+
+
+def _groups(
+    scenario: str, configs: Sequence[Configuration], reference: str
+) -> list[tuple[Configuration, list[Configuration]]]:
+    """Comparable configurations (every data-path factor of ``scenario`` equal), each group
+    with its reference: ``reference`` where it is in the group, else the first measured."""
+    groups: dict[str, list[Configuration]] = {}
+    for config in configs:
+        factors = json.dumps(config.on_path(scenario), sort_keys=True)
+        groups.setdefault(factors, []).append(config)
+    out = []
+    for members in groups.values():
+        chosen = next((c for c in members if c.label == reference), members[0])
+        out.append((chosen, [c for c in members if c is not chosen]))
+    return out
+
+
 def _cni_contrasts(
-    scenario: Scenario, conditions: Sequence[_Condition], reference: str, notes: list[str]
+    scenario: Scenario,
+    conditions: Sequence[_Condition],
+    reference: str,
+    notes: list[str],
+    references: dict[str, str],
 ) -> list[PlannedContrast]:
-    planned = []
-    controls = {
-        json.dumps(dict(c.parameters), sort_keys=True): c for c in conditions if c.cni == reference
-    }
-    for treatment in conditions:
-        if treatment.cni == reference:
+    """Each CNI against the reference of its group of comparable configurations, condition by
+    condition; pairs of configurations that differ in more than the CNI are named in
+    ``notes`` as confounded, once per pair."""
+    configs = list({c.cni: c.config for c in conditions}.values())
+    planned: list[PlannedContrast] = []
+    groups = _groups(scenario.name, configs, reference)
+    for chosen, members in groups:
+        if not members:
             continue
-        control = controls.get(json.dumps(dict(treatment.parameters), sort_keys=True))
-        if control is None:
-            notes.append(
-                f"{scenario.name} {treatment.cni} vs reference {reference}:"
-                f" {treatment.condition} not compared (the reference CNI has no verified run"
-                " of that condition with the same parameters)"
-            )
+        references[f"{scenario.name}: {', '.join(m.label for m in (chosen, *members))}"] = (
+            chosen.label
+        )
+        controls = {_key(c.parameters): c for c in conditions if c.cni == chosen.label}
+        for member in members:
+            for treatment in (c for c in conditions if c.cni == member.label):
+                control = controls.get(_key(treatment.parameters))
+                if control is None:
+                    notes.append(
+                        f"{scenario.name} {treatment.cni} vs reference {chosen.label}:"
+                        f" {treatment.condition} not compared (the reference has no verified"
+                        " run of that condition with the same parameters)"
+                    )
+                    continue
+                _instrument_note(scenario, treatment, notes)
+                planned += _on_metrics(
+                    scenario,
+                    ContrastKind.CNI,
+                    f"{treatment.cni} vs {chosen.label}",
+                    treatment,
+                    control,
+                    _all_context(treatment.parameters),
+                    _compared_metrics(scenario, treatment, control),
+                )
+    # Every pair of configurations of different groups: an option contrast when the CNI is
+    # the same and one factor differs, otherwise confounded (said once per pair).
+    grouped = [[chosen, *members] for chosen, members in groups]
+    for i, first_group in enumerate(grouped):
+        for second_group in grouped[i + 1 :]:
+            for first in first_group:
+                for second in second_group:
+                    differing = differing_factors(first, second, scenario=scenario.name)
+                    if first.name == second.name and len(differing) == 1:
+                        planned += _option_contrasts(
+                            scenario, conditions, first, second, differing[0]
+                        )
+                        continue
+                    what = "the CNI and " if first.name != second.name else ""
+                    notes.append(
+                        f"{scenario.name} {second.label} vs {first.label}: not compared:"
+                        f" confounded by {what}{factor_words(differing, second, first)}; a"
+                        " comparison changes one thing"
+                    )
+    return planned
+
+
+def _option_contrasts(
+    scenario: Scenario,
+    conditions: Sequence[_Condition],
+    a: Configuration,
+    b: Configuration,
+    factor: str,
+) -> list[PlannedContrast]:
+    """One option of one CNI against its default, condition by condition."""
+    default = CONTROL_VALUES.get(factor, "")
+    control, treatment = (a, b) if b.factor(factor) != default else (b, a)
+    feature = f"{factor} {treatment.factor(factor) or 'none'} vs {control.factor(factor) or 'none'}"
+    if factor == INSTRUMENT_FACTOR:
+        feature += " (the per-node CPU instrument)"
+    controls = {_key(c.parameters): c for c in conditions if c.cni == control.label}
+    planned: list[PlannedContrast] = []
+    for side in (c for c in conditions if c.cni == treatment.label):
+        other = controls.get(_key(side.parameters))
+        if other is None:
             continue
-        planned += _on_shared_metrics(
+        planned += _on_metrics(
             scenario,
-            ContrastKind.CNI,
-            f"{treatment.cni} vs {reference}",  # the feature: the CNI
-            treatment,
-            control,
-            _all_context(treatment.parameters),
+            ContrastKind.OPTION,
+            feature,
+            side,
+            other,
+            _all_context(side.parameters),
+            _compared_metrics(
+                scenario, side, other, instrument_contrast=factor == INSTRUMENT_FACTOR
+            ),
         )
     return planned
 
@@ -488,6 +681,7 @@ def plan_contrasts(
     reference: str | None = None,
     scenarios: Mapping[str, Scenario] | None = None,
     notes: list[str] | None = None,
+    references: dict[str, str] | None = None,
 ) -> list[PlannedContrast]:
     """The contrasts the scenarios declare, as far as these results contain both sides.
 
@@ -497,12 +691,20 @@ def plan_contrasts(
         Tidy results (:func:`cnibench.results.load_results`); only successful, verified runs
         with a finite value count.
     reference:
-        Reference CNI (:func:`reference_cni`; default: the first measured).
+        Reference CNI (:func:`reference_cni`; default: the first measured). CNIs are
+        compared only within a group of configurations whose data-path factors are all equal
+        (:mod:`cnibench.report.configs`): the reference where it is in the group, else the
+        group's first measured configuration.
     scenarios:
         Scenario registry holding the declarations (default
         :data:`cnibench.scenarios.SCENARIOS`).
     notes:
-        If given, receives one line per treatment condition that could not be paired.
+        If given, receives one line per treatment condition that could not be paired, per
+        pair of configurations confounded by more than one factor, and per instrumented
+        configuration whose throughput and latency are not compared.
+    references:
+        If given, receives the reference chosen for each group of comparable
+        configurations: ``{"<scenario>: <labels>": reference}``.
 
     Returns
     -------
@@ -521,26 +723,18 @@ def plan_contrasts(
         return []
     chosen = reference_cni(df, reference)
     found = [] if notes is None else notes
+    chosen_references = {} if references is None else references
+    configs = _configurations(rows)
     planned: list[PlannedContrast] = []
     for name in dict.fromkeys(str(s) for s in rows["scenario"]):
         scenario = registry.get(name)
         if scenario is None:
             found.append(f"{name}: no scenario declares its contrasts; not in the verdict")
             continue
-        conditions = _conditions(rows, name)
+        conditions = _conditions(rows, name, configs)
         planned += _feature_contrasts(scenario, conditions, found)
         if scenario.compares_cnis:
-            here = list(dict.fromkeys(c.cni for c in conditions))
-            used = chosen
-            if chosen not in here and len(here) > 1:
-                # The reference did not run this scenario: the first CNI that did stands in,
-                # and the notes say so, rather than every CNI contrast silently vanishing.
-                used = here[0]
-                found.append(
-                    f"{name}: reference CNI {chosen} did not run it; {used}, the first CNI"
-                    " that did, is its reference"
-                )
-            planned += _cni_contrasts(scenario, conditions, used, found)
+            planned += _cni_contrasts(scenario, conditions, chosen, found, chosen_references)
         if scenario.compares_shares_with_weights:
             planned += _weight_contrasts(scenario, conditions)
         yes_no = set(rows.loc[(rows["scenario"] == name) & (rows["unit"] == "bool"), "metric"])
@@ -925,6 +1119,19 @@ def interval_text(low: float, high: float, *, null: float) -> str:
     return f"{lo} to {hi}" if low < 0 or high < 0 else f"{lo}-{hi}"
 
 
+def metric_words(metric: str) -> str:
+    """How a line names ``metric``: host-wide figures say so (``ram (host-wide)``)."""
+    return f"{metric} (host-wide)" if metric in HOST_WIDE else metric
+
+
+def tested_count(frame: pd.DataFrame) -> int:
+    """How many rows of :func:`verdict`'s frame have a p-value: the family Holm's correction
+    runs over (outcomes, and sides with identical or too few runs, have none)."""
+    if frame.empty:
+        return 0
+    return int(np.isfinite(frame["p_value"].to_numpy(dtype=np.float64)).sum())
+
+
 def _n_text(row: Mapping[str, Any]) -> str:
     if row["kind"] in (ContrastKind.WEIGHTS, ContrastKind.OUTCOME):
         return f"n = {row['n_treatment']} runs"
@@ -972,7 +1179,7 @@ def _sentence(planned: PlannedContrast, row: Mapping[str, Any]) -> str:
         if _apart(row) and not row["significant"]:
             word += f" after {CORRECTION}'s correction (adjusted p = {row['p_adjusted']:.2g})"
         return f"{head} {word}; {row['detail']}"
-    head = f"{planned.label}: {planned.metric}"
+    head = f"{planned.label}: {metric_words(planned.metric)}"
     if planned.kind is ContrastKind.OUTCOME and not row["why_not"]:
         low, high = float(row["ci_low"]), float(row["ci_high"])
         return (
@@ -1038,7 +1245,7 @@ def verdict(
     margin: float | None = None,
     scenarios: Mapping[str, Scenario] | None = None,
 ) -> pd.DataFrame:
-    """The planned contrasts of a result set as a tidy DataFrame, largest effect first.
+    """The planned contrasts of a result set as a tidy DataFrame, grouped by feature.
 
     Parameters
     ----------
@@ -1063,6 +1270,7 @@ def verdict(
         One row per contrast (:func:`plan_contrasts`), columns :data:`VERDICT_COLUMNS`:
         ``scenario``; ``kind`` (:class:`ContrastKind`); ``feature``; ``cni`` and
         ``control_cni``; ``treatment`` and ``control`` (condition ids); ``context``;
+        ``treatment_parameters`` (the treatment condition's recorded parameters, JSON);
         ``contrast`` (how the line names it); ``metric`` and ``unit``; ``scale``
         (:class:`Scale`); ``n_treatment``/``n_control`` (every successful verified run;
         ``n_treatment`` counts runs for a split); ``treatment_mean``/``control_mean`` (the
@@ -1078,9 +1286,13 @@ def verdict(
         ``unit`` for differences); ``runs_needed`` (runs per side for ±margin or ±5 %, or
         requests for a 5-point skew of a split; -1 when unknown); ``margin``; ``equivalent``;
         ``significant`` (``p_adjusted <= 1 - level`` and the interval excludes no
-        difference) and ``verdict`` (the line). Sorted by ``effect_size``, largest first;
-        rows without a p-value last. ``attrs["notes"]`` lists what could not be compared and
-        why, ``attrs["reference"]`` the reference CNI.
+        difference) and ``verdict`` (the line). Grouped by scenario, kind (feature, option,
+        CNI, weights, outcome) and feature, each in order of first appearance; within a
+        group by ``effect_size``, largest first, rows without a p-value last.
+        ``attrs["notes"]`` lists what could not be compared and why (confounded pairs of
+        configurations among them), ``attrs["reference"]`` the reference CNI asked for (or
+        the first measured), ``attrs["references"]`` the reference chosen for each group of
+        comparable configurations.
 
     Raises
     ------
@@ -1101,7 +1313,10 @@ def verdict(
     ):
         raise ConfigError(f"margin must be a fraction strictly between 0 and 1, got {margin!r}")
     notes: list[str] = []
-    planned = plan_contrasts(df, reference=reference, scenarios=scenarios, notes=notes)
+    references: dict[str, str] = {}
+    planned = plan_contrasts(
+        df, reference=reference, scenarios=scenarios, notes=notes, references=references
+    )
     rows = _usable(df)
     measured = [(p, _measure(p, rows, level, margin)) for p in planned]
     adjusted = stats.holm_adjusted([m["p_value"] for _, m in measured]).tolist()
@@ -1120,6 +1335,7 @@ def verdict(
                 "treatment": p.treatment,
                 "control": p.control,
                 "context": p.context,
+                "treatment_parameters": p.treatment_parameters,
                 "contrast": p.label,
                 "metric": p.metric,
                 **{k: v for k, v in m.items() if k not in ("why_not", "detail", "kind")},
@@ -1128,18 +1344,52 @@ def verdict(
         )
     frame = pd.DataFrame(records, columns=list(VERDICT_COLUMNS))
     if not frame.empty:
-        effect = frame["effect_size"].to_numpy(dtype=np.float64)
-        has_test = np.isfinite(frame["p_value"].to_numpy(dtype=np.float64))
-        key = np.where(has_test, np.where(np.isfinite(effect), effect, -0.5), -1.0)
-        order = np.argsort(-key, kind="stable")
-        frame = frame.iloc[order].reset_index(drop=True)
+        frame = frame.iloc[_grouped_order(frame)].reset_index(drop=True)
     frame.attrs["notes"] = notes
     frame.attrs["reference"] = reference_cni(df, reference) if not df.empty else ""
+    frame.attrs["references"] = references
     return frame
 
 
+KIND_ORDER = (
+    ContrastKind.FEATURE,
+    ContrastKind.OPTION,
+    ContrastKind.CNI,
+    ContrastKind.WEIGHTS,
+    ContrastKind.OUTCOME,
+)
+"""Order of the groups of a verdict within a scenario."""
+
+
+def _grouped_order(frame: pd.DataFrame) -> npt.NDArray[np.intp]:
+    """Rows grouped by scenario, kind and feature (each in order of first appearance), then
+    by a standardized effect within a group, largest first; rows without a p-value last."""
+    scenario_rank = {s: i for i, s in enumerate(dict.fromkeys(frame["scenario"]))}
+    feature_rank = {f: i for i, f in enumerate(dict.fromkeys(frame["feature"]))}
+    kind_rank = {k.value: i for i, k in enumerate(KIND_ORDER)}
+    effect = frame["effect_size"].to_numpy(dtype=np.float64)
+    has_test = np.isfinite(frame["p_value"].to_numpy(dtype=np.float64))
+    strength = np.where(has_test, np.where(np.isfinite(effect), effect, -0.5), -1.0)
+    keys = (
+        -strength,
+        frame["feature"].map(feature_rank).to_numpy(),
+        frame["kind"].map(kind_rank).to_numpy(),
+        frame["scenario"].map(scenario_rank).to_numpy(),
+    )
+    return np.lexsort(keys)
+
+
+def _references_text(frame: pd.DataFrame) -> str:
+    """``"; references: flannel (baseline: flannel, kube-router), ..."``, or ``""``."""
+    chosen: Mapping[str, str] = frame.attrs.get("references", {})
+    if not chosen:
+        return ""
+    parts = [f"{reference} for {group}" for group, reference in chosen.items()]
+    return "; CNIs compared within groups of equal data-path options, reference " + "; ".join(parts)
+
+
 def verdict_lines(frame: pd.DataFrame) -> list[str]:
-    """The verdict lines of :func:`verdict`'s frame, in its order (largest effect first)."""
+    """The verdict lines of :func:`verdict`'s frame, in its order (grouped by feature)."""
     return [str(text) for text in frame["verdict"]]
 
 
@@ -1149,12 +1399,13 @@ def verdict_summary(
     """What ``cnibench run`` and ``pytest --report`` print at the end: a heading line, then
     :func:`verdict_lines` (the heading alone says so when there is no contrast).
 
-    A terminal is read from its last screen, so at most ``limit`` lines are printed: every
-    detectable difference first, then the lines whose own interval excludes 1 though the
-    correction leaves no detectable difference, then the rest, each group largest effect
-    first; a last line counts what was left out and says where every line is (``full_at``,
-    e.g. the ``cnibench report`` command of the results). A session with a few contrasts
-    prints them all, in :func:`verdict`'s order."""
+    A terminal is read from its last screen, so at most ``limit`` lines are printed, chosen
+    in this order: every detectable difference, then the lines whose own interval excludes 1
+    though the correction leaves no detectable difference, then the rest, host-wide figures
+    after all others; they are printed in :func:`verdict`'s order (grouped by feature). A
+    last line counts what was left out and says where every line is (``full_at``, e.g. the
+    ``cnibench report`` command of the results). The heading counts the contrasts Holm's
+    correction ran over (:func:`tested_count`)."""
     if frame.empty:
         notes = [f"  {note}" for note in frame.attrs.get("notes", [])]
         return [
@@ -1165,16 +1416,17 @@ def verdict_summary(
     if limit < 1:
         raise ConfigError(f"limit must be at least 1, got {limit!r}")
     level = float(frame["level"].iloc[0])
+    tested = tested_count(frame)
+    untested = len(frame) - tested
+    stated = f"; {untested} more stated without a test" if untested else ""
     heading = (
-        f"verdict: {len(frame)} planned contrast(s), treatment vs control with a"
-        f" {100 * level:g} % CI: ratio of geometric means (×), or a difference in the metric's"
-        " unit (+/-) where a side is 0, near 0 or negative, a difference of proportions for"
-        f" yes/no, one pooled test per split; {CORRECTION}-corrected, largest standardized"
-        " effect first"
+        f"verdict: {tested} tested contrast(s), {CORRECTION}-corrected across these"
+        f" {tested}{stated}; treatment vs control with a {100 * level:g} % CI: ratio of"
+        " geometric means (×), or a difference in the metric's unit (+/-) where a side is 0,"
+        " near 0 or negative, a difference of proportions for yes/no, one pooled test per"
+        " split; grouped by feature"
     )
-    cnis = set(frame["cni"]) | set(frame["control_cni"])
-    if len(cnis) > 1:
-        heading += f"; reference CNI {frame.attrs.get('reference', '')}"
+    heading += _references_text(frame)
     shown, tail = frame, []
     if len(frame) > limit:
         significant = frame["significant"].to_numpy(dtype=bool)
@@ -1186,13 +1438,16 @@ def verdict_summary(
             [_apart({str(k): v for k, v in row.items()}) for row in frame.to_dict("records")],
             dtype=np.bool_,
         )
-        rank = np.where(significant, 0, np.where(apart, 1, 2))
-        shown = frame.iloc[np.argsort(rank, kind="stable")[:limit]]
+        host = frame["metric"].isin(HOST_WIDE).to_numpy(dtype=bool)
+        rank = np.where(significant, 0, np.where(apart, 1, 2)) + 3 * host
+        chosen = np.sort(np.argsort(rank, kind="stable")[:limit])
+        shown = frame.iloc[chosen]
         left_out = len(frame) - len(shown)
         left_detected = detected - int(shown["significant"].sum())
         heading += (
             f"; the {len(shown)} that say most: {detected} detectable difference(s), then the"
-            " largest effects whose own interval excludes no difference, then the rest"
+            " largest effects whose own interval excludes no difference, then the rest,"
+            " host-wide figures last"
         )
         rest = f"{left_out} more not shown"
         if left_detected:

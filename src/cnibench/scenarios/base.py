@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from cnibench.backends.base import Backend, Capability, Cluster, ClusterSpec
@@ -217,6 +218,11 @@ class Scenario(abc.ABC):
     primary_metrics: tuple[str, ...] = ("cpu", "ram")
     """Metrics the report's verdict compares for this scenario, in order; a contrast is made
     for each one that both of its conditions recorded."""
+
+    dependent_metrics: Mapping[str, str] = MappingProxyType({})
+    """Metrics that are a function of another metric of the same run, by how the tool or the
+    scenario defines them: ``{dependent: the metric it is a function of}``. The verdict states
+    only the one they depend on (one measurement, one contrast); the tables show both."""
 
     contrasts: tuple[Contrast, ...] = ()
     """Planned comparisons of a feature against its control, per CNI (see :class:`Contrast`)."""

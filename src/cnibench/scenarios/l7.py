@@ -9,6 +9,7 @@ when the CNI resets the connection (with the policy off, all get 200).
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 from cnibench.backends.base import (
     DEFAULT_PORTS,
@@ -39,6 +40,9 @@ class L7Scenario(Scenario):
 
     name = "l7"
     primary_metrics = ("requests_per_second", "latency_mean", "cpu", "ram")
+    dependent_metrics = MappingProxyType({"latency_mean": "requests_per_second"})
+    """ab's mean time per request is its concurrency (100) over its rate: stated once, as
+    the rate."""
     contrasts = (Contrast("policy", treatment={"policy": "on"}, control={"policy": "off"}),)
 
     def __init__(self, options: ScenarioOptions | None = None) -> None:

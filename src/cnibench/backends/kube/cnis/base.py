@@ -112,6 +112,12 @@ class CniDriver(Protocol):
         kind, else reads the cluster option or the environment)."""
         ...
 
+    def service_proxy(self, options: Mapping[str, str]) -> str:
+        """What serves ClusterIP Services with these ``--cni`` options, e.g. ``"kube-proxy
+        iptables"`` or ``"cilium eBPF"``: a data-path factor the report holds equal when it
+        compares two CNIs (:mod:`cnibench.report.configs`)."""
+        ...
+
     def definition(
         self,
         spec: ClusterSpec,
@@ -221,6 +227,10 @@ class DriverBase:
     kernel_module = ""
     cluster_scoped_kinds: tuple[tuple[str, str], ...] = ()
     egress_needs_ip_range = False
+
+    def service_proxy(self, options: Mapping[str, str]) -> str:
+        """kube-proxy in the mode the ``kube-proxy`` option names (iptables by default)."""
+        return f"kube-proxy {options.get('kube-proxy', 'iptables')}"
 
     def manifests(self, definition: CniDefinition, images: Images) -> list[dict[str, Any]]:
         """None: installed by chart, release manifest, or kind itself."""

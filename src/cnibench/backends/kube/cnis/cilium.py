@@ -588,6 +588,13 @@ class CiliumDriver(DriverBase):
         self._chart_dir = chart_dir
         self._lacks_sys_resource = lacks_sys_resource
 
+    def service_proxy(self, options: Mapping[str, str]) -> str:
+        """Cilium's eBPF kube-proxy replacement in ``mode=kpr`` (the default), else kube-proxy
+        in the mode the ``kube-proxy`` option names."""
+        if options.get("mode", "kpr") == "kpr":
+            return "cilium eBPF"
+        return f"kube-proxy {options.get('kube-proxy', 'iptables')}"
+
     def definition(
         self,
         spec: ClusterSpec,

@@ -1,0 +1,392 @@
+"""The first screen of a report: what each feature costs on each CNI configuration.
+
+Two matrices are built from :func:`cnibench.report.verdict.verdict`'s frame:
+
+- :func:`feature_matrix`: rows are features (egress gateway, WireGuard, L3/L4 policy at each
+  rule count, the Service path at each number of Services, a cluster option such as the
+  kube-proxy mode, L7 policy, a Gateway split, ...) in each of their metrics; columns are the
+  configurations measured. A cell is the feature's cost on that configuration (treatment /
+  control, or a difference where a side is near zero) with its 95 % CI and runs per side,
+  marked :data:`DETECTABLE`, :data:`SAME`, inconclusive (``?N``: runs per side that would
+  resolve ±5 % or the margin), or why there is no number.
+- :func:`cni_matrix`: each configuration against the reference of its group of comparable
+  configurations (:mod:`cnibench.report.configs`), condition by condition.
+
+Host-wide metrics (:data:`cnibench.report.derived.HOST_WIDE`) never appear here: they are the
+whole machine, not the CNI. Both are tidy frames; :func:`matrix_text` lays one out for a
+terminal of :data:`WIDTH` columns, :func:`matrix_rows` for HTML and Markdown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from cnibench.report.derived import AGENT_METRICS, HOST_WIDE, NODE_SUM
+from cnibench.report.labels import shorten_cni_labels
+from cnibench.report.verdict import interval_text, metric_words
+
+__all__ = [
+    "DETECTABLE",
+    "MATRIX_COLUMNS",
+    "SAME",
+    "WIDTH",
+    "cni_matrix",
+    "feature_matrix",
+    "matrix_legend",
+    "matrix_rows",
+    "matrix_text",
+]
+
+WIDTH = 100
+"""Columns of the terminal matrix."""
+
+DETECTABLE = "●"
+"""Mark of a detectable difference (Holm-corrected, its interval excludes no difference)."""
+
+SAME = "≈"
+"""Mark of "same within ±margin" (two one-sided tests)."""
+
+MATRIX_COLUMNS = (
+    "row",
+    "scenario",
+    "feature",
+    "metric",
+    "unit",
+    "column",
+    "cell",
+    "runs",
+    "state",
+)
+"""Columns of :func:`feature_matrix` and :func:`cni_matrix`, one row per cell."""
+
+_FEATURE_WORDS: Mapping[tuple[str, str], str] = {
+    ("egress", "gateway"): "egress gateway",
+    ("wireguard", "encryption"): "WireGuard",
+    ("policy", "enforcement"): "L3/L4 policy",
+    ("policy", "rules"): "policy rules",
+    ("l7", "policy"): "L7 policy",
+    ("baseline", "service path"): "Service path",
+    ("baseline", "other Services in the tables"): "other Services",
+    ("baseline", "cross-node"): "cross-node",
+    ("baseline", "background load"): "background load",
+    ("split", "shares"): "Gateway split",
+}
+
+_SHOWN = (NODE_SUM, "cpu@egress-gw", AGENT_METRICS[0])
+"""Resource metrics a matrix shows besides the scenario's own (the rest are in the list)."""
+
+
+def _shown(metric: str, scenario_metrics: Sequence[str]) -> bool:
+    if metric in HOST_WIDE:
+        return False
+    return metric in _SHOWN or metric == "shares" or metric in scenario_metrics
+
+
+def _state(row: Mapping[str, Any]) -> str:
+    if row["significant"]:
+        return "detectable"
+    if row["equivalent"]:
+        return "same"
+    if row["kind"] == "outcome":
+        return "outcome"
+    if not math.isfinite(float(row["ci_low"])) and row["scale"] != "split":
+        return "no interval"
+    return "inconclusive"
+
+
+def _number(value: float) -> str:
+    if not math.isfinite(value):
+        return "n/a"
+    magnitude = abs(value)
+    for limit, divisor, prefix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if magnitude >= limit:
+            return f"{value / divisor:.3g}{prefix}"
+    if magnitude >= 100:
+        return f"{value:.0f}"
+    return f"{value:.2f}" if magnitude >= 0.01 or value == 0 else f"{value:.2g}"
+
+
+def _cell(row: Mapping[str, Any]) -> str:
+    """``×0.71 0.61-0.82 n5 ●``: estimate, interval, runs per side, mark."""
+    state = _state(row)
+    n = int(row["n_treatment"])
+    if row["scale"] == "split":
+        word = "off" if row["significant"] else "ok"
+        return f"max err {100 * float(row['estimate']):.1f} pt, {word}"
+    if row["kind"] == "outcome":
+        return f"{round(float(row['estimate']) * n)}/{n} yes"
+    estimate = float(row["estimate"])
+    low, high = float(row["ci_low"]), float(row["ci_high"])
+    if row["scale"] == "ratio":
+        head = f"×{estimate:.2f}"
+        ci = interval_text(low, high, null=1.0) if math.isfinite(low) else "no CI"
+    else:
+        head = ("+" if estimate >= 0 else "") + _number(estimate)
+        ci = f"{_number(low)}..{_number(high)}" if math.isfinite(low) else "no CI"
+    mark = {"detectable": DETECTABLE, "same": SAME}.get(state, "")
+    if state == "inconclusive":
+        needed = int(row["runs_needed"])
+        mark = "?" if needed <= 0 else f"?{needed}" if needed < 1000 else "?>999"
+    return f"{head} {ci} {mark}".rstrip()
+
+
+def _runs(row: Mapping[str, Any]) -> str:
+    n, control = int(row["n_treatment"]), int(row["n_control"])
+    return f"n{n}" if n == control or row["kind"] in ("weights", "outcome") else f"n{n}/{control}"
+
+
+def _row_keys(frame: pd.DataFrame) -> dict[int, str]:
+    """What tells rows of one feature apart: the treatment parameters that vary within one
+    configuration (rule counts, numbers of Services), never those that differ only between
+    configurations (the Service proxy a baseline condition names)."""
+    keys: dict[int, str] = {}
+    for _, group in frame.groupby(
+        ["scenario", "kind" if "kind" in frame else "feature"], sort=False
+    ):
+        params = {int(i): json.loads(str(p)) for i, p in group["treatment_parameters"].items()}
+        varying: set[str] = set()
+        for _, per_config in group.groupby("column", sort=False):
+            seen = [params[int(i)] for i in per_config.index]
+            for key in set().union(*seen):
+                if len({json.dumps(p.get(key)) for p in seen}) > 1:
+                    varying.add(key)
+        for index in group.index:
+            shown = params[int(index)]
+            keys[int(index)] = ", ".join(f"{k}={shown[k]}" for k in sorted(varying) if k in shown)
+    return keys
+
+
+def _frame(verdict: pd.DataFrame, kinds: Sequence[str], *, by: str) -> pd.DataFrame:
+    from cnibench.scenarios import SCENARIOS
+
+    mine = verdict[verdict["kind"].isin(kinds)].copy()
+    if mine.empty:
+        return pd.DataFrame(columns=list(MATRIX_COLUMNS))
+    scenario_metrics = {
+        name: tuple(SCENARIOS[name].primary_metrics) if name in SCENARIOS else ()
+        for name in mine["scenario"].unique()
+    }
+    keep = [
+        _shown(str(m), scenario_metrics[str(s)])
+        for s, m in zip(mine["scenario"], mine["metric"], strict=True)
+    ]
+    mine = mine[keep]
+    if mine.empty:
+        return pd.DataFrame(columns=list(MATRIX_COLUMNS))
+    mine["column"] = mine[by]
+    if by == "cni" and (mine["kind"] == "cni").any():
+        short = shorten_cni_labels(list(dict.fromkeys([*mine["cni"], *mine["control_cni"]])))
+        mine["column"] = [
+            f"{short[str(c)]} vs {short[str(r)]}" if k == "cni" else str(c)
+            for c, r, k in zip(mine["cni"], mine["control_cni"], mine["kind"], strict=True)
+        ]
+    if "treatment_parameters" not in mine.columns:
+        mine["treatment_parameters"] = "{}"
+    keys = _row_keys(mine)
+    out = []
+    for index, row in mine.iterrows():
+        record = {str(k): v for k, v in row.items()}
+        if record["kind"] == "cni":
+            words = record["scenario"]
+        else:
+            words = _FEATURE_WORDS.get(
+                (record["scenario"], record["feature"]), f"{record['scenario']} {record['feature']}"
+            )
+        key = keys.get(int(str(index)), "")
+        label = f"{words} ({key})" if key else words
+        out.append(
+            {
+                "row": label,
+                "scenario": record["scenario"],
+                "feature": record["feature"],
+                "metric": record["metric"],
+                "unit": record["unit"],
+                "column": record["column"],
+                "cell": _cell(record),
+                "runs": _runs(record),
+                "state": _state(record),
+            }
+        )
+    return pd.DataFrame(out, columns=list(MATRIX_COLUMNS))
+
+
+def feature_matrix(verdict: pd.DataFrame) -> pd.DataFrame:
+    """Each feature's cost per configuration (one row per cell, :data:`MATRIX_COLUMNS`).
+
+    Parameters
+    ----------
+    verdict:
+        :func:`cnibench.report.verdict.verdict`'s frame with the ``treatment_parameters``
+        column (it has it).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Feature contrasts in the column of their configuration; a cluster option's contrast
+        (``kube-proxy nftables vs iptables``) in the column of the configuration without it;
+        splits as their largest share error. No host-wide metric.
+    """
+    features = _frame(verdict, ("feature", "weights"), by="cni")
+    options = _frame(verdict, ("option",), by="control_cni")
+    return _instrumented_cells(pd.concat([features, options], ignore_index=True))
+
+
+INSTRUMENTED_CELL = "CPU only (napi)"
+"""What a cell of an instrumented configuration says where the verdict states no throughput
+or latency (:func:`cnibench.report.configs.instrumented`)."""
+
+
+def _instrumented_cells(matrix: pd.DataFrame) -> pd.DataFrame:
+    """Fill the throughput/latency cells of instrumented configurations with why they are
+    empty, on the rows where the configuration has a cell at all."""
+    from cnibench.backends.base import ClusterSpec
+
+    def is_instrumented(label: str) -> bool:
+        try:
+            return ClusterSpec.from_label(label).options.get("napi") == "threaded"
+        except ValueError:
+            return False
+
+    added = []
+    for (label, scenario), group in matrix.groupby(["row", "scenario"], sort=False):
+        columns = [c for c in dict.fromkeys(group["column"]) if is_instrumented(str(c))]
+        others = matrix[(matrix["scenario"] == scenario) & (matrix["row"] == label)]
+        for metric, unit in dict.fromkeys(zip(others["metric"], others["unit"], strict=True)):
+            if metric.startswith(("cpu", "ram", "cores")) or metric == "shares":
+                continue
+            for column in columns:
+                if not ((others["column"] == column) & (others["metric"] == metric)).any():
+                    added.append(
+                        {
+                            "row": label,
+                            "scenario": scenario,
+                            "feature": str(group["feature"].iloc[0]),
+                            "metric": metric,
+                            "unit": unit,
+                            "column": column,
+                            "cell": INSTRUMENTED_CELL,
+                            "runs": "",
+                            "state": "instrumented",
+                        }
+                    )
+    if not added:
+        return matrix
+    return pd.concat([matrix, pd.DataFrame(added, columns=matrix.columns)], ignore_index=True)
+
+
+def cni_matrix(verdict: pd.DataFrame) -> pd.DataFrame:
+    """Each configuration against the reference of its group, per condition and metric
+    (one row per cell, :data:`MATRIX_COLUMNS`; the row names the scenario and condition)."""
+    return _frame(verdict, ("cni",), by="cni")
+
+
+def matrix_legend(margin: float | None = None, runs: str = "") -> str:
+    """What a cell says (``runs``: :func:`common_runs`)."""
+    same = f", {SAME} same within ±{100 * margin:g} %" if margin else ""
+    n = f"n = {runs[1:]} runs per side in every cell" if runs else "nN: runs per side"
+    return (
+        "cell: treatment vs control (× ratio, or +/- difference in the row's unit), 95 % CI;"
+        f" {n}; {DETECTABLE} detectable after Holm{same}, ?N inconclusive (N runs per side"
+        f" resolve ±5 %); {INSTRUMENTED_CELL}: measured with the per-node CPU instrument,"
+        " which moves throughput and latency; blank: not measured on that configuration"
+    )
+
+
+def common_runs(matrix: pd.DataFrame) -> str:
+    """``"n5"`` when every cell of ``matrix`` has that many runs per side, else ``""``."""
+    runs = {str(r) for r in matrix["runs"] if r}
+    return runs.pop() if len(runs) == 1 else ""
+
+
+def _metric_rank(metric: str, scenario: str) -> int:
+    from cnibench.scenarios import SCENARIOS
+
+    declared = tuple(SCENARIOS[scenario].primary_metrics) if scenario in SCENARIOS else ()
+    order = [*declared, "shares", "cpu@egress-gw", NODE_SUM, AGENT_METRICS[0]]
+    return order.index(metric) if metric in order else len(order)
+
+
+def matrix_rows(matrix: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of a matrix as a table for HTML/Markdown: one row per feature and
+    metric (a feature's metrics together, in the scenario's order), one column per
+    configuration (labels shortened to what differs)."""
+    if matrix.empty:
+        return [], []
+    columns = list(dict.fromkeys(matrix["column"]))
+    short = shorten_cni_labels(columns) if not any(" vs " in c for c in columns) else {}
+    common = common_runs(matrix) != ""
+    header = ["feature", "metric", *(short.get(c, c) for c in columns)]
+    row_order = {r: i for i, r in enumerate(dict.fromkeys(matrix["row"]))}
+    keyed = []
+    for (label, metric, unit, scenario), group in matrix.groupby(
+        ["row", "metric", "unit", "scenario"], sort=False
+    ):
+        cells = {
+            c: cell if common or not runs else f"{cell} {runs}"
+            for c, cell, runs in zip(group["column"], group["cell"], group["runs"], strict=True)
+        }
+        shown = metric_words(str(metric)) + (f" ({unit})" if unit and metric != "shares" else "")
+        rank = (row_order[label], _metric_rank(str(metric), str(scenario)))
+        keyed.append((rank, [str(label), shown, *(cells.get(c, "") for c in columns)]))
+    return header, [row for _, row in sorted(keyed, key=lambda item: item[0])]
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _header_lines(labels: Sequence[str], width: int) -> list[list[str]]:
+    """Each label broken after ``:``, ``,`` or `` vs`` into lines of at most ``width``."""
+    broken = []
+    for label in labels:
+        pieces = label.replace(":", ":\n").replace(",", ",\n").replace(" vs ", "\nvs ").split("\n")
+        lines: list[str] = []
+        for piece in pieces:
+            if lines and len(lines[-1]) + len(piece) <= width:
+                lines[-1] += piece
+            else:
+                lines.append(piece)
+        broken.append([_fit(line, width) for line in lines])
+    return broken
+
+
+def matrix_text(
+    matrix: pd.DataFrame, *, title: str, width: int = WIDTH, margin: float | None = None
+) -> list[str]:
+    """A matrix laid out in ``width`` columns: a title, the legend, then per feature a line
+    with its name and one line per metric; configurations that do not fit beside each other
+    go into further blocks."""
+    if matrix.empty:
+        return [f"{title}: nothing to show"]
+    header, rows = matrix_rows(matrix)
+    label_width = 31
+    cell_width = 23
+    per_block = max(1, (width - label_width) // cell_width)
+    configs = header[2:]
+    lines = [f"{title}:"]
+    legend = matrix_legend(margin, common_runs(matrix))
+    lines += [f"  {part}" for part in textwrap.wrap(legend, width - 2)]
+    for start in range(0, len(configs), per_block):
+        block = list(range(start, min(start + per_block, len(configs))))
+        heads = _header_lines([configs[i] for i in block], cell_width - 1)
+        for depth in range(max(len(h) for h in heads)):
+            text = "".join((h[depth] if depth < len(h) else "").ljust(cell_width) for h in heads)
+            lines.append((" " * label_width + text).rstrip())
+        feature = ""
+        for row in rows:
+            cells = [row[2 + i] for i in block]
+            if not any(cells):
+                continue
+            if row[0] != feature:
+                feature = row[0]
+                lines.append(_fit(feature, width))
+            label = _fit(f"  {row[1]}", label_width - 1).ljust(label_width)
+            body = "".join(_fit(c, cell_width - 1).ljust(cell_width) for c in cells)
+            lines.append((label + body).rstrip())
+    return lines
