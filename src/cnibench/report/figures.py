@@ -7,6 +7,11 @@ heights of the bars are the statistics themselves; each value axis prints plain 
 unit with one prefix, named in its label (``throughput [Gbit/s]``, :func:`axis_unit`), never
 ``500 µs`` next to ``1 ms``. A metric measured by several tools (``tool`` parameter) gets one
 axes per tool. Legends sit outside the axes, right of the figure, so they never cover data.
+
+Every figure is meant to read in a 1400 px page: panels are stacked one above the other, never
+side by side, and a figure is made wider when its labels and legend would leave a panel less
+than :data:`MIN_AXES_FRACTION` of its width (:func:`keep_axes_wide`). Labels name only what
+differs between the things drawn (:mod:`cnibench.report.labels`), wrapped.
 """
 
 from __future__ import annotations
@@ -41,10 +46,13 @@ from cnibench.report.data import (
     parse_weights,
     request_time_summary,
 )
+from cnibench.report.labels import common_parts, distinct_labels, shorten_cni_labels, wrap_label
 from cnibench.report.verdict import CORRECTION, VERDICT_COLUMNS, verdict
 
 __all__ = [
+    "MIN_AXES_FRACTION",
     "NON_NEGATIVE_UNITS",
+    "POLICY_SCALING_METRICS",
     "AxisUnit",
     "axis_unit",
     "figure_bars",
@@ -56,6 +64,7 @@ __all__ = [
     "figure_runs",
     "figure_split_distance",
     "figure_split_shares",
+    "keep_axes_wide",
     "new_figure",
 ]
 
@@ -96,6 +105,59 @@ def new_figure(width: float = 8.0, height: float = 4.5) -> Figure:
     figure = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(figure)
     return figure
+
+
+MIN_AXES_FRACTION = 0.5
+"""Least width of a panel's plotting area, as a fraction of its figure's width."""
+
+LEGEND_LABEL_WIDTH = 28
+"""Most characters per line of a legend entry (a CNI configuration, a line of a scaling
+figure): longer entries wrap after their ``,`` and ``;``."""
+
+
+def keep_axes_wide(figure: Figure, *, fraction: float = MIN_AXES_FRACTION) -> Figure:
+    """Widen ``figure`` until its narrowest axes spans at least ``fraction`` of its width.
+
+    Labels, legends and notes keep their size in inches when a figure grows, so the room the
+    axes lose to them is fixed: a figure whose decorations take ``d`` inches needs a width of
+    ``d / (1 - fraction)`` to leave the axes ``fraction`` of it. Measured on a drawn layout
+    (``draw_without_rendering``), aiming 0.03 above ``fraction`` so that it still holds when
+    the figure is saved at another dpi (the report's 80).
+
+    Parameters
+    ----------
+    figure:
+        A figure with its layout engine (constrained layout, :func:`new_figure`).
+    fraction:
+        Least width of each axes over the figure's width, in (0, 1).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``figure``, possibly wider; its height is unchanged.
+    """
+    if not 0 < fraction < 1:
+        raise ValueError(f"fraction must be in (0, 1); got {fraction}")
+    # Text extents round to whole pixels and hinting differs by dpi: a layout measured at
+    # 100 dpi can lose a percent of axes width when saved at 80. Aim a little higher.
+    wanted = min(0.95, fraction + 0.03)
+    for _attempt in range(3):  # wrapped notes can change the decorations once more
+        figure.draw_without_rendering()
+        widths = [ax.get_position().width for ax in figure.axes if ax.get_visible()]
+        if not widths or min(widths) >= wanted:
+            return figure
+        width = figure.get_figwidth()
+        decorations = width * (1 - min(widths))
+        figure.set_figwidth(max(width, decorations / (1 - wanted)) * 1.01)
+    return figure
+
+
+def _legend_names(cnis: Sequence[str]) -> dict[str, str]:
+    """Each CNI's legend entry: its name and the options that differ, wrapped."""
+    return {
+        cni: wrap_label(short, LEGEND_LABEL_WIDTH)
+        for cni, short in shorten_cni_labels(cnis).items()
+    }
 
 
 def _color(index: int) -> str:
@@ -368,16 +430,16 @@ def figure_bars(
     groups = {
         panel.title: [str(c) for c in dict.fromkeys(panel.rows["condition"])] for panel in panels
     }
+    # Panels one above the other, each as wide as its groups need: side by side, the panel
+    # of a tool with one condition was a sliver (the kind study's iperf3 CPU, 13 % wide).
     widths = [max(2.2, 0.35 * len(cnis) * len(groups[p.title]) + 1.2) for p in panels]
-    figure = new_figure(min(24.0, sum(widths) + 2.5), 4.8)
+    figure = new_figure(min(24.0, max(widths) + 2.5), 1.4 + 3.4 * len(panels))
     tops = [
         summary[summary["condition"].isin(groups[p.title])][["mean", "ci_high"]].to_numpy(float)
         for p in panels
     ]
     shared = _share_value_axis(panels, tops)
-    axes = figure.subplots(
-        1, len(panels), squeeze=False, sharey=shared, gridspec_kw={"width_ratios": widths}
-    )[0]
+    axes = figure.subplots(len(panels), 1, squeeze=False, sharey=shared)[:, 0]
     width = 0.8 / len(cnis)
     clipped = False
     has_any_ci = False
@@ -425,8 +487,6 @@ def figure_bars(
         # The prefix follows the bars, not a wide interval from two runs.
         heights = summary["mean"] if shared else part["mean"]
         shown = _value_axis(ax, metric, panel.unit, heights)
-        if shared and ax is not axes[0]:
-            ax.set_ylabel("")
         if panel.unit in NON_NEGATIVE_UNITS:
             ax.set_ylim(bottom=0.0)
         off_scale = _cap_value_axis(ax, heights, uppers, shown) or off_scale
@@ -435,8 +495,9 @@ def figure_bars(
     estimators = ", ".join(dict.fromkeys(str(e) for e in summary["estimator"]))
     figure.suptitle(title or f"{scenario}: {metric}, {estimators}")
     handles: list[Any] = [Rectangle((0, 0), 1, 1, color=_color(i)) for i in range(len(cnis))]
+    names = _legend_names(cnis)
     legend_labels = [
-        f"{cni} ({_n_text(summary[summary['cni'] == cni]['n'].astype(int).tolist())})"
+        f"{names[cni]} ({_n_text(summary[summary['cni'] == cni]['n'].astype(int).tolist())})"
         for cni in cnis
     ]
     if has_any_ci:
@@ -465,6 +526,7 @@ def figure_bars(
             lines = math.ceil(len(text) / (16 * figure.get_figwidth()))
             room = min(0.4, (0.1 + 0.14 * lines) / figure.get_figheight())
             engine.set(rect=(0, room, 1, 1 - room))
+    keep_axes_wide(figure)
     _declutter_ticks(figure, list(axes))
     return figure
 
@@ -526,9 +588,9 @@ def figure_runs(
     }
     panels = _panels(rows, metric_unit(df, metric))
     cnis = [str(c) for c in dict.fromkeys(rows["cni"])]
-    figure = new_figure(min(24.0, 4.5 * len(panels) + 3.5), 4.0)
+    figure = new_figure(8.0, 1.0 + 3.0 * len(panels))
     shared = _share_value_axis(panels, [p.rows["value"].to_numpy(float) for p in panels])
-    axes = figure.subplots(1, len(panels), squeeze=False, sharey=shared)[0]
+    axes = figure.subplots(len(panels), 1, squeeze=False, sharey=shared)[:, 0]
     width = 0.8 / len(cnis)
     ringed = False
     for ax, panel in zip(axes, panels, strict=True):
@@ -577,21 +639,21 @@ def figure_runs(
         ax.set_xlim(-0.6, len(conditions) - 0.4)
         ax.set_xlabel(axis_label)
         _value_axis(ax, metric, panel.unit, rows["value"] if shared else panel.rows["value"])
-        if shared and ax is not axes[0]:
-            ax.set_ylabel("")
         ax.set_title(panel.title, fontsize=9)
         ax.grid(alpha=0.3, axis="y")
     figure.suptitle(title or f"{scenario}: {metric} per run")
     handles: list[Any] = [
         Line2D([], [], color=_color(i), marker="o", linestyle="none") for i in range(len(cnis))
     ]
-    names = list(cnis)
+    short = _legend_names(cnis)
+    names = [short[cni] for cni in cnis]
     handles.append(Line2D([], [], color="black", marker="_", markersize=12, linewidth=1.5))
     names.append(f"estimate and {100 * LEVEL:g}% CI")
     if ringed:
         handles.append(Line2D([], [], marker="o", markersize=10, fillstyle="none", color="red"))
         names.append("outlying run (counted)")
     _outside_legend(figure, handles, names)
+    keep_axes_wide(figure)
     _declutter_ticks(figure, list(axes))
     return figure
 
@@ -703,7 +765,7 @@ def figure_split_shares(
     axes[-1].set_xlabel(f"time since first request [s] ({window:g} s windows)")
     _outside_legend(figure, *axes[0].get_legend_handles_labels())
     figure.suptitle(title or "Traffic split: share per backend over time")
-    return figure
+    return keep_axes_wide(figure)
 
 
 def split_distance_summary(
@@ -801,7 +863,7 @@ def figure_split_distance(
     ax.grid(alpha=0.3)
     _outside_legend(figure, *ax.get_legend_handles_labels())
     ax.set_title(title or "Traffic split: distance to the configured weights")
-    return figure
+    return keep_axes_wide(figure)
 
 
 # --------------------------------------------------------------------------------------------
@@ -878,7 +940,7 @@ def figure_rr_histogram(times: pd.DataFrame, *, bins: int = 60, title: str | Non
         bbox=(0.0, 0.0, 1.0, 1.0),
     )
     table.set_fontsize(8)
-    return figure
+    return keep_axes_wide(figure)
 
 
 def figure_rr_ecdf(times: pd.DataFrame, *, title: str | None = None) -> Figure:
@@ -894,7 +956,8 @@ def figure_rr_ecdf(times: pd.DataFrame, *, title: str | None = None) -> Figure:
     Returns
     -------
     matplotlib.figure.Figure
-        One axes per CNI (a facet, in order of first appearance, sharing both axes), and in
+        One axes per CNI (a facet, one above the other in order of first appearance, sharing
+        both axes, titled with the CNI's name and the options that differ), and in
         it one post-step line per condition drawn by seaborn's ``ecdfplot``, labelled
         ``"<cni> / <condition>"`` and coloured by condition alike in every facet: x = the
         request times sorted (µs), y = the proportion of requests at most that long, ending
@@ -908,24 +971,25 @@ def figure_rr_ecdf(times: pd.DataFrame, *, title: str | None = None) -> Figure:
     )
     cnis = list(dict.fromkeys(cni for cni, _ in pairs))
     conditions = list(dict.fromkeys(condition for _, condition in pairs))
-    figure = new_figure(min(24.0, 4.5 * len(cnis) + 3.5), 4.5)
-    axes = figure.subplots(1, len(cnis), squeeze=False, sharex=True, sharey=True)[0]
+    figure = new_figure(8.0, 1.2 + 3.0 * len(cnis))
+    axes = figure.subplots(len(cnis), 1, squeeze=False, sharex=True, sharey=True)[:, 0]
+    short = shorten_cni_labels(cnis)
     for (cni, condition), (label, values) in zip(pairs, groups, strict=True):
         ax = axes[cnis.index(cni)]
         color = _color(conditions.index(condition))
         sns.ecdfplot(x=values, color=color, label=label, ax=ax)
     for ax, cni in zip(axes, cnis, strict=True):
         ax.set_xscale("log")
-        ax.set_xlabel("request time [µs]")
-        ax.set_ylabel("proportion of requests ≤ x" if ax is axes[0] else "")
+        ax.set_xlabel("request time [µs]" if ax is axes[-1] else "")
+        ax.set_ylabel("proportion of requests ≤ x")
         ax.set_ylim(0.0, 1.02)
         ax.grid(alpha=0.3, which="both")
         if len(cnis) > 1:
-            ax.set_title(cni, fontsize=9)
+            ax.set_title(short[cni], fontsize=9)
     handles = [Line2D([], [], color=_color(i)) for i in range(len(conditions))]
     _outside_legend(figure, handles, conditions if len(cnis) > 1 else [g for g, _ in groups])
     figure.suptitle(title or "Request-response time ECDF")
-    return figure
+    return keep_axes_wide(figure)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1013,15 +1077,25 @@ def scaling_summary(
     return pd.DataFrame(result)
 
 
+POLICY_SCALING_METRICS: tuple[str, ...] = (
+    "new_connections_per_second",
+    "throughput",
+    "latency_mean",
+)
+"""Panels of a scaling figure by default, those the results hold: the connection rate first,
+as the policy scenario states it (rules cost mostly new connections, through conntrack)."""
+
+
 def figure_policy_scaling(
     df: pd.DataFrame,
     *,
     x: str = "rules",
-    metrics: Sequence[str] = ("throughput", "latency_mean"),
+    metrics: Sequence[str] | None = None,
     scenario: str = "policy",
     title: str | None = None,
 ) -> Figure:
-    """Throughput and latency versus the number of policy rules, one line per engine/CNI.
+    """New connections/s, throughput and latency versus the number of policy rules, one line
+    per CNI and other varying parameter.
 
     Parameters
     ----------
@@ -1031,7 +1105,10 @@ def figure_policy_scaling(
         ``"rules"`` (network-policy rules) or ``"clients"`` (pod scaling, see
         :func:`figure_pod_scaling`).
     metrics:
-        One panel per metric, side by side.
+        One panel per metric, one above the other; default those of
+        :data:`POLICY_SCALING_METRICS` that the scenario's successful runs recorded
+        (``new_connections_per_second`` in 1/s, ``throughput`` in bits/s, ``latency_mean``
+        in ms).
     scenario:
         Scenario to plot.
     title:
@@ -1041,47 +1118,78 @@ def figure_policy_scaling(
     -------
     matplotlib.figure.Figure
         Per panel, one line with markers and 95 % error bars per line key of
-        :func:`scaling_summary` (CNI plus the other varying parameters such as the engine);
-        y = geometric mean of the successful runs at each x (their mean if one is not positive).
+        :func:`scaling_summary` (CNI plus the other varying parameters such as the engine),
+        coloured alike in every panel; y = geometric mean of the successful runs at each x
+        (their mean if one is not positive). The legend names each line by the CNI's name and
+        the options that differ among the lines (:func:`cnibench.report.labels.shorten_cni_labels`).
+
+    Raises
+    ------
+    ConfigError
+        If ``param_<x>`` is not a column.
+    InsufficientDataError
+        If a metric asked for, or every default one, has no successful run.
     """
+    if f"param_{x}" not in df.columns:
+        raise ConfigError(f"no parameter {x!r} in the results (no column param_{x})")
+    if metrics is None:
+        recorded = set(ok_runs(df, scenario=scenario)["metric"])
+        metrics = [metric for metric in POLICY_SCALING_METRICS if metric in recorded]
+        if not metrics:
+            raise InsufficientDataError(
+                f"no successful run of scenario {scenario!r} has any of {POLICY_SCALING_METRICS}"
+            )
     panels = [
         (metric, scaling_summary(df, x=x, metric=metric, scenario=scenario)) for metric in metrics
     ]
-    figure = new_figure(5.0 * len(panels) + 1.0, 4.5)
-    axes = figure.subplots(1, len(panels), squeeze=False)[0]
+    lines = sorted({str(line) for _, summary in panels for line in summary["line"]})
+    cnis = [line.split(" ", 1)[0] for line in lines]
+    short = shorten_cni_labels(cnis)
+    names = {
+        line: wrap_label(" ".join([short[cni], *line.split(" ")[1:]]), LEGEND_LABEL_WIDTH)
+        for line, cni in zip(lines, cnis, strict=True)
+    }
+    figure = new_figure(8.0, 1.0 + 2.8 * len(panels))
+    axes = figure.subplots(len(panels), 1, squeeze=False, sharex=True)[:, 0]
+    handles: dict[str, Any] = {}
     for ax, (metric, summary) in zip(axes, panels, strict=True):
         unit = metric_unit(df, metric)
-        for index, (line, group) in enumerate(summary.groupby("line", sort=True)):
+        for line, group in summary.groupby("line", sort=True):
             means = group["mean"].to_numpy(dtype=float)
             low = group["ci_low"].to_numpy(dtype=float)
             high = group["ci_high"].to_numpy(dtype=float)
             yerr = np.vstack([np.nan_to_num(means - low), np.nan_to_num(high - means)])
-            ax.errorbar(
+            handles[str(line)] = ax.errorbar(
                 group["x"],
                 means,
                 yerr=yerr,
                 marker="o",
                 capsize=3,
-                color=_color(index),
+                color=_color(lines.index(str(line))),
                 label=str(line),
             )
-        ax.set_xlabel(f"number of {x}")
         _value_axis(ax, metric, unit, summary[["mean", "ci_high"]].to_numpy(dtype=float))
         ax.grid(alpha=0.3)
+    axes[-1].set_xlabel(f"number of {x}")
     # Every panel has the same lines (CNI and parameters), so one legend names them all.
-    _outside_legend(figure, *axes[0].get_legend_handles_labels())
+    _outside_legend(
+        figure,
+        [handles[line] for line in lines if line in handles],
+        [names[line] for line in lines if line in handles],
+    )
     figure.suptitle(title or f"{scenario}: scaling with the number of {x}")
-    return figure
+    return keep_axes_wide(figure)
 
 
 def figure_pod_scaling(
     df: pd.DataFrame,
     *,
-    metrics: Sequence[str] = ("throughput", "latency_mean"),
+    metrics: Sequence[str] | None = None,
     scenario: str = "policy",
     title: str | None = None,
 ) -> Figure:
-    """Throughput and latency versus the number of client pods (``param_clients``).
+    """New connections/s, throughput and latency versus the number of client pods
+    (``param_clients``).
 
     Same as :func:`figure_policy_scaling` with ``x="clients"``.
     """
@@ -1154,23 +1262,27 @@ def figure_forest(
     keys = scenarios + ": " + rows["metric"].astype(str)
     order = {name: index for index, name in enumerate(dict.fromkeys(scenarios))}
     names = sorted(dict.fromkeys(keys), key=lambda key: order[key.split(": ", 1)[0]])
-    sections = [(name, rows[keys == name]) for name in names]
-    counts = [len(section) for _, section in sections]
+    labels, shared = _forest_labels(rows)
+    sections = [(name, rows[keys == name], labels[(keys == name).to_numpy()]) for name in names]
+    # Each row as tall as its label's lines, so wrapped labels never run into each other.
+    heights = [_forest_row_heights(section_labels) for _, _, section_labels in sections]
     # Room around the outermost bounds (and 1) so no dot sits on the frame; one x range for
     # every section, so their ratios line up.
     lowest = min(float(rows["ci_low"].min()), float(rows["ratio"].min()), 1.0)
     highest = max(float(rows["ci_high"].max()), float(rows["ratio"].max()), 1.0)
-    figure = new_figure(11.0, 1.4 + 0.28 * sum(counts) + 0.45 * len(sections))
+    figure = new_figure(11.0, 1.6 + sum(float(h.sum()) + 0.55 for h in heights))
     axes = figure.subplots(
         len(sections),
         1,
         squeeze=False,
         sharex=True,
-        gridspec_kw={"height_ratios": [count + 1.0 for count in counts]},
+        gridspec_kw={"height_ratios": [float(h.sum()) + 0.2 for h in heights]},
     )[:, 0]
     handles: dict[str, Any] = {}
-    for ax, (name, section) in zip(axes, sections, strict=True):
-        _forest_section(ax, section, handles)
+    for ax, (name, section, section_labels), row_heights in zip(
+        axes, sections, heights, strict=True
+    ):
+        _forest_section(ax, section, section_labels, row_heights, handles)
         ax.set_xscale("log")
         ax.set_xlim(lowest / 1.25, highest * 1.25)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
@@ -1179,11 +1291,14 @@ def figure_forest(
         ax.set_title(name, fontsize=9, loc="left", fontweight="bold")
     axes[-1].set_xlabel("ratio treatment / control (log scale; 1 = no difference)")
     level = float(rows["level"].iloc[0])
-    figure.suptitle(
+    heading = (
         title
-        or f"Verdict: ratio with {100 * level:g}% CI per contrast ({CORRECTION}-corrected test)",
-        fontsize=10,
+        or f"Verdict: ratio with {100 * level:g}% CI per contrast ({CORRECTION}-corrected test)"
     )
+    if shared:
+        # What every line leaves out, said once.
+        heading += "\n" + wrap_label("every contrast at " + ", ".join(shared), 120)
+    figure.suptitle(heading, fontsize=10)
     _outside_legend(figure, list(handles.values()), list(handles))
     left_out = int((~shown).sum())
     if left_out:
@@ -1199,7 +1314,7 @@ def figure_forest(
             # A fixed 0.3 inch under the axes for the note, however tall the figure.
             note = 0.3 / figure.get_figheight()
             engine.set(rect=(0, note, 1, 1 - note))
-    return figure
+    return keep_axes_wide(figure)
 
 
 def _forest_minor_label(ax: Axes, value: float, _pos: float | None = None) -> str:
@@ -1211,10 +1326,73 @@ def _forest_minor_label(ax: Axes, value: float, _pos: float | None = None) -> st
     return f"{value:g}" if round(mantissa, 6) in (2.0, 3.0, 5.0) else ""
 
 
-def _forest_section(ax: Axes, rows: pd.DataFrame, handles: dict[str, Any]) -> None:
-    """One scenario's contrasts on ``ax``, in the verdict's order (largest effect on top)."""
-    count = len(rows)
-    y = np.arange(count, dtype=float)[::-1]
+FOREST_LABEL_WIDTH = 56
+"""Most characters per line of a forest plot's row label (about 3 inches at 7 pt, under a
+third of the forest's 11 inches)."""
+
+
+def _forest_labels(rows: pd.DataFrame) -> tuple[np.ndarray[Any, Any], list[str]]:
+    """Each contrast's row label, naming only what differs between the rows, wrapped; and the
+    context every row shares (said once in the title).
+
+    From the verdict's own columns where it has them: ``"<cni> vs <control cni>"`` for a CNI
+    contrast, ``"<feature> on <cni>"`` for a feature, with CNI labels cut to the options that
+    differ (:func:`shorten_cni_labels`), then the ``context`` without its shared parts
+    (:func:`distinct_labels`). Otherwise the ``contrast`` text without the scenario's name.
+    """
+    scenarios = rows["scenario"].astype(str) if "scenario" in rows.columns else None
+    contrasts = [
+        str(contrast).removeprefix(f"{scenario} ") if scenarios is not None else str(contrast)
+        for contrast, scenario in zip(
+            rows["contrast"],
+            scenarios if scenarios is not None else [""] * len(rows),
+            strict=True,
+        )
+    ]
+    if not {"kind", "cni", "control_cni", "feature", "context"} <= set(rows.columns):
+        labels = [wrap_label(label, FOREST_LABEL_WIDTH) for label in contrasts]
+        return np.array(labels, dtype=object), []
+    cnis = [str(c) for c in rows["cni"]] + [str(c) for c in rows["control_cni"]]
+    short = shorten_cni_labels(cnis)
+    contexts = [str(c) if isinstance(c, str) else "" for c in rows["context"]]
+    shared = common_parts(contexts) if all(contexts) else []
+    distinct = distinct_labels(contexts) if shared else contexts
+    labels = []
+    for kind, feature, cni, control, context, contrast in zip(
+        rows["kind"].astype(str),
+        rows["feature"].astype(str),
+        rows["cni"].astype(str),
+        rows["control_cni"].astype(str),
+        distinct,
+        contrasts,
+        strict=True,
+    ):
+        if kind == "cni":
+            head = f"{short[cni]} vs {short[control]}"
+        elif kind == "feature":
+            head = f"{feature} on {short[cni]}"
+        else:
+            head, _, _ = contrast.partition(" (")
+        labels.append(wrap_label(f"{head} ({context})" if context else head, FOREST_LABEL_WIDTH))
+    return np.array(labels, dtype=object), shared
+
+
+def _forest_row_heights(labels: Sequence[str]) -> np.ndarray[Any, Any]:
+    """Height of each row in inches: 0.12 per label line (7 pt) and room between rows."""
+    return np.array([0.12 * (str(label).count("\n") + 1) + 0.1 for label in labels])
+
+
+def _forest_section(
+    ax: Axes,
+    rows: pd.DataFrame,
+    labels: Sequence[str],
+    heights: np.ndarray[Any, Any],
+    handles: dict[str, Any],
+) -> None:
+    """One section's contrasts on ``ax``, in the verdict's order (largest effect on top); the
+    y axis counts inches, so each row is as tall as its label (``heights``)."""
+    tops = np.cumsum(heights)
+    y = tops[-1] - (tops - heights / 2)
     low = rows["ci_low"].to_numpy(dtype=np.float64)
     high = rows["ci_high"].to_numpy(dtype=np.float64)
     ratio = rows["ratio"].to_numpy(dtype=np.float64)
@@ -1234,10 +1412,5 @@ def _forest_section(ax: Axes, rows: pd.DataFrame, handles: dict[str, Any]) -> No
             zorder=3,
         )
     ax.axvline(1.0, color="black", linewidth=1, linestyle="--")
-    scenarios = rows["scenario"] if "scenario" in rows.columns else [""] * count
-    labels = [
-        str(contrast).removeprefix(f"{scenario} ")
-        for contrast, scenario in zip(rows["contrast"], scenarios, strict=True)
-    ]
-    ax.set_yticks(y, labels, fontsize=7)
-    ax.set_ylim(-0.7, count - 0.3)
+    ax.set_yticks(y, list(labels), fontsize=7)
+    ax.set_ylim(-0.05, float(tops[-1]) + 0.05)

@@ -147,8 +147,9 @@ def wrap_label(text: str, width: int) -> str:
     text:
         A label; existing line breaks are kept.
     width:
-        Most characters per line. A single part longer than that is broken at spaces and
-        hyphens (``textwrap``), never inside a word, so it may still exceed ``width``.
+        Most characters per line. A single part longer than that is broken at spaces
+        (``textwrap``), never inside a word nor at its hyphens (``kube-proxy`` stays whole),
+        so a line may still exceed ``width``.
 
     Returns
     -------
@@ -202,7 +203,7 @@ def _wrap_line(text: str, width: int) -> list[str]:
             wrapped.append(line)
         else:
             wrapped.extend(
-                textwrap.wrap(line, width=width, break_long_words=False, break_on_hyphens=True)
+                textwrap.wrap(line, width=width, break_long_words=False, break_on_hyphens=False)
                 or [line]
             )
     return wrapped
