@@ -408,12 +408,14 @@ def figure_bars(
     Returns
     -------
     matplotlib.figure.Figure
-        One axes per tool (``tool`` parameter) and recorded unit, each with its own value axis
-        in one unit and prefix (:func:`axis_unit`). In each, one group of bars per condition
-        (in order of first appearance), one bar per CNI (coloured; the legend, outside the
-        axes, names the CNI and its number of runs); tick labels are the parameters that vary
-        on that axes. Bar height = the estimate of :func:`bar_summary` (geometric mean of the
-        successful runs of a positive quantity, else their mean); error bar = its interval,
+        One axes per tool (``tool`` parameter) and recorded unit, one above the other, each
+        with its own value axis in one unit and prefix (:func:`axis_unit`). In each, one group
+        of bars per condition (in order of first appearance), one bar per CNI (coloured; the
+        legend, outside the axes, names the CNI by its name and the options that differ among
+        the CNIs drawn, :func:`cnibench.report.labels.shorten_cni_labels`, and its number of
+        runs); tick labels are the parameters that vary on that axes. Bar height = the
+        estimate of :func:`bar_summary` (geometric mean of the successful runs of a positive
+        quantity, else their mean); error bar = its interval,
         cut at zero for a quantity that cannot be negative (:data:`NON_NEGATIVE_UNITS`; the
         legend says so when a bar was cut). Outlying runs (modified z-score above 3.5) are in
         the bar and named in an annotation under the axes; failed runs never enter.
@@ -552,7 +554,8 @@ def figure_runs(
     Returns
     -------
     matplotlib.figure.Figure
-        One axes per tool and recorded unit (as :func:`figure_bars`). Per condition (x, the
+        One axes per tool and recorded unit, one above the other (as :func:`figure_bars`).
+        Per condition (x, the
         parameters that vary) one column per CNI, coloured as in :func:`figure_bars`: the
         runs' values as jittered points (one ``PathCollection`` per group, labelled
         ``"<cni> / <condition>"``), and over them a black bar of the group's estimate and
@@ -588,7 +591,10 @@ def figure_runs(
     }
     panels = _panels(rows, metric_unit(df, metric))
     cnis = [str(c) for c in dict.fromkeys(rows["cni"])]
-    figure = new_figure(8.0, 1.0 + 3.0 * len(panels))
+    # About 0.9 inch per condition, so that neighbouring tick labels (``iptables``,
+    # ``nftables``) keep a gap between them.
+    most = max(panel.rows["condition"].nunique() for panel in panels)
+    figure = new_figure(min(24.0, max(8.0, 0.9 * most + 3.5)), 1.0 + 3.0 * len(panels))
     shared = _share_value_axis(panels, [p.rows["value"].to_numpy(float) for p in panels])
     axes = figure.subplots(len(panels), 1, squeeze=False, sharey=shared)[:, 0]
     width = 0.8 / len(cnis)
