@@ -17,12 +17,24 @@ are: ``stats.summarize_runs`` (the run table, bars and verdict sides), ``report.
   with a 3 % session-to-session SD, with three A/A baseline sessions and with one, and its
   power for a 10 % throughput regression;
 * the split test's rejection rate at alpha 0.05 when the weights hold, for multinomial runs
-  and for runs whose share varies between runs (overdispersion).
+  and for runs whose share varies between runs (overdispersion);
+* outlier flags (``stats.outlier_runs``, ``stats.summarize_runs``): how many clean lognormal
+  and clean normal (signed) samples of n = 3, 5, 10, 20 runs get any run flagged, beside the
+  fixed 3.5 on the raw values used before issue 32, and how often one run at a third or three
+  times the others (CV 5 %) is flagged;
+* coverage of the split intervals of ``stats.split_test`` when each run's shares vary by 0-5
+  points around the weights (3-5 runs of 1000 requests), beside the previous intervals
+  (chi-square Goodman widened by the square root of the dispersion);
+* the power ``stats.skew_detection_plan`` states for the requests (or runs) it recommends,
+  against the rejection rate of ``stats.split_test`` simulated at that design.
 
 Run ``python bench/coverage.py --simulations 500`` for a quick look. It exits 1 when a
 promised rate is missed (clean coverage < 0.94, A/A rate outside 0.04-0.06, gate false alarms
-above 1 % with baselines, split null rejection above 0.06), beyond what the simulation's own
-noise explains (the Monte-Carlo 95 % margin is printed next to each rate).
+above 1 % with baselines, split null rejection above 0.06, clean samples flagged above 0.05,
+a run at a third or three times not flagged in 0.9 of samples of 5 or more runs, split
+intervals covering < 0.94 when shares vary, stated split power off the simulated by more than
+0.05), beyond what the simulation's own noise explains (the Monte-Carlo 95 % margin is printed
+next to each rate). ``--sections`` runs some of them only.
 """
 
 from __future__ import annotations
@@ -50,6 +62,8 @@ LEVEL = 0.95
 GATE_METRICS = ("throughput", "rtt_mean", "cpu", "ram", "latency_p99")
 GATE_CONDITIONS = 4
 """4 conditions x 5 metrics: 20 metric comparisons per compared session."""
+SECTIONS = ("coverage", "aa", "gate", "split", "outliers", "split-intervals", "split-power")
+"""What ``--sections`` can name, in the order a full run prints them."""
 UNITS = {"throughput": "bits/s", "rtt_mean": "us", "cpu": "%", "ram": "MB", "latency_p99": "ms"}
 
 
@@ -265,14 +279,199 @@ def split_rates(simulations: int, rng: np.random.Generator) -> tuple[list[str], 
         spread += stats.split_test(sample, weights).p_value < 0.05
     rate_plain, rate_spread = plain / simulations, spread / simulations
     ok = max(rate_plain, rate_spread) - _margin(0.05, simulations) <= 0.06
-    needed = stats.requests_to_detect_skew(weights)
+    plan = stats.skew_detection_plan(weights, runs=runs, requests_per_run=requests)
     return [
         f"split test (stats.split_test, {runs} runs x {requests} requests, weights 60/40,"
         f" {simulations} simulations): rejection rate at alpha 0.05 when the weights hold",
         f"  multinomial runs: {rate_plain:.3f}; runs whose share varies (SD 2 points):"
         f" {rate_spread:.3f} (±{_margin(0.05, simulations):.3f}); promised <= 0.06",
-        f"  requests to detect a 5-point skew (power 0.9, alpha 0.01): {needed}",
+        f"  multinomial runs: {plan.statement()} (power measured in the split-power section)",
     ], ok
+
+
+OUTLIER_RUNS = (3, 5, 10, 20)
+
+
+def outlier_rates(simulations: int, rng: np.random.Generator) -> tuple[list[str], bool]:
+    """Share of clean samples with any run flagged, and how often a real outlier is flagged."""
+    sigma = _sigma(0.30)
+    lines = [
+        f"outlier flags ({simulations} samples per cell): share of clean samples with any run"
+        " flagged; share of samples whose one run at 1/3 or 3x the others (CV 5 %) is flagged",
+        f"  {'n':>3} {'lognormal':>10} {'normal':>7} {'iqr':>6} {'previous':>9}"
+        f"   {'1/3 flagged':>11} {'3x flagged':>10}",
+    ]
+    ok = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        for n in OUTLIER_RUNS:
+            # Clean lognormal runs (CV 30 %; the flag works on the logarithms, so the CV does
+            # not matter) through outlier_runs; clean normal values around 0 (a signed
+            # quantity, one value made negative so the summary stays on the linear scale)
+            # through summarize_runs; Tukey's fences; and the fixed 3.5 on the raw values,
+            # which the summaries used before issue 32.
+            logn = np.exp(rng.normal(0.0, sigma, size=(simulations, n)))
+            normal = rng.normal(0.0, 1.0, size=(simulations, n))
+            normal[:, 0] = -np.abs(normal[:, 0])
+            flagged = sum(bool(stats.outlier_runs(x)) for x in logn)
+            signed = sum(bool(stats.summarize_runs(x).outliers) for x in normal)
+            iqr = sum(bool(stats.outlier_runs(x, method="iqr")) for x in logn)
+            previous = sum(bool(stats.outlier_runs(x, scale="linear", threshold=3.5)) for x in logn)
+            found = []
+            for factor in (1.0 / 3.0, 3.0):
+                dirty = np.exp(rng.normal(0.0, _sigma(0.05), size=(simulations, n)))
+                dirty[:, 0] *= factor
+                found.append(sum(0 in stats.outlier_runs(x) for x in dirty) / simulations)
+            rate, rate_signed = flagged / simulations, signed / simulations
+            for value in (rate, rate_signed):
+                ok = ok and value - _margin(value, simulations) <= 0.05
+            if n >= 5:
+                ok = ok and min(found) + _margin(min(found), simulations) >= 0.9
+            lines.append(
+                f"  {n:>3} {rate:>10.3f} {rate_signed:>7.3f} {iqr / simulations:>6.3f}"
+                f" {previous / simulations:>9.3f}   {found[0]:>11.3f} {found[1]:>10.3f}"
+            )
+    lines.append(
+        "  promised: clean <= 0.05 (lognormal via outlier_runs, normal via summarize_runs);"
+        f" 1/3 and 3x flagged >= 0.9 at n >= 5; margin near 0.05: ±{_margin(0.05, simulations):.3f}"
+    )
+    return lines, ok
+
+
+def _split_sample(
+    rng: np.random.Generator, runs: int, requests: int, shares: Sequence[float], spread: float
+) -> list[dict[str, int]]:
+    """Per-run counts whose shares vary between runs: around ``shares`` with SD ``spread`` on
+    the first backend (two backends: a normal share; more: Dirichlet with that SD)."""
+    names = [f"v{i + 1}" for i in range(len(shares))]
+    sample = []
+    for _ in range(runs):
+        if spread == 0.0:
+            own = np.asarray(shares, dtype=np.float64)
+        elif len(shares) == 2:
+            first = float(np.clip(rng.normal(shares[0], spread), 0.0, 1.0))
+            own = np.array([first, 1.0 - first])
+        else:
+            concentration = shares[0] * (1.0 - shares[0]) / spread**2 - 1.0
+            own = rng.dirichlet(concentration * np.asarray(shares, dtype=np.float64))
+        counts = rng.multinomial(requests, own)
+        sample.append({name: int(c) for name, c in zip(names, counts, strict=True)})
+    return sample
+
+
+def split_interval_coverage(simulations: int, rng: np.random.Generator) -> tuple[list[str], bool]:
+    """Coverage of split_test's simultaneous 95 % intervals when shares vary between runs."""
+    requests = 1000
+    lines = [
+        f"split intervals (stats.split_test, 95 % simultaneous, runs of {requests} requests,"
+        f" {simulations} simulations per cell): share of samples whose intervals hold every"
+        " true share; previous (chi-square Goodman widened by sqrt(dispersion)) beside it",
+        f"  {'weights':>8} {'runs':>4} {'share SD':>8}  {'coverage':>8} {'width':>6}"
+        f"   {'previous':>8} {'width':>6}",
+    ]
+    ok = True
+    for shares, label in (((0.6, 0.4), "60/40"), ((0.5, 0.3, 0.2), "50/30/20")):
+        weights = {f"v{i + 1}": 100 * w for i, w in enumerate(shares)}
+        for runs in (3, 4, 5):
+            for spread in (0.0, 0.02, 0.03, 0.05):
+                if len(shares) > 2 and (runs == 4 or spread in (0.0, 0.02)):
+                    continue  # three backends: a check of the general case, not a grid
+                covered = previous = 0
+                width = previous_width = 0.0
+                for _ in range(simulations):
+                    sample = _split_sample(rng, runs, requests, shares, spread)
+                    test = stats.split_test(sample, weights)
+                    truth = test.expected
+                    covered += all(
+                        lo <= truth[name] <= hi for name, (lo, hi) in test.intervals.items()
+                    )
+                    width += test.intervals["v1"][1] - test.intervals["v1"][0]
+                    plain = stats.splitting_error(test.counts, weights).intervals
+                    widen = math.sqrt(test.dispersion)
+                    old = {
+                        name: (
+                            test.observed[name] - widen * (test.observed[name] - lo),
+                            test.observed[name] + widen * (hi - test.observed[name]),
+                        )
+                        for name, (lo, hi) in plain.items()
+                    }
+                    previous += all(lo <= truth[name] <= hi for name, (lo, hi) in old.items())
+                    previous_width += old["v1"][1] - old["v1"][0]
+                rate = covered / simulations
+                if spread > 0.0:
+                    ok = ok and rate + _margin(rate, simulations) >= 0.94
+                lines.append(
+                    f"  {label:>8} {runs:>4} {100 * spread:>6.0f} pt  {rate:>8.3f}"
+                    f" {width / simulations:>6.3f}   {previous / simulations:>8.3f}"
+                    f" {previous_width / simulations:>6.3f}"
+                )
+    lines.append(
+        "  promised: coverage >= 0.94 when shares vary (2-5 points); width = mean width of v1's"
+        f" interval (a share); margin near 0.95: ±{_margin(0.95, simulations):.3f}"
+    )
+    return lines, ok
+
+
+def split_power(simulations: int, rng: np.random.Generator) -> tuple[list[str], bool]:
+    """Power stated by skew_detection_plan against split_test simulated at that design."""
+    weights, requests = {"v1": 60, "v2": 40}, 1000
+    lines = [
+        "split power (stats.skew_detection_plan, 5-point skew, power 0.9, alpha 0.01, pilot"
+        f" runs of {requests} requests): stated power of the recommended design against"
+        f" split_test's rejection rate simulated there ({simulations} per column)",
+        f"  {'runs':>4} {'share SD':>8}  {'recommendation':<60} {'stated':>6}"
+        f" {'60->55':>6} {'60->65':>6}",
+    ]
+    ok = True
+    designs = [(3, 0.0), (5, 0.0), (10, 0.0), (5, 0.01), (5, 0.02), (10, 0.02)]
+    for runs, spread in designs:
+        # The dispersion such share variation gives runs of `requests` requests:
+        # 1 + (m - 1) tau^2 / (p (1 - p)).
+        dispersion = 1.0 + (requests - 1) * spread**2 / 0.24
+        plan = stats.skew_detection_plan(
+            weights, runs=runs, requests_per_run=requests, dispersion=dispersion
+        )
+        if plan.requests is not None:
+            design_runs, per_run = runs, plan.requests / runs
+            recommendation = f"{plan.requests} requests over {runs} runs"
+        else:
+            design_runs, per_run = plan.runs_needed, float(requests)
+            recommendation = (
+                f"no number of requests (at most {plan.power:.2f}): {plan.runs_needed} runs"
+            )
+        stated = stats.split_test_power(
+            weights,
+            requests=design_runs * per_run,
+            runs=design_runs,
+            dispersion=1.0 + (per_run - 1.0) * spread**2 / 0.24,
+        )
+        simulated = []
+        for share in (0.55, 0.65):
+            hits = 0
+            for _ in range(simulations):
+                sample = _split_sample(rng, design_runs, round(per_run), (share, 1 - share), spread)
+                hits += stats.split_test(sample, weights).p_value < 0.01
+            simulated.append(hits / simulations)
+            ok = ok and abs(hits / simulations - stated) - _margin(stated, simulations) <= 0.05
+        lines.append(
+            f"  {runs:>4} {100 * spread:>6.0f} pt  {recommendation:<60} {stated:>6.3f}"
+            f" {simulated[0]:>6.3f} {simulated[1]:>6.3f}"
+        )
+    old = stats.requests_to_detect_skew(weights)
+    stated_old = stats.split_test_power(weights, requests=old, runs=5)
+    hits = 0
+    for _ in range(simulations):
+        sample = _split_sample(rng, 5, round(old / 5), (0.55, 0.45), 0.0)
+        hits += stats.split_test(sample, weights).p_value < 0.01
+    lines.append(
+        f"  previous statement: {old} requests (power 0.9, many runs); at 5 runs its power is"
+        f" {stated_old:.3f} by split_test_power, {hits / simulations:.3f} simulated"
+    )
+    lines.append(
+        "  promised: |simulated - stated| <= 0.05; Monte-Carlo margin near 0.9:"
+        f" ±{_margin(0.9, simulations):.3f}"
+    )
+    return lines, ok
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,6 +480,14 @@ def main(argv: list[str] | None = None) -> int:
         "--simulations", type=int, default=2000, metavar="N", help="samples per cell"
     )
     parser.add_argument("--seed", type=int, default=20261126, help="random seed")
+    parser.add_argument(
+        "--sections",
+        nargs="+",
+        choices=SECTIONS,
+        default=list(SECTIONS),
+        metavar="SECTION",
+        help=f"run only these, in this order (default all: {', '.join(SECTIONS)})",
+    )
     # `nox -s perf -- ...` hands the same arguments to every bench script: ignore the others'.
     options, ignored = parser.parse_known_args(argv)
     if ignored:
@@ -295,16 +502,19 @@ def main(argv: list[str] | None = None) -> int:
         f" (seed {options.seed})",
         flush=True,
     )
-    sections = [
-        lambda: coverage_table(n, rng),
-        lambda: aa_verdict_rate(n, rng),
-        lambda: gate_rates(max(10, n // 2), rng),
-        lambda: split_rates(n, rng),
-    ]
+    sections = {
+        "coverage": lambda: coverage_table(n, rng),
+        "aa": lambda: aa_verdict_rate(n, rng),
+        "gate": lambda: gate_rates(max(10, n // 2), rng),
+        "split": lambda: split_rates(n, rng),
+        "outliers": lambda: outlier_rates(n, rng),
+        "split-intervals": lambda: split_interval_coverage(n, rng),
+        "split-power": lambda: split_power(max(10, n // 2), rng),
+    }
     failed = False
-    for section in sections:
+    for name in options.sections:
         # Each section printed as soon as it is measured: the whole run takes minutes.
-        lines, ok = section()
+        lines, ok = sections[name]()
         for line in lines:
             print(line, flush=True)
         if not ok:
