@@ -31,8 +31,10 @@ __all__ = [
     "LEVEL",
     "OUTLIER_METHOD",
     "OUTLIER_THRESHOLD",
+    "RETRANSMIT_RATE_BOUND",
     "bar_summary",
     "group_label",
+    "high_retransmit_runs",
     "load_request_times",
     "load_split_records",
     "metric_unit",
@@ -51,6 +53,19 @@ OUTLIER_THRESHOLD: Final = stats.OUTLIER_THRESHOLD
 this."""
 GROUP_COLUMNS: tuple[str, ...] = ("cni", "condition")
 """One bar, line or table per distinct value of these columns."""
+
+RETRANSMIT_RATE_BOUND = 0.01
+"""Share of retransmitted TCP segments above which a run is flagged (see
+:func:`high_retransmit_runs`, which justifies it)."""
+HIGH_RETRANSMIT_COLUMNS = (
+    "session_id",
+    "run_id",
+    "cni",
+    "scenario",
+    "condition",
+    "retransmit_rate",
+)
+"""Columns of :func:`high_retransmit_runs`."""
 
 REQUEST_TIME_FILE = "http-timing.txt"
 SPLIT_RECORDS_FILES = ("load-records.csv.gz.b64", "locust-records.csv.gz.b64")
@@ -91,6 +106,74 @@ def ok_runs(df: pd.DataFrame, *, scenario: str | None = None, metric: str | None
     if metric is not None:
         mask &= df["metric"] == metric
     return df[mask].copy()
+
+
+def high_retransmit_runs(df: pd.DataFrame, *, bound: float = RETRANSMIT_RATE_BOUND) -> pd.DataFrame:
+    """Runs whose TCP senders retransmitted more than ``bound`` of their segments: runs whose
+    throughput their own losses limit, so that it measures the path's loss (or the probe's)
+    rather than the datapath's speed.
+
+    Parameters
+    ----------
+    df:
+        Tidy results (:func:`cnibench.results.load_results`); only successful runs with a
+        ``retransmit_rate`` record (ratio, recorded by every iperf3 run since issue 31) are
+        looked at. Older records have only ``retransmits`` (a count) and no duration per run,
+        so their rate cannot be derived (the profile's duration is not in the records): they
+        are left out, never guessed.
+    bound:
+        Retransmitted over sent segments, in (0, 1); default :data:`RETRANSMIT_RATE_BOUND`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per flagged run, columns :data:`HIGH_RETRANSMIT_COLUMNS`
+        (``retransmit_rate`` a ratio, 0.13 for 13 %), by session, run time and run id; empty
+        (with those columns) when none exceeds ``bound``.
+
+    Raises
+    ------
+    ValueError
+        ``bound`` outside (0, 1).
+    cnibench.errors.ConfigError
+        ``df`` lacks a column the selection needs.
+
+    Notes
+    -----
+    Why 1 %. On this machine's kind clusters the iperf3 runs of every configuration without
+    threaded NAPI retransmitted 336-398 segments per 1-s run at about 9 Gbit/s, about 0.05 % of
+    the segments sent; with ``napi=threaded`` (the per-node CPU instrument) about 32,000 per
+    run, about 13 %, and throughput fell to a third. Mathis et al.'s bound on a loss-limited TCP
+    flow, ``throughput <= MSS / (RTT * sqrt(p)) * 1.22``, gives at an MSS of 1448 bytes, a
+    0.1 ms pod-to-pod RTT and ``p = 1 %`` about 1.4 Gbit/s, below every throughput these paths
+    deliver: a run above 1 % loss is limited by its own losses, not by the datapath under
+    test. The bound sits twenty times above the clean runs and thirteen times below the
+    instrumented ones, so neither noise nor a small change moves a run across it.
+
+    References
+    ----------
+    M. Mathis, J. Semke, J. Mahdavi, T. Ott, "The macroscopic behavior of the TCP congestion
+    avoidance algorithm", ACM SIGCOMM CCR 27(3), 1997.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({
+    ...     "session_id": ["s", "s"], "run_id": ["a", "b"], "time": ["t1", "t2"],
+    ...     "cni": ["cilium", "cilium"], "scenario": ["egress", "egress"],
+    ...     "condition": ["gateway-on", "gateway-on"], "metric": ["retransmit_rate"] * 2,
+    ...     "value": [0.0005, 0.13], "unit": ["ratio"] * 2, "status": ["ok", "ok"]})
+    >>> high_retransmit_runs(frame)["run_id"].tolist()
+    ['b']
+    """
+    if not 0.0 < bound < 1.0:
+        raise ValueError(f"bound must be a share of segments in (0, 1), got {bound!r}")
+    _require_columns(df, (*HIGH_RETRANSMIT_COLUMNS[:-1], "status", "metric", "value"), "runs")
+    rates: pd.DataFrame = ok_runs(df, metric="retransmit_rate")
+    rates = rates[rates["value"] > bound]
+    order = [c for c in ("session_id", "time", "run_id") if c in rates.columns]
+    rates = rates.sort_values(order, kind="stable").drop_duplicates(["session_id", "run_id"])
+    out: pd.DataFrame = rates.rename(columns={"value": "retransmit_rate"})
+    return out[list(HIGH_RETRANSMIT_COLUMNS)].reset_index(drop=True)
 
 
 def metric_unit(df: pd.DataFrame, metric: str) -> str:

@@ -13,7 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from cnibench.errors import ConfigError, InsufficientDataError
-from cnibench.report.data import ok_runs
+from cnibench.report.data import high_retransmit_runs, ok_runs
+from cnibench.scenarios.base import with_companions
 
 __all__ = [
     "AVG_ROW",
@@ -21,6 +22,7 @@ __all__ = [
     "format_number",
     "markdown_table",
     "priority_outcomes",
+    "retransmit_mark",
     "table_runs",
     "text_table",
 ]
@@ -48,15 +50,20 @@ def table_runs(
     cni:
         The CNI; required when the selection holds several.
     metrics:
-        Columns, in this order; default every metric in order of first appearance.
+        Columns, in this order; default every metric in order of first appearance, with
+        ``retransmits`` and ``retransmit_rate`` right after ``throughput``
+        (:data:`~cnibench.scenarios.base.THROUGHPUT_COMPANIONS`).
 
     Returns
     -------
     pandas.DataFrame
         Index ``"Run 1"`` ... ``"Run n"`` (successful runs by run time), then ``"Avg"`` and
         ``"Std Dev"`` (sample std, ddof=1; NaN with one run); columns ``"<metric> [<unit>]"``,
-        values in the recorded unit. ``df.attrs["run_ids"]`` lists the run ids of the rows.
-        Failed runs are not rows: they have no values (see the report's failed-runs section).
+        values in the recorded unit. A run whose retransmit rate exceeds
+        :data:`~cnibench.report.data.RETRANSMIT_RATE_BOUND` is marked in its label
+        (``"Run 3 ⚠ retransmits 13 %"``, :func:`retransmit_mark`).
+        ``df.attrs["run_ids"]`` lists the run ids of the rows. Failed runs are not rows: they
+        have no values (see the report's failed-runs section).
 
     Raises
     ------
@@ -80,7 +87,12 @@ def table_runs(
             f"no successful run of scenario {scenario!r}, condition {condition!r}"
             + (f", CNI {cni!r}" if cni else "")
         )
-    chosen = list(dict.fromkeys(rows["metric"])) if metrics is None else list(metrics)
+    recorded = list(dict.fromkeys(rows["metric"]))
+    chosen = (
+        [m for m in with_companions(recorded) if m in recorded]
+        if metrics is None
+        else list(metrics)
+    )
     units = rows.drop_duplicates("metric").set_index("metric")["unit"].to_dict()
     order = rows.drop_duplicates("run_id").sort_values(["time", "run_id"])["run_id"].tolist()
     wide = rows.pivot_table(index="run_id", columns="metric", values="value", aggfunc="mean")
@@ -94,15 +106,38 @@ def table_runs(
             for j in range(len(chosen))
         ]
     )
+    high = (
+        high_retransmit_runs(rows).set_index("run_id")["retransmit_rate"].to_dict()
+        if "retransmit_rate" in recorded
+        else {}
+    )
+    labels = [
+        f"Run {i} {retransmit_mark(high[run])}" if run in high else f"Run {i}"
+        for i, run in enumerate(order, start=1)
+    ]
     table = pd.DataFrame(
         np.vstack([values, mean, std]),
-        index=[f"Run {i}" for i in range(1, len(order) + 1)] + [AVG_ROW, STD_ROW],
+        index=[*labels, AVG_ROW, STD_ROW],
         columns=[
             f"{metric} [{units[metric]}]" if units.get(metric) else metric for metric in chosen
         ],
     )
     table.attrs["run_ids"] = order
     return table
+
+
+def retransmit_mark(rate: float) -> str:
+    """The mark of a run whose retransmit ``rate`` (a ratio) exceeds
+    :data:`~cnibench.report.data.RETRANSMIT_RATE_BOUND`: ``"⚠ retransmits 13 %"``
+    (``"⚠ retransmits 1.4 %"`` below 10 %).
+
+    Examples
+    --------
+    >>> retransmit_mark(0.1304), retransmit_mark(0.0142)
+    ('⚠ retransmits 13 %', '⚠ retransmits 1.4 %')
+    """
+    percent = 100.0 * rate
+    return f"⚠ retransmits {percent:.0f} %" if percent >= 10 else f"⚠ retransmits {percent:.1f} %"
 
 
 PRIORITY_COLUMNS = (

@@ -26,12 +26,14 @@ from cnibench.scenarios.profiles import Profile
 
 __all__ = [
     "OTHER_THAN_CONTROL",
+    "THROUGHPUT_COMPANIONS",
     "Condition",
     "Contrast",
     "Prepared",
     "RunOutput",
     "Scenario",
     "Verification",
+    "with_companions",
 ]
 
 
@@ -110,6 +112,25 @@ class RunOutput:
     measurements: Sequence[Measurement]
     raw: Mapping[str, str] = field(default_factory=dict)
     verification: Verification | None = None
+
+
+THROUGHPUT_COMPANIONS = ("retransmits", "retransmit_rate")
+"""Shown right after ``throughput`` wherever it is shown: iperf3's retransmitted segments per
+run (count) and their share of the segments sent (ratio). Tables only: no verdict compares
+them."""
+
+
+def with_companions(metrics: Sequence[str]) -> tuple[str, ...]:
+    """``metrics`` with :data:`THROUGHPUT_COMPANIONS` right after ``throughput`` (once each;
+    unchanged without ``throughput``)."""
+    out: list[str] = []
+    for metric in metrics:
+        if metric in THROUGHPUT_COMPANIONS:
+            continue
+        out.append(metric)
+        if metric == "throughput":
+            out.extend(THROUGHPUT_COMPANIONS)
+    return tuple(out) if "throughput" in metrics else tuple(metrics)
 
 
 class _OtherThanControl:
@@ -237,9 +258,10 @@ class Scenario(abc.ABC):
 
     def headline_metrics(self, condition: Condition) -> tuple[str, ...]:
         """Metrics ``cnibench run``'s table shows for ``condition``, in order: what the
-        scenario exists to measure. Default :attr:`primary_metrics`; a metric a run did not
-        record is left out of the table."""
-        return self.primary_metrics
+        scenario exists to measure. Default :attr:`primary_metrics` with
+        :data:`THROUGHPUT_COMPANIONS` after ``throughput`` (a throughput read without its
+        losses cannot be judged); a metric a run did not record is left out of the table."""
+        return with_companions(self.primary_metrics)
 
     @abc.abstractmethod
     def conditions(self) -> list[Condition]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from cnibench.backends.base import Capability, Cluster, Endpoint, NodeRole, Placement
 from cnibench.errors import CnibenchError, ToolError
-from cnibench.records import Measurement
 from cnibench.scenarios.base import (
     Condition,
     Contrast,
@@ -109,14 +108,8 @@ class EgressScenario(Scenario):
         parsed, seen, raw = _run_once(
             cluster, prepared.endpoints["client"], profile.egress_duration
         )
-        measurements = [
-            Measurement("throughput", parsed.received_bits_per_second, "bits/s"),
-            Measurement("throughput_sender", parsed.sent_bits_per_second, "bits/s"),
-        ]
-        if parsed.retransmits is not None:
-            measurements.append(Measurement("retransmits", float(parsed.retransmits), "count"))
-        if parsed.mean_rtt_us is not None:
-            measurements.append(Measurement("rtt_mean", parsed.mean_rtt_us, "us"))
+        # Throughput, retransmits and their rate, RTT: what every iperf3 run records.
+        measurements = iperf3.iperf3_result_measurements(parsed)
         verification = _source_check(seen, prepared.expected["source"], condition)
         return RunOutput(measurements, raw, verification)
 

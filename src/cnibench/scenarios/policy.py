@@ -479,6 +479,9 @@ class PolicyScenario(Scenario):
         retransmits = [s.retransmits for s in streams if s.retransmits is not None]
         if retransmits:
             measurements.append(Measurement("retransmits", float(sum(retransmits)), "count"))
+        rate = _retransmit_rate(streams)
+        if rate is not None:
+            measurements.append(Measurement("retransmit_rate", rate, "ratio"))
         raw = {
             "summary.json": json.dumps(
                 {
@@ -536,6 +539,16 @@ def _chosen(
             f"{what} {','.join(missing)}: this backend offers {', '.join(o.value for o in offered)}"
         )
     return asked
+
+
+def _retransmit_rate(streams: Sequence[iperf3.Iperf3Result]) -> float | None:
+    """Retransmitted over sent segments of all client pods together (a ratio); ``None`` when
+    no pod sent TCP segments."""
+    sent = [(s.retransmits, s.segments_sent) for s in streams]
+    tcp = [(r, n) for r, n in sent if r is not None and n]
+    if not tcp:
+        return None
+    return sum(r for r, _ in tcp) / sum(n for _, n in tcp)
 
 
 def _clients(prepared: Prepared) -> list[Endpoint]:

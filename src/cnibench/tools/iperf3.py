@@ -30,6 +30,7 @@ from cnibench.tools.registry import (
 )
 
 __all__ = [
+    "DEFAULT_MSS_BYTES",
     "IPERF3",
     "Iperf3Connected",
     "Iperf3End",
@@ -43,11 +44,15 @@ __all__ = [
     "Iperf3TestStart",
     "iperf3_client_argv",
     "iperf3_measurements",
+    "iperf3_result_measurements",
     "iperf3_server_argv",
     "parse_iperf3",
 ]
 
 TOOL = "iperf3"
+DEFAULT_MSS_BYTES = 1448
+"""Sender MSS in bytes assumed when iperf3's JSON names none (a 1500-byte MTU less 20 bytes of
+IPv4, 20 of TCP and 12 of timestamp options)."""
 
 
 # --- raw JSON (iperf 3.x ``-J``) -------------------------------------------------------------
@@ -76,12 +81,16 @@ class Iperf3TestStart(TypedDict, total=False):
 
 
 class Iperf3Start(TypedDict, total=False):
-    """``start``: connection set-up and the negotiated test."""
+    """``start``: connection set-up and the negotiated test. ``tcp_mss_default`` is the
+    control connection's MSS in bytes (``TCP_MAXSEG``), ``tcp_mss`` the one set with ``-M``;
+    TCP only."""
 
     connected: list[Iperf3Connected]
     version: str
     system_info: str
     test_start: Iperf3TestStart
+    tcp_mss_default: int
+    tcp_mss: int
 
 
 class Iperf3Sum(TypedDict, total=False):
@@ -316,6 +325,15 @@ class Iperf3Result:
         Requested test length in seconds.
     jitter_ms, lost_percent:
         UDP receiver jitter in ms and datagram loss in percent; ``None`` for TCP.
+    mss_bytes:
+        The sender's MSS in bytes used to count segments: ``start.tcp_mss`` (``-M``), else
+        ``start.tcp_mss_default`` (iperf3's ``TCP_MAXSEG`` of its control connection, on the
+        same path as the data streams), else :data:`DEFAULT_MSS_BYTES`; ``None`` for UDP. On a
+        pod path (MTU 1450-9000 bytes) it is the path's MSS; on loopback iperf 3.12 reads
+        32768, below the 65483 bytes a loopback segment may carry, so a loopback rate is an
+        upper estimate.
+    sent_bytes:
+        Bytes the sender sent (``end.sum_sent.bytes``).
     remote_host, local_host:
         Addresses of the first data stream as the client saw them.
     cpu_host_percent, cpu_remote_percent:
@@ -335,11 +353,29 @@ class Iperf3Result:
     duration_s: float
     jitter_ms: float | None
     lost_percent: float | None
+    mss_bytes: int | None
+    sent_bytes: int
     remote_host: str
     local_host: str
     cpu_host_percent: float | None
     cpu_remote_percent: float | None
     raw: Iperf3Json = field(repr=False, compare=False)
+
+    @property
+    def segments_sent(self) -> float | None:
+        """Segments the sender sent, estimated as :attr:`sent_bytes` over :attr:`mss_bytes`
+        (iperf3 reports bytes; the kernel's retransmission count is in segments); ``None``
+        for UDP."""
+        return None if self.mss_bytes is None else self.sent_bytes / self.mss_bytes
+
+    @property
+    def retransmit_rate(self) -> float | None:
+        """Retransmitted over sent segments (a ratio): :attr:`retransmits` over
+        :attr:`segments_sent`; ``None`` for UDP or when nothing was sent."""
+        segments = self.segments_sent
+        if self.retransmits is None or not segments:
+            return None
+        return self.retransmits / segments
 
 
 def parse_iperf3(text: str, *, stderr: str = "") -> Iperf3Result:
@@ -408,6 +444,7 @@ def _result_from_json(raw: Iperf3Json) -> Iperf3Result:
         lost_percent = float(udp_sum["lost_percent"])
 
     cpu = end.get("cpu_utilization_percent", {})
+    mss = None if udp else _mss_bytes(start)
     return Iperf3Result(
         sent_bits_per_second=_finite(sum_sent["bits_per_second"]),
         received_bits_per_second=_finite(sum_received["bits_per_second"]),
@@ -420,12 +457,22 @@ def _result_from_json(raw: Iperf3Json) -> Iperf3Result:
         duration_s=float(test_start["duration"]),
         jitter_ms=jitter_ms,
         lost_percent=lost_percent,
+        mss_bytes=mss,
+        sent_bytes=int(sum_sent.get("bytes", 0)),
         remote_host=str(connected[0].get("remote_host", "")),
         local_host=str(connected[0].get("local_host", "")),
         cpu_host_percent=_optional_float(cpu.get("host_total")),
         cpu_remote_percent=_optional_float(cpu.get("remote_total")),
         raw=raw,
     )
+
+
+def _mss_bytes(start: Iperf3Start) -> int:
+    for key in ("tcp_mss", "tcp_mss_default"):
+        value = start.get(key)
+        if isinstance(value, int) and value > 0:
+            return value
+    return DEFAULT_MSS_BYTES
 
 
 def _interval(block: Iperf3Sum) -> Iperf3Interval:
@@ -468,19 +515,29 @@ def _client_argv(target: ToolTarget, profile: MeasurementProfile) -> list[str]:
     return iperf3_client_argv(target.address, port=target.port, duration=profile.duration)
 
 
-def iperf3_measurements(stdout: str, stderr: str) -> list[Measurement]:
-    """Received and sent throughput (bits/s), and retransmissions and mean RTT (µs) when
-    iperf3 reported them (TCP on Linux)."""
-    parsed = parse_iperf3(stdout, stderr=stderr)
+def iperf3_result_measurements(parsed: Iperf3Result) -> list[Measurement]:
+    """What one iperf3 run measured, as records: received and sent throughput (bits/s);
+    with TCP ``retransmits`` (segments, count) and ``retransmit_rate`` (retransmitted over sent
+    segments, ratio: :attr:`Iperf3Result.retransmit_rate`), and ``rtt_mean`` (µs) where iperf3
+    reported it; with UDP ``datagram_loss`` (lost over sent datagrams, ratio)."""
     out = [
         Measurement("throughput", parsed.received_bits_per_second, "bits/s"),
         Measurement("throughput_sender", parsed.sent_bits_per_second, "bits/s"),
     ]
     if parsed.retransmits is not None:
         out.append(Measurement("retransmits", float(parsed.retransmits), "count"))
+    if parsed.retransmit_rate is not None:
+        out.append(Measurement("retransmit_rate", parsed.retransmit_rate, "ratio"))
     if parsed.mean_rtt_us is not None:
         out.append(Measurement("rtt_mean", parsed.mean_rtt_us, "us"))
+    if parsed.lost_percent is not None:
+        out.append(Measurement("datagram_loss", parsed.lost_percent / 100.0, "ratio"))
     return out
+
+
+def iperf3_measurements(stdout: str, stderr: str) -> list[Measurement]:
+    """:func:`iperf3_result_measurements` of an iperf3 client's JSON output."""
+    return iperf3_result_measurements(parse_iperf3(stdout, stderr=stderr))
 
 
 IPERF3 = MeasurementTool(

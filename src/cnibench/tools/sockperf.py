@@ -296,14 +296,21 @@ def _client_argv(target: ToolTarget, profile: MeasurementProfile) -> list[str]:
 
 
 def sockperf_measurements(stdout: str, stderr: str) -> list[Measurement]:
-    """Mean, median, 99th and 99.9th percentile latency (µs, as sockperf reports them)."""
+    """Mean, median, 99th and 99.9th percentile latency (µs, as sockperf reports them), and the
+    loss sockperf counted in the measured period: ``dropped_messages`` (count) and
+    ``message_loss`` (dropped over sent messages, ratio; UDP loses, TCP retransmits instead)."""
     parsed = parse_sockperf(stdout, stderr=stderr)
-    return [
+    out = [
         Measurement("latency_avg", parsed.avg_latency_us, "us"),
         Measurement("latency_p50", parsed.p50_us, "us"),
         Measurement("latency_p99", parsed.p99_us, "us"),
         Measurement("latency_p999", parsed.p999_us, "us"),
+        Measurement("dropped_messages", float(parsed.dropped_messages), "count"),
     ]
+    if parsed.sent_messages > 0:
+        loss = parsed.dropped_messages / parsed.sent_messages
+        out.append(Measurement("message_loss", loss, "ratio"))
+    return out
 
 
 SOCKPERF = MeasurementTool(
