@@ -190,9 +190,10 @@ class KubeBackend:
     def policy_choices(self) -> PolicyChoices:
         """None: a CNI enforces a NetworkPolicy with its own datapath (kube-router iptables and
         ipset, Cilium eBPF maps, Calico iptables or eBPF as installed), whatever engine is
-        asked, and decides itself which packets its rules see (kube-router and Calico accept
-        established flows through conntrack first; Cilium looks up its policy map per packet).
-        A condition naming either would label one measurement with a choice that did not run."""
+        asked, and decides itself which packets its rules see (a NetworkPolicy has no such
+        field; kube-router accepts established flows through conntrack before its rules, and
+        how each other CNI does is its own design, not cnibench's choice). A condition naming
+        either would label one measurement with a choice that did not run."""
         return PolicyChoices()
 
     def available(self) -> tuple[bool, str]:
