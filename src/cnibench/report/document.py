@@ -483,7 +483,11 @@ def _scenario(
     for x in ("rules", "clients"):
         column = f"param_{x}"
         if column in ok.columns and ok[column].notna().any() and ok[column].nunique() > 1:
-            metrics = [m for m in ("throughput", "latency_mean") if m in drawn]
+            metrics = [
+                m
+                for m in ("new_connections_per_second", "throughput", "latency_mean")
+                if m in drawn
+            ]
             if metrics:
                 doc.figure(
                     f"{scenario}-scaling-{x}",

@@ -34,6 +34,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
+from types import MappingProxyType
 from typing import TypeVar
 
 from cnibench.backends.base import (
@@ -224,6 +225,10 @@ class PolicyScenario(Scenario):
         "cpu",
         "ram",
     )
+    dependent_metrics = MappingProxyType({"latency_mean": "new_connections_per_second"})
+    """ab's mean time per request is its concurrency over its rate (concurrency x wall time /
+    requests), so at a given number of clients the latency is the connection rate's
+    reciprocal times the clients: one measurement, stated once, as the rate."""
     contrasts = (
         # The cost of the rules in front of the matching one (per engine where there is one):
         # N rules vs 0.
