@@ -264,7 +264,7 @@ def verdict_markdown(directory: Path, *, reference: str = REFERENCE) -> str:
         f"- verified successful runs: {len(runs)} over {len(per_condition)} conditions,"
         f" fewest per condition {per_condition.min()}",
         "",
-        "## Every planned contrast, largest standardized effect first",
+        "## Every planned contrast, grouped by feature",
         "",
         *(f"- {line}" for line in table["verdict"]),
     ]
