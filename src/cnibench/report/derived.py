@@ -111,7 +111,7 @@ def with_derived_metrics(df: pd.DataFrame) -> pd.DataFrame:
     added: list[dict[str, object]] = []
     for run_id, run in candidates.groupby("run_id", sort=False):
         values = {str(m): float(v) for m, v in zip(run["metric"], run["value"], strict=True)}
-        template = first.loc[run_id].to_dict()
+        template = {str(k): v for k, v in first.loc[run_id].to_dict().items()}
         template["run_id"] = run_id
         gateway = _gateway_of(template.get("options", ""))
 

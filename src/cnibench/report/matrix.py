@@ -146,13 +146,12 @@ def _row_keys(frame: pd.DataFrame) -> dict[int, str]:
     configuration (rule counts, numbers of Services), never those that differ only between
     configurations (the Service proxy a baseline condition names)."""
     keys: dict[int, str] = {}
-    for _, group in frame.groupby(
-        ["scenario", "kind" if "kind" in frame else "feature"], sort=False
-    ):
-        params = {int(i): json.loads(str(p)) for i, p in group["treatment_parameters"].items()}
+    group_by = frame["feature"].where(frame["kind"] != "cni", "cni")
+    for _, group in frame.groupby([frame["scenario"], group_by], sort=False):
+        params = {int(str(i)): json.loads(str(p)) for i, p in group["treatment_parameters"].items()}
         varying: set[str] = set()
         for _, per_config in group.groupby("column", sort=False):
-            seen = [params[int(i)] for i in per_config.index]
+            seen = [params[int(str(i))] for i in per_config.index]
             for key in set().union(*seen):
                 if len({json.dumps(p.get(key)) for p in seen}) > 1:
                     varying.add(key)
