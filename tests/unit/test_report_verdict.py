@@ -22,7 +22,7 @@ from scipy import stats as sps
 from statsmodels.stats.power import GofChisquarePower, TTestIndPower
 from statsmodels.stats.proportion import confint_proportions_2indep
 
-from cnibench import report
+from cnibench import report, stats
 from cnibench.errors import ConfigError
 from cnibench.scenarios import SCENARIOS
 
@@ -502,15 +502,25 @@ def test_split_is_one_pooled_test_against_the_weights():
     assert row.p_value == pytest.approx(pooled.pvalue)
     assert not row.significant
     assert "consistent with the weights" in row.verdict
-    needed = GofChisquarePower().solve_power(
+    # The requests stated are those at which the split test itself, pooling 3 runs, reaches
+    # power 0.9: more than the many-runs chi-square's count, which has less power here.
+    stated = re.search(r"a 5-point skew needs about (\d+) requests over 3 run\(s\)", row.verdict)
+    assert stated is not None, row.verdict
+    needed = int(stated.group(1))
+    assert stats.split_test_power({"v1": 60, "v2": 40}, requests=needed, runs=3) >= 0.9
+    assert stats.split_test_power({"v1": 60, "v2": 40}, requests=needed - 1, runs=3) < 0.9
+    many_runs = GofChisquarePower().solve_power(
         effect_size=math.sqrt(0.05**2 * (1 / 0.6 + 1 / 0.4)),
         nobs=None,
         n_bins=2,
         alpha=0.01,
         power=0.9,
     )
-    assert f"a 5-point skew needs about {math.ceil(needed)} requests" in row.verdict
-    assert "enough here" in row.verdict
+    assert needed > math.ceil(many_runs)
+    assert row.runs_needed == needed
+    # 6012 requests over 3 runs: the many-runs count (1429) said enough; the test has not.
+    assert needed > 6012
+    assert "too few here" in row.verdict
 
 
 def test_verdict_columns_are_the_notebook_contract():

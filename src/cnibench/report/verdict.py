@@ -34,7 +34,9 @@ tables and figures, never dropped. The scale (:class:`Scale`) follows the data:
   Newcombe's interval and Fisher's exact p-value; each side as ``k/n`` with its
   Clopper-Pearson interval.
 - *split*: :func:`cnibench.stats.split_test` (one pooled test allowing for overdispersion
-  between runs) beside the Goodman intervals, and the requests a 5-point skew needs.
+  between runs) beside the Goodman intervals, and the requests a 5-point skew needs at this
+  many runs (:func:`cnibench.stats.skew_detection_plan`, the test's own power), or that no
+  number of requests does and how many runs would.
 
 Words
 -----
@@ -949,8 +951,16 @@ def _measure_split(
         return
     try:
         test = stats.split_test(per_run, weights, level=level)
-        needed = stats.requests_to_detect_skew(
-            weights, skew=SKEW, power=SKEW_POWER, alpha=SKEW_ALPHA, dispersion=test.dispersion
+        # The split test's own power at this many runs (its F rule with (runs - 1)(K - 1)
+        # df), not the many-runs chi-square's: 1429 requests over 5 runs have power 0.57.
+        plan = stats.skew_detection_plan(
+            weights,
+            runs=test.runs,
+            requests_per_run=test.n / test.runs,
+            dispersion=test.dispersion,
+            skew=SKEW,
+            power=SKEW_POWER,
+            alpha=SKEW_ALPHA,
         )
     except (ValueError, CnibenchError) as exc:
         row["why_not"] = str(exc)
@@ -959,7 +969,7 @@ def _measure_split(
         estimate=test.max_abs_error,
         p_value=test.p_value,
         effect_size=math.sqrt(test.statistic / test.n) if test.n else math.nan,
-        runs_needed=needed,
+        runs_needed=plan.requests or -1,
     )
     shares = ", ".join(
         f"{name} {_share_text(test.observed[name])} (Goodman"
@@ -967,14 +977,13 @@ def _measure_split(
         f" configured {_share_text(test.expected[name])})"
         for name in test.observed
     )
-    enough = "enough" if test.n >= needed else "too few"
+    enough = "enough" if plan.requests is not None and test.n >= plan.requests else "too few"
     dispersion = (
         f", between-run overdispersion ×{test.dispersion:.2f}" if test.dispersion > 1.0 else ""
     )
     row["detail"] = (
         f"{test.n} requests pooled over {test.runs} run(s): {shares}; one pooled test"
-        f" p = {test.p_value:.2g}{dispersion}; a {100 * SKEW:g}-point skew needs about"
-        f" {needed} requests (power {SKEW_POWER:g}, alpha {SKEW_ALPHA:g}): {enough} here"
+        f" p = {test.p_value:.2g}{dispersion}; {plan.statement()}: {enough} here"
     )
 
 
@@ -1284,7 +1293,8 @@ def verdict(
         pooled run-to-run SD, Cohen's h for proportions, Cohen's w for splits);
         ``detectable`` (the effect this n detects with power 0.8: relative for ratios, in
         ``unit`` for differences); ``runs_needed`` (runs per side for ±margin or ±5 %, or
-        requests for a 5-point skew of a split; -1 when unknown); ``margin``; ``equivalent``;
+        requests for a 5-point skew of a split at its number of runs; -1 when unknown, or for a
+        split when only more runs would do); ``margin``; ``equivalent``;
         ``significant`` (``p_adjusted <= 1 - level`` and the interval excludes no
         difference) and ``verdict`` (the line). Grouped by scenario, kind (feature, option,
         CNI, weights, outcome) and feature, each in order of first appearance; within a
