@@ -41,6 +41,7 @@ class _Parser(argparse.ArgumentParser):
 def _build_parser() -> _Parser:
     # Imported here, not at module level: until main() has installed its handlers, a Ctrl-C
     # would print a traceback, so the module itself stays cheap to import.
+    from cnibench.scenarios.baseline import INTERLEAVED_SERVICES_MAX
     from cnibench.session import add_session_options
 
     parser = _Parser(
@@ -52,7 +53,11 @@ def _build_parser() -> _Parser:
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    run = commands.add_parser("run", help="run scenarios and record results")
+    run = commands.add_parser(
+        "run",
+        help="run scenarios and record results",
+        description=_RUN_DESCRIPTION.format(services=INTERLEAVED_SERVICES_MAX),
+    )
     run.add_argument(
         "--scenario",
         action="append",
@@ -70,12 +75,21 @@ def _build_parser() -> _Parser:
         help="only these condition ids (repeatable)",
     )
     run.add_argument("--margin", type=_margin, default=None, metavar="M", help=_MARGIN_HELP)
-    run.add_argument(
+    order = run.add_mutually_exclusive_group()
+    order.add_argument(
         "--interleave",
+        dest="sequential",
+        action="store_false",
+        default=False,
+        help="the default: the conditions of a scenario on one cluster take turns in rounds"
+        " (control, treatment, treatment, control, ...) so that drift falls on both; each"
+        " round sets its condition up and verifies it again (where it cannot: see above)",
+    )
+    order.add_argument(
+        "--sequential",
         action="store_true",
-        help="run the conditions of a scenario on one cluster in alternating rounds (control,"
-        " treatment, treatment, control, ...) so that drift falls on both; each round sets"
-        " its condition up and verifies it again",
+        help="one condition after the other, all its runs on one set-up (the order before"
+        " interleaving was the default); recorded in the session's design.json",
     )
 
     report = commands.add_parser("report", help="figures, tables and an HTML report of results")
@@ -135,6 +149,18 @@ def _build_parser() -> _Parser:
     _add_engine_parser(commands)
     _add_images_parser(commands)
     return parser
+
+
+_RUN_DESCRIPTION = (
+    "Run scenarios and record results. The conditions of a scenario on one cluster run in"
+    " interleaved rounds by default, one run each per round, each round setting its condition"
+    " up again. They cannot be interleaved, and run one after the other on one set-up each,"
+    " where a set-up cannot be repeated cheaply: the baseline's Service conditions with more"
+    " than {services} further Services (--services), and a scenario's only condition on a"
+    " CNI (nothing to alternate with). A line at the start names them, and the session's"
+    " design.json records every group's order and why. --precision adds rounds, among the"
+    " conditions not yet precise enough."
+)
 
 
 _MARGIN_HELP = (
@@ -371,6 +397,8 @@ def _run(args: argparse.Namespace) -> int:
             console.print(session.backend_reason)
             bar.update(task, total=event.runs)
             bar.start()
+        elif event.kind is EventKind.DESIGN:  # what is not interleaved, and why: one line
+            console.print(event.text, markup=False, highlight=False, soft_wrap=True)
         elif event.kind is EventKind.CONDITION:
             bar.update(task, description=event.text)
         else:
@@ -380,7 +408,7 @@ def _run(args: argparse.Namespace) -> int:
     with BenchSession(config, scenarios=registry) as session:
         planned = plan_conditions(session.scenarios, args.scenario, args.condition or ())
         try:
-            outcome = session.run(planned, interleave=args.interleave, progress=show)
+            outcome = session.run(planned, interleave=not args.sequential, progress=show)
         finally:
             bar.stop()
     if outcome.results:

@@ -29,6 +29,8 @@ from cnibench.scenarios.runner import (
     ClusterPool,
     ConditionResult,
     Runner,
+    precision_reached,
+    precision_words,
 )
 from cnibench.signals import sigterm_raises_interrupt
 
@@ -39,9 +41,12 @@ __all__ = [
     "BenchSession",
     "CniRequest",
     "EventKind",
+    "GroupDesign",
     "PlannedCondition",
     "PlannedRun",
     "ProgressEvent",
+    "RunDesign",
+    "RunOrder",
     "SessionConfig",
     "SessionOutcome",
     "Skipped",
@@ -49,7 +54,9 @@ __all__ = [
     "choose_backend",
     "choose_cluster",
     "container_engine",
+    "interleaved_rounds",
     "plan_conditions",
+    "run_design",
     "select_backend",
     "validate_cnis",
 ]
@@ -711,15 +718,169 @@ def interleaved_rounds(plan: Sequence[PlannedRun], runs: int) -> list[tuple[int,
     Two conditions ``C`` and ``T`` of one scenario and CNI, 3 runs:
     ``[(0, C), (0, T), (1, T), (1, C), (2, C), (2, T)]``.
     """
+    order: list[tuple[int, PlannedRun]] = []
+    for members in _groups(plan).values():
+        for round_number in range(runs):
+            order += [(round_number, m) for m in _rotated(members, round_number)]
+    return order
+
+
+def _groups(plan: Sequence[PlannedRun]) -> dict[tuple[str, str], list[PlannedRun]]:
+    """``plan`` by (scenario, CNI), in the plan's order: what may take turns on one cluster."""
     groups: dict[tuple[str, str], list[PlannedRun]] = {}
     for planned in plan:
         groups.setdefault((planned.scenario.name, planned.cni), []).append(planned)
-    order: list[tuple[int, PlannedRun]] = []
-    for members in groups.values():
-        for round_number in range(runs):
-            shift = round_number % len(members)
-            order += [(round_number, m) for m in (*members[shift:], *members[:shift])]
-    return order
+    return groups
+
+
+def _rotated(members: Sequence[PlannedRun], round_number: int) -> list[PlannedRun]:
+    """``members`` in the order of round ``round_number``: each leads in turn."""
+    shift = round_number % len(members)
+    return [*members[shift:], *members[:shift]]
+
+
+class RunOrder(enum.Enum):
+    """How the conditions of one scenario on one CNI take their repetitions."""
+
+    INTERLEAVED = "interleaved"
+    """In rounds, one repetition each, every round setting each condition up again."""
+    SEQUENTIAL = "sequential"
+    """One condition after the other, all its repetitions on one set-up."""
+
+
+SEQUENTIAL_ASKED = "--sequential was given"
+"""The reason :func:`run_design` records when every group is sequential because it was asked."""
+LONE_CONDITION = "one condition: nothing to alternate with"
+"""The reason recorded for a condition that is alone in its group (nothing to interleave with,
+so setting it up again every round would cost time and balance nothing)."""
+
+
+@dataclass(frozen=True)
+class GroupDesign:
+    """The order of some conditions of one scenario on one CNI, and why.
+
+    Attributes
+    ----------
+    scenario, cni:
+        The group (one cluster).
+    order:
+        Interleaved or sequential.
+    conditions:
+        Their ids, in the order planned.
+    reason:
+        Why sequential (``""`` when interleaved): :meth:`Scenario.sequential_reason`,
+        :data:`LONE_CONDITION` or :data:`SEQUENTIAL_ASKED`.
+    rounds:
+        The running order of these conditions: (repetition, run), the repetition ``-1`` for a
+        sequential condition (all its repetitions on one set-up).
+    """
+
+    scenario: str
+    cni: str
+    order: RunOrder
+    conditions: tuple[str, ...]
+    reason: str = ""
+    rounds: tuple[tuple[int, PlannedRun], ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        """What ``design.json`` records of the group."""
+        return {
+            "scenario": self.scenario,
+            "cni": self.cni,
+            "order": self.order.value,
+            "conditions": list(self.conditions),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class RunDesign:
+    """The running order of a session's plan (:func:`run_design`), group by group."""
+
+    groups: tuple[GroupDesign, ...]
+
+    @property
+    def order(self) -> list[tuple[int, PlannedRun]]:
+        """Every (repetition, run) in running order; repetition ``-1``: all of them."""
+        return [step for group in self.groups for step in group.rounds]
+
+    def sequential_line(self) -> str:
+        """One line saying what runs sequentially and why (``""`` when nothing does), e.g.
+        ``sequential, not interleaved: baseline on flannel (...-1000svc): 1000 further
+        Services ...``; reasons shared by several groups are said once."""
+        by_reason: dict[str, list[str]] = {}
+        for group in self.groups:
+            if group.order is RunOrder.SEQUENTIAL:
+                named = ", ".join(group.conditions[:_NAMED_SKIPS])
+                if len(group.conditions) > _NAMED_SKIPS:
+                    named = f"{len(group.conditions)} conditions"
+                where = f"{group.scenario} on {group.cni} ({named})"
+                by_reason.setdefault(group.reason, []).append(where)
+        if not by_reason:
+            return ""
+        parts = [f"{'; '.join(where)}: {reason}" for reason, where in by_reason.items()]
+        return f"sequential, not interleaved: {' | '.join(parts)}"
+
+
+def run_design(plan: Sequence[PlannedRun], runs: int, *, sequential: bool = False) -> RunDesign:
+    """The running order of ``plan``: interleaved rounds wherever conditions can be set up
+    side by side, sequential where they cannot, each group saying which and why. Pure.
+
+    The conditions of one scenario on one CNI (one cluster) whose set-up can be repeated
+    cheaply take turns in rounds (:func:`interleaved_rounds`), so that drift of the machine
+    falls on treatment and control alike; then each condition whose scenario gives a
+    :meth:`Scenario.sequential_reason` (thousands of Services) runs all its repetitions on one
+    set-up. A condition alone in its group runs sequentially too (:data:`LONE_CONDITION`).
+
+    Parameters
+    ----------
+    plan:
+        :meth:`BenchSession.plan`'s running order.
+    runs:
+        Repetitions per condition (the profile's runs).
+    sequential:
+        ``--sequential``: every condition after the other, as planned.
+    """
+    groups: list[GroupDesign] = []
+    for (name, cni), members in _groups(plan).items():
+        if sequential:
+            groups.append(_sequential(name, cni, members, SEQUENTIAL_ASKED))
+            continue
+        cheap = [p for p in members if not p.scenario.sequential_reason(p.condition)]
+        if len(cheap) > 1:
+            groups.append(
+                GroupDesign(
+                    name,
+                    cni,
+                    RunOrder.INTERLEAVED,
+                    tuple(p.condition.id for p in cheap),
+                    rounds=tuple(interleaved_rounds(cheap, runs)),
+                )
+            )
+        elif cheap:
+            groups.append(_sequential(name, cni, cheap, LONE_CONDITION))
+        costly: dict[str, list[PlannedRun]] = {}
+        for p in members:
+            reason = p.scenario.sequential_reason(p.condition)
+            if reason:
+                costly.setdefault(reason, []).append(p)
+        groups += [_sequential(name, cni, some, reason) for reason, some in costly.items()]
+    return RunDesign(tuple(groups))
+
+
+def _sequential(name: str, cni: str, members: Sequence[PlannedRun], reason: str) -> GroupDesign:
+    return GroupDesign(
+        name,
+        cni,
+        RunOrder.SEQUENTIAL,
+        tuple(p.condition.id for p in members),
+        reason,
+        tuple((-1, p) for p in members),
+    )
+
+
+def _key(planned: PlannedRun) -> tuple[str, str, str]:
+    return (planned.scenario.name, planned.cni, planned.condition.id)
 
 
 def plan_conditions(
@@ -775,6 +936,9 @@ class EventKind(enum.Enum):
     """A condition the cluster cannot run was skipped; ``runs``: the repetitions it had left."""
     NOT_PROVEN = "not-proven"
     """A condition could not be set up or verified; ``runs``: the repetitions it had left."""
+    DESIGN = "design"
+    """Some conditions run sequentially, not interleaved; ``text`` says which and why
+    (:meth:`RunDesign.sequential_line`), once, right after :attr:`PLANNED`."""
 
 
 @dataclass(frozen=True)
@@ -911,6 +1075,9 @@ class BenchSession:
             precision_metrics=config.precision_metrics,
         )
         self._previous_sigterm: object = None
+        # design.json of every run() so far (the plugin calls run() once per test).
+        self._designs: list[dict[str, Any]] = []
+        self._rounds: list[dict[str, Any]] = []
 
     def plan(self, planned: Sequence[PlannedCondition]) -> list[PlannedRun]:
         """``planned`` (from :func:`plan_conditions`) on this session's CNIs, in running order.
@@ -942,7 +1109,7 @@ class BenchSession:
         self,
         planned: Sequence[PlannedCondition] | None = None,
         *,
-        interleave: bool = False,
+        interleave: bool = True,
         progress: ProgressListener | None = None,
     ) -> SessionOutcome:
         """Run ``planned`` (default: every condition of every scenario) on the session's CNIs
@@ -957,82 +1124,86 @@ class BenchSession:
         planned:
             From :func:`plan_conditions` with this session's scenarios.
         interleave:
-            Run the conditions of a scenario on one CNI in rotating rounds, one repetition
-            each (:func:`interleaved_rounds`); the order is written to the results as
-            ``interleaved-order``.
+            ``True`` (the default): the conditions of a scenario on one CNI take turns in
+            rounds, one repetition each, wherever their set-up can be repeated cheaply
+            (:func:`run_design`); with ``--precision`` the rounds go on, among the conditions
+            not yet precise enough, until each is or ``--max-runs`` is reached. ``False``
+            (``--sequential``): one condition after the other. Either way the design of each
+            group and the running order are written to the results as ``design.json``, and a
+            :attr:`EventKind.DESIGN` event says what runs sequentially and why.
         progress:
             Receives a :class:`ProgressEvent` as the session goes.
 
         Raises
         ------
         cnibench.errors.ConfigError
-            ``interleave`` with ``--precision``, or an ``only`` CNI the backend lacks.
+            An ``only`` CNI the backend lacks.
         """
-        if interleave and self.config.precision is not None:
-            raise ConfigError("--interleave and --precision cannot be combined yet: choose one")
         plan = self.plan(plan_conditions(self.scenarios) if planned is None else planned)
         runs = self.config.profile.runs
+        design = run_design(plan, runs, sequential=not interleave)
         tell = progress or (lambda event: None)
-        order = (
-            interleaved_rounds(plan, runs) if interleave else [(-1, planned) for planned in plan]
-        )
         merged: dict[tuple[str, str, str], ConditionResult] = {}
         given_up: set[tuple[str, str, str]] = set()
         skipped: dict[tuple[str, str, str], list[str]] = {}
         not_proven: list[str] = []
+        ran: list[tuple[int, PlannedRun]] = []
+
+        def one(round_number: int, planned_run: PlannedRun) -> None:
+            scenario, cni, condition = planned_run.scenario, planned_run.cni, planned_run.condition
+            key = _key(planned_run)
+            if key in given_up:
+                return
+            ran.append((round_number, planned_run))
+            tell(ProgressEvent(EventKind.CONDITION, f"{scenario.name} {cni} {condition.id}"))
+            # One round of an interleaved session is one repetition; otherwise all.
+            rounds = None if round_number < 0 else range(round_number, round_number + 1)
+            left = runs if rounds is None else max(0, runs - round_number)
+            try:
+                result = self.run_condition(scenario, cni, condition, repetitions=rounds)
+            except UnsupportedError as exc:
+                given_up.add(key)
+                skipped.setdefault((scenario.name, cni, str(exc)), []).append(condition.id)
+                tell(ProgressEvent(EventKind.SKIPPED, str(exc), left))
+                return
+            except VerificationError as exc:
+                # One condition that cannot be set up or proven says nothing of the next.
+                given_up.add(key)
+                label = "NOT SET UP" if isinstance(exc, SetupError) else "NOT VERIFIED"
+                not_proven.append(f"{label} {exc}")
+                tell(ProgressEvent(EventKind.NOT_PROVEN, not_proven[-1], left))
+                return
+            earlier = merged.get(key)
+            merged[key] = (
+                result
+                if earlier is None
+                else dataclasses.replace(earlier, runs=(*earlier.runs, *result.runs))
+            )
+
         tell(ProgressEvent(EventKind.PLANNED, f"{len(plan)} conditions", len(plan) * runs))
+        line = design.sequential_line()
+        if line:
+            tell(ProgressEvent(EventKind.DESIGN, line))
         self.runner.progress = lambda text: tell(ProgressEvent(EventKind.RUN, text, 1))
         try:
-            for round_number, planned_run in order:
-                scenario, cni, condition = (
-                    planned_run.scenario,
-                    planned_run.cni,
-                    planned_run.condition,
-                )
-                key = (scenario.name, cni, condition.id)
-                if key in given_up:
-                    continue
-                tell(ProgressEvent(EventKind.CONDITION, f"{scenario.name} {cni} {condition.id}"))
-                # One round of an interleaved session is one repetition; otherwise all.
-                rounds = None if round_number < 0 else range(round_number, round_number + 1)
-                left = runs if rounds is None else runs - round_number
-                try:
-                    result = self.run_condition(scenario, cni, condition, repetitions=rounds)
-                except UnsupportedError as exc:
-                    given_up.add(key)
-                    skipped.setdefault((scenario.name, cni, str(exc)), []).append(condition.id)
-                    tell(ProgressEvent(EventKind.SKIPPED, str(exc), left))
-                    continue
-                except VerificationError as exc:
-                    # One condition that cannot be set up or proven says nothing of the next.
-                    given_up.add(key)
-                    label = "NOT SET UP" if isinstance(exc, SetupError) else "NOT VERIFIED"
-                    not_proven.append(f"{label} {exc}")
-                    tell(ProgressEvent(EventKind.NOT_PROVEN, not_proven[-1], left))
-                    continue
-                earlier = merged.get(key)
-                merged[key] = (
-                    result
-                    if earlier is None
-                    else dataclasses.replace(earlier, runs=(*earlier.runs, *result.runs))
-                )
+            for group in design.groups:
+                for round_number, planned_run in group.rounds:
+                    one(round_number, planned_run)
+                if group.order is RunOrder.INTERLEAVED and self.config.precision is not None:
+                    self._rounds_to_precision(group, merged, given_up, one)
         finally:
             self.runner.progress = None
-        if interleave:
-            self.store.write_json(
-                "interleaved-order",
-                {
-                    "rounds": [
-                        {
-                            "round": number,
-                            "scenario": p.scenario.name,
-                            "cni": p.cni,
-                            "condition": p.condition.id,
-                        }
-                        for number, p in order
-                    ]
-                },
-            )
+        self._designs += [group.as_json() for group in design.groups]
+        self._rounds += [
+            {
+                "round": number,
+                "scenario": p.scenario.name,
+                "cni": p.cni,
+                "condition": p.condition.id,
+            }
+            for number, p in ran
+        ]
+        self.store.write_json("design", {"groups": self._designs, "rounds": self._rounds})
         planned_per = Counter((p.scenario.name, p.cni) for p in plan)
         return SessionOutcome(
             plan=tuple(plan),
@@ -1044,6 +1215,50 @@ class BenchSession:
             not_proven=tuple(not_proven),
             session_dir=self.store.session_dir,
         )
+
+    def _rounds_to_precision(
+        self,
+        group: GroupDesign,
+        merged: dict[tuple[str, str, str], ConditionResult],
+        given_up: set[tuple[str, str, str]],
+        one: Callable[[int, PlannedRun], None],
+    ) -> None:
+        """``--precision`` on an interleaved group: after the profile's rounds, further rounds
+        among the conditions whose primary metrics are not yet precise enough (the rule of
+        :func:`~cnibench.scenarios.runner.precision_reached`: interval widths only), until
+        none is left or ``--max-runs`` rounds were made; then each condition's note, as the
+        runner writes it for a sequential condition."""
+        target = self.config.precision
+        assert target is not None
+        members = list({p.condition.id: p for _, p in group.rounds}.values())
+
+        def judged(p: PlannedRun) -> tuple[bool, dict[str, float]]:
+            metrics = self.runner.precision_metrics or p.scenario.primary_metrics
+            return precision_reached(merged[_key(p)].runs, metrics, target)
+
+        def measured(p: PlannedRun) -> bool:
+            return _key(p) in merged and _key(p) not in given_up
+
+        round_number = self.config.profile.runs
+        while round_number < self.runner.max_runs:
+            open_ = [p for p in members if measured(p) and not judged(p)[0]]
+            if not open_:
+                break
+            for p in _rotated(open_, round_number):
+                one(round_number, p)
+            round_number += 1
+        for p in filter(measured, members):
+            reached, widths = judged(p)
+            result = merged[_key(p)]
+            note = precision_words(
+                reached, widths, target, len({run.repetition for run in result.runs})
+            )
+            merged[_key(p)] = dataclasses.replace(result, precision_note=note)
+            slug = p.scenario.cluster_spec(p.cni, p.condition).slug
+            self.store.write_json(
+                f"precision-{p.scenario.name}-{slug}-{p.condition.id}",
+                {"target": target, "max_runs": self.runner.max_runs, "note": note},
+            )
 
     def run_condition(
         self,

@@ -82,7 +82,11 @@ class Part:
     options:
         Further ``cnibench run`` arguments (``--target``, ``--services``, ``--rules`` ...).
     interleave:
-        ``--interleave``: conditions in alternating rounds, each set up again per round.
+        Whether the part's conditions run in alternating rounds, each set up again per
+        round (``cnibench run``'s default, written out as ``--interleave``). ``False`` only
+        for conditions whose scenario declares their set-up too costly to repeat
+        (:meth:`~cnibench.scenarios.base.Scenario.sequential_reason`: the Service sweep), which
+        ``cnibench run`` then runs sequentially by itself and records in ``design.json``.
     why:
         What the part answers, and what it leaves out.
     """
@@ -107,7 +111,8 @@ class Configuration:
 _SERVICES_WHY = (
     "the proxy's tables with 1000 and 5000 further Services (sockperf's latency and the time "
     "the proxy took to program them); not interleaved: every round would create and delete "
-    "the Services again (5000 take minutes each way here)"
+    "the Services again (5000 take minutes each way here), so the baseline declares these "
+    "conditions sequential and cnibench run records it"
 )
 
 

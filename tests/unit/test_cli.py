@@ -23,8 +23,8 @@ BAD_INPUT = [
     (["run", "--cluster", "kind", "--cni", "weave"], "unknown --cni 'weave': choose one of"),
     (["run", "--cni", "vxlan", "--cni", "flannel"], "split them into two runs"),
     (
-        ["run", "--cluster", "lab", "--interleave", "--precision", "5%"],
-        "--interleave and --precision cannot be combined",
+        ["run", "--cluster", "lab", "--interleave", "--sequential"],
+        "argument --sequential: not allowed with argument --interleave",
     ),
     (["explode"], "invalid choice: 'explode'"),
     (["images", "build", "--cni", "weave"], "no offline recipe for 'weave': choose from cilium,"),

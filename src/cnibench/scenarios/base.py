@@ -285,6 +285,15 @@ class Scenario(abc.ABC):
         """Capabilities the cluster must offer for ``condition`` (else it is skipped)."""
         return frozenset()
 
+    def sequential_reason(self, condition: Condition) -> str:
+        """Why ``condition``'s set-up cannot be repeated cheaply, or ``""`` (the default: it
+        can). ``cnibench run`` interleaves a scenario's conditions in rounds, setting each up
+        again every round (:func:`cnibench.session.run_design`); a condition with a reason
+        runs all its repetitions on one set-up instead, and the session records the reason.
+        Say it in one clause naming the cost, e.g. "1000 further Services are created and
+        deleted at every set-up"."""
+        return ""
+
     def cluster_spec(self, cni: str, condition: Condition) -> ClusterSpec:
         """The cluster ``condition`` needs for ``cni`` (a ``--cni`` label, see
         :meth:`ClusterSpec.from_label`); equal specs share a cluster."""

@@ -59,7 +59,7 @@ from cnibench.tools import wrk
 from cnibench.tools.registry import ClientMeasurement, ToolTarget, client_tools
 from cnibench.waiting import poll_until
 
-__all__ = ["BaselineScenario"]
+__all__ = ["INTERLEAVED_SERVICES_MAX", "BaselineScenario"]
 
 PLACEMENTS = ("same-node", "cross-node")
 LOADS = ("idle", "loaded")
@@ -98,6 +98,11 @@ _PROGRAMMED = "service_programming_seconds"
 """Keys of :attr:`Prepared.expected`: when every Service was stored (monotonic seconds), how
 long storing them took, and how long from then until the measured one answered (reported with
 the first run)."""
+INTERLEAVED_SERVICES_MAX = 100
+"""Most further Services a condition may have and still be set up again in every round of an
+interleaved session (seconds on kind and the lab); beyond it a set-up creates and deletes
+thousands of objects (1000 and 5000 took minutes each way on kind, docs/findings.md), so such
+a condition runs all its repetitions on one set-up (:meth:`BaselineScenario.sequential_reason`)."""
 _LOAD_CONNECTIONS = 50
 _LOAD_THREADS = 2
 
@@ -167,6 +172,17 @@ class BaselineScenario(Scenario):
             proxy = str(condition.parameters["proxy"])
             return frozenset({Capability.SERVICE_PROXY, Capability.service_proxy(proxy)})
         return frozenset()
+
+    def sequential_reason(self, condition: Condition) -> str:
+        """More than :data:`INTERLEAVED_SERVICES_MAX` further Services: set up once, not every
+        round."""
+        services = int(condition.parameters.get("services", 0))
+        if services <= INTERLEAVED_SERVICES_MAX:
+            return ""
+        return (
+            f"more than {INTERLEAVED_SERVICES_MAX} further Services would be created and"
+            " deleted again every round (minutes each way on kind)"
+        )
 
     def prepare(self, cluster: Cluster, condition: Condition, profile: Profile) -> Prepared:
         """Server pod on the server node, client on the client node (or the server's)."""
