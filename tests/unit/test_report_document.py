@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -128,6 +129,43 @@ def test_report_opens_with_the_matrix_then_the_verdict_stating_the_gateway_cost(
         text,
         flags=re.MULTILINE,
     )
+
+
+class _Outline(HTMLParser):
+    """The order in which a reader meets the HTML's headings, tables and images."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.items: list[tuple[str, str]] = []
+        self._heading: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("h1", "h2"):
+            self._heading = ""
+        elif tag in ("table", "img"):
+            self.items.append((tag, ""))
+
+    def handle_data(self, data: str) -> None:
+        if self._heading is not None:
+            self._heading += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("h1", "h2") and self._heading is not None:
+            self.items.append((tag, self._heading.strip()))
+            self._heading = None
+
+
+def test_the_html_shows_the_matrix_before_any_other_table_or_figure(results_dir, tmp_path):
+    paths = report.write_report(results_dir, html=tmp_path / "r.html")
+    outline = _Outline()
+    outline.feed(paths.html.read_text())
+    # The title, the matrix's heading, then its table: the first thing on the first screen.
+    assert [tag for tag, _ in outline.items[:3]] == ["h1", "h2", "table"]
+    assert outline.items[1][1] == "What each feature costs"
+    first_table = re.split(r"<table[^>]*>", paths.html.read_text(), maxsplit=1)[1]
+    first_table = first_table.split("</table>", 1)[0]
+    assert "egress gateway" in first_table
+    assert "×0.7" in first_table
 
 
 def test_report_says_inconclusive_when_interval_covers_one(tmp_path):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 import jinja2
+import markupsafe
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -35,7 +36,6 @@ from cnibench.report import figures, tables
 from cnibench.report import matrix as answer
 from cnibench.report.data import (
     LEVEL,
-    OUTLIER_THRESHOLD,
     group_label,
     load_request_times,
     load_split_records,
@@ -157,7 +157,12 @@ class _Document:
         )
 
     def table(
-        self, headers: Sequence[str], rows: Sequence[Sequence[str]], *, caption: str = ""
+        self,
+        headers: Sequence[str],
+        rows: Sequence[Sequence[str]],
+        *,
+        caption: str = "",
+        css: str = "",
     ) -> None:
         cells = tuple(tuple(self.text(c) for c in row) for row in rows)
         # Columns of numbers only are right-aligned (the first column names the row).
@@ -173,6 +178,7 @@ class _Document:
                 rows=cells,
                 right=right,
                 caption=self.text(caption),
+                css=css,
             )
         )
 
@@ -211,6 +217,13 @@ def _numeric(cell: object) -> bool:
     return bool(re.fullmatch(r"[-+]?[0-9.,eE+–-]+[kMGT%]?|n/a", str(cell).strip()))
 
 
+def _breakable(label: str) -> markupsafe.Markup:
+    """A configuration label that a narrow column may break after ``:`` and ``,`` (the
+    terminal's matrix breaks there too): escaped, with ``<wbr>`` at those places."""
+    escaped = str(markupsafe.escape(label))
+    return markupsafe.Markup(escaped.replace(":", ":<wbr>").replace(",", ",<wbr>"))
+
+
 def _templates() -> jinja2.Environment:
     """The report's templates, HTML autoescaped, Markdown as written."""
     environment = jinja2.Environment(
@@ -221,6 +234,7 @@ def _templates() -> jinja2.Environment:
     )
     environment.tests["numeric"] = _numeric
     environment.filters["markdown_table"] = tables.markdown_table
+    environment.filters["breakable"] = _breakable
     return environment
 
 
@@ -250,14 +264,19 @@ def _methods(doc: _Document, df: pd.DataFrame) -> None:
             "of the mean for signed quantities; Clopper-Pearson for yes/no outcomes; none "
             "with a single run. Simulated coverage (bench/coverage.py): 95% at n = 3 to 20 "
             "for lognormal runs.",
-            f"Outliers: a run whose modified z-score (Iglewicz & Hoaglin, median and MAD) "
-            f"exceeds {OUTLIER_THRESHOLD:g} in magnitude is flagged and named in the figure, "
-            "never dropped: dropping ordinary runs is what made the earlier intervals too "
-            "narrow; needs at least 3 runs.",
+            "Outliers: a run whose modified z-score (Iglewicz & Hoaglin, median and MAD), on "
+            "the scale of the estimate (the logarithms of a positive quantity), exceeds a "
+            f"limit for the number of runs ({_outlier_limits()}) is flagged and named in the "
+            "figure, never dropped: dropping ordinary runs is what made the earlier intervals "
+            "too narrow. The limits flag a run in about 4% of clean samples at any n "
+            "(bench/outlier_thresholds.py); needs at least 3 runs.",
             "Failed runs never enter a statistic; they are listed with their reason below.",
             "Verdict: only the contrasts each scenario declares (a feature against its own "
             "control with every other recorded parameter equal; every CNI against the reference "
-            "CNI on the same condition; each split against its configured weights), on the "
+            "of its group on the same condition, where a group holds the configurations whose "
+            "data-path factors (napi, Service proxy, encryption, Gateway) are all equal; two "
+            "configurations of one CNI that differ in one factor as that option's contrast; "
+            "each split against its configured weights), on the "
             "scenario's primary metrics. Ratio = treatment / control of the geometric means, "
             f"the centre of its {100 * LEVEL:g}% interval (Welch's t on the logarithms, as "
             "cnibench compare); a difference in the metric's unit (Welch) where a side is 0, "
@@ -275,6 +294,11 @@ def _methods(doc: _Document, df: pd.DataFrame) -> None:
             "deviation (Std Dev, n-1 in the denominator).",
         ]
     )
+
+
+def _outlier_limits() -> str:
+    """The outlier limits at a few numbers of runs, from the rule itself."""
+    return ", ".join(f"{stats.outlier_threshold(n):.2g} at {n} runs" for n in (3, 5, 10, 20))
 
 
 def _environment(doc: _Document, results_path: Path, df: pd.DataFrame) -> None:
@@ -554,6 +578,7 @@ def _matrix_section(doc: _Document, table: pd.DataFrame, margin: float | None) -
             header,
             rows,
             caption=answer.matrix_legend(margin, answer.common_runs(features)),
+            css="matrix",
         )
     cnis = answer.cni_matrix(table)
     if not cnis.empty:
@@ -565,6 +590,7 @@ def _matrix_section(doc: _Document, table: pd.DataFrame, margin: float | None) -
             caption="Configurations are compared only where every data-path option (napi,"
             " Service proxy, encryption, and on a split the Gateway) is equal; "
             + answer.matrix_legend(margin, answer.common_runs(cnis)),
+            css="matrix",
         )
 
 

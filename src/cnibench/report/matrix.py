@@ -67,16 +67,19 @@ MATRIX_COLUMNS = (
 
 _FEATURE_WORDS: Mapping[tuple[str, str], str] = {
     ("egress", "gateway"): "egress gateway",
-    ("wireguard", "encryption"): "WireGuard",
     ("policy", "enforcement"): "L3/L4 policy",
-    ("policy", "rules"): "policy rules",
+    ("wireguard", "encryption"): "WireGuard",
+    ("split", "shares"): "Gateway split",
     ("l7", "policy"): "L7 policy",
-    ("baseline", "service path"): "Service path",
-    ("baseline", "other Services in the tables"): "other Services",
+    ("policy", "rules"): "policy rules",
     ("baseline", "cross-node"): "cross-node",
     ("baseline", "background load"): "background load",
-    ("split", "shares"): "Gateway split",
+    ("baseline", "service path"): "Service path",
+    ("baseline", "other Services in the tables"): "other Services",
 }
+"""Each feature's words, in the order the matrix lists them: the features a platform team
+switches on first, then what scales them (rules, Services), then the path's own factors."""
+_FEATURE_RANK = {key: rank for rank, key in enumerate(_FEATURE_WORDS)}
 
 _SHOWN = (NODE_SUM, "cpu@egress-gw", AGENT_METRICS[0])
 """Resource metrics a matrix shows besides the scenario's own (the rest are in the list)."""
@@ -243,8 +246,12 @@ or latency (:func:`cnibench.report.configs.instrumented`)."""
 
 def _instrumented_cells(matrix: pd.DataFrame) -> pd.DataFrame:
     """Fill the throughput/latency cells of instrumented configurations with why they are
-    empty, on the rows where the configuration has a cell at all."""
+    empty, on the rows where the configuration has a cell at all. Where only instrumented
+    configurations measured a feature, its row names the scenario's own metrics (not the
+    baseline's, whose features each measure a few of them) so that the reader sees that the
+    throughput is missing and why, rather than a row of CPU alone."""
     from cnibench.backends.base import ClusterSpec
+    from cnibench.scenarios import SCENARIOS
 
     def is_instrumented(label: str) -> bool:
         try:
@@ -256,7 +263,15 @@ def _instrumented_cells(matrix: pd.DataFrame) -> pd.DataFrame:
     for (label, scenario), group in matrix.groupby(["row", "scenario"], sort=False):
         columns = [c for c in dict.fromkeys(group["column"]) if is_instrumented(str(c))]
         others = matrix[(matrix["scenario"] == scenario) & (matrix["row"] == label)]
-        for metric, unit in dict.fromkeys(zip(others["metric"], others["unit"], strict=True)):
+        metrics = dict.fromkeys(zip(others["metric"], others["unit"], strict=True))
+        only_instrumented = all(is_instrumented(str(c)) for c in others["column"])
+        if only_instrumented and scenario in SCENARIOS and scenario != "baseline":
+            known = {str(m) for m in others["metric"]}
+            own = SCENARIOS[str(scenario)]
+            for metric in own.primary_metrics:
+                if metric not in known and metric not in own.dependent_metrics:
+                    metrics[(metric, "")] = None
+        for metric, unit in metrics:
             if metric.startswith(("cpu", "ram", "cores")) or metric == "shares":
                 continue
             for column in columns:
@@ -321,7 +336,14 @@ def matrix_rows(matrix: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     short = shorten_cni_labels(columns) if not any(" vs " in c for c in columns) else {}
     common = common_runs(matrix) != ""
     header = ["feature", "metric", *(short.get(c, c) for c in columns)]
-    row_order = {r: i for i, r in enumerate(dict.fromkeys(matrix["row"]))}
+    appearance = {r: i for i, r in enumerate(dict.fromkeys(matrix["row"]))}
+    rank_of_row = {
+        str(label): _FEATURE_RANK.get((str(scenario), str(feature)), len(_FEATURE_RANK))
+        for label, scenario, feature in zip(
+            matrix["row"], matrix["scenario"], matrix["feature"], strict=True
+        )
+    }
+    row_order = {r: (rank_of_row[str(r)], i) for r, i in appearance.items()}
     keyed = []
     for (label, metric, unit, scenario), group in matrix.groupby(
         ["row", "metric", "unit", "scenario"], sort=False
