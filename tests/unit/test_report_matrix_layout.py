@@ -9,7 +9,13 @@ import json
 import pandas as pd
 
 from cnibench import report
-from cnibench.report.matrix import INSTRUMENTED_CELL, feature_matrix, matrix_rows
+from cnibench.report.matrix import (
+    INSTRUMENTED_CELL,
+    LOSSY,
+    feature_matrix,
+    matrix_rows,
+    matrix_text,
+)
 
 _UNITS = {"throughput": "bits/s", "rtt_mean": "us", "new_connections_per_second": "1/s"}
 
@@ -84,3 +90,33 @@ def test_a_feature_measured_only_with_the_instrument_shows_why_its_throughput_is
     assert cells["throughput"] == INSTRUMENTED_CELL
     assert cells["rtt_mean"] == INSTRUMENTED_CELL
     assert cells["cpu@egress-gw"].startswith("×")
+
+
+def _egress_with_retransmits(rate_on: float) -> pd.DataFrame:
+    rows = []
+    for gateway, factor, rate in (("off", 1.0, 0.0005), ("on", 0.7, rate_on)):
+        rows += _rows(
+            "egress",
+            "flannel",
+            f"gateway-{gateway}",
+            {"gateway": gateway},
+            {"throughput": 9e9 * factor, "retransmit_rate": rate},
+            start=0,
+        )
+    frame = pd.DataFrame(rows)
+    frame.loc[frame["metric"] == "retransmit_rate", "unit"] = "ratio"
+    return frame
+
+
+def test_a_throughput_cell_with_lossy_runs_is_marked_and_the_legend_says_why():
+    runs = _egress_with_retransmits(0.13)
+    matrix = feature_matrix(report.verdict(runs), runs=runs)
+    cell = matrix[(matrix["row"] == "egress gateway") & (matrix["metric"] == "throughput")]
+    assert cell["cell"].item().endswith(LOSSY)
+    legend = " ".join(matrix_text(matrix, title="t"))
+    assert "retransmitted more than 1 %" in legend
+    # Without the loss, and without the runs, no mark and no legend entry.
+    for quiet, given in ((_egress_with_retransmits(0.001), True), (runs, False)):
+        plain = feature_matrix(report.verdict(quiet), runs=quiet if given else None)
+        assert not plain["cell"].str.contains(LOSSY).any()
+        assert "retransmitted" not in " ".join(matrix_text(plain, title="t"))

@@ -565,11 +565,13 @@ def _first_run_per_level(records: pd.DataFrame) -> pd.DataFrame:
     return records[records["run_id"].isin(firsts)]
 
 
-def _matrix_section(doc: _Document, table: pd.DataFrame, margin: float | None) -> None:
+def _matrix_section(
+    doc: _Document, table: pd.DataFrame, margin: float | None, runs: pd.DataFrame
+) -> None:
     """The first screen: each feature's cost per configuration, then each CNI against its
     reference; host-wide figures are never here (they are in the tables)."""
     doc.heading(2, "What each feature costs", "matrix")
-    features = answer.feature_matrix(table)
+    features = answer.feature_matrix(table, runs=runs)
     if features.empty:
         doc.paragraph("No feature was measured with its control in these results.", css="note")
     else:
@@ -577,10 +579,12 @@ def _matrix_section(doc: _Document, table: pd.DataFrame, margin: float | None) -
         doc.table(
             header,
             rows,
-            caption=answer.matrix_legend(margin, answer.common_runs(features)),
+            caption=answer.matrix_legend(
+                margin, answer.common_runs(features), lossy=answer.has_lossy(features)
+            ),
             css="matrix",
         )
-    cnis = answer.cni_matrix(table)
+    cnis = answer.cni_matrix(table, runs=runs)
     if not cnis.empty:
         doc.heading(3, "Each CNI against the reference of its group", "cni-matrix")
         header, rows = answer.matrix_rows(cnis)
@@ -589,7 +593,7 @@ def _matrix_section(doc: _Document, table: pd.DataFrame, margin: float | None) -
             rows,
             caption="Configurations are compared only where every data-path option (napi,"
             " Service proxy, encryption, and on a split the Gateway) is equal; "
-            + answer.matrix_legend(margin, answer.common_runs(cnis)),
+            + answer.matrix_legend(margin, answer.common_runs(cnis), lossy=answer.has_lossy(cnis)),
             css="matrix",
         )
 
@@ -767,7 +771,7 @@ def write_report(
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
         table = verdict(df, reference=reference, margin=margin)
     # The answer first (what each feature costs, per configuration), then where it came from.
-    _matrix_section(doc, table, margin)
+    _matrix_section(doc, table, margin, df)
     doc.paragraph(f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC by cnibench.")
     _overview(doc, df, results_path)
     times = load_request_times(results_path, df=df)

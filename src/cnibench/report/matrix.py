@@ -27,12 +27,14 @@ from typing import Any
 
 import pandas as pd
 
+from cnibench.report.data import RETRANSMIT_RATE_BOUND, high_retransmit_runs
 from cnibench.report.derived import AGENT_METRICS, HOST_WIDE, NODE_SUM
 from cnibench.report.labels import shorten_cni_labels
 from cnibench.report.verdict import interval_text, metric_words
 
 __all__ = [
     "DETECTABLE",
+    "LOSSY",
     "MATRIX_COLUMNS",
     "SAME",
     "WIDTH",
@@ -51,6 +53,33 @@ DETECTABLE = "●"
 
 SAME = "≈"
 """Mark of "same within ±margin" (two one-sided tests)."""
+
+LOSSY = "⚠"
+"""Mark of a throughput cell with a run whose TCP senders retransmitted more than
+:data:`~cnibench.report.data.RETRANSMIT_RATE_BOUND` of their segments, on either side: loss,
+not the datapath's speed, limited that run."""
+
+Lossy = frozenset[tuple[str, str, str]]
+"""(scenario, configuration, condition) with a lossy run (:func:`lossy_conditions`)."""
+
+
+def lossy_conditions(runs: pd.DataFrame | None) -> Lossy:
+    """The conditions of ``runs`` (tidy results) with a run above the retransmission bound;
+    none when ``runs`` is ``None`` or records no ``retransmit_rate``."""
+    if runs is None or runs.empty or "metric" not in runs.columns:
+        return frozenset()
+    if not (runs["metric"] == "retransmit_rate").any():
+        return frozenset()
+    flagged = high_retransmit_runs(runs)
+    return frozenset(
+        zip(
+            flagged["scenario"].astype(str),
+            flagged["cni"].astype(str),
+            flagged["condition"].astype(str),
+            strict=True,
+        )
+    )
+
 
 MATRIX_COLUMNS = (
     "row",
@@ -164,7 +193,20 @@ def _row_keys(frame: pd.DataFrame) -> dict[int, str]:
     return keys
 
 
-def _frame(verdict: pd.DataFrame, kinds: Sequence[str], *, by: str) -> pd.DataFrame:
+def _lossy(record: Mapping[str, Any], lossy: Lossy) -> bool:
+    if record["metric"] != "throughput" or not lossy:
+        return False
+    scenario = str(record["scenario"])
+    sides = (
+        (scenario, str(record["cni"]), str(record["treatment"])),
+        (scenario, str(record["control_cni"]), str(record["control"])),
+    )
+    return any(side in lossy for side in sides)
+
+
+def _frame(
+    verdict: pd.DataFrame, kinds: Sequence[str], *, by: str, lossy: Lossy = frozenset()
+) -> pd.DataFrame:
     from cnibench.scenarios import SCENARIOS
 
     mine = verdict[verdict["kind"].isin(kinds)].copy()
@@ -210,7 +252,7 @@ def _frame(verdict: pd.DataFrame, kinds: Sequence[str], *, by: str) -> pd.DataFr
                 "metric": record["metric"],
                 "unit": record["unit"],
                 "column": record["column"],
-                "cell": _cell(record),
+                "cell": _cell(record) + (f" {LOSSY}" if _lossy(record, lossy) else ""),
                 "runs": _runs(record),
                 "state": _state(record),
             }
@@ -218,7 +260,7 @@ def _frame(verdict: pd.DataFrame, kinds: Sequence[str], *, by: str) -> pd.DataFr
     return pd.DataFrame(out, columns=list(MATRIX_COLUMNS))
 
 
-def feature_matrix(verdict: pd.DataFrame) -> pd.DataFrame:
+def feature_matrix(verdict: pd.DataFrame, *, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each feature's cost per configuration (one row per cell, :data:`MATRIX_COLUMNS`).
 
     Parameters
@@ -226,6 +268,9 @@ def feature_matrix(verdict: pd.DataFrame) -> pd.DataFrame:
     verdict:
         :func:`cnibench.report.verdict.verdict`'s frame with the ``treatment_parameters``
         column (it has it).
+    runs:
+        The tidy results the verdict was computed from: a throughput cell of a condition with
+        a lossy run is marked :data:`LOSSY`. ``None``: no mark.
 
     Returns
     -------
@@ -234,8 +279,9 @@ def feature_matrix(verdict: pd.DataFrame) -> pd.DataFrame:
         (``kube-proxy nftables vs iptables``) in the column of the configuration without it;
         splits as their largest share error. No host-wide metric.
     """
-    features = _frame(verdict, ("feature", "weights"), by="cni")
-    options = _frame(verdict, ("option",), by="control_cni")
+    lossy = lossy_conditions(runs)
+    features = _frame(verdict, ("feature", "weights"), by="cni", lossy=lossy)
+    options = _frame(verdict, ("option",), by="control_cni", lossy=lossy)
     return _instrumented_cells(pd.concat([features, options], ignore_index=True))
 
 
@@ -294,14 +340,15 @@ def _instrumented_cells(matrix: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([matrix, pd.DataFrame(added, columns=matrix.columns)], ignore_index=True)
 
 
-def cni_matrix(verdict: pd.DataFrame) -> pd.DataFrame:
+def cni_matrix(verdict: pd.DataFrame, *, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each configuration against the reference of its group, per condition and metric
-    (one row per cell, :data:`MATRIX_COLUMNS`; the row names the scenario and condition)."""
-    return _frame(verdict, ("cni",), by="cni")
+    (one row per cell, :data:`MATRIX_COLUMNS`; the row names the scenario and condition;
+    ``runs`` as for :func:`feature_matrix`)."""
+    return _frame(verdict, ("cni",), by="cni", lossy=lossy_conditions(runs))
 
 
-def matrix_legend(margin: float | None = None, runs: str = "") -> str:
-    """What a cell says (``runs``: :func:`common_runs`)."""
+def matrix_legend(margin: float | None = None, runs: str = "", *, lossy: bool = False) -> str:
+    """What a cell says (``runs``: :func:`common_runs`; ``lossy``: explain :data:`LOSSY`)."""
     same = f", {SAME} same within ±{100 * margin:g} %" if margin else ""
     n = f"n = {runs[1:]} runs per side in every cell" if runs else "nN: runs per side"
     return (
@@ -309,7 +356,18 @@ def matrix_legend(margin: float | None = None, runs: str = "") -> str:
         f" {n}; {DETECTABLE} detectable after Holm{same}, ?N inconclusive (N runs per side"
         f" resolve ±5 %); {INSTRUMENTED_CELL}: measured with the per-node CPU instrument,"
         " which moves throughput and latency; blank: not measured on that configuration"
+        + (
+            f"; {LOSSY} a run retransmitted more than {100 * RETRANSMIT_RATE_BOUND:g} % of its"
+            " TCP segments (loss limited its throughput)"
+            if lossy
+            else ""
+        )
     )
+
+
+def has_lossy(matrix: pd.DataFrame) -> bool:
+    """Whether a cell of ``matrix`` carries :data:`LOSSY` (its legend then explains it)."""
+    return bool(matrix["cell"].astype(str).str.endswith(LOSSY).any())
 
 
 def common_runs(matrix: pd.DataFrame) -> str:
@@ -391,7 +449,7 @@ def matrix_text(
     per_block = max(1, (width - label_width) // cell_width)
     configs = header[2:]
     lines = [f"{title}:"]
-    legend = matrix_legend(margin, common_runs(matrix))
+    legend = matrix_legend(margin, common_runs(matrix), lossy=has_lossy(matrix))
     lines += [f"  {part}" for part in textwrap.wrap(legend, width - 2)]
     for start in range(0, len(configs), per_block):
         block = list(range(start, min(start + per_block, len(configs))))
