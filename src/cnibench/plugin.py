@@ -16,7 +16,10 @@ cluster
     The cluster for the current ``cni`` (session-scoped per CNI; ``cluster.pykube`` on kube).
 bench
     Runs a scenario condition: provisions (or reuses) the cluster, verifies, measures every
-    repetition, records results and attaches a summary to the test report.
+    repetition, records results and attaches a summary to the test report. One condition per
+    test, so a suite's conditions run sequentially (each test's repetitions on one set-up, in
+    pytest's order); ``cnibench run`` interleaves a scenario's conditions in rounds
+    (:func:`cnibench.session.run_design`).
 
 ``--compare-to DIR [--fail-on-regression 5%]`` compares the session's results with DIR when it
 ends, as ``cnibench compare`` does (:mod:`cnibench.report.compare`), and with the second option

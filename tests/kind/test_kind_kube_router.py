@@ -101,6 +101,11 @@ def policy_run(
     # What kube-router does not offer, in the same run: skipped with the reason, not failed.
     args += ["--scenario", "wireguard", "--scenario", "l7"]
     args += condition_args((*POLICY_CONDITIONS, BASELINE, SERVICE_1000, SPLIT, *NOT_HERE_IDS))
+    # --sequential: the tests below count one enforcement time per policy set-up, and each
+    # round of an interleaved run applies the policy again (tests/lab's
+    # test_lab_policy_enforcement_rounds checks those rounds); the 1000 Services would run
+    # sequentially anyway.
+    args.append("--sequential")
     done = cnibench(*args, env=kube_router_images, check=False, timeout=2400)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
