@@ -1203,7 +1203,8 @@ class BenchSession:
             }
             for number, p in ran
         ]
-        self.store.write_json("design", {"groups": self._designs, "rounds": self._rounds})
+        if self.store.session_dir.is_dir():  # not when every condition was skipped
+            self.store.write_json("design", {"groups": self._designs, "rounds": self._rounds})
         planned_per = Counter((p.scenario.name, p.cni) for p in plan)
         return SessionOutcome(
             plan=tuple(plan),

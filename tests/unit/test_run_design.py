@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from cnibench import cli
+from cnibench.errors import UnsupportedError
 from cnibench.records import Measurement, RunStatus
 from cnibench.scenarios import SCENARIOS, Condition, Scenario, build_scenarios
 from cnibench.scenarios.base import Verification
@@ -67,6 +68,8 @@ class _Calls:
             repetitions: range | None = None,
         ) -> ConditionResult:
             calls.made.append((condition.id, None if repetitions is None else repetitions[0]))
+            # As the real runner does once a set-up is verified (so the session has a directory).
+            self.store.write_json(f"verification-{scenario.name}-{condition.id}", {"ok": True})
             numbers = range(self.profile.runs) if repetitions is None else repetitions
             spread = calls.values.get(condition.id, 0.0)
             runs = tuple(
@@ -230,3 +233,19 @@ def test_the_study_s_parts_without_interleave_are_sequential_by_the_scenario_s_o
         planned = plan_conditions(registry, args.scenario, args.condition)
         declared = {bool(p.scenario.sequential_reason(p.condition)) for p in planned}
         assert declared == {not part.interleave}, part.why
+
+
+def test_a_run_whose_every_condition_is_skipped_writes_no_design(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing measured, nothing written: the design alone makes no session directory (a
+    ``--report`` of it would have no runs to show)."""
+
+    def lacking(self: Runner, scenario: Scenario, cni: str, condition: Condition, **_: object):
+        raise UnsupportedError(f"lab/{cni} lacks everything (faked)")
+
+    monkeypatch.setattr(Runner, "run_condition", lacking)
+    code, printed = _run(EGRESS, tmp_path, capsys)
+    assert code == cli.EXIT_FAILED, printed
+    assert "nothing was measured: every condition was skipped" in printed
+    assert list((tmp_path / "results").glob("*/design.json")) == []
