@@ -196,11 +196,19 @@ def _add_compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
     compare = commands.add_parser(
         "compare",
         help="regression gate: exit 1 when a metric of CANDIDATE_DIR is worse than"
-        " BASELINE_DIR's by more than the threshold and significantly so (at most 1%% false"
-        " alarms per comparison when BASELINE_DIR holds several A/A sessions)",
+        " BASELINE_DIR's by more than the threshold and significantly so, or a candidate run"
+        " failed or has too few runs; the headline gives the false-alarm rate bench/coverage.py"
+        " measured for the design",
     )
     compare.add_argument("baseline", type=Path, metavar="BASELINE_DIR")
-    compare.add_argument("candidate", type=Path, metavar="CANDIDATE_DIR")
+    compare.add_argument(
+        "candidate",
+        type=Path,
+        metavar="CANDIDATE_DIR",
+        nargs="?",
+        default=None,
+        help="the results to gate (may be left out with --plan)",
+    )
     compare.add_argument(
         "--threshold",
         type=_threshold,
@@ -230,6 +238,32 @@ def _add_compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="FILE",
         help="also write the comparison as Markdown (for a pull-request comment)",
     )
+    compare.add_argument(
+        "--allow-failed-runs",
+        action="store_true",
+        help="leave out candidate runs that failed or measured 0 (named in the table) instead"
+        " of failing the gate on them",
+    )
+    compare.add_argument(
+        "--plan",
+        type=_plan_loss,
+        nargs="?",
+        const=0.10,
+        default=None,
+        metavar="LOSS",
+        help="also print, per metric, the candidate sessions (of the baseline's runs each)"
+        " that detect a LOSS (default 10%%) with power 0.8, from the variance components of"
+        " BASELINE_DIR's A/A sessions",
+    )
+
+
+def _plan_loss(text: str) -> float:
+    value = _threshold(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"invalid loss {text!r}: it must be above 0 and below 100%"
+        )
+    return value
 
 
 def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -689,15 +723,38 @@ def _compare(args: argparse.Namespace) -> int:
     ``ConfigError`` here, so that 1 always means "regressed").
     """
     from cnibench.errors import InsufficientDataError
-    from cnibench.report.compare import compare_result_sets, load_result_set, write_markdown
+    from cnibench.report.compare import (
+        compare_result_sets,
+        load_result_set,
+        plan_gate,
+        write_markdown,
+    )
 
     if args.markdown is not None and not args.markdown.parent.is_dir():
         raise ConfigError(f"--markdown {args.markdown}: directory {args.markdown.parent} missing")
+    if args.candidate is None and args.plan is None:
+        raise ConfigError(
+            "the following arguments are required: CANDIDATE_DIR (or --plan, to plan from"
+            " BASELINE_DIR alone)"
+        )
     baseline = load_result_set(args.baseline, what="baseline")
+    if args.plan is not None:
+        try:
+            plans = plan_gate(baseline, loss=args.plan, threshold=args.threshold)
+        except InsufficientDataError as exc:
+            raise ConfigError(str(exc)) from exc
+        for plan in plans:
+            print(plan.statement())
+        if args.candidate is None:
+            return EXIT_OK
     candidate = load_result_set(args.candidate, what="candidate")
     try:
         comparison = compare_result_sets(
-            baseline, candidate, threshold=args.threshold, mode=args.mode
+            baseline,
+            candidate,
+            threshold=args.threshold,
+            mode=args.mode,
+            allow_failed_runs=args.allow_failed_runs,
         )
     except InsufficientDataError as exc:
         raise ConfigError(str(exc)) from exc

@@ -327,11 +327,12 @@ def test_the_cases_above_reach_every_verdict(tmp_path, metric):
     assert seen == {Verdict.REGRESSION, Verdict.WORSE, Verdict.BETTER, Verdict.NO_CHANGE}
 
 
-def test_one_run_or_non_positive_values_give_na_and_never_fail_the_gate(tmp_path):
+def test_one_baseline_run_or_non_positive_values_give_na_and_never_fail_the_gate(tmp_path):
+    # One *candidate* run fails the gate instead (tests/unit/test_gate_loopholes.py).
     base, cand = _sets(
         tmp_path,
         [Condition({"throughput": [10.0e9], "cpu": [0.0, 0.0, 0.0]})],
-        [Condition({"throughput": [1.0e9], "cpu": [90.0, 91.0, 92.0]})],
+        [Condition({"throughput": [1.0e9, 1.1e9, 0.9e9], "cpu": [90.0, 91.0, 92.0]})],
     )
     comparison = compare_result_sets(base, cand)
     assert set(comparison.frame["verdict"]) == {Verdict.NOT_APPLICABLE}

@@ -51,7 +51,7 @@ import math
 import re
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -64,6 +64,14 @@ from scipy import stats as sps
 from cnibench import stats
 from cnibench.errors import ConfigError, InsufficientDataError, ResultsError
 from cnibench.report.data import LEVEL, ok_runs
+from cnibench.report.gate_plan import (
+    MAX_SESSIONS,
+    GatePlan,
+    VarianceComponents,
+    budget_plan,
+    difference_variance,
+    variance_components,
+)
 from cnibench.report.scrub import scrub_text
 from cnibench.report.tables import format_number, markdown_table, text_table
 from cnibench.results import ALL_SESSIONS, atomic_write_bytes, load_results
@@ -74,10 +82,15 @@ __all__ = [
     "GATE_ALPHA",
     "MATCH_COLUMNS",
     "METRIC_DIRECTIONS",
+    "MIN_CANDIDATE_RUNS",
+    "PER_NODE_CPU",
+    "Answer",
     "ConditionKey",
     "Direction",
+    "FailedRun",
     "GateInterval",
     "GateMode",
+    "MeasuredRate",
     "RatioInterval",
     "ResultComparison",
     "SessionVariance",
@@ -85,11 +98,15 @@ __all__ = [
     "comparable_runs",
     "compare_result_sets",
     "compare_results",
+    "failed_candidate_runs",
     "format_threshold",
     "gate_interval",
+    "gated_direction",
     "load_result_set",
     "log_ratio_interval",
+    "measured_false_alarm_rate",
     "parse_threshold",
+    "plan_gate",
     "session_variance",
     "write_markdown",
 ]
@@ -118,7 +135,28 @@ class Verdict(enum.StrEnum):
     BETTER = "better"
     """The whole interval is on the better side of 1."""
     NOT_APPLICABLE = "n/a"
-    """No interval: too few runs, or values that are not positive (see ``note``)."""
+    """No interval: too few baseline runs, or values that are not positive (see ``note``)."""
+    FAILED_RUNS = "FAILED RUNS"
+    """A candidate run of this condition failed, or recorded this metric at 0 (or not at all):
+    fails the gate, naming the runs, unless failed runs are allowed (then they are left out)."""
+    TOO_FEW_RUNS = "TOO FEW RUNS"
+    """Fewer than :data:`MIN_CANDIDATE_RUNS` candidate runs: the gate cannot pass on so few."""
+
+
+class Answer(enum.StrEnum):
+    """The gate's three-way answer for one (condition, metric)."""
+
+    REGRESSED = "regressed"
+    """Worse than the threshold, and significantly so (or a failure): fails the gate."""
+    WITHIN = "within threshold"
+    """The interval's bound on the worse side clears the threshold (or, for identical runs,
+    the exact ratio is within it): shown to be at most the threshold worse."""
+    UNDECIDED = "undecided"
+    """Neither: the ``decide`` column says which sessions or runs would decide it."""
+
+
+MIN_CANDIDATE_RUNS = 3
+"""Fewest candidate runs of a (condition, metric) that can pass the gate."""
 
 
 _HIGHER = Direction.HIGHER_IS_BETTER
@@ -145,8 +183,21 @@ METRIC_DIRECTIONS: Mapping[str, Direction] = MappingProxyType(
         "ram": _LOWER,
     }
 )
-"""The metrics the gate compares and which way each gets better; the only place that says so.
-In this order within a condition."""
+"""The metrics the gate compares and which way each gets better; the only place that says so,
+with :data:`PER_NODE_CPU` for the per-node CPU of ``cpu@<role>``. In this order within a
+condition."""
+
+PER_NODE_CPU = "cpu@"
+"""Prefix of the per-node CPU metrics (``cpu@egress-gw``: one node's CPU in cores, lower is
+better), gated like ``cpu``."""
+
+
+def gated_direction(metric: str) -> Direction | None:
+    """Which way ``metric`` gets better, or ``None`` when the gate does not compare it."""
+    if metric.startswith(PER_NODE_CPU) and len(metric) > len(PER_NODE_CPU):
+        return Direction.LOWER_IS_BETTER
+    return METRIC_DIRECTIONS.get(metric)
+
 
 MATCH_COLUMNS: tuple[str, ...] = ("scenario", "cni", "condition", "parameters")
 """Columns of :func:`cnibench.results.load_results` that must be equal for two runs to be
@@ -177,6 +228,8 @@ COMPARISON_COLUMNS: tuple[str, ...] = (
     "limit",
     "verdict",
     "regression",
+    "answer",
+    "decide",
     "note",
 )
 """Columns of :func:`compare_results`, one row per matched (condition, metric)."""
@@ -553,10 +606,11 @@ def comparable_runs(df: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        A copy restricted to :data:`METRIC_DIRECTIONS`.
+        A copy restricted to the gated metrics (:func:`gated_direction`).
     """
     rows = ok_runs(df)
-    keep = rows["verified"].astype(bool) & rows["metric"].isin(list(METRIC_DIRECTIONS))
+    gated = rows["metric"].astype(str).map(lambda metric: gated_direction(metric) is not None)
+    keep = rows["verified"].astype(bool) & gated.astype(bool)
     kept: pd.DataFrame = rows[keep].copy()
     return kept
 
@@ -606,14 +660,132 @@ def _values_by_metric(
     return out
 
 
+@dataclass(frozen=True)
+class FailedRun:
+    """A candidate run the gate does not take silently.
+
+    Attributes
+    ----------
+    key:
+        The condition (:data:`MATCH_COLUMNS` values).
+    metric:
+        The metric it recorded at 0 or not finite, or ``""`` for a run that failed as a whole.
+    run_id:
+        The run's id (as in the results directory).
+    reason:
+        Why: the run's recorded reason, ``"at 0"`` or ``"not finite"``.
+    """
+
+    key: ConditionKey
+    metric: str
+    run_id: str
+    reason: str
+
+
+def failed_candidate_runs(candidate: pd.DataFrame) -> list[FailedRun]:
+    """Runs of a candidate that failed, or recorded a gated metric at 0 or not at all.
+
+    A failed attempt whose repetition was retried successfully in the same session is not
+    counted. A higher-is-better metric at 0 or below (no throughput, no request) and any
+    non-finite value of a gated metric are; a lower-is-better metric at 0 is not a failure.
+
+    Parameters
+    ----------
+    candidate:
+        Tidy results (:func:`cnibench.results.load_results`).
+
+    Returns
+    -------
+    list of FailedRun
+        In the order of the records.
+    """
+    if candidate.empty:
+        return []
+    frame = candidate.reset_index(drop=True)
+    keys = frame[list(MATCH_COLUMNS)].astype(str).itertuples(index=False, name=None)
+    statuses = frame["status"].astype(str).to_numpy()
+    run_ids = frame["run_id"].astype(str).to_numpy()
+    sessions = (
+        frame["session_id"].astype(str).to_numpy()
+        if "session_id" in frame.columns
+        else np.full(len(frame), "", dtype=object)
+    )
+    repetitions = (
+        frame["repetition"].astype(str).to_numpy() if "repetition" in frame.columns else run_ids
+    )
+    metrics = frame["metric"].astype(str).to_numpy()
+    values = frame["value"].to_numpy(dtype=np.float64)
+    reasons = (
+        frame["reason"].astype(str).to_numpy()
+        if "reason" in frame.columns
+        else np.full(len(frame), "", dtype=object)
+    )
+    key_list: list[ConditionKey] = [(str(a), str(b), str(c), str(d)) for a, b, c, d in keys]
+    succeeded = {
+        (key, sessions[i], repetitions[i]) for i, key in enumerate(key_list) if statuses[i] == "ok"
+    }
+    out: list[FailedRun] = []
+    seen: set[tuple[ConditionKey, str, str]] = set()
+    for i, key in enumerate(key_list):
+        if statuses[i] != "ok":
+            if (key, sessions[i], repetitions[i]) in succeeded or (key, "", run_ids[i]) in seen:
+                continue
+            seen.add((key, "", run_ids[i]))
+            reason = reasons[i] if reasons[i] not in ("", "nan") else statuses[i]
+            out.append(FailedRun(key, "", str(run_ids[i]), f"failed: {reason}"))
+            continue
+        direction = gated_direction(str(metrics[i]))
+        if direction is None:
+            continue
+        if not math.isfinite(values[i]):
+            out.append(FailedRun(key, str(metrics[i]), str(run_ids[i]), "not finite"))
+        elif values[i] <= 0.0 and direction is Direction.HIGHER_IS_BETTER:
+            out.append(FailedRun(key, str(metrics[i]), str(run_ids[i]), "at 0"))
+    return out
+
+
+@dataclass(frozen=True)
+class _Test:
+    """What the second pass (Holm, verdict, answer, hint) needs of one comparison."""
+
+    log_ratio: float
+    se: float
+    df: float
+    exact: bool
+    components: VarianceComponents | None
+    baseline_runs: tuple[int, ...]
+    candidate_runs: tuple[int, ...]
+    baseline_var: float
+    candidate_var: float
+
+
+def _estimate(values: npt.NDArray[np.float64], level: float) -> float:
+    """The estimate of :func:`cnibench.stats.summarize_runs`: the geometric mean of positive
+    runs (computed directly, the gate's simulation calls this thousands of times)."""
+    if not values.size:
+        return math.nan
+    if bool(np.all(values > 0)):
+        return float(np.exp(np.mean(np.log(values))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        return stats.summarize_runs(values, level=level).mean
+
+
+def _session_means(sessions: Sequence[npt.NDArray[np.float64]]) -> float:
+    return float(np.mean([float(np.mean(np.log(v))) for v in sessions if v.size]))
+
+
 def _compare_metric(
     baseline: Sequence[npt.NDArray[np.float64]],
     candidate: Sequence[npt.NDArray[np.float64]],
     direction: Direction,
     level: float,
-    between: SessionVariance | None,
-) -> dict[str, Any]:
-    """Estimates, ratio, interval and one-sided p-value of one matched (condition, metric)."""
+    components: VarianceComponents | None,
+) -> tuple[dict[str, Any], _Test | None]:
+    """Estimates, ratio, interval and one-sided p-value of one matched (condition, metric).
+
+    ``candidate`` holds the runs the gate may use (its failed and zero runs already out).
+    """
     base, cand = np.concatenate(baseline), np.concatenate(candidate)
     row: dict[str, Any] = {
         "n_baseline": int(base.size),
@@ -626,28 +798,122 @@ def _compare_metric(
         "p_value": math.nan,
         "note": "",
     }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        row["baseline_mean"] = stats.summarize_runs(base, level=level).mean
-        row["candidate_mean"] = stats.summarize_runs(cand, level=level).mean
-    if base.size < 2 or cand.size < 2:
-        row["note"] = "an interval needs at least 2 runs on each side"
-    elif min(float(base.min()), float(cand.min())) <= 0.0:
-        if float(cand.max()) <= 0.0 < float(base.min()) and direction is _HIGHER:
-            row["note"] = "TOTAL FAILURE: every candidate run is 0"
-        else:
-            row["note"] = "values <= 0: no ratio on the log scale"
-    else:
-        interval = gate_interval(baseline, candidate, direction, level=level, between=between)
+    row["baseline_mean"], row["candidate_mean"] = _estimate(base, level), _estimate(cand, level)
+    if cand.size < MIN_CANDIDATE_RUNS:
+        row["note"] = f"the candidate has {cand.size} usable run{'s' if cand.size != 1 else ''}"
+        return row, None
+    if base.size < 2:
+        row["note"] = f"the baseline has {base.size} usable run: an interval needs at least 2"
+        return row, None
+    if min(float(base.min()), float(cand.min())) <= 0.0:
+        row["note"] = "values <= 0: no ratio on the log scale"
+        return row, None
+    sizes_b = tuple(int(v.size) for v in baseline if v.size)
+    sizes_c = tuple(int(v.size) for v in candidate if v.size)
+    log_b, log_c = np.log(base), np.log(cand)
+    spread_b, spread_c = float(np.ptp(log_b)), float(np.ptp(log_c))
+    if spread_b == 0.0 and spread_c == 0.0:
+        # Quantised metrics (a success rate of 1.0 in every run): no noise to test against,
+        # so the exact ratio decides.
+        log_ratio = float(log_c[0] - log_b[0])
+        worse = log_ratio < 0 if direction is Direction.HIGHER_IS_BETTER else log_ratio > 0
         row.update(
-            ratio=interval.ratio,
-            ci_low=interval.low,
-            ci_high=interval.high,
-            p_value=interval.p_worse,
+            ratio=math.exp(log_ratio),
+            ci_low=math.exp(log_ratio),
+            ci_high=math.exp(log_ratio),
+            p_value=0.0 if worse else 1.0,
+            note="identical runs on each side: the exact ratio decides",
         )
-        if interval.low == interval.high:
-            row["note"] = "all runs equal on both sides: zero-width interval"
-    return row
+        test = _Test(log_ratio, 0.0, math.inf, True, None, sizes_b, sizes_c, 0.0, 0.0)
+        return row, test
+    var_b = float(np.var(log_b, ddof=1)) if log_b.size > 1 else 0.0
+    var_c = float(np.var(log_c, ddof=1)) if log_c.size > 1 else 0.0
+    if components is not None and components.known:
+        log_ratio = _session_means(candidate) - _session_means(baseline)
+        variance, df = difference_variance(components, sizes_b, sizes_c)
+        se = math.sqrt(variance)
+    else:
+        interval = gate_interval(baseline, candidate, direction, level=level, between=None)
+        log_ratio = math.log(interval.ratio)
+        se = math.sqrt(var_b / base.size + var_c / cand.size)
+        df = interval.df
+    row["ratio"] = math.exp(log_ratio)
+    if se > 0 and math.isfinite(df):
+        quantile = float(sps.t.ppf(0.5 + level / 2.0, df))
+        turned = -log_ratio if direction is Direction.HIGHER_IS_BETTER else log_ratio
+        row.update(
+            ci_low=math.exp(log_ratio - quantile * se),
+            ci_high=math.exp(log_ratio + quantile * se),
+            p_value=float(sps.t.sf(turned / se, df)),
+        )
+    test = _Test(log_ratio, se, df, False, components, sizes_b, sizes_c, var_b, var_c)
+    return row, test
+
+
+def _worse_logs(direction: Direction, log_ratio: float, threshold: float) -> tuple[float, float]:
+    """The log ratio and the threshold's log limit, both turned so that larger is worse."""
+    if direction is Direction.HIGHER_IS_BETTER:
+        return -log_ratio, -math.log1p(-min(threshold, 1.0 - 1e-12))
+    return log_ratio, math.log1p(threshold)
+
+
+def _decide_hint(
+    test: _Test,
+    direction: Direction,
+    *,
+    threshold: float,
+    level: float,
+    comparisons: int,
+) -> str:
+    """Which candidate sessions (or runs) would decide an undecided comparison, if the ratio
+    stayed where it is."""
+    worse, limit = _worse_logs(direction, test.log_ratio, threshold)
+    df = test.df if math.isfinite(test.df) and test.df > 0 else 1.0
+    if worse > limit:
+        target = "regressed"
+        needed = worse / float(sps.t.isf(GATE_ALPHA / max(comparisons, 1), df))
+    elif worse < limit:
+        target = "within threshold"
+        needed = (limit - worse) / float(sps.t.ppf(0.5 + level / 2.0, df))
+    else:
+        return "the ratio sits at the threshold: no number of runs decides it"
+    ratio = f"if the ratio stays {format_number(math.exp(test.log_ratio))}"
+    runs = max(1, round(float(np.median(test.candidate_runs))))
+    components = test.components
+    if components is not None and components.known:
+
+        def decides(extra: int) -> bool:
+            variance, _ = difference_variance(
+                components, test.baseline_runs, (*test.candidate_runs, *([runs] * extra))
+            )
+            return math.sqrt(variance) <= needed
+
+        if decides(MAX_SESSIONS):
+            # The variance falls as sessions are added: bisect for the fewest that decide.
+            low, high = 0, MAX_SESSIONS
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (low, middle) if decides(middle) else (middle, high)
+            return (
+                f"about {high} more candidate session{'s' if high != 1 else ''} of {runs}"
+                f" runs would make it {target} ({ratio})"
+            )
+        return (
+            f"no number of candidate sessions decides it: the baseline's"
+            f" {len(test.baseline_runs)} sessions limit it; measure more baseline sessions"
+        )
+    n_b, n_c = sum(test.baseline_runs), sum(test.candidate_runs)
+    room = needed**2 - test.baseline_var / n_b
+    if room <= 0 or test.candidate_var <= 0:
+        return (
+            "no number of candidate runs decides it: the baseline's runs limit it; measure"
+            " more baseline sessions (which also gives the session-to-session variation)"
+        )
+    more = max(1, math.ceil(test.candidate_var / room) - n_c)
+    return (
+        f"about {more} more candidate run{'s' if more != 1 else ''} would make it {target}"
+        f" ({ratio}; session-to-session variation unknown with one baseline session)"
+    )
 
 
 _VERDICT_RANK = {verdict: rank for rank, verdict in enumerate(Verdict)}
@@ -664,8 +930,7 @@ def _worst_first(frame: pd.DataFrame) -> pd.DataFrame:
         worsening = sign * np.log(frame["ratio"].to_numpy(dtype=np.float64))
     key = pd.DataFrame(
         {
-            "rank": (~applicable).astype(int) * 2
-            + (frame["verdict"] != Verdict.REGRESSION).astype(int),
+            "rank": (~applicable).astype(int) * 2 + (~frame["regression"].astype(bool)).astype(int),
             "better_first": -worsening,
         },
         index=frame.index,
@@ -692,8 +957,20 @@ class ResultComparison:
     mode:
         The :class:`GateMode` applied.
     between:
-        Session-to-session variance from the baseline's A/A sessions, or ``None`` when the
-        baseline holds one session (then :meth:`warning` says so).
+        Session-to-session variance pooled over every metric (:func:`session_variance`), for
+        orientation only: the intervals use :attr:`components`. ``None`` when the baseline
+        holds one session (then :meth:`warning` says so).
+    components:
+        Per metric, its variance components (:func:`variance_components`, both sides' sessions
+        of every matched condition), which the intervals use.
+    design:
+        ``(baseline sessions, runs per baseline session)``: the design whose measured
+        false-alarm rate the headline prints (:func:`measured_false_alarm_rate`).
+    failed_runs:
+        Candidate runs that failed or recorded a gated metric at 0 (:func:`failed_candidate_runs`)
+        in a matched condition; they fail the gate unless :attr:`allow_failed_runs`.
+    allow_failed_runs:
+        Whether failed runs were left out instead of failing the gate.
     """
 
     frame: pd.DataFrame
@@ -703,6 +980,12 @@ class ResultComparison:
     only_candidate: tuple[ConditionKey, ...]
     mode: GateMode = GateMode.REGRESSION
     between: SessionVariance | None = None
+    components: Mapping[str, VarianceComponents] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    design: tuple[int, int] = (1, 0)
+    failed_runs: tuple[FailedRun, ...] = ()
+    allow_failed_runs: bool = False
 
     @property
     def regressions(self) -> pd.DataFrame:
@@ -723,32 +1006,59 @@ class ResultComparison:
         return [labels[key] for key in keys]
 
     def headline(self) -> str:
-        """One line: how many regressions among how many comparisons, at which threshold."""
+        """One line: how many regressions (and failures) among how many comparisons, at which
+        threshold, and the false-alarm rate measured for this design (never a constant)."""
         conditions = len(self.frame[list(MATCH_COLUMNS)].drop_duplicates())
-        found = int(self.frame["regression"].sum())
-        what = f"{found} REGRESSION{'S' if found != 1 else ''}" if found else "no regression"
+        verdicts = self.frame["verdict"].tolist()
+        found = sum(v in (Verdict.REGRESSION, Verdict.NOT_SHOWN) for v in verdicts)
+        parts = [f"{found} REGRESSION{'S' if found != 1 else ''}"] if found else []
+        for verdict in (Verdict.FAILED_RUNS, Verdict.TOO_FEW_RUNS):
+            count = verdicts.count(verdict)
+            if count:
+                parts.append(f"{count} with {verdict.value}")
+        what = ", ".join(parts) if parts else "no regression"
         return (
             f"{what} beyond {format_threshold(self.threshold)} in {len(self.frame)} metric"
             f" comparison{'s' if len(self.frame) != 1 else ''} of {conditions} matched"
             f" condition{'s' if conditions != 1 else ''} (ratio = candidate / baseline of"
-            f" geometric means, {100.0 * self.level:g}% CI; {self.mode.value} mode,"
-            f" false-alarm rate at most {100 * GATE_ALPHA:g}% per comparison)"
+            f" geometric means, {100.0 * self.level:g}% CI; {self.mode.value} mode;"
+            f" {self.false_alarm_statement()})"
+        )
+
+    def false_alarm_statement(self) -> str:
+        """The A/A false-alarm rate ``bench/coverage.py`` measured for this design, with its
+        simulations, date and machine; or that it was not measured, and the nearest that was."""
+        sessions, runs = self.design
+        design = f"{sessions} baseline session{'s' if sessions != 1 else ''} of {runs} runs"
+        if self.mode is not GateMode.REGRESSION:
+            return f"false-alarm rate not measured for {self.mode.value} mode"
+        exact, nearest = measured_false_alarm_rate(sessions, runs)
+        if exact is not None:
+            return f"false-alarm rate {exact.describe()}"
+        if nearest is None:
+            return f"false-alarm rate not measured for this design ({design})"
+        return (
+            f"false-alarm rate not measured for this design ({design}); nearest measured:"
+            f" {nearest.describe()}"
         )
 
     def warning(self) -> str:
-        """Why the intervals may be too narrow, or ``""``: with one baseline session the
-        session-to-session variance is unknown and left out."""
-        if self.between is not None:
+        """Why the intervals may be too narrow, or which session-to-session SD each metric's
+        intervals include."""
+        known = {m: c for m, c in self.components.items() if c.known}
+        if known:
+            sds = ", ".join(f"{m} {c.session_sd_percent:.1f}%" for m, c in known.items())
+            sessions = self.design[0]
             return (
-                f"session-to-session SD {self.between.sd_percent:.1f}% from"
-                f" {self.between.sessions} baseline sessions (df {self.between.df:.0f}), included"
-                " in every interval"
+                f"session-to-session SD per metric, from {sessions} baseline session"
+                f"{'s' if sessions != 1 else ''} (and the candidate's when several): {sds};"
+                " included in every interval"
             )
         return (
             "warning: the baseline holds one session, so session-to-session variation is not"
             " in the intervals and the false-alarm rate can be well above"
-            f" {100 * GATE_ALPHA:g}%; give several A/A baseline sessions (the same code"
-            " measured in separate sessions) to include it"
+            f" {100 * GATE_ALPHA:g}% (the headline gives the measured one); give several A/A"
+            " baseline sessions (the same code measured in separate sessions) to include it"
         )
 
     def regression_lines(self) -> list[str]:
@@ -760,8 +1070,16 @@ class ResultComparison:
             if not row["regression"]:
                 continue
             side = "below" if row["direction"] == Direction.HIGHER_IS_BETTER else "above"
+            if row["verdict"] in (Verdict.FAILED_RUNS, Verdict.TOO_FEW_RUNS):
+                lines.append(f"{row['verdict']} {row['metric']} of {label}: {row['note']}")
+                continue
             if str(row["note"]).startswith("TOTAL FAILURE"):
                 why = str(row["note"])
+            elif row["note"].startswith("identical runs"):
+                why = (
+                    f"identical runs on each side, the exact ratio {side}"
+                    f" {format_number(row['limit'])} ({row['direction']}, threshold {threshold})"
+                )
             elif row["verdict"] == Verdict.NOT_SHOWN:
                 why = (
                     f"the interval's bound is not {side} {format_number(row['limit'])} on the"
@@ -820,7 +1138,8 @@ class ResultComparison:
                         else "-"
                     ),
                     f"{row['n_baseline']} vs {row['n_candidate']}",
-                    str(row["note"]),
+                    str(row["answer"]),
+                    "; ".join(part for part in (str(row["note"]), str(row["decide"])) if part),
                 ]
             )
         return rows
@@ -836,6 +1155,7 @@ class ResultComparison:
             "ratio",
             f"{100.0 * self.level:g}% CI",
             "n",
+            "answer",
             "note",
         ]
         rows = self._cells()
@@ -856,19 +1176,19 @@ class ResultComparison:
             f"Ratio = candidate / baseline of the geometric means of successful, verified runs,"
             f" with its {level} confidence interval (t on the log scale). A regression is a"
             " metric whose ratio is worse than the threshold and significantly worse (one-sided,"
-            f" Holm over this comparison at {100 * GATE_ALPHA:g}%). {self.warning()}. Worst"
+            f" Holm over this comparison at {100 * GATE_ALPHA:g}%); each is regressed, within"
+            f" threshold or undecided. {self.false_alarm_statement()}. {self.warning()}. Worst"
             " first.",
             "",
         ]
         cells = []
         for row in self._cells():
-            verdict, metric, label, base, cand, ratio, ci, n, note = (
+            verdict, metric, label, base, cand, ratio, ci, n, answer, note = (
                 _markdown_cell(cell) for cell in row
             )
-            if row[0] == Verdict.REGRESSION:
+            if row[0] in (Verdict.REGRESSION, Verdict.FAILED_RUNS, Verdict.TOO_FEW_RUNS):
                 verdict = f"**{verdict}**"
-            if note:
-                ci = f"{ci} ({note})"
+            ci = f"{ci} ({answer}{'; ' + note if note else ''})"
             cells.append([verdict, metric, label, base, cand, ratio, ci, n])
         headers = ["verdict", "metric", "condition", "baseline", "candidate", "ratio"]
         lines.append(markdown_table([*headers, f"{level} CI", "n"], cells, right={3, 4, 5, 7}))
@@ -888,8 +1208,187 @@ def _markdown_cell(text: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# Measured false-alarm rates and the budget plan
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MeasuredRate:
+    """One design's A/A false-alarm rate as ``bench/coverage.py`` measured it.
+
+    Attributes
+    ----------
+    baselines, runs:
+        The design: A/A baseline sessions of this many runs each (one candidate session).
+    rate, margin:
+        Share of simulated A/A comparisons that failed the gate, and its Monte-Carlo 95 %
+        half-width.
+    simulations, comparisons:
+        Simulated compared sessions, and metric comparisons in each.
+    session_sd:
+        The session-to-session SDs simulated, as text (e.g. ``"8 % on 2 metrics, 1 % on 3"``).
+    date, machine:
+        When and where it was measured.
+    """
+
+    baselines: int
+    runs: int
+    rate: float
+    margin: float
+    simulations: int
+    comparisons: int
+    session_sd: str
+    date: str
+    machine: str
+
+    def describe(self) -> str:
+        """``0.9% (±0.6) measured for 3 baseline sessions of 5 runs by bench/coverage.py (...)``."""
+        sessions = f"session{'s' if self.baselines != 1 else ''}"
+        return (
+            f"{100 * self.rate:.1f}% (±{100 * self.margin:.1f}) measured for {self.baselines}"
+            f" baseline {sessions} of {self.runs} runs by bench/coverage.py"
+            f" ({self.simulations} simulated A/A comparisons of {self.comparisons} metrics,"
+            f" session SD {self.session_sd}; {self.date}, {self.machine})"
+        )
+
+
+def measured_false_alarm_rate(
+    baselines: int,
+    runs: int,
+    *,
+    table: Sequence[Mapping[str, str | int | float]] | None = None,
+) -> tuple[MeasuredRate | None, MeasuredRate | None]:
+    """Look a design up in the table ``bench/coverage.py`` wrote (:mod:`gate_rates`).
+
+    Parameters
+    ----------
+    baselines, runs:
+        Baseline sessions, and runs per baseline session.
+    table:
+        Entries to search (default: :data:`cnibench.report.gate_rates.MEASURED`).
+
+    Returns
+    -------
+    tuple
+        ``(exact, nearest)``: the entry of this design or ``None``; and, when there is no
+        exact entry, the nearest measured design (same number of baseline sessions first,
+        then the closest runs), or ``None`` when the table is empty.
+    """
+    from cnibench.report.gate_rates import MEASURED
+
+    entries = [
+        MeasuredRate(
+            baselines=int(entry["baselines"]),
+            runs=int(entry["runs"]),
+            rate=float(entry["rate"]),
+            margin=float(entry["margin"]),
+            simulations=int(entry["simulations"]),
+            comparisons=int(entry["comparisons"]),
+            session_sd=str(entry["session_sd"]),
+            date=str(entry["date"]),
+            machine=str(entry["machine"]),
+        )
+        for entry in (MEASURED if table is None else table)
+    ]
+    for entry in entries:
+        if (entry.baselines, entry.runs) == (baselines, runs):
+            return entry, None
+    if not entries:
+        return None, None
+
+    def distance(entry: MeasuredRate) -> tuple[float, float]:
+        # One baseline session and several behave differently (no session variance): the
+        # number of sessions decides first.
+        sessions = abs(math.log(max(entry.baselines, 1) / max(baselines, 1)))
+        return sessions, abs(math.log(max(entry.runs, 1) / max(runs, 1)))
+
+    return None, min(entries, key=distance)
+
+
+def plan_gate(
+    baseline: pd.DataFrame,
+    *,
+    loss: float = 0.10,
+    power: float = 0.8,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> list[GatePlan]:
+    """The budget plan: per metric, the candidate sessions that detect ``loss`` with ``power``.
+
+    Parameters
+    ----------
+    baseline:
+        Tidy results of two or more A/A baseline sessions
+        (:func:`cnibench.results.load_results`).
+    loss, power:
+        The loss to detect (fraction, e.g. 0.10) and how surely (e.g. 0.8).
+    threshold:
+        The gate's threshold, fraction.
+
+    Returns
+    -------
+    list of GatePlan
+        One per gated metric of the baseline, in table order
+        (:func:`cnibench.report.gate_plan.budget_plan`); the family is every (condition,
+        metric) of the baseline, as a candidate measuring all of them would be compared.
+
+    Raises
+    ------
+    InsufficientDataError
+        No gated metric, or no metric with two baseline sessions of a condition.
+    ConfigError
+        ``loss`` or ``power`` outside (0, 1).
+    """
+    chosen = _checked_threshold(threshold)
+    for name, value in (("loss", loss), ("power", power)):
+        if not 0.0 < value < 1.0:
+            raise ConfigError(f"{name} must be strictly between 0 and 1, got {value!r}")
+    rows = comparable_runs(baseline)
+    if rows.empty:
+        raise InsufficientDataError("the baseline has no successful verified run to plan from")
+    values = _values_by_metric(rows)
+    comparisons = len(values)
+    plans = []
+    for metric in sorted({m for _, m in values}, key=_metric_order):
+        direction = gated_direction(metric)
+        groups = [
+            [v for v in sessions if v.size and bool(np.all(v > 0))]
+            for (_, m), (sessions, _) in values.items()
+            if m == metric
+        ]
+        components = variance_components(metric, groups)
+        if direction is None or not components.known:
+            continue
+        sizes = [v.size for sessions in groups for v in sessions]
+        sessions = max(len(group) for group in groups)
+        plans.append(
+            budget_plan(
+                components,
+                baseline_runs=[round(float(np.median(sizes)))] * sessions,
+                groups=len(groups),
+                comparisons=comparisons,
+                threshold=chosen,
+                alpha=GATE_ALPHA,
+                loss=loss,
+                power=power,
+                higher_is_better=direction is Direction.HIGHER_IS_BETTER,
+            )
+        )
+    if not plans:
+        raise InsufficientDataError(
+            "a plan needs two or more baseline sessions of a condition (A/A: the same code"
+            " measured in separate sessions): the baseline holds one"
+        )
+    return plans
+
+
+# --------------------------------------------------------------------------------------------
 # Public entry points
 # --------------------------------------------------------------------------------------------
+
+
+def _metric_order(metric: str) -> tuple[int, str]:
+    order = list(METRIC_DIRECTIONS)
+    return (order.index(metric), "") if metric in order else (len(order), metric)
 
 
 def compare_result_sets(
@@ -899,6 +1398,7 @@ def compare_result_sets(
     threshold: float = DEFAULT_THRESHOLD,
     level: float = LEVEL,
     mode: GateMode | str = GateMode.REGRESSION,
+    allow_failed_runs: bool = False,
 ) -> ResultComparison:
     """Compare every matched condition and metric of two result sets.
 
@@ -906,8 +1406,9 @@ def compare_result_sets(
     ----------
     baseline, candidate:
         Tidy results (:func:`cnibench.results.load_results`), e.g. of main and of a branch.
-        Several baseline sessions (A/A runs of the same code) give the session-to-session
-        variance the intervals then include (:func:`session_variance`).
+        Several baseline sessions (A/A runs of the same code) give each metric's
+        session-to-session variance, which the intervals then include
+        (:func:`cnibench.report.gate_plan.variance_components`).
     threshold:
         Regression threshold as a fraction in [0, 1] (0.05 = 5 %; see :func:`parse_threshold`
         for the text form).
@@ -915,6 +1416,9 @@ def compare_result_sets(
         Confidence level of the printed intervals, in (0, 1).
     mode:
         :class:`GateMode`: ``"regression"`` (default) or ``"non-inferiority"``.
+    allow_failed_runs:
+        Leave out candidate runs that failed or recorded a gated metric at 0 (named in the
+        note) instead of failing the gate on them.
 
     Returns
     -------
@@ -924,8 +1428,8 @@ def compare_result_sets(
     Raises
     ------
     InsufficientDataError
-        A side has no successful verified run of a compared metric, or no condition and metric
-        is in both.
+        A side has no successful verified run of a compared metric (and the candidate no
+        failed run either), or no condition and metric is in both.
     ConfigError
         Bad ``threshold``, ``level`` or ``mode``.
     """
@@ -939,22 +1443,59 @@ def compare_result_sets(
             f"mode must be one of {', '.join(m.value for m in GateMode)}, got {mode!r}"
         ) from None
     base_rows, cand_rows = comparable_runs(baseline), comparable_runs(candidate)
+    failures = failed_candidate_runs(candidate)
     for name, runs in (("baseline", base_rows), ("candidate", cand_rows)):
-        if runs.empty:
+        if runs.empty and not (name == "candidate" and failures):
             raise InsufficientDataError(
                 f"the {name} has no successful verified run of a compared metric"
-                f" ({', '.join(METRIC_DIRECTIONS)})"
+                f" ({', '.join(METRIC_DIRECTIONS)}, cpu@<role>)"
             )
-    base_keys, cand_keys = _condition_keys(base_rows), _condition_keys(cand_rows)
-    matched = [key for key in base_keys if key in set(cand_keys)]
-    in_both = set(matched)
+    base_keys = _condition_keys(base_rows)
+    cand_keys = list(
+        dict.fromkeys([*_condition_keys(cand_rows), *(failure.key for failure in failures)])
+    )
+    in_both = set(base_keys) & set(cand_keys)
+    matched = [key for key in base_keys if key in in_both]
     if not matched:
         raise InsufficientDataError(
             "no condition is in both result sets (same scenario, CNI, condition and"
             f" parameters): baseline has {', '.join(_labels(base_keys).values())};"
             f" candidate has {', '.join(_labels(cand_keys).values())}"
         )
+    failures = [failure for failure in failures if failure.key in in_both]
     base_values, cand_values = _values_by_metric(base_rows), _values_by_metric(cand_rows)
+    pairs: list[tuple[ConditionKey, str, Direction]] = []
+    for key in matched:
+        metrics = sorted({m for k, m in base_values if k == key}, key=_metric_order)
+        for metric in metrics:
+            direction = gated_direction(metric)
+            run_failed = any(f.key == key and not f.metric for f in failures)
+            if direction is not None and ((key, metric) in cand_values or run_failed):
+                pairs.append((key, metric, direction))
+    if not pairs:
+        raise InsufficientDataError("the matched conditions share no compared metric")
+
+    def usable(sessions: Sequence[npt.NDArray[np.float64]], direction: Direction) -> list[Any]:
+        # Zero runs of a higher-is-better metric are failures (named, see failures); the rest
+        # of the runs are what the statistics use.
+        if direction is Direction.HIGHER_IS_BETTER:
+            return [v[v > 0] for v in sessions]
+        return list(sessions)
+
+    base_sessions = {(k, m): usable(base_values[(k, m)][0], d) for k, m, d in pairs}
+    cand_sessions = {
+        (k, m): usable(cand_values[(k, m)][0], d) if (k, m) in cand_values else []
+        for k, m, d in pairs
+    }
+    components: dict[str, VarianceComponents] = {}
+    for metric in dict.fromkeys(m for _, m, _ in pairs):
+        groups = [
+            [v for v in side[(k, m)] if v.size and bool(np.all(v > 0))]
+            for k, m, _ in pairs
+            if m == metric
+            for side in (base_sessions, cand_sessions)
+        ]
+        components[metric] = variance_components(metric, groups)
     between = session_variance(
         [
             [v for v in sessions if v.size and bool(np.all(v > 0))]
@@ -962,22 +1503,44 @@ def compare_result_sets(
         ]
     )
     rows: list[dict[str, Any]] = []
-    for key in matched:
-        for metric, direction in METRIC_DIRECTIONS.items():
-            if (key, metric) not in base_values or (key, metric) not in cand_values:
-                continue
-            (b, unit_b), (c, unit_c) = base_values[(key, metric)], cand_values[(key, metric)]
-            row: dict[str, Any] = dict(zip(MATCH_COLUMNS, key, strict=True))
-            row.update(metric=metric, unit=unit_b, direction=direction.value)
-            row.update(_compare_metric(b, c, direction, level, between))
-            if unit_b != unit_c:
-                row.update(p_value=math.nan, ci_low=math.nan, note=f"units differ: {unit_c}")
-            rows.append(row)
-    if not rows:
-        raise InsufficientDataError("the matched conditions share no compared metric")
+    tests: list[_Test | None] = []
+    for key, metric, direction in pairs:
+        unit_b = base_values[(key, metric)][1]
+        unit_c = cand_values[(key, metric)][1] if (key, metric) in cand_values else unit_b
+        row: dict[str, Any] = dict(zip(MATCH_COLUMNS, key, strict=True))
+        row.update(metric=metric, unit=unit_b, direction=direction.value)
+        base_s = base_sessions[(key, metric)]
+        cand_s = cand_sessions[(key, metric)] or [np.zeros(0, dtype=np.float64)]
+        measured, test = _compare_metric(base_s, cand_s, direction, level, components.get(metric))
+        row.update(measured)
+        raw = (
+            np.concatenate(cand_values[(key, metric)][0])
+            if (key, metric) in cand_values
+            else np.zeros(0)
+        )
+        base_all = np.concatenate(base_values[(key, metric)][0])
+        total = (
+            direction is Direction.HIGHER_IS_BETTER
+            and raw.size > 0
+            and float(raw.max()) <= 0.0
+            and base_all.size > 0
+            and float(base_all.min()) > 0.0
+        )
+        if total:
+            row["note"] = "TOTAL FAILURE: every candidate run is 0"
+        row["_failures"] = [f for f in failures if f.key == key and f.metric in ("", metric)]
+        row["_total"] = total
+        if unit_b != unit_c:
+            row.update(p_value=math.nan, ci_low=math.nan, note=f"units differ: {unit_c}")
+            test = None
+        rows.append(row)
+        tests.append(test)
     adjusted = stats.holm_adjusted([row["p_value"] for row in rows])
-    for row, p_adjusted in zip(rows, adjusted.tolist(), strict=True):
+    comparisons = int(np.isfinite(np.asarray([row["p_value"] for row in rows])).sum())
+    for row, test, p_adjusted in zip(rows, tests, adjusted.tolist(), strict=True):
         direction = Direction(row["direction"])
+        own: list[FailedRun] = row.pop("_failures")
+        total = bool(row.pop("_total"))
         verdict = _verdict(
             direction,
             row["ratio"],
@@ -987,18 +1550,58 @@ def compare_result_sets(
             gate_mode,
             float(p_adjusted),
         )
-        if row["note"].startswith("TOTAL FAILURE"):
-            verdict = Verdict.REGRESSION
+        answer, decide = Answer.UNDECIDED, ""
+        if total:
+            verdict, answer = Verdict.REGRESSION, Answer.REGRESSED
+        elif test is None:
+            if row["n_candidate"] < MIN_CANDIDATE_RUNS:
+                verdict = Verdict.TOO_FEW_RUNS
+                need = MIN_CANDIDATE_RUNS - row["n_candidate"]
+                decide = (
+                    f"the gate cannot pass on fewer than {MIN_CANDIDATE_RUNS} candidate runs:"
+                    f" measure at least {need} more"
+                )
+            elif row["n_baseline"] < 2:
+                decide = "measure at least 2 baseline runs"
+        elif verdict is Verdict.REGRESSION:
+            answer = Answer.REGRESSED
+        elif _cleared(direction, row["ci_low"], row["ci_high"], chosen) or (
+            test.exact and verdict is not Verdict.NOT_SHOWN
+        ):
+            answer = Answer.WITHIN
+        elif test.exact:
+            answer = Answer.REGRESSED
+        else:
+            decide = _decide_hint(
+                test, direction, threshold=chosen, level=level, comparisons=comparisons
+            )
+        if own and not total:
+            named = ", ".join(
+                f"{f.run_id} ({f.metric + ' ' if f.metric else ''}{f.reason})" for f in own
+            )
+            if allow_failed_runs:
+                row["note"] = "; ".join(p for p in (f"left out: {named}", row["note"]) if p)
+            else:
+                verdict = Verdict.FAILED_RUNS
+                row["note"] = (
+                    f"candidate run{'s' if len(own) != 1 else ''} {named}: a failed or zero run"
+                    " fails the gate unless failed runs are allowed (--allow-failed-runs)"
+                )
         row.update(
             p_adjusted=float(p_adjusted),
             verdict=verdict.value,
             level=level,
             threshold=chosen,
             limit=_limit(direction, chosen),
-            regression=verdict in (Verdict.REGRESSION, Verdict.NOT_SHOWN),
+            regression=verdict in _FAILING,
+            answer=answer.value,
+            decide=decide,
         )
     frame = _worst_first(pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS)))
     frame["regression"] = frame["regression"].astype(bool)
+    baseline_counts = [len(base_values[(k, m)][0]) for k, m, _ in pairs]
+    baseline_sizes = [v.size for k, m, _ in pairs for v in base_values[(k, m)][0]]
+    design = (max(baseline_counts), round(float(np.median(baseline_sizes))))
     return ResultComparison(
         frame=frame,
         threshold=chosen,
@@ -1007,7 +1610,22 @@ def compare_result_sets(
         only_candidate=tuple(key for key in cand_keys if key not in in_both),
         mode=gate_mode,
         between=between,
+        components=MappingProxyType(components),
+        design=design,
+        failed_runs=tuple(failures),
+        allow_failed_runs=allow_failed_runs,
     )
+
+
+_FAILING = (Verdict.REGRESSION, Verdict.NOT_SHOWN, Verdict.FAILED_RUNS, Verdict.TOO_FEW_RUNS)
+"""Verdicts that fail the gate."""
+
+
+def _cleared(direction: Direction, low: float, high: float, threshold: float) -> bool:
+    """Whether the interval's bound on the worse side is within the threshold."""
+    if direction is Direction.HIGHER_IS_BETTER:
+        return math.isfinite(low) and low > 1.0 - threshold
+    return math.isfinite(high) and high < 1.0 + threshold
 
 
 def compare_results(
