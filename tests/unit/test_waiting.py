@@ -100,17 +100,21 @@ def test_the_condition_is_tried_at_the_interval_until_the_deadline(
 
 
 def test_the_interval_is_kept_on_a_real_clock() -> None:
-    """The same on the real clock, with room for a busy machine (a late wake-up only
-    lengthens a gap; none may be shorter than the interval)."""
+    """The same on the real clock, with room for a busy machine: a late wake-up only
+    lengthens a gap, so none is shorter than the interval, except the last, which is cut to
+    try once more at the deadline (on a loaded machine the earlier tries may have used up
+    most of it)."""
     stamps: list[float] = []
 
     def never() -> None:
         stamps.append(time.monotonic())
 
+    started = time.monotonic()
     assert poll(never, timeout=0.3, interval=0.1) is None
     gaps = [b - a for a, b in itertools.pairwise(stamps)]
     assert gaps, "tried more than once"
-    assert all(gap >= 0.09 for gap in gaps)
+    assert all(gap >= 0.09 for gap in gaps[:-1]), gaps
+    assert gaps[-1] >= 0.09 or stamps[-1] - started >= 0.29, (gaps, stamps[-1] - started)
 
 
 def test_a_growing_interval_doubles_up_to_its_bound() -> None:
