@@ -551,21 +551,23 @@ def _print_verdict(results_dir: Path, reference: str | None, margin: float | Non
         command += ["--reference", reference]
     if margin is not None:
         command += ["--margin", f"{100 * margin:g}%"]
-    table = verdict(load_results(results_dir), reference=reference, margin=margin)
-    _print_answer(table, full_at=f"{shlex.join(command)} (its Verdict section)", margin=margin)
+    runs = load_results(results_dir)
+    table = verdict(runs, reference=reference, margin=margin)
+    where = f"{shlex.join(command)} (its Verdict section)"
+    _print_answer(table, full_at=where, margin=margin, runs=runs)
 
 
-def _print_answer(table: Any, *, full_at: str, margin: float | None) -> None:
-    """The feature × CNI matrix, then the verdict's lines (one each, however narrow the
-    terminal: people grep these)."""
+def _print_answer(table: Any, *, full_at: str, margin: float | None, runs: Any = None) -> None:
+    """The feature × CNI matrix (``runs``: the tidy results, to mark lossy throughput), then
+    the verdict's lines (one each, however narrow the terminal: people grep these)."""
     from cnibench.report import verdict_summary
     from cnibench.report.matrix import cni_matrix, feature_matrix, matrix_text
 
-    features = feature_matrix(table)
+    features = feature_matrix(table, runs=runs)
     if not features.empty:
         for line in matrix_text(features, title="What each feature costs", margin=margin):
             print(line, flush=True)
-        cnis = cni_matrix(table)
+        cnis = cni_matrix(table, runs=runs)
         if not cnis.empty:
             title = "Each CNI against the reference of its group"
             for line in matrix_text(cnis, title=title, margin=margin):
@@ -701,13 +703,10 @@ def _report(args: argparse.Namespace) -> int:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table = verdict(
-            load_results(args.results, sessions=args.session or "all"),
-            reference=args.reference,
-            margin=args.margin,
-        )
+        runs = load_results(args.results, sessions=args.session or "all")
+        table = verdict(runs, reference=args.reference, margin=args.margin)
     where = "the report's Verdict section"
-    _print_answer(table, full_at=where, margin=args.margin)
+    _print_answer(table, full_at=where, margin=args.margin, runs=runs)
     for path in (paths.html, paths.markdown):
         if path is not None:
             print(f"wrote {path}")
