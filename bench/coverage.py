@@ -13,9 +13,13 @@ are: ``stats.summarize_runs`` (the run table, bars and verdict sides), ``report.
   Student-t interval of the 10 %-trimmed mean), against the arithmetic mean, its estimand;
 * the A/A rate of uncorrected p < 0.05 of the verdict (treatment = control, 5 vs 5 runs,
   CV 5 %), which should be 5 %;
-* the gate's false-alarm rate (A/A: a compared session with 20 metric comparisons fails)
-  with a 3 % session-to-session SD, with three A/A baseline sessions and with one, and its
-  power for a 10 % throughput regression;
+* the gate's false-alarm rate (A/A: a compared session with 20 metric comparisons fails) at
+  several designs (baseline sessions x runs per session), with an 8 % session-to-session SD
+  on two tail metrics and 1 % on the rest; ``--write-gate-rates`` writes them to the table
+  ``cnibench compare``'s headline quotes (``src/cnibench/report/gate_rates.py``);
+* the gate's power for a 10 % throughput loss (3 % session SD) with one candidate session,
+  and with the allocation ``report.compare.plan_gate`` recommends from one simulated
+  baseline of 3 sessions;
 * the split test's rejection rate at alpha 0.05 when the weights hold, for multinomial runs
   and for runs whose share varies between runs (overdispersion);
 * outlier flags (``stats.outlier_runs``, ``stats.summarize_runs``): how many clean lognormal
@@ -30,7 +34,8 @@ are: ``stats.summarize_runs`` (the run table, bars and verdict sides), ``report.
 
 Run ``python bench/coverage.py --simulations 500`` for a quick look. It exits 1 when a
 promised rate is missed (clean coverage < 0.94, A/A rate outside 0.04-0.06, gate false alarms
-above 1 % with baselines, split null rejection above 0.06, clean samples flagged above 0.05,
+above 1 % with baselines, gate power below 0.8 at the plan's allocation,
+split null rejection above 0.06, clean samples flagged above 0.05,
 a run at a third or three times not flagged in 0.9 of samples of 5 or more runs, split
 intervals covering < 0.94 when shares vary, stated split power off the simulated by more than
 0.05), beyond what the simulation's own noise explains (the Monte-Carlo 95 % margin is printed

@@ -1011,12 +1011,14 @@ class ResultComparison:
         conditions = len(self.frame[list(MATCH_COLUMNS)].drop_duplicates())
         verdicts = self.frame["verdict"].tolist()
         found = sum(v in (Verdict.REGRESSION, Verdict.NOT_SHOWN) for v in verdicts)
-        parts = [f"{found} REGRESSION{'S' if found != 1 else ''}"] if found else []
+        what = f"{found} REGRESSION{'S' if found != 1 else ''}" if found else "no regression"
+        failures = []
         for verdict in (Verdict.FAILED_RUNS, Verdict.TOO_FEW_RUNS):
             count = verdicts.count(verdict)
             if count:
-                parts.append(f"{count} with {verdict.value}")
-        what = ", ".join(parts) if parts else "no regression"
+                failures.append(f"{verdict.value} in {count} comparison{'s' if count != 1 else ''}")
+        if failures:
+            what = f"{', '.join(failures)}; {what}"
         return (
             f"{what} beyond {format_threshold(self.threshold)} in {len(self.frame)} metric"
             f" comparison{'s' if len(self.frame) != 1 else ''} of {conditions} matched"

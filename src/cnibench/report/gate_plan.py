@@ -253,6 +253,7 @@ class GatePlan:
     power: float
     comparisons: int
     assurance: float = 0.8
+    higher_is_better: bool = True
 
     def statement(self) -> str:
         """One line: what to measure, and the components it is computed from."""
@@ -262,7 +263,8 @@ class GatePlan:
             f" baseline (df {c.spread_df}), sized for the {100 * self.assurance:g}% upper bound"
             f" of the variance; {self.comparisons} comparisons"
         )
-        goal = f"a {100 * self.loss:g}% {c.metric} loss with power {self.power_wanted:g}"
+        change = "loss" if self.higher_is_better else "increase"
+        goal = f"a {100 * self.loss:g}% {c.metric} {change} with power {self.power_wanted:g}"
         if self.candidate_sessions is None:
             return (
                 f"plan: no design up to {MAX_SESSIONS} sessions per side detects {goal}"
@@ -359,8 +361,18 @@ def budget_plan(
                 break
         if best is not None and extra >= best[0] + best[1]:
             break
-    if best is None:
-        return GatePlan(components, loss, power, None, runs, 0, last, comparisons, assurance)
+    chosen: tuple[int | None, int, float] = (
+        (None, 0, last) if best is None else (best[1], best[0], best[2])
+    )
     return GatePlan(
-        components, loss, power, best[1], runs, best[0], best[2], comparisons, assurance
+        components,
+        loss,
+        power,
+        chosen[0],
+        runs,
+        chosen[1],
+        chosen[2],
+        comparisons,
+        assurance,
+        higher_is_better,
     )
