@@ -9,22 +9,23 @@ What is compared
 Successful, verified runs with a finite value (:func:`comparable_runs`). Conditions are matched
 by :data:`MATCH_COLUMNS` (scenario, CNI, condition id and parameters); CNI version, environment
 and options may differ, since telling those apart is what a regression gate is for. Within a
-matched condition every metric of :data:`METRIC_DIRECTIONS` recorded on both sides is compared;
-that table is the one place that says which metrics matter and whether higher or lower is
-better. Metrics outside it (counts, split shares, per-node receive rates, ``throughput_sender``)
-are not gated.
+matched condition every gated metric recorded on both sides is compared: those of
+:data:`METRIC_DIRECTIONS`, the one place that says which metrics matter and whether higher or
+lower is better, and per-node CPU ``cpu@<role>`` (:func:`gated_direction`). Metrics outside
+them (counts, split shares, per-node receive rates, ``throughput_sender``) are not gated.
 
 The interval
 ------------
-Every successful, verified run counts (the estimator of :func:`cnibench.stats.summarize_runs`,
-as in the run table, the report and the verdict). The ratio is candidate / baseline of the
-geometric means, the centre of its interval on the log scale. With one baseline session the
-interval is Welch's t on the logarithms (:func:`log_ratio_interval`), and the output warns that
-session-to-session variation is left out. With several baseline sessions (A/A: the same code
-measured in separate sessions) :func:`session_variance` estimates the session-to-session
-variance of the logarithms, pooled over every condition and metric, and :func:`gate_interval`
-adds it: :math:`\sigma_s^2(1/S_b + 1/S_c) + s_w^2(1/n_b + 1/n_c)`, Satterthwaite's degrees of
-freedom.
+The ratio is candidate / baseline of the geometric means (of the session means, when a side
+has several sessions), the centre of its interval on the log scale. When some side holds two
+or more sessions, each metric's session-to-session and run-to-run variance components are
+estimated from the sessions of every condition with that metric, both sides
+(:func:`cnibench.report.gate_plan.variance_components`), and the interval and the one-sided
+test use them (:func:`cnibench.report.gate_plan.difference_variance`: with equal runs per
+session, Student's t on the session means). With one session a side the interval is Welch's t
+on the logarithms of the runs and the output warns that session-to-session variation is left
+out. (:func:`session_variance` and :func:`gate_interval`, the pooled estimator used before
+issue 32, stay for callers; ``between`` keeps its figure for orientation.)
 
 The gate
 --------
@@ -33,15 +34,19 @@ With threshold ``t`` (:func:`parse_threshold`) and :class:`GateMode`:
 - ``regression`` (default): a metric *regressed* when its ratio is worse than the threshold
   (``ratio < 1 - t`` for higher-is-better metrics, ``> 1 + t`` for lower-is-better ones) and
   it is significantly worse: its one-sided p-value, Holm-corrected over every comparison of
-  the session, is at most :data:`GATE_ALPHA` (1 %). So the chance that an unchanged candidate
-  fails the gate is at most 1 % per compared session, when the session variance is known
-  (``bench/coverage.py`` measures it, and the power for a 10 % regression).
+  the session, is at most :data:`GATE_ALPHA` (1 %). The false-alarm rate this gives depends on
+  the design; the headline quotes the one ``bench/coverage.py`` measured for it
+  (:func:`measured_false_alarm_rate`).
 - ``non-inferiority``: a metric fails unless its interval's bound on the worse side clears the
   threshold (``ci_low > 1 - t``, ``ci_high < 1 + t``): the candidate must show it is no worse.
 
-A candidate whose every run of a higher-is-better metric is 0 where the baseline's were
-positive is a total failure and fails the gate. Otherwise a comparison with fewer than 2 runs
-on a side, or non-positive values, gets verdict ``n/a`` and never fails the gate.
+Whatever the mode, the gate also fails on a candidate run that failed or measured a
+higher-is-better metric at 0 (named; ``allow_failed_runs`` leaves them out instead), and on
+fewer than :data:`MIN_CANDIDATE_RUNS` candidate runs. Identical runs on both sides are judged
+by the exact ratio. Every comparison gets an :class:`Answer`: regressed, within threshold, or
+undecided with the sessions (or runs) that would decide it. :func:`plan_gate` says how many
+sessions detect a given loss. A comparison with fewer than 2 baseline runs, or a
+lower-is-better metric at 0, gets verdict ``n/a`` and does not fail the gate.
 """
 
 from __future__ import annotations
@@ -989,7 +994,7 @@ class ResultComparison:
 
     @property
     def regressions(self) -> pd.DataFrame:
-        """Rows whose verdict is :attr:`Verdict.REGRESSION`."""
+        """Rows that fail the gate (regression, not shown, failed runs, too few runs)."""
         return self.frame[self.frame["regression"]]
 
     @property
@@ -1637,12 +1642,13 @@ def compare_results(
     threshold: float = DEFAULT_THRESHOLD,
     level: float = LEVEL,
     mode: GateMode | str = GateMode.REGRESSION,
+    allow_failed_runs: bool = False,
 ) -> pd.DataFrame:
     """The regression comparison of two result sets as a tidy DataFrame (notebook API).
 
     Parameters
     ----------
-    baseline, candidate, threshold, level, mode:
+    baseline, candidate, threshold, level, mode, allow_failed_runs:
         As for :func:`compare_result_sets`.
 
     Returns
@@ -1658,8 +1664,9 @@ def compare_results(
         baseline holds several sessions; NaN where the verdict is ``n/a``); ``level``;
         ``p_value`` (one-sided, candidate worse) and ``p_adjusted`` (Holm over the rows);
         ``threshold``, ``limit`` (the ratio the estimate, or in non-inferiority mode the
-        bound, must pass), ``verdict`` (:class:`Verdict`), ``regression`` (fails the gate)
-        and ``note``.
+        bound, must pass), ``verdict`` (:class:`Verdict`), ``regression`` (fails the gate),
+        ``answer`` (:class:`Answer`), ``decide`` (for an undecided one, the candidate sessions
+        or runs that would decide it) and ``note`` (e.g. the failed runs, named).
 
     Examples
     --------
@@ -1668,7 +1675,12 @@ def compare_results(
     >>> table[table.regression][["condition", "metric", "ratio"]]  # doctest: +SKIP
     """
     return compare_result_sets(
-        baseline, candidate, threshold=threshold, level=level, mode=mode
+        baseline,
+        candidate,
+        threshold=threshold,
+        level=level,
+        mode=mode,
+        allow_failed_runs=allow_failed_runs,
     ).frame
 
 
