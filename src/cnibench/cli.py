@@ -253,7 +253,8 @@ def _add_compare_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="LOSS",
         help="also print, per metric, the candidate sessions (of the baseline's runs each)"
         " that detect a LOSS (default 10%%) with power 0.8, from the variance components of"
-        " BASELINE_DIR's A/A sessions",
+        " BASELINE_DIR's A/A sessions (after the directories, or with LOSS: a bare --plan"
+        " before CANDIDATE_DIR would take it for LOSS)",
     )
 
 
