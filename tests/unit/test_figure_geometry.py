@@ -48,6 +48,19 @@ def _forest(scenario: str) -> Figure:
     return figures.figure_forest(table[table["scenario"] == scenario])
 
 
+@functools.cache
+def _one_session_verdict() -> pd.DataFrame:
+    """The study's verdict as if every record came from one session: its split contrasts
+    compare CNIs measured in different sessions, which the verdict states without an
+    interval (one session a side), so there would be no row to draw."""
+    return verdict(_study().assign(session_id="one"))
+
+
+def _forest_one_session(scenario: str) -> Figure:
+    table = _one_session_verdict()
+    return figures.figure_forest(table[table["scenario"] == scenario])
+
+
 def _split_verdict() -> pd.DataFrame:
     """The study's split contrasts as its committed verdict (report.html) states them: the
     section whose title the legend covered."""
@@ -152,7 +165,7 @@ DRAWINGS: dict[str, Callable[[], Figure]] = {
     "forest-baseline": lambda: _forest("baseline"),
     "forest-egress": lambda: _forest("egress"),
     "forest-policy": lambda: _forest("policy"),
-    "forest-split": lambda: _forest("split"),
+    "forest-split": lambda: _forest_one_session("split"),
     "forest-split-committed": lambda: figures.figure_forest(_split_verdict()),
     "forest-long-context": lambda: figures.figure_forest(_long_context_verdict()),
     "policy-scaling-rules": lambda: figures.figure_policy_scaling(_study(), x="rules"),

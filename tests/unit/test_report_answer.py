@@ -34,6 +34,9 @@ _UNITS = {
 
 
 class _Frame:
+    """A tidy results frame; repetition k of every condition runs in hour k (rounds, as
+    ``cnibench run`` interleaves), so no contrast is sequential."""
+
     def __init__(self) -> None:
         self.rows: list[dict[str, object]] = []
         self.clock = 0
@@ -60,7 +63,10 @@ class _Frame:
                     {
                         "session_id": "s1",
                         "run_id": f"{scenario}-{cni}-{condition}-r{repetition}",
-                        "time": f"2026-11-27T00:{self.clock // 60:02d}:{self.clock % 60:02d}Z",
+                        "time": (
+                            f"2026-11-27T{repetition:02d}:{self.clock // 60 % 60:02d}"
+                            f":{self.clock % 60:02d}Z"
+                        ),
                         "backend": backend,
                         "cni": cni,
                         "scenario": scenario,

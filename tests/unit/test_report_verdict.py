@@ -37,11 +37,17 @@ _UNITS = {
 
 
 class _Frame:
-    """Builds a tidy results frame one (CNI, condition, metric) group at a time."""
+    """Builds a tidy results frame one (CNI, condition, metric) group at a time.
 
-    def __init__(self) -> None:
+    Runs are timed in rounds, as ``cnibench run`` interleaves conditions: repetition k of
+    every group comes in hour k, so every contrast is interleaved (``sequential=True``: each
+    group's runs follow the previous group's, one condition after the other)."""
+
+    def __init__(self, *, sequential: bool = False, session: str = "s1") -> None:
         self.rows: list[dict[str, object]] = []
         self.clock = 0
+        self.sequential = sequential
+        self.session = session
 
     def add(
         self,
@@ -57,11 +63,16 @@ class _Frame:
     ) -> _Frame:
         for repetition, value in enumerate(values):
             self.clock += 1
+            hour = 0 if self.sequential else repetition
+            assert hour < 24, "more repetitions than the clock tells apart"
+            assert self.clock < 3600, "more runs than the clock tells apart"
             self.rows.append(
                 {
-                    "session_id": "s1",
-                    "run_id": f"{scenario}-{cni}-{condition}-r{repetition}",
-                    "time": f"2026-11-24T00:{self.clock // 60:02d}:{self.clock % 60:02d}+00:00",
+                    "session_id": self.session,
+                    "run_id": f"{self.session}-{scenario}-{cni}-{condition}-r{repetition}",
+                    "time": (
+                        f"2026-11-24T{hour:02d}:{self.clock // 60:02d}:{self.clock % 60:02d}+00:00"
+                    ),
                     "cni": cni,
                     "scenario": scenario,
                     "condition": condition,

@@ -144,6 +144,10 @@ def _number(value: float) -> str:
     return f"{value:.2f}" if magnitude >= 0.01 or value == 0 else f"{value:.2g}"
 
 
+ACROSS_SESSIONS_CELL = "across sessions"
+"""A cell whose sides come from different sessions, one on a side: no interval, no claim."""
+
+
 def _cell(row: Mapping[str, Any]) -> str:
     """``×0.71 0.61-0.82 n5 ●``: estimate, interval, runs per side, mark."""
     state = _state(row)
@@ -161,6 +165,9 @@ def _cell(row: Mapping[str, Any]) -> str:
     else:
         head = ("+" if estimate >= 0 else "") + _number(estimate)
         ci = f"{_number(low)}..{_number(high)}" if math.isfinite(low) else "no CI"
+    if row.get("design") == "across sessions" and not math.isfinite(low):
+        # One session on a side: a session offset cannot be told from a difference.
+        ci = ACROSS_SESSIONS_CELL
     mark = {"detectable": DETECTABLE, "same": SAME}.get(state, "")
     if state == "inconclusive":
         needed = int(row["runs_needed"])
@@ -355,7 +362,9 @@ def matrix_legend(margin: float | None = None, runs: str = "", *, lossy: bool = 
         "cell: treatment vs control (× ratio, or +/- difference in the row's unit), 95 % CI;"
         f" {n}; {DETECTABLE} detectable after Holm{same}, ?N inconclusive (N runs per side"
         f" resolve ±5 %); {INSTRUMENTED_CELL}: measured with the per-node CPU instrument,"
-        " which moves throughput and latency; blank: not measured on that configuration"
+        " which moves throughput and latency; blank: not measured on that configuration;"
+        f" {ACROSS_SESSIONS_CELL}: the sides come from different sessions, one on a side, so"
+        " no claim"
         + (
             f"; {LOSSY} a run retransmitted more than {100 * RETRANSMIT_RATE_BOUND:g} % of its"
             " TCP segments (loss limited its throughput)"

@@ -38,6 +38,31 @@ tables and figures, never dropped. The scale (:class:`Scale`) follows the data:
   many runs (:func:`cnibench.stats.skew_detection_plan`, the test's own power), or that no
   number of requests does and how many runs would.
 
+How the runs were taken
+-----------------------
+Read from the records alone (``session_id``, ``time``; :mod:`cnibench.report.design`), per
+contrast:
+
+- *interleaved* (both sides in the same session(s), their runs alternating in rounds, as
+  ``cnibench run --interleave`` takes them): as above;
+- *sequential* (in the same session, one side's runs after the other's): runs drift, and the
+  drift then falls on one side only. The drift is estimated as an AR(1) over the session's run
+  order from the residuals of each side around its mean, pooled over the sides and every
+  metric of the pair (:func:`cnibench.report.design.drift_autocorrelation`), and the interval
+  is widened by the variance it adds to the difference of means, with the degrees of freedom
+  its effective number of runs leaves (:func:`cnibench.report.design.drift_widening`). The
+  line says "sequential, drift allowed for" (with 2 runs a side nothing can be estimated, and
+  it says that instead);
+- *across sessions* (some session holds only one side): the session is the unit of
+  replication. With at least 2 sessions on each side the sides' per-session means are
+  compared as runs are (the line names the sessions, "session-level variance"); with fewer,
+  a session offset cannot be told from a difference, and the line is "across sessions <ids>:
+  not a detectable difference at this design" with what would make it one, and no p-value
+  (it is not one of the tested contrasts).
+
+The ``sessions`` column names the sessions each contrast draws on (``"B vs A"`` when they
+differ, treatment first), ``design`` the layout (:class:`cnibench.report.design.Layout`).
+
 Words
 -----
 A line claims a difference only when its Holm-adjusted p-value is at most 5 % and its own
@@ -77,6 +102,7 @@ from cnibench import stats
 from cnibench.backends.base import ClusterSpec
 from cnibench.errors import CnibenchError, ConfigError
 from cnibench.records import ParamValue, summary_scale
+from cnibench.report import design
 from cnibench.report.compare import log_ratio_interval
 from cnibench.report.configs import (
     CONTROL_VALUES,
@@ -153,6 +179,8 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "margin",
     "equivalent",
     "significant",
+    "design",
+    "sessions",
     "verdict",
 )
 """Columns of :func:`verdict`, one row per contrast."""
@@ -784,6 +812,15 @@ class Scale(enum.StrEnum):
 def _side(
     rows: pd.DataFrame, cni: str, condition: str, parameters: str, metric: str
 ) -> tuple[npt.NDArray[np.float64], str]:
+    runs, unit = _side_runs(rows, cni, condition, parameters, metric)
+    return runs.values, unit
+
+
+def _side_runs(
+    rows: pd.DataFrame, cni: str, condition: str, parameters: str, metric: str
+) -> tuple[design.SideRuns, str]:
+    """One side's values of ``metric`` in time order, with their sessions and places in
+    their sessions' run order (``_position``, :func:`verdict` adds it)."""
     mask = (
         (rows["cni"] == cni)
         & (rows["condition"] == condition)
@@ -792,7 +829,18 @@ def _side(
     )
     chosen = rows[mask].sort_values(["time", "run_id"], kind="stable")
     units = [str(u) for u in dict.fromkeys(chosen["unit"])]
-    return chosen["value"].to_numpy(dtype=np.float64), units[0] if units else ""
+    sessions = (
+        tuple(str(s) for s in chosen["session_id"])
+        if "session_id" in chosen.columns
+        else ("",) * len(chosen)
+    )
+    positions = (
+        chosen["_position"].to_numpy(dtype=np.float64)
+        if "_position" in chosen.columns
+        else np.full(len(chosen), np.nan)
+    )
+    values = chosen["value"].to_numpy(dtype=np.float64)
+    return design.SideRuns(values, sessions, positions), units[0] if units else ""
 
 
 def _pooled_sd(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:
@@ -822,8 +870,13 @@ def _empty_row(unit: str, level: float) -> dict[str, Any]:
         "runs_needed": -1,
         "margin": math.nan,
         "equivalent": False,
+        "design": "",
+        "sessions": "",
         "why_not": "",
         "detail": "",
+        "df": math.inf,
+        "replicate": "runs",
+        "drift": "",
     }
 
 
@@ -855,7 +908,7 @@ def _measure_ratio(
     if interval.low == interval.high:
         row["why_not"] = "identical runs on each side, no interval"
         return
-    row.update(ci_low=interval.low, ci_high=interval.high, p_value=interval.p_value)
+    row.update(ci_low=interval.low, ci_high=interval.high, p_value=interval.p_value, df=interval.df)
     sd = _pooled_sd(np.log(control), np.log(treatment))
     if sd > 0:
         row["effect_size"] = abs(math.log(interval.ratio)) / sd
@@ -890,7 +943,12 @@ def _measure_difference(
     if comparison.ci_low == comparison.ci_high:
         row["why_not"] = "identical runs on each side, no interval"
         return
-    row.update(ci_low=comparison.ci_low, ci_high=comparison.ci_high, p_value=comparison.p_value)
+    row.update(
+        ci_low=comparison.ci_low,
+        ci_high=comparison.ci_high,
+        p_value=comparison.p_value,
+        df=comparison.df,
+    )
     sd = _pooled_sd(control, treatment)
     if sd > 0:
         row["effect_size"] = abs(comparison.difference) / sd
@@ -987,11 +1045,161 @@ def _measure_split(
     )
 
 
+def _pair_key(planned: PlannedContrast) -> tuple[str, ...]:
+    return (
+        planned.scenario,
+        planned.cni,
+        planned.treatment,
+        planned.treatment_parameters,
+        planned.control_cni,
+        planned.control,
+        planned.control_parameters,
+    )
+
+
+class _Drift:
+    """The drift of each pair of conditions, estimated once from all the metrics their
+    contrasts state (they share their runs, and so their drift)."""
+
+    def __init__(self, rows: pd.DataFrame, planned: Sequence[PlannedContrast]) -> None:
+        self._rows = rows
+        self._metrics: dict[tuple[str, ...], list[str]] = {}
+        for p in planned:
+            self._metrics.setdefault(_pair_key(p), []).append(p.metric)
+        self._found: dict[tuple[str, ...], float] = {}
+
+    def coefficient(self, planned: PlannedContrast) -> float:
+        key = _pair_key(planned)
+        if key not in self._found:
+            pairs = []
+            for metric in self._metrics.get(key, [planned.metric]):
+                treatment, unit = _side_runs(
+                    self._rows,
+                    planned.cni,
+                    planned.treatment,
+                    planned.treatment_parameters,
+                    metric,
+                )
+                control, _ = _side_runs(
+                    self._rows,
+                    planned.control_cni,
+                    planned.control,
+                    planned.control_parameters,
+                    metric,
+                )
+                if summary_scale(unit) == "binary":
+                    continue
+                pairs.append((_drift_scale(control), _drift_scale(treatment)))
+            self._found[key] = design.drift_autocorrelation(pairs) if pairs else 0.0
+        return self._found[key]
+
+
+def _drift_scale(side: design.SideRuns) -> design.SideRuns:
+    """Logarithms of positive values (the scale of a ratio), else the values."""
+    finite = side.values[np.isfinite(side.values)]
+    if finite.size == side.values.size and np.all(finite > 0):
+        return design.SideRuns(np.log(side.values), side.sessions, side.positions)
+    return side
+
+
+def _widen_for_drift(
+    row: dict[str, Any],
+    control: design.SideRuns,
+    treatment: design.SideRuns,
+    rho: float,
+    level: float,
+) -> None:
+    """Widen a sequential contrast's interval by the drift (:mod:`cnibench.report.design`)."""
+    if max(control.values.size, treatment.values.size) < 3:
+        row["drift"] = "sequential, drift not estimable with 2 runs a side"
+        return
+    row["drift"] = "sequential, drift allowed for"
+    if not math.isfinite(rho) or not math.isfinite(float(row["ci_low"])):
+        return
+    factor, df_cap = design.drift_widening(control, treatment, rho)
+    if factor <= 1.0 and df_cap >= float(row["df"]):
+        return
+    if row["scale"] == Scale.RATIO:
+        centre = math.log(float(row["estimate"]))
+        low, high = math.log(float(row["ci_low"])), math.log(float(row["ci_high"]))
+    else:
+        centre, low, high = float(row["estimate"]), float(row["ci_low"]), float(row["ci_high"])
+    low, high, p_value = design.widened(
+        centre, low, high, float(row["df"]), factor=factor, df_cap=df_cap, level=level
+    )
+    if row["scale"] == Scale.RATIO:
+        low, high = math.exp(low), math.exp(high)
+        if math.isfinite(float(row["detectable"])):
+            row["detectable"] = math.expm1(math.log1p(row["detectable"]) * math.sqrt(factor))
+        if math.isfinite(float(row["margin"])):
+            margin = float(row["margin"])
+            row["equivalent"] = bool(1.0 - margin <= low and high <= 1.0 + margin)
+    elif math.isfinite(float(row["detectable"])):
+        row["detectable"] = float(row["detectable"]) * math.sqrt(factor)
+    row.update(ci_low=low, ci_high=high, p_value=p_value)
+
+
+def _across_sessions(
+    row: dict[str, Any],
+    control: design.SideRuns,
+    treatment: design.SideRuns,
+    scale: Scale,
+    level: float,
+    margin: float | None,
+) -> None:
+    """A contrast whose sides come from different sessions: the session is the unit of
+    replication (each side's per-session means, compared as runs are), or, with fewer than
+    2 sessions on a side, no claim: a session offset cannot be told from a difference."""
+    counts = (len(set(treatment.sessions)), len(set(control.sessions)))
+    if min(counts) < 2:
+        row["why_not"] = (
+            f"across sessions {row['sessions']}: not a detectable difference at this design;"
+            f" {design.ACROSS_SESSIONS_ADVICE}"
+        )
+        if scale is Scale.RATIO:
+            row["ratio"] = row["estimate"] = math.exp(
+                float(np.mean(np.log(treatment.values)) - np.mean(np.log(control.values)))
+            )
+        return
+    row["replicate"] = "sessions"
+    row["drift"] = (
+        f"{counts[0]} vs {counts[1]} sessions ({row['sessions']}), session-level variance"
+    )
+    if scale is Scale.RATIO:
+        geometric = [
+            np.exp(design.session_means(_drift_scale(side))) for side in (control, treatment)
+        ]
+        _measure_ratio(row, geometric[0], geometric[1], level, margin)
+    elif scale is Scale.DIFFERENCE:
+        means = [design.session_means(side) for side in (control, treatment)]
+        _measure_difference(row, means[0], means[1], level)
+    else:
+        # Each session's share of yes, compared as a difference of means over sessions.
+        means = [design.session_means(side) for side in (control, treatment)]
+        _measure_difference(row, means[0], means[1], level)
+        row["detail"] = (
+            f"{int(treatment.values.sum())}/{treatment.values.size}"
+            f" vs {int(control.values.sum())}/{control.values.size}, shares per session"
+        )
+
+
 def _measure(
-    planned: PlannedContrast, rows: pd.DataFrame, level: float, margin: float | None
+    planned: PlannedContrast,
+    rows: pd.DataFrame,
+    level: float,
+    margin: float | None,
+    drift: _Drift | None = None,
 ) -> dict[str, Any]:
     scenario_rows = rows[rows["scenario"] == planned.scenario]
     row = _empty_row("", level)
+    if planned.kind in (ContrastKind.WEIGHTS, ContrastKind.OUTCOME):
+        mine = scenario_rows[
+            (scenario_rows["cni"] == planned.cni)
+            & (scenario_rows["condition"] == planned.treatment)
+            & (scenario_rows["parameters"] == planned.treatment_parameters)
+        ]
+        if "session_id" in mine.columns:
+            row["sessions"] = ", ".join(str(s) for s in dict.fromkeys(mine["session_id"]))
     if planned.kind is ContrastKind.WEIGHTS:
         _measure_split(planned, scenario_rows, row, level)
         return row
@@ -1016,16 +1224,19 @@ def _measure(
         )
         row["detail"] = f"{int(values.sum())}/{values.size}"
         return row
-    treatment, unit = _side(
+    treatment_runs, unit = _side_runs(
         scenario_rows, planned.cni, planned.treatment, planned.treatment_parameters, planned.metric
     )
-    control, _ = _side(
+    control_runs, _ = _side_runs(
         scenario_rows,
         planned.control_cni,
         planned.control,
         planned.control_parameters,
         planned.metric,
     )
+    treatment, control = treatment_runs.values, control_runs.values
+    shape = design.layout(control_runs, treatment_runs)
+    row.update(design=shape.value, sessions=design.sessions_text(control_runs, treatment_runs))
     scale = _scale_of(unit, treatment, control)
     row.update(unit=unit, scale=scale.value, n_treatment=treatment.size, n_control=control.size)
     if scale is not Scale.PROPORTION and treatment.size and control.size:
@@ -1036,12 +1247,19 @@ def _measure(
     if treatment.size < 2 or control.size < 2:
         row["why_not"] = "fewer than 2 runs on a side"
         return row
+    if shape is design.Layout.ACROSS_SESSIONS:
+        _across_sessions(row, control_runs, treatment_runs, scale, level, margin)
+        return row
     if scale is Scale.RATIO:
         _measure_ratio(row, control, treatment, level, margin)
     elif scale is Scale.DIFFERENCE:
         _measure_difference(row, control, treatment, level)
     else:
         _measure_proportion(row, control, treatment, level)
+    if shape is design.Layout.SEQUENTIAL and scale is not Scale.PROPORTION:
+        rho = drift.coefficient(planned) if drift is not None else 0.0
+        scaled = (_drift_scale(control_runs), _drift_scale(treatment_runs))
+        _widen_for_drift(row, *scaled, rho, level)
     return row
 
 
@@ -1144,7 +1362,8 @@ def tested_count(frame: pd.DataFrame) -> int:
 def _n_text(row: Mapping[str, Any]) -> str:
     if row["kind"] in (ContrastKind.WEIGHTS, ContrastKind.OUTCOME):
         return f"n = {row['n_treatment']} runs"
-    return f"n = {row['n_treatment']} vs {row['n_control']}"
+    n = f"n = {row['n_treatment']} vs {row['n_control']}"
+    return f"{n}; {row['drift']}" if row.get("drift") else n
 
 
 def _signed(value: float, digits: int) -> str:
@@ -1170,7 +1389,8 @@ def _power_words(row: Mapping[str, Any]) -> str:
         wanted = DEFAULT_MARGIN if not math.isfinite(row["margin"]) else float(row["margin"])
         words = f": this n detects about ±{100 * float(row['detectable']):.0f} %"
         if int(row["runs_needed"]) > 0:
-            words += f"; ±{100 * wanted:g} % needs about {row['runs_needed']} runs per side"
+            replicate = row.get("replicate", "runs")
+            words += f"; ±{100 * wanted:g} % needs about {row['runs_needed']} {replicate} per side"
         return words
     divisor, prefix = _prefix(float(row["detectable"]))
     shown = f"{_number(float(row['detectable']) / divisor)}{prefix}"
@@ -1196,6 +1416,9 @@ def _sentence(planned: PlannedContrast, row: Mapping[str, Any]) -> str:
             f" {interval_text(low, high, null=1.0)}, Clopper-Pearson;"
             " an outcome, not a comparison)"
         )
+    if row["why_not"] and row["design"] == design.Layout.ACROSS_SESSIONS:
+        shown = f"×{_number(row['ratio'])}" if math.isfinite(row["ratio"]) else "not compared"
+        return f"{head} {shown} ({n}; {row['why_not']})"
     if row["why_not"]:
         if math.isfinite(row["ratio"]):
             return f"{head} ×{_number(row['ratio'])} ({row['why_not']}, {n})"
@@ -1296,9 +1519,13 @@ def verdict(
         requests for a 5-point skew of a split at its number of runs; -1 when unknown, or for a
         split when only more runs would do); ``margin``; ``equivalent``;
         ``significant`` (``p_adjusted <= 1 - level`` and the interval excludes no
-        difference) and ``verdict`` (the line). Grouped by scenario, kind (feature, option,
-        CNI, weights, outcome) and feature, each in order of first appearance; within a
-        group by ``effect_size``, largest first, rows without a p-value last.
+        difference); ``design`` (how the sides' runs were taken: ``interleaved``,
+        ``sequential``, ``across sessions``, or ``unknown`` without run times) and
+        ``sessions`` (the sessions the contrast draws on: ``"A"``, or ``"B vs A"``,
+        treatment first, when the sides' sessions differ); and ``verdict`` (the line).
+        Grouped by scenario, kind (feature, option, CNI, weights, outcome) and feature,
+        each in order of first appearance; within a group by ``effect_size``, largest
+        first, rows without a p-value last.
         ``attrs["notes"]`` lists what could not be compared and why (confounded pairs of
         configurations among them), ``attrs["reference"]`` the reference CNI asked for (or
         the first measured), ``attrs["references"]`` the reference chosen for each group of
@@ -1328,7 +1555,14 @@ def verdict(
         df, reference=reference, scenarios=scenarios, notes=notes, references=references
     )
     rows = _usable(df)
-    measured = [(p, _measure(p, rows, level, margin)) for p in planned]
+    positions = design.run_positions(df)
+    rows = rows.assign(
+        _position=rows["run_id"].astype(str).map(positions).astype(np.float64)
+        if not positions.empty
+        else np.nan
+    )
+    drift = _Drift(rows, planned)
+    measured = [(p, _measure(p, rows, level, margin, drift)) for p in planned]
     adjusted = stats.holm_adjusted([m["p_value"] for _, m in measured]).tolist()
     records = []
     for (p, m), p_adj in zip(measured, adjusted, strict=True):

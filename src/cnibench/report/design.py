@@ -1,0 +1,303 @@
+"""How a contrast's runs were taken: in one session or several, interleaved or in sequence.
+
+The verdict's intervals assume independent runs. Two designs break that, and both are read
+from the tidy results alone (``session_id``, ``time``):
+
+- *sequential* sides: within a session, all the control's runs and then all the treatment's
+  (or the other way round). Runs drift (a warming host, a filling conntrack table), and the
+  drift then moves one side's mean against the other's, while each side's own spread misses
+  it. :func:`drift_autocorrelation` estimates the drift as the lag-1 autocorrelation of an
+  AR(1) over each session's run order, from the residuals of each side around its own mean
+  (pooled over the contrast's sides and metrics); :func:`drift_widening` turns it into the
+  factor the variance of the difference of means grows by and the degrees of freedom left.
+  Interleaved sides (rounds: control, treatment, control, ...) need no correction: the drift
+  falls on both alike.
+- sides from *different sessions* (another cluster, another day): a session offset moves a
+  whole side. Runs of one session are not independent draws of that offset, so the unit of
+  replication is the session: :func:`session_means` gives each side's per-session means, to
+  compare when each side has at least 2 sessions; with fewer the offset cannot be told from a
+  difference (:data:`ACROSS_SESSIONS_ADVICE`).
+
+``bench/coverage.py`` (sections ``aa-drift`` and ``aa-sessions``) measures how often an A/A
+contrast's interval excludes no difference under both, through :func:`cnibench.report.verdict`.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from scipy import stats as sps
+
+__all__ = [
+    "ACROSS_SESSIONS_ADVICE",
+    "DRIFT_MARGIN_SE",
+    "Layout",
+    "SideRuns",
+    "drift_autocorrelation",
+    "drift_widening",
+    "layout",
+    "run_positions",
+    "session_means",
+    "sessions_text",
+    "widened",
+]
+
+ACROSS_SESSIONS_ADVICE = "run both sides in one session, or ≥ 2 sessions each"
+"""What makes a contrast across sessions with one session on a side detectable."""
+
+DRIFT_MARGIN_SE = 0.5
+"""The pooled residual autocorrelation is read this many of its standard errors
+(``1 / sqrt(pairs)``, pairs of neighbouring runs of one metric) above its value before it is
+turned into the drift. With 3-10 runs a side the point estimate is so noisy that intervals
+widened by it still exclude no difference in about 10 % of A/A contrasts at rho 0.5; read
+0.4 SE higher, in about 5 % (at the limit the verdict promises), 0.5 SE higher, in about 4 %
+(``bench/coverage.py --sections aa-drift``, where the rates are measured)."""
+
+_SESSION_GAP = 10**6
+"""Positions of different sessions lie this far apart: no drift correlation between them."""
+
+_GRID = np.linspace(0.0, 0.95, 96)
+"""The AR(1) coefficients the drift is estimated on."""
+
+
+class Layout(enum.StrEnum):
+    """How a contrast's two sides were run relative to each other."""
+
+    INTERLEAVED = "interleaved"
+    """In one session (or the same sessions), the sides' runs alternating in time."""
+    SEQUENTIAL = "sequential"
+    """In one session (or the same sessions), one side's runs after the other's."""
+    ACROSS_SESSIONS = "across sessions"
+    """The sides come from different sessions (some session holds only one side)."""
+    UNKNOWN = "unknown"
+    """No run times or sessions recorded: taken as independent runs."""
+
+
+@dataclass(frozen=True)
+class SideRuns:
+    """One side's runs of one metric, in time order.
+
+    Attributes
+    ----------
+    values:
+        One value per run (the scale the contrast is made on, e.g. logarithms for a ratio).
+    sessions:
+        Each run's ``session_id``.
+    positions:
+        Each run's place in its session's run order (0, 1, ...: every run of the session,
+        of any condition, counts), offset by session so that no two sessions are adjacent.
+    """
+
+    values: npt.NDArray[np.float64]
+    sessions: tuple[str, ...]
+    positions: npt.NDArray[np.float64]
+
+
+def run_positions(df: pd.DataFrame) -> pd.Series:
+    """Each run's place in its session's run order, sessions far apart, by ``run_id``.
+
+    Parameters
+    ----------
+    df:
+        Tidy results with ``run_id``, ``session_id`` and ``time`` (every run, failed ones
+        too: they took their place in the order).
+
+    Returns
+    -------
+    pandas.Series
+        Float positions indexed by ``run_id``; empty when ``time`` or ``session_id`` is
+        missing.
+    """
+    if df.empty or "time" not in df.columns or "session_id" not in df.columns:
+        return pd.Series(dtype=np.float64)
+    runs = df.drop_duplicates("run_id")[["run_id", "session_id", "time"]].copy()
+    runs["time"] = pd.to_datetime(runs["time"], utc=True, errors="coerce")
+    runs = runs.sort_values(["session_id", "time", "run_id"], kind="stable")
+    order = runs.groupby("session_id", sort=True).cumcount().to_numpy(dtype=np.float64)
+    session_index = (
+        runs["session_id"]
+        .astype(str)
+        .map({s: i for i, s in enumerate(dict.fromkeys(runs["session_id"].astype(str)))})
+    )
+    positions = order + _SESSION_GAP * session_index.to_numpy(dtype=np.float64)
+    return pd.Series(positions, index=runs["run_id"].astype(str).to_numpy())
+
+
+def layout(control: SideRuns, treatment: SideRuns) -> Layout:
+    """Whether the sides share their sessions and, within them, alternate in time.
+
+    Sides whose sets of sessions differ are :attr:`Layout.ACROSS_SESSIONS`. Within a shared
+    session the runs of both, in time order, switch from one side to the other; rounds switch
+    at least once per round, so at least ``min(n_control, n_treatment)`` times in all
+    (:attr:`Layout.INTERLEAVED`); fewer switches (one: all of one side, then the other) are
+    :attr:`Layout.SEQUENTIAL`.
+    """
+    if set(control.sessions) != set(treatment.sessions):
+        return Layout.ACROSS_SESSIONS
+    if not (np.isfinite(control.positions).all() and np.isfinite(treatment.positions).all()):
+        return Layout.UNKNOWN
+    if control.positions.size == 0 or treatment.positions.size == 0:
+        return Layout.UNKNOWN
+    positions = np.concatenate([control.positions, treatment.positions])
+    labels = np.concatenate([np.zeros(control.positions.size), np.ones(treatment.positions.size)])
+    ordered = labels[np.argsort(positions, kind="stable")]
+    switches = int(np.sum(ordered[1:] != ordered[:-1]))
+    fewest = min(control.positions.size, treatment.positions.size)
+    return Layout.INTERLEAVED if switches >= fewest else Layout.SEQUENTIAL
+
+
+def _correlation(positions: npt.NDArray[np.float64], rho: float) -> npt.NDArray[np.float64]:
+    gaps = np.abs(positions[:, None] - positions[None, :])
+    if rho <= 0.0:
+        return np.asarray(gaps == 0, dtype=np.float64)
+    return np.asarray(rho**gaps, dtype=np.float64)
+
+
+def _expected_sums(positions: npt.NDArray[np.float64], rho: float) -> tuple[float, float]:
+    """Expected sum of squared residuals and of lag-1 residual products of one side, per
+    unit variance, under AR(1) ``rho`` over ``positions`` (in run order)."""
+    n = positions.size
+    centre = np.eye(n) - 1.0 / n
+    covariance = centre @ _correlation(positions, rho) @ centre
+    squares = float(np.trace(covariance))
+    lagged = float(np.sum(np.diagonal(covariance, offset=1)))
+    return squares, lagged
+
+
+def _observed_sums(values: npt.NDArray[np.float64]) -> tuple[float, float]:
+    residuals = values - values.mean()
+    return float(residuals @ residuals), float(residuals[:-1] @ residuals[1:])
+
+
+def drift_autocorrelation(pairs: Sequence[tuple[SideRuns, SideRuns]]) -> float:
+    """The drift's AR(1) coefficient over run order, from a contrast's sides (per metric).
+
+    Parameters
+    ----------
+    pairs:
+        ``(control, treatment)`` of each metric the contrast states, each side in time order.
+
+    Returns
+    -------
+    float
+        An AR(1) coefficient in [0, 0.95]: the one whose expected lag-1 autocorrelation of
+        residuals (each side around its own mean, for this layout of runs) equals the
+        observed one, averaged over metrics and read :data:`DRIFT_MARGIN_SE` standard errors
+        above it; 0 when no side has 3 runs (2 runs' residuals say nothing of drift), NaN
+        when no metric varies.
+
+    Notes
+    -----
+    Residuals around a side's own mean have a negative lag-1 autocorrelation however
+    independent the runs (-0.5 at 2 runs, about -1/n), and a drift of coefficient
+    :math:`\\rho` shows in them only in part; so the observed autocorrelation is matched to
+    its expectation :math:`\\operatorname{tr}(A_1 M R M) / \\operatorname{tr}(M R M)` (method
+    of moments; :math:`M` centres each side, :math:`R_{ij} = \\rho^{|p_i - p_j|}`,
+    :math:`A_1` picks neighbours), not taken as the coefficient.
+    """
+    observed: list[float] = []
+    informative = [
+        (c, t)
+        for c, t in pairs
+        if max(c.values.size, t.values.size) >= 3 and min(c.values.size, t.values.size) >= 2
+    ]
+    if not informative:
+        return 0.0
+    lag_pairs = 0
+    for control, treatment in informative:
+        squares_c, lagged_c = _observed_sums(control.values)
+        squares_t, lagged_t = _observed_sums(treatment.values)
+        if squares_c + squares_t > 0.0:
+            observed.append((lagged_c + lagged_t) / (squares_c + squares_t))
+            lag_pairs = max(lag_pairs, control.values.size + treatment.values.size - 2)
+    if not observed:
+        return math.nan
+    # Metrics of one contrast share their runs, and so their drift: the margin is that of
+    # one metric's lag pairs, not of all of them.
+    target = float(np.mean(observed)) + DRIFT_MARGIN_SE / math.sqrt(lag_pairs)
+    expected = []
+    for rho in _GRID:
+        squares = lagged = 0.0
+        for control, treatment in informative:
+            for side in (control, treatment):
+                s, lag = _expected_sums(side.positions, float(rho))
+                squares += s
+                lagged += lag
+        expected.append(lagged / squares)
+    reached = np.nonzero(np.asarray(expected) >= target)[0]
+    return float(_GRID[reached[0]]) if reached.size else float(_GRID[-1])
+
+
+def drift_widening(control: SideRuns, treatment: SideRuns, rho: float) -> tuple[float, float]:
+    """How much AR(1) drift ``rho`` widens the variance of the difference of means.
+
+    Returns
+    -------
+    tuple of float
+        ``(factor, df)``: the variance of the difference of the sides' means under the drift,
+        estimated from the residuals as they are under it, over the same under independent
+        runs (at least 1); and the degrees of freedom its effective number of runs leaves,
+        ``n_eff - 2`` with ``n_eff = (n_c + n_t)(1 - rho)/(1 + rho)`` (at least 1).
+    """
+    n_c, n_t = control.positions.size, treatment.positions.size
+    if rho <= 0.0 or n_c < 2 or n_t < 2:
+        return 1.0, math.inf
+    positions = np.concatenate([control.positions, treatment.positions])
+    weights = np.concatenate([np.full(n_c, -1.0 / n_c), np.full(n_t, 1.0 / n_t)])
+    variance = float(weights @ _correlation(positions, rho) @ weights)
+    squares = (
+        _expected_sums(control.positions, rho)[0] + _expected_sums(treatment.positions, rho)[0]
+    )
+    factor = variance * (n_c + n_t - 2) / ((1.0 / n_c + 1.0 / n_t) * squares)
+    df = max(1.0, (n_c + n_t) * (1.0 - rho) / (1.0 + rho) - 2.0)
+    return max(1.0, factor), df
+
+
+def widened(
+    estimate: float,
+    low: float,
+    high: float,
+    df: float,
+    *,
+    factor: float,
+    df_cap: float,
+    level: float,
+) -> tuple[float, float, float]:
+    """A t interval ``low``-``high`` around ``estimate`` (``df`` degrees of freedom) with its
+    standard error times ``sqrt(factor)`` and at most ``df_cap`` degrees of freedom.
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high, p_value)`` of the widened interval (same scale as the input).
+    """
+    upper = (1.0 + level) / 2.0
+    se = (high - low) / (2.0 * float(sps.t.ppf(upper, df)))
+    se *= math.sqrt(factor)
+    kept = max(1.0, min(df, df_cap))
+    half = float(sps.t.ppf(upper, kept)) * se
+    p_value = 2.0 * float(sps.t.sf(abs(estimate) / se, kept)) if se > 0 else math.nan
+    return estimate - half, estimate + half, p_value
+
+
+def session_means(side: SideRuns) -> npt.NDArray[np.float64]:
+    """The mean of each session's values of one side, in order of first appearance."""
+    frame = pd.DataFrame({"session": side.sessions, "value": side.values})
+    means = frame.groupby("session", sort=False)["value"].mean()
+    return means.to_numpy(dtype=np.float64)
+
+
+def sessions_text(control: SideRuns, treatment: SideRuns) -> str:
+    """The sessions a contrast draws on: ``"s1"`` for one shared session, ``"s2 vs s1"``
+    (treatment first, as a ratio is treatment / control) when the sides' sessions differ."""
+    first = list(dict.fromkeys(control.sessions))
+    second = list(dict.fromkeys(treatment.sessions))
+    if set(first) == set(second):
+        return ", ".join(first)
+    return f"{', '.join(second)} vs {', '.join(first)}"

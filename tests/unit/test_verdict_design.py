@@ -1,0 +1,168 @@
+"""How the runs were taken enters the verdict: sessions are a level of variance, and sides run
+one after the other allow for drift. Frames are built here with the columns of
+:func:`cnibench.results.load_results` the verdict reads; expected intervals are recomputed
+with scipy."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from cnibench import report
+
+START = pd.Timestamp("2026-11-27T08:00:00Z")
+
+
+def _run(
+    session: str, cni: str, state: str, repetition: int, value: float, second: int
+) -> dict[str, object]:
+    return {
+        "session_id": session,
+        "run_id": f"{session}-{cni}-{state}-r{repetition}",
+        "time": START + pd.Timedelta(seconds=second),
+        "scenario": "egress",
+        "cni": cni,
+        "condition": f"gateway-{state}",
+        "parameters": json.dumps({"gateway": state}),
+        "repetition": repetition,
+        "metric": "throughput",
+        "value": float(value),
+        "unit": "bits/s",
+        "verified": True,
+        "status": "ok",
+    }
+
+
+def _session(
+    session: str,
+    cni: str,
+    off: Sequence[float],
+    on: Sequence[float],
+    *,
+    sequential: bool,
+    start: int = 0,
+) -> list[dict[str, object]]:
+    """One session of one CNI: gateway off and on, all off then all on (``sequential``) or
+    in rounds (off, on, off, on, ...)."""
+    rows = []
+    for k, value in enumerate(off):
+        rows.append(_run(session, cni, "off", k, value, start + (k if sequential else 2 * k)))
+    for k, value in enumerate(on):
+        second = start + (len(off) + k if sequential else 2 * k + 1)
+        rows.append(_run(session, cni, "on", k, value, second))
+    return rows
+
+
+def _lines(table: pd.DataFrame) -> list[str]:
+    return report.verdict_summary(table)[1:]
+
+
+OFF = [9.0e9, 9.1e9, 8.9e9, 9.05e9, 8.95e9]
+ON = [v * 0.99 for v in (9.02e9, 8.93e9, 9.08e9, 8.97e9, 9.0e9)]
+
+
+def test_a_report_of_two_sessions_with_an_offset_names_the_sessions_on_the_lines_that_mix_them():
+    # Session A measured vxlan, session B routed on a host 8 % faster: the CNI contrasts mix
+    # the two sessions, the gateway contrasts do not.
+    rows = _session("A", "vxlan", OFF, ON, sequential=False)
+    rows += _session(
+        "B", "routed", [v * 1.08 for v in OFF], [v * 1.08 for v in ON], sequential=False
+    )
+    table = report.verdict(pd.DataFrame(rows))
+    lines = _lines(table)
+    mixed = [line for line in lines if "routed vs reference vxlan" in line]
+    assert len(mixed) == 2, lines
+    for line in mixed:
+        assert "across sessions B vs A" in line, line
+        assert "not a detectable difference at this design" in line, line
+        assert "run both sides in one session, or ≥ 2 sessions each" in line, line
+    own = [line for line in lines if "gateway on" in line]
+    assert own
+    assert not any("session" in line for line in own), own
+    cni = table[table["kind"] == "cni"]
+    assert set(cni["sessions"]) == {"B vs A"}
+    assert set(table.loc[table["kind"] == "feature", "sessions"]) == {"A", "B"}
+    assert not cni["significant"].any()
+
+
+def test_a_huge_difference_across_one_session_each_is_still_no_claim():
+    rows = _session("A", "vxlan", OFF, ON, sequential=False)
+    rows += _session("B", "routed", [v * 3 for v in OFF], [v * 3 for v in ON], sequential=False)
+    table = report.verdict(pd.DataFrame(rows))
+    cni = table[table["kind"] == "cni"]
+    assert not cni["significant"].any()
+    assert cni["p_value"].isna().all()
+    assert all(re.search(r"×3\.00 \(n = 5 vs 5; across sessions", v) for v in cni["verdict"])
+
+
+def test_sides_with_two_sessions_each_are_compared_on_their_session_means():
+    rng = np.random.default_rng(7)
+    rows: list[dict[str, object]] = []
+    gm: dict[str, list[float]] = {"vxlan": [], "routed": []}
+    for i, (session, cni, offset) in enumerate(
+        (("A", "vxlan", 1.0), ("B", "routed", 1.08), ("C", "vxlan", 0.97), ("D", "routed", 1.1))
+    ):
+        off = 9e9 * offset * np.exp(rng.normal(0, 0.03, 5))
+        on = 8e9 * offset * np.exp(rng.normal(0, 0.03, 5))
+        rows += _session(session, cni, off, on, sequential=False, start=1000 * i)
+        gm[cni].append(float(sps.gmean(off)))
+    table = report.verdict(pd.DataFrame(rows))
+    row = table[(table["kind"] == "cni") & (table["treatment"] == "gateway-off")].iloc[0]
+    welch = sps.ttest_ind(np.log(gm["routed"]), np.log(gm["vxlan"]), equal_var=False)
+    ci = welch.confidence_interval(0.95)
+    assert row.ci_low == pytest.approx(math.exp(ci.low), rel=1e-9)
+    assert row.ci_high == pytest.approx(math.exp(ci.high), rel=1e-9)
+    assert row.p_value == pytest.approx(welch.pvalue, rel=1e-9)
+    assert row.sessions == "B, D vs A, C"
+    assert "2 vs 2 sessions (B, D vs A, C), session-level variance" in row.verdict
+
+
+def test_a_sequential_designs_line_says_so():
+    rows = _session("A", "vxlan", OFF, ON, sequential=True)
+    table = report.verdict(pd.DataFrame(rows))
+    line = table["verdict"].iloc[0]
+    assert "sequential, drift allowed for" in line, line
+    assert table["design"].iloc[0] == "sequential"
+
+
+def test_an_interleaved_designs_line_is_welchs_and_says_nothing_of_drift():
+    rows = _session("A", "vxlan", OFF, ON, sequential=False)
+    row = report.verdict(pd.DataFrame(rows)).iloc[0]
+    assert "sequential" not in row.verdict
+    assert "drift" not in row.verdict
+    assert row.design == "interleaved"
+    welch = sps.ttest_ind(np.log(ON), np.log(OFF), equal_var=False).confidence_interval(0.95)
+    assert row.ci_low == pytest.approx(math.exp(welch.low), rel=1e-9)
+
+
+def test_rounds_in_any_order_within_a_round_are_interleaved():
+    # Each round runs both conditions, in a shuffled order (as the kind study did).
+    order = [("off", "on"), ("on", "off"), ("on", "off"), ("off", "on"), ("on", "off")]
+    rows = []
+    for k, pair in enumerate(order):
+        for j, state in enumerate(pair):
+            value = (OFF if state == "off" else ON)[k]
+            rows.append(_run("A", "vxlan", state, k, value, 2 * k + j))
+    assert report.verdict(pd.DataFrame(rows))["design"].iloc[0] == "interleaved"
+
+
+def test_a_drifting_sequential_session_widens_the_interval_beyond_welchs():
+    # A host warming up: each run about 1 % above the one before, off first, then on, with no
+    # real effect: Welch's interval sees a difference, the sequential line allows for it.
+    drift = 9e9 * np.exp(0.01 * np.arange(10) + np.array([0, 3, -2, 1, -1, 2, -3, 0, 1, -1]) * 1e-3)
+    rows = _session("A", "vxlan", drift[:5], drift[5:], sequential=True)
+    row = report.verdict(pd.DataFrame(rows)).iloc[0]
+    welch = sps.ttest_ind(np.log(drift[5:]), np.log(drift[:5]), equal_var=False)
+    ci = welch.confidence_interval(0.95)
+    assert math.exp(ci.low) > 1.0  # what the verdict printed before
+    assert row.ci_low < math.exp(ci.low)
+    assert row.ci_high > math.exp(ci.high)
+    assert row.p_value > welch.pvalue
+    assert "sequential, drift allowed for" in row.verdict
