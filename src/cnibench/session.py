@@ -762,7 +762,8 @@ class GroupDesign:
     Attributes
     ----------
     scenario, cni:
-        The group (one cluster).
+        The group: conditions that may take turns (on one cluster, or on the few the scenario
+        asks for, as wireguard's with and without encryption).
     order:
         Interleaved or sequential.
     conditions:
@@ -1194,9 +1195,10 @@ class BenchSession:
         finally:
             self.runner.progress = None
         self._designs += [group.as_json() for group in design.groups]
+        # A round of null: a sequential condition, every repetition on one set-up.
         self._rounds += [
             {
-                "round": number,
+                "round": number if number >= 0 else None,
                 "scenario": p.scenario.name,
                 "cni": p.cni,
                 "condition": p.condition.id,

@@ -168,7 +168,9 @@ def test_sequential_gives_the_old_order_and_says_so(
     code, err = _run([*EGRESS, "--sequential"], tmp_path, capsys)
     assert code == cli.EXIT_OK, err
     assert calls.made == [(OFF, None), (ON, None)]
-    (group,) = _design(tmp_path)["groups"]
+    design = _design(tmp_path)
+    assert [(r["condition"], r["round"]) for r in design["rounds"]] == calls.made
+    (group,) = design["groups"]
     assert (group["order"], group["reason"]) == ("sequential", "--sequential was given")
     assert f"sequential, not interleaved: egress on routed ({OFF}, {ON}): --sequential" in err
 
