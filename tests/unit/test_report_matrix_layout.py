@@ -113,10 +113,23 @@ def test_a_throughput_cell_with_lossy_runs_is_marked_and_the_legend_says_why():
     matrix = feature_matrix(report.verdict(runs), runs=runs)
     cell = matrix[(matrix["row"] == "egress gateway") & (matrix["metric"] == "throughput")]
     assert cell["cell"].item().endswith(LOSSY)
-    legend = " ".join(matrix_text(matrix, title="t"))
-    assert "retransmitted more than 1 %" in legend
+    assert "retransmitted more than 1 %" in _words(matrix)
     # Without the loss, and without the runs, no mark and no legend entry.
     for quiet, given in ((_egress_with_retransmits(0.001), True), (runs, False)):
         plain = feature_matrix(report.verdict(quiet), runs=quiet if given else None)
         assert not plain["cell"].str.contains(LOSSY).any()
-        assert "retransmitted" not in " ".join(matrix_text(plain, title="t"))
+        assert "retransmitted" not in _words(plain)
+
+
+def _words(matrix: pd.DataFrame) -> str:
+    """The terminal matrix as one line of words (the legend wraps anywhere)."""
+    return " ".join(" ".join(matrix_text(matrix, title="t")).split())
+
+
+def test_the_legend_explains_only_what_the_matrix_shows():
+    plain = _words(feature_matrix(report.verdict(_baseline_and_egress("flannel"))))
+    assert "● detectable after Holm" in plain
+    assert INSTRUMENTED_CELL not in plain
+    assert "different sessions" not in plain
+    napi = _words(feature_matrix(report.verdict(_baseline_and_egress("flannel:napi=threaded"))))
+    assert f"{INSTRUMENTED_CELL}: measured with the per-node CPU instrument" in napi

@@ -579,9 +579,7 @@ def _matrix_section(
         doc.table(
             header,
             rows,
-            caption=answer.matrix_legend(
-                margin, answer.common_runs(features), lossy=answer.has_lossy(features)
-            ),
+            caption=answer.matrix_legend(features, margin),
             css="matrix",
         )
     cnis = answer.cni_matrix(table, runs=runs)
@@ -593,7 +591,7 @@ def _matrix_section(
             rows,
             caption="Configurations are compared only where every data-path option (napi,"
             " Service proxy, encryption, and on a split the Gateway) is equal; "
-            + answer.matrix_legend(margin, answer.common_runs(cnis), lossy=answer.has_lossy(cnis)),
+            + answer.matrix_legend(cnis, margin),
             css="matrix",
         )
 

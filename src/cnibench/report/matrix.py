@@ -354,24 +354,34 @@ def cni_matrix(verdict: pd.DataFrame, *, runs: pd.DataFrame | None = None) -> pd
     return _frame(verdict, ("cni",), by="cni", lossy=lossy_conditions(runs))
 
 
-def matrix_legend(margin: float | None = None, runs: str = "", *, lossy: bool = False) -> str:
-    """What a cell says (``runs``: :func:`common_runs`; ``lossy``: explain :data:`LOSSY`)."""
+def matrix_legend(matrix: pd.DataFrame, margin: float | None = None) -> str:
+    """What the cells of ``matrix`` say: the marks every matrix uses, then only the words and
+    marks that appear in it (the instrument, cross-session cells, lossy runs)."""
+    runs = common_runs(matrix)
+    cells = matrix["cell"].astype(str)
     same = f", {SAME} same within ±{100 * margin:g} %" if margin else ""
     n = f"n = {runs[1:]} runs per side in every cell" if runs else "nN: runs per side"
-    return (
+    parts = [
         "cell: treatment vs control (× ratio, or +/- difference in the row's unit), 95 % CI;"
         f" {n}; {DETECTABLE} detectable after Holm{same}, ?N inconclusive (N runs per side"
-        f" resolve ±5 %); {INSTRUMENTED_CELL}: measured with the per-node CPU instrument,"
-        " which moves throughput and latency; blank: not measured on that configuration;"
-        f" {ACROSS_SESSIONS_CELL}: the sides come from different sessions, one on a side, so"
-        " no claim"
-        + (
-            f"; {LOSSY} a run retransmitted more than {100 * RETRANSMIT_RATE_BOUND:g} % of its"
-            " TCP segments (loss limited its throughput)"
-            if lossy
-            else ""
+        " resolve ±5 %); blank: not measured on that configuration"
+    ]
+    if (cells == INSTRUMENTED_CELL).any():
+        parts.append(
+            f"{INSTRUMENTED_CELL}: measured with the per-node CPU instrument, which moves"
+            " throughput and latency"
         )
-    )
+    if cells.str.contains(ACROSS_SESSIONS_CELL, regex=False).any():
+        parts.append(
+            f"{ACROSS_SESSIONS_CELL}: the sides come from different sessions, one on a side,"
+            " so no claim"
+        )
+    if has_lossy(matrix):
+        parts.append(
+            f"{LOSSY} a run retransmitted more than {100 * RETRANSMIT_RATE_BOUND:g} % of its"
+            " TCP segments (loss limited its throughput)"
+        )
+    return "; ".join(parts)
 
 
 def has_lossy(matrix: pd.DataFrame) -> bool:
@@ -458,7 +468,7 @@ def matrix_text(
     per_block = max(1, (width - label_width) // cell_width)
     configs = header[2:]
     lines = [f"{title}:"]
-    legend = matrix_legend(margin, common_runs(matrix), lossy=has_lossy(matrix))
+    legend = matrix_legend(matrix, margin)
     lines += [f"  {part}" for part in textwrap.wrap(legend, width - 2)]
     for start in range(0, len(configs), per_block):
         block = list(range(start, min(start + per_block, len(configs))))
