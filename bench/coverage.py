@@ -11,8 +11,14 @@ are: ``stats.summarize_runs`` (the run table, bars and verdict sides), ``report.
   geometric mean of the run distribution, the quantity the interval is for. Beside it, the
   coverage of the rule cnibench used before issue 23 (runs dropped by the MAD rule, then the
   Student-t interval of the 10 %-trimmed mean), against the arithmetic mean, its estimand;
-* the A/A rate of uncorrected p < 0.05 of the verdict (treatment = control, 5 vs 5 runs,
-  CV 5 %), which should be 5 %;
+* the A/A rate of uncorrected p < 0.05 of the verdict (treatment = control, 5 vs 5 runs in
+  rounds, CV 5 %), which should be 5 %;
+* the share of A/A verdict intervals that exclude 1 when runs drift (AR(1) over each
+  session's run order, rho 0, 0.5, 0.8, n = 3, 5, 10), for sides run one after the other and
+  in rounds, beside Welch's interval on the same sequential runs (the verdict before issue 32);
+* the same when the sides come from different sessions (a session offset of SD 5 %, 1-3
+  sessions per side), with the share of lines that say "not a detectable difference at this
+  design", beside Welch on the runs pooled over sessions;
 * the gate's false-alarm rate (A/A: a compared session with 20 metric comparisons fails) at
   several designs (baseline sessions x runs per session), with an 8 % session-to-session SD
   on two tail metrics and 1 % on the rest; ``--write-gate-rates`` writes them to the table
@@ -33,7 +39,9 @@ are: ``stats.summarize_runs`` (the run table, bars and verdict sides), ``report.
   against the rejection rate of ``stats.split_test`` simulated at that design.
 
 Run ``python bench/coverage.py --simulations 500`` for a quick look. It exits 1 when a
-promised rate is missed (clean coverage < 0.94, A/A rate outside 0.04-0.06, gate false alarms
+promised rate is missed (clean coverage < 0.94, A/A rate outside 0.04-0.06, A/A intervals
+excluding 1 above 0.06 at drift rho 0.5 or across 2-3 sessions a side, any across one
+session a side not stated as undetectable, gate false alarms
 above 1 % with baselines, gate power below 0.8 at the plan's allocation,
 split null rejection above 0.06, clean samples flagged above 0.05,
 a run at a third or three times not flagged in 0.9 of samples of 5 or more runs, split
@@ -81,6 +89,8 @@ GATE_RATES_PATH = (
 SECTIONS = (
     "coverage",
     "aa",
+    "aa-drift",
+    "aa-sessions",
     "gate",
     "gate-power",
     "split",
@@ -196,18 +206,11 @@ def aa_verdict_rate(simulations: int, rng: np.random.Generator) -> tuple[list[st
     for _ in range(calls):
         rows: list[dict[str, object]] = []
         for c in range(per_call):
+            # In rounds (off, on, off, ...), as cnibench run takes them by default: the
+            # verdict widens sequential sides for drift (see aa-drift).
             for state in ("off", "on"):
                 values = 9e9 * np.exp(rng.normal(0.0, sigma, size=5))
-                rows += _rows(
-                    "s",
-                    "egress",
-                    f"cni{c}",
-                    f"gateway-{state}",
-                    {"gateway": state},
-                    "throughput",
-                    values,
-                    len(rows),
-                )
+                rows += _timed_rows(f"s{c}", c, state, values, sequential=False)
         table = report.verdict(pd.DataFrame(rows))
         feature = table[table["kind"] == "feature"]
         rejected += int((feature["p_value"] < 0.05).sum())
@@ -215,9 +218,179 @@ def aa_verdict_rate(simulations: int, rng: np.random.Generator) -> tuple[list[st
     rate = rejected / total
     ok = rate + _margin(rate, total) >= 0.04 and rate - _margin(rate, total) <= 0.06
     return [
-        f"A/A verdict (report.verdict, 5 vs 5 runs, CV 5 %, {total} contrasts):"
+        f"A/A verdict (report.verdict, 5 vs 5 runs in rounds, CV 5 %, {total} contrasts):"
         f" uncorrected p < 0.05 in {rate:.3f} (±{_margin(rate, total):.3f}); nominal 0.05",
     ], ok
+
+
+DRIFT_RUNS = (3, 5, 10)
+DRIFT_RHOS = (0.0, 0.5, 0.8)
+
+
+def _ar1(rng: np.random.Generator, n: int, rho: float, sigma: float) -> npt.NDArray[np.float64]:
+    """``n`` consecutive values of a stationary AR(1) with marginal SD ``sigma``."""
+    out = np.empty(n)
+    out[0] = rng.normal(0.0, sigma)
+    step = sigma * math.sqrt(1.0 - rho * rho)
+    for i in range(1, n):
+        out[i] = rho * out[i - 1] + rng.normal(0.0, step)
+    return out
+
+
+def _excludes_one(table: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    low = table["ci_low"].to_numpy(dtype=np.float64)
+    high = table["ci_high"].to_numpy(dtype=np.float64)
+    return np.asarray((low > 1.0) | (high < 1.0), dtype=np.bool_)
+
+
+def _welch_excludes_one(off: npt.NDArray[np.float64], on: npt.NDArray[np.float64]) -> bool:
+    comparison = stats.compare(np.log(off), np.log(on), level=LEVEL, method="welch")
+    return bool(comparison.ci_low > 0.0 or comparison.ci_high < 0.0)
+
+
+def aa_drift_rates(simulations: int, rng: np.random.Generator) -> tuple[list[str], bool]:
+    """A/A contrasts of report.verdict whose 95 % interval excludes 1, when runs drift."""
+    per_call = 10
+    calls = max(1, simulations // per_call)
+    sigma = _sigma(0.05)
+    lines = [
+        "A/A under drift (report.verdict; AR(1) over each session's run order on the log"
+        f" scale, marginal CV 5 %; {calls * per_call} contrasts per cell): share whose 95 %"
+        " interval excludes 1; sequential = all control runs, then all treatment runs;"
+        " interleaved = rounds (control, treatment, ...); Welch = the interval before issue 32",
+        f"  {'n':>3} {'rho':>4}  {'sequential':>10} {'Welch':>6}   {'interleaved':>11}",
+    ]
+    ok = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in DRIFT_RUNS:
+            for rho in DRIFT_RHOS:
+                rates = []
+                welch = 0
+                for sequential in (True, False):
+                    hits = total = 0
+                    for _ in range(calls):
+                        rows: list[dict[str, object]] = []
+                        for c in range(per_call):
+                            noise = 9e9 * np.exp(_ar1(rng, 2 * n, rho, sigma))
+                            if sequential:
+                                off, on = noise[:n], noise[n:]
+                                welch += _welch_excludes_one(off, on)
+                            else:
+                                off, on = noise[0::2], noise[1::2]
+                            for state, values in (("off", off), ("on", on)):
+                                rows += _timed_rows(
+                                    f"s{c}", c, state, values, sequential=sequential
+                                )
+                        table = report.verdict(pd.DataFrame(rows))
+                        table = table[table["kind"] == "feature"]
+                        hits += int(_excludes_one(table).sum())
+                        total += len(table)
+                    rates.append(hits / total)
+                seq, inter = rates
+                total = calls * per_call
+                if rho == 0.5:
+                    ok = ok and seq - _margin(seq, total) <= 0.06
+                    ok = ok and inter - _margin(inter, total) <= 0.06
+                lines.append(
+                    f"  {n:>3} {rho:>4.1f}  {seq:>10.3f} {welch / total:>6.3f}   {inter:>11.3f}"
+                )
+    lines.append(
+        "  promised at rho 0.5: <= 0.06 sequential and interleaved; Monte-Carlo margin near"
+        f" 0.05: ±{_margin(0.05, calls * per_call):.3f}"
+    )
+    return lines, ok
+
+
+def _timed_rows(
+    session: str, pair: int, state: str, values: Sequence[float], *, sequential: bool
+) -> list[dict[str, object]]:
+    """Gateway ``state``'s runs of A/A pair ``pair`` (one CNI; a parameter tells the pairs
+    apart), at the place in the session's run order each had: off then on
+    (``sequential``), or alternating in rounds."""
+    n = len(values)
+    first = 0 if state == "off" else (n if sequential else 1)
+    step = 1 if sequential else 2
+    return [
+        {
+            "session_id": session,
+            "run_id": f"{session}-{pair}-{state}-r{i}",
+            "time": pd.Timestamp("2026-11-27T00:00:00Z") + pd.Timedelta(seconds=first + step * i),
+            "scenario": "egress",
+            "cni": "vxlan",
+            "condition": f"gateway-{state}-{pair}",
+            "parameters": json.dumps({"gateway": state, "pair": str(pair)}),
+            "repetition": i,
+            "metric": "throughput",
+            "value": float(value),
+            "unit": "bits/s",
+            "verified": True,
+            "status": "ok",
+        }
+        for i, value in enumerate(values)
+    ]
+
+
+SESSION_COUNTS = (1, 2, 3)
+
+
+def aa_session_rates(simulations: int, rng: np.random.Generator) -> tuple[list[str], bool]:
+    """A/A contrasts whose sides come from different sessions with a session offset."""
+    per_call, runs, offset = 10, 5, 0.05
+    calls = max(1, simulations // per_call)
+    sigma = _sigma(0.05)
+    lines = [
+        f"A/A across sessions (report.verdict; control and treatment from different sessions,"
+        f" each session offset by a normal factor of SD {100 * offset:g} % on the log scale,"
+        f" {runs} runs per session, run CV 5 %, no effect; {calls * per_call} contrasts per"
+        " row): share of intervals excluding 1; share of lines printed as 'not a detectable"
+        " difference at this design'; runs pooled over sessions with Welch (before issue 32)",
+        f"  {'sessions per side':>17}  {'excludes 1':>10} {'no claim at design':>18}"
+        f" {'pooled Welch':>12}",
+    ]
+    ok = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for count in SESSION_COUNTS:
+            hits = cause = pooled = total = 0
+            for _ in range(calls):
+                rows: list[dict[str, object]] = []
+                for c in range(per_call):
+                    sides = {}
+                    for state in ("off", "on"):
+                        values = []
+                        for s in range(count):
+                            shift = rng.normal(0.0, offset)
+                            sample = 9e9 * np.exp(shift + rng.normal(0.0, sigma, size=runs))
+                            rows += _timed_rows(
+                                f"{state}{s}-{c}", c, state, sample, sequential=True
+                            )
+                            values.append(sample)
+                        sides[state] = np.concatenate(values)
+                    pooled += _welch_excludes_one(sides["off"], sides["on"])
+                table = report.verdict(pd.DataFrame(rows))
+                table = table[table["kind"] == "feature"]
+                hits += int(_excludes_one(table).sum())
+                cause += int(
+                    table["verdict"]
+                    .str.contains("not a detectable difference at this design")
+                    .sum()
+                )
+                total += len(table)
+            rate = hits / total
+            if count >= 2:
+                ok = ok and rate - _margin(rate, total) <= 0.06
+            else:
+                ok = ok and cause == total and hits == 0
+            lines.append(
+                f"  {count:>17}  {rate:>10.3f} {cause / total:>18.3f} {pooled / total:>12.3f}"
+            )
+    lines.append(
+        "  promised: one session a side, every line 'not a detectable difference at this"
+        " design' and none excluding 1; 2 or more, <= 0.06; Monte-Carlo margin near 0.05:"
+        f" ±{_margin(0.05, calls * per_call):.3f}"
+    )
+    return lines, ok
 
 
 def _gate_session(
@@ -656,6 +829,8 @@ def main(argv: list[str] | None = None) -> int:
     sections = {
         "coverage": lambda: coverage_table(n, rng),
         "aa": lambda: aa_verdict_rate(n, rng),
+        "aa-drift": lambda: aa_drift_rates(max(10, n // 2), rng),
+        "aa-sessions": lambda: aa_session_rates(n, rng),
         "gate": lambda: gate_rates(max(10, n // 2), rng, write=options.write_gate_rates),
         "gate-power": lambda: gate_power(max(10, n // 4), rng),
         "split": lambda: split_rates(n, rng),
