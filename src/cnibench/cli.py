@@ -555,18 +555,37 @@ def _print_verdict(results_dir: Path, reference: str | None, margin: float | Non
     runs = load_results(results_dir)
     table = verdict(runs, reference=reference, margin=margin)
     where = f"{shlex.join(command)} (its Verdict section)"
-    _print_answer(table, full_at=where, margin=margin, runs=runs)
+    _print_answer(table, full_at=where, margin=margin, runs=runs, results=results_dir)
 
 
-def _print_answer(table: Any, *, full_at: str, margin: float | None, runs: Any = None) -> None:
-    """The feature × CNI matrix (``runs``: the tidy results, to mark lossy throughput), then
-    the verdict's lines (one each, however narrow the terminal: people grep these)."""
+def _print_answer(
+    table: Any,
+    *,
+    full_at: str,
+    margin: float | None,
+    runs: Any = None,
+    results: Path | None = None,
+) -> None:
+    """The feature × CNI matrix (``runs``: the tidy results, to mark lossy throughput;
+    ``results``: their directory, for what its clusters could not run), then the verdict's
+    lines (one each, however narrow the terminal: people grep these)."""
     from cnibench.report import verdict_summary
-    from cnibench.report.matrix import cni_matrix, feature_matrix, matrix_text
+    from cnibench.report.data import load_skipped
+    from cnibench.report.matrix import (
+        cni_matrix,
+        feature_matrix,
+        matrix_text,
+        not_possible_notes,
+    )
 
-    features = feature_matrix(table, runs=runs)
+    skipped = None
+    if results is not None and runs is not None:
+        skipped = load_skipped(results, sessions=set(runs["session_id"].astype(str)))
+    features = feature_matrix(table, runs=runs, skipped=skipped)
     if not features.empty:
-        for line in matrix_text(features, title="What each feature costs", margin=margin):
+        notes = not_possible_notes(features, skipped)
+        title = "What each feature costs"
+        for line in matrix_text(features, title=title, margin=margin, notes=notes):
             print(line, flush=True)
         cnis = cni_matrix(table, runs=runs)
         if not cnis.empty:
@@ -707,7 +726,7 @@ def _report(args: argparse.Namespace) -> int:
         runs = load_results(args.results, sessions=args.session or "all")
         table = verdict(runs, reference=args.reference, margin=args.margin)
     where = "the report's Verdict section"
-    _print_answer(table, full_at=where, margin=args.margin, runs=runs)
+    _print_answer(table, full_at=where, margin=args.margin, runs=runs, results=args.results)
     for path in (paths.html, paths.markdown):
         if path is not None:
             print(f"wrote {path}")

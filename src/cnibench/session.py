@@ -1079,6 +1079,7 @@ class BenchSession:
         # design.json of every run() so far (the plugin calls run() once per test).
         self._designs: list[dict[str, Any]] = []
         self._rounds: list[dict[str, Any]] = []
+        self._skipped: list[dict[str, Any]] = []
 
     def plan(self, planned: Sequence[PlannedCondition]) -> list[PlannedRun]:
         """``planned`` (from :func:`plan_conditions`) on this session's CNIs, in running order.
@@ -1205,9 +1206,23 @@ class BenchSession:
             }
             for number, p in ran
         ]
+        planned_per = Counter((p.scenario.name, p.cni) for p in plan)
+        self._skipped += [
+            {
+                "scenario": name,
+                "cni": cni,
+                "reason": reason,
+                "conditions": ids,
+                "planned": planned_per[(name, cni)],
+            }
+            for (name, cni, reason), ids in skipped.items()
+        ]
         if self.store.session_dir.is_dir():  # not when every condition was skipped
             self.store.write_json("design", {"groups": self._designs, "rounds": self._rounds})
-        planned_per = Counter((p.scenario.name, p.cni) for p in plan)
+            if self._skipped:
+                # What the clusters could not run, and why: the report's matrix says so in
+                # the cells of those configurations rather than leaving them blank.
+                self.store.write_json("skipped", {"skipped": self._skipped})
         return SessionOutcome(
             plan=tuple(plan),
             results=tuple(r for key, r in merged.items() if key not in given_up),

@@ -13,7 +13,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,6 +36,7 @@ __all__ = [
     "group_label",
     "high_retransmit_runs",
     "load_request_times",
+    "load_skipped",
     "load_split_records",
     "metric_unit",
     "ok_runs",
@@ -436,6 +437,56 @@ def parse_weights(value: Any) -> dict[str, float]:
         if isinstance(loaded, dict):
             return {str(k): float(v) for k, v in loaded.items()}
     raise ConfigError(f"weights must be a mapping or JSON object, got {value!r}")
+
+
+SKIPPED_COLUMNS = ("session_id", "scenario", "cni", "reason", "conditions")
+"""Columns of :func:`load_skipped`."""
+
+
+def load_skipped(
+    results_path: str | os.PathLike[str], *, sessions: Iterable[str] | None = None
+) -> pd.DataFrame:
+    """What the sessions' clusters could not run, and why (``skipped.json``, written by
+    :meth:`cnibench.session.BenchSession.run` since issue 31).
+
+    Parameters
+    ----------
+    results_path:
+        A results directory or one session directory.
+    sessions:
+        Only these session ids; ``None``: every session.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per scenario, CNI and reason (:data:`SKIPPED_COLUMNS`; ``conditions`` the
+        skipped condition ids, comma-separated); empty when nothing was skipped or older
+        sessions did not record it. A file that cannot be read is left out (the report says
+        what it has; a skip is a note, not a result).
+    """
+    rows: list[dict[str, str]] = []
+    wanted = None if sessions is None else set(sessions)
+    for session_id, directory in session_dirs(results_path).items():
+        if wanted is not None and session_id not in wanted:
+            continue
+        try:
+            data = json.loads((directory / "skipped.json").read_text())
+            entries = list(data["skipped"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            rows.append(
+                {
+                    "session_id": session_id,
+                    "scenario": str(entry.get("scenario", "")),
+                    "cni": str(entry.get("cni", "")),
+                    "reason": str(entry.get("reason", "")),
+                    "conditions": ",".join(str(c) for c in entry.get("conditions", [])),
+                }
+            )
+    return pd.DataFrame(rows, columns=list(SKIPPED_COLUMNS))
 
 
 def load_split_records(

@@ -38,6 +38,7 @@ from cnibench.report.data import (
     LEVEL,
     group_label,
     load_request_times,
+    load_skipped,
     load_split_records,
     ok_runs,
     request_time_summary,
@@ -566,12 +567,16 @@ def _first_run_per_level(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def _matrix_section(
-    doc: _Document, table: pd.DataFrame, margin: float | None, runs: pd.DataFrame
+    doc: _Document,
+    table: pd.DataFrame,
+    margin: float | None,
+    runs: pd.DataFrame,
+    skipped: pd.DataFrame,
 ) -> None:
     """The first screen: each feature's cost per configuration, then each CNI against its
     reference; host-wide figures are never here (they are in the tables)."""
     doc.heading(2, "What each feature costs", "matrix")
-    features = answer.feature_matrix(table, runs=runs)
+    features = answer.feature_matrix(table, runs=runs, skipped=skipped)
     if features.empty:
         doc.paragraph("No feature was measured with its control in these results.", css="note")
     else:
@@ -581,6 +586,12 @@ def _matrix_section(
             rows,
             caption=answer.matrix_legend(features, margin),
             css="matrix",
+        )
+        doc.bullets(
+            [
+                f"{answer.NOT_POSSIBLE_CELL}: {note}"
+                for note in answer.not_possible_notes(features, skipped)
+            ]
         )
     cnis = answer.cni_matrix(table, runs=runs)
     if not cnis.empty:
@@ -769,7 +780,8 @@ def write_report(
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
         table = verdict(df, reference=reference, margin=margin)
     # The answer first (what each feature costs, per configuration), then where it came from.
-    _matrix_section(doc, table, margin, df)
+    skipped = load_skipped(results_path, sessions=set(df["session_id"].astype(str)))
+    _matrix_section(doc, table, margin, df, skipped)
     doc.paragraph(f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC by cnibench.")
     _overview(doc, df, results_path)
     times = load_request_times(results_path, df=df)

@@ -36,6 +36,7 @@ __all__ = [
     "DETECTABLE",
     "LOSSY",
     "MATRIX_COLUMNS",
+    "NOT_POSSIBLE_CELL",
     "SAME",
     "WIDTH",
     "cni_matrix",
@@ -43,6 +44,7 @@ __all__ = [
     "matrix_legend",
     "matrix_rows",
     "matrix_text",
+    "not_possible_notes",
 ]
 
 WIDTH = 100
@@ -267,7 +269,12 @@ def _frame(
     return pd.DataFrame(out, columns=list(MATRIX_COLUMNS))
 
 
-def feature_matrix(verdict: pd.DataFrame, *, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+def feature_matrix(
+    verdict: pd.DataFrame,
+    *,
+    runs: pd.DataFrame | None = None,
+    skipped: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Each feature's cost per configuration (one row per cell, :data:`MATRIX_COLUMNS`).
 
     Parameters
@@ -278,6 +285,10 @@ def feature_matrix(verdict: pd.DataFrame, *, runs: pd.DataFrame | None = None) -
     runs:
         The tidy results the verdict was computed from: a throughput cell of a condition with
         a lossy run is marked :data:`LOSSY`. ``None``: no mark.
+    skipped:
+        What the clusters could not run (:func:`cnibench.report.data.load_skipped`): the
+        cells of those configurations on the features of that scenario read
+        :data:`NOT_POSSIBLE_CELL` instead of blank (:func:`not_possible_notes` says why).
 
     Returns
     -------
@@ -288,6 +299,7 @@ def feature_matrix(verdict: pd.DataFrame, *, runs: pd.DataFrame | None = None) -
     """
     lossy = lossy_conditions(runs)
     features = _frame(verdict, ("feature", "weights"), by="cni", lossy=lossy)
+    features = _not_possible_cells(features, skipped)
     options = _frame(verdict, ("option",), by="control_cni", lossy=lossy)
     return _instrumented_cells(pd.concat([features, options], ignore_index=True))
 
@@ -347,6 +359,53 @@ def _instrumented_cells(matrix: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([matrix, pd.DataFrame(added, columns=matrix.columns)], ignore_index=True)
 
 
+NOT_POSSIBLE_CELL = "not possible here"
+"""What a cell says where the configuration's cluster could not run the feature's scenario."""
+
+
+def _not_possible_cells(matrix: pd.DataFrame, skipped: pd.DataFrame | None) -> pd.DataFrame:
+    if skipped is None or skipped.empty or matrix.empty:
+        return matrix
+    added = []
+    for scenario, cni in dict.fromkeys(zip(skipped["scenario"], skipped["cni"], strict=True)):
+        mine = matrix[matrix["scenario"] == scenario]
+        for (label, metric, unit), group in mine.groupby(["row", "metric", "unit"], sort=False):
+            if (group["column"] == cni).any():
+                continue  # measured there after all (another condition, another session)
+            added.append(
+                {
+                    "row": label,
+                    "scenario": scenario,
+                    "feature": str(group["feature"].iloc[0]),
+                    "metric": metric,
+                    "unit": unit,
+                    "column": cni,
+                    "cell": NOT_POSSIBLE_CELL,
+                    "runs": "",
+                    "state": "not possible",
+                }
+            )
+    if not added:
+        return matrix
+    return pd.concat([matrix, pd.DataFrame(added, columns=matrix.columns)], ignore_index=True)
+
+
+def not_possible_notes(matrix: pd.DataFrame, skipped: pd.DataFrame | None) -> list[str]:
+    """Why the :data:`NOT_POSSIBLE_CELL` cells of ``matrix`` are empty, one line per
+    scenario and configuration: ``"egress on flannel: kube/flannel lacks egress-gateway"``."""
+    if skipped is None or skipped.empty or matrix.empty:
+        return []
+    shown = matrix[matrix["cell"] == NOT_POSSIBLE_CELL]
+    pairs = set(zip(shown["scenario"], shown["column"], strict=True))
+    notes = []
+    for scenario, cni, reason in zip(
+        skipped["scenario"], skipped["cni"], skipped["reason"], strict=True
+    ):
+        if (scenario, cni) in pairs:
+            notes.append(f"{scenario} on {cni}: {reason}")
+    return list(dict.fromkeys(notes))
+
+
 def cni_matrix(verdict: pd.DataFrame, *, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each configuration against the reference of its group, per condition and metric
     (one row per cell, :data:`MATRIX_COLUMNS`; the row names the scenario and condition;
@@ -375,6 +434,11 @@ def matrix_legend(matrix: pd.DataFrame, margin: float | None = None) -> str:
         parts.append(
             f"{ACROSS_SESSIONS_CELL}: the sides come from different sessions, one on a side,"
             " so no claim"
+        )
+    if (cells == NOT_POSSIBLE_CELL).any():
+        parts.append(
+            f"{NOT_POSSIBLE_CELL}: that configuration's cluster cannot run the feature (why:"
+            " below the matrix)"
         )
     if has_lossy(matrix):
         parts.append(
@@ -455,7 +519,12 @@ def _header_lines(labels: Sequence[str], width: int) -> list[list[str]]:
 
 
 def matrix_text(
-    matrix: pd.DataFrame, *, title: str, width: int = WIDTH, margin: float | None = None
+    matrix: pd.DataFrame,
+    *,
+    title: str,
+    width: int = WIDTH,
+    margin: float | None = None,
+    notes: Sequence[str] = (),
 ) -> list[str]:
     """A matrix laid out in ``width`` columns: a title, the legend, then per feature a line
     with its name and one line per metric; configurations that do not fit beside each other
@@ -487,4 +556,6 @@ def matrix_text(
             label = _fit(f"  {row[1]}", label_width - 1).ljust(label_width)
             body = "".join(_fit(c, cell_width - 1).ljust(cell_width) for c in cells)
             lines.append((label + body).rstrip())
+    for note in notes:  # :func:`not_possible_notes`: whole, as people grep them
+        lines.append(f"  {NOT_POSSIBLE_CELL}: {note}")
     return lines
