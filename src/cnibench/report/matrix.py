@@ -341,19 +341,30 @@ def _instrumented_cells(matrix: pd.DataFrame) -> pd.DataFrame:
                 continue
             for column in columns:
                 if not ((others["column"] == column) & (others["metric"] == metric)).any():
-                    added.append(
-                        {
-                            "row": label,
-                            "scenario": scenario,
-                            "feature": str(group["feature"].iloc[0]),
-                            "metric": metric,
-                            "unit": unit,
-                            "column": column,
-                            "cell": INSTRUMENTED_CELL,
-                            "runs": "",
-                            "state": "instrumented",
-                        }
-                    )
+                    feature = str(group["feature"].iloc[0])
+                    where = (str(label), str(scenario), feature)
+                    added.append(_word_cell(*where, metric, unit, column, "instrumented"))
+    return _with_cells(matrix, added)
+
+
+def _word_cell(
+    row: str, scenario: str, feature: str, metric: str, unit: str, column: str, state: str
+) -> dict[str, str]:
+    """A matrix cell that holds words instead of a number (:data:`_WORDS` of ``state``)."""
+    return {
+        "row": row,
+        "scenario": scenario,
+        "feature": feature,
+        "metric": metric,
+        "unit": unit,
+        "column": column,
+        "cell": _WORDS[state],
+        "runs": "",
+        "state": state,
+    }
+
+
+def _with_cells(matrix: pd.DataFrame, added: Sequence[Mapping[str, str]]) -> pd.DataFrame:
     if not added:
         return matrix
     return pd.concat([matrix, pd.DataFrame(added, columns=matrix.columns)], ignore_index=True)
@@ -361,6 +372,8 @@ def _instrumented_cells(matrix: pd.DataFrame) -> pd.DataFrame:
 
 NOT_POSSIBLE_CELL = "not possible here"
 """What a cell says where the configuration's cluster could not run the feature's scenario."""
+
+_WORDS = {"instrumented": INSTRUMENTED_CELL, "not possible": NOT_POSSIBLE_CELL}
 
 
 def _not_possible_cells(matrix: pd.DataFrame, skipped: pd.DataFrame | None) -> pd.DataFrame:
@@ -372,22 +385,9 @@ def _not_possible_cells(matrix: pd.DataFrame, skipped: pd.DataFrame | None) -> p
         for (label, metric, unit), group in mine.groupby(["row", "metric", "unit"], sort=False):
             if (group["column"] == cni).any():
                 continue  # measured there after all (another condition, another session)
-            added.append(
-                {
-                    "row": label,
-                    "scenario": scenario,
-                    "feature": str(group["feature"].iloc[0]),
-                    "metric": metric,
-                    "unit": unit,
-                    "column": cni,
-                    "cell": NOT_POSSIBLE_CELL,
-                    "runs": "",
-                    "state": "not possible",
-                }
-            )
-    if not added:
-        return matrix
-    return pd.concat([matrix, pd.DataFrame(added, columns=matrix.columns)], ignore_index=True)
+            feature = str(group["feature"].iloc[0])
+            added.append(_word_cell(label, scenario, feature, metric, unit, cni, "not possible"))
+    return _with_cells(matrix, added)
 
 
 def not_possible_notes(matrix: pd.DataFrame, skipped: pd.DataFrame | None) -> list[str]:
