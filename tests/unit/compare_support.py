@@ -6,6 +6,8 @@ lab tier compares result sets that real lab runs wrote (tests/lab/test_lab_compa
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,3 +78,15 @@ def write_result_set(
             ]
             store.write_run(run_id, records)
     return results_dir
+
+
+def run_compare(*args: object) -> subprocess.CompletedProcess[str]:
+    """``cnibench compare ARGS`` in a child process, as a user runs it (exit code, stdout and
+    stderr)."""
+    return subprocess.run(
+        [sys.executable, "-m", "cnibench.cli", "compare", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from compare_support import Condition, write_result_set
+from compare_support import Condition, run_compare, write_result_set
 
 NOISE = (1.0, 1.01, 0.99)
 
@@ -19,21 +16,11 @@ def _throughput(scale, **kwargs):
     return Condition({"throughput": [scale * 1e9 * v for v in NOISE]}, **kwargs)
 
 
-def _compare(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "cnibench.cli", "compare", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_regression_exits_1_with_one_line_naming_metric_and_condition(tmp_path):
     base = _set(tmp_path, "base", [_throughput(10.0)])
     cand = _set(tmp_path, "cand", [_throughput(5.0)])
     markdown = tmp_path / "comment.md"
-    done = _compare(base, cand, "--threshold", "5%", "--markdown", markdown)
+    done = run_compare(base, cand, "--threshold", "5%", "--markdown", markdown)
     assert done.returncode == 1, done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith(
@@ -45,7 +32,7 @@ def test_regression_exits_1_with_one_line_naming_metric_and_condition(tmp_path):
 
 def test_no_regression_exits_0_and_says_so_first(tmp_path):
     base = _set(tmp_path, "base", [_throughput(10.0)])
-    done = _compare(base, base)
+    done = run_compare(base, base)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert done.stdout.splitlines()[0].startswith("no regression beyond 5%")
@@ -54,8 +41,8 @@ def test_no_regression_exits_0_and_says_so_first(tmp_path):
 def test_a_loss_inside_a_wider_threshold_passes(tmp_path):
     base = _set(tmp_path, "base", [_throughput(10.0)])
     cand = _set(tmp_path, "cand", [_throughput(9.0)])
-    assert _compare(base, cand, "--threshold", "0.05").returncode == 1
-    assert _compare(base, cand, "--threshold", "50%").returncode == 0
+    assert run_compare(base, cand, "--threshold", "0.05").returncode == 1
+    assert run_compare(base, cand, "--threshold", "50%").returncode == 0
 
 
 BAD_INPUT = [
@@ -96,7 +83,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, argv, message):
     runs.mkdir(parents=True)
     (runs / "r0.json").write_text('{"schema": "cnibench.run", "records": [')
 
-    done = _compare(*[arg.format(tmp=tmp_path) for arg in argv])
+    done = run_compare(*[arg.format(tmp=tmp_path) for arg in argv])
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -111,13 +98,13 @@ def test_mode_and_margin_on_the_command_line(tmp_path):
     cand = _set(tmp_path, "cand", [_throughput(9.9)])
     # 1 % worse with three runs: not shown within 0.5 % (non-inferiority fails), and the
     # regression mode sees no loss beyond 5 %.
-    strict = _compare(base, cand, "--mode", "non-inferiority", "--threshold", "0.5%")
+    strict = run_compare(base, cand, "--mode", "non-inferiority", "--threshold", "0.5%")
     assert strict.returncode == 1, strict.stderr
     assert strict.stderr.startswith("cnibench: NOT SHOWN WITHIN THRESHOLD throughput")
-    same = _compare(base, cand, "--margin", "50%")
+    same = run_compare(base, cand, "--margin", "50%")
     assert same.returncode == 0, same.stderr
     assert "same within ±50%: 1 of 1 metric comparisons" in same.stdout
-    bad = _compare(base, cand, "--margin", "0%")
+    bad = run_compare(base, cand, "--margin", "0%")
     assert bad.returncode == 2
     (line,) = bad.stderr.strip().splitlines()
     assert "invalid margin '0%'" in line

@@ -4,12 +4,10 @@ false-alarm rate the headline quotes from bench/coverage.py's table, and the bud
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from compare_support import Condition, write_result_set
+from compare_support import Condition, run_compare, write_result_set
 from scipy import stats as sps
 
 import cnibench.report.gate_rates
@@ -229,24 +227,14 @@ def test_a_plan_needs_several_baseline_sessions(tmp_path):
         plan_gate(baseline)
 
 
-def _cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "cnibench.cli", "compare", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_the_command_plans_from_the_baseline_alone(tmp_path):
     _sessions(tmp_path, "base", (-0.03, 0.0, 0.035), {"throughput": 1.0})
-    done = _cli(tmp_path / "base", "--plan", "10%")
+    done = run_compare(tmp_path / "base", "--plan", "10%")
     assert done.returncode == 0, done.stderr
     (line,) = done.stdout.splitlines()
     assert line.startswith("plan: ")
     assert "detect a 10% throughput loss with power 0.8" in line
-    missing = _cli(tmp_path / "base")
+    missing = run_compare(tmp_path / "base")
     assert missing.returncode == 2
     assert len(missing.stderr.strip().splitlines()) == 1
     assert "CANDIDATE_DIR" in missing.stderr

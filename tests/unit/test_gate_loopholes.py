@@ -3,12 +3,11 @@ candidate runs, identical (quantised) runs and per-node CPU no longer pass unsee
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from compare_support import run_compare
 
 from cnibench.records import RunRecord, RunStatus
 from cnibench.report.compare import Answer, Verdict, compare_result_sets
@@ -160,16 +159,6 @@ def test_per_node_cpu_is_gated_and_lower_is_better(tmp_path):
     assert comparison.regressed
 
 
-def _cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "cnibench.cli", "compare", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_the_command_names_a_zero_run_and_takes_allow_failed_runs(tmp_path):
     base = _write(tmp_path / "base", {"throughput": THROUGHPUT}, session="20261127T100000Z-a")
     cand = _write(
@@ -177,9 +166,9 @@ def test_the_command_names_a_zero_run_and_takes_allow_failed_runs(tmp_path):
         {"throughput": [10e9, 0.0, 10.1e9, 9.9e9, 10e9]},
         session="20261127T110000Z-b",
     )
-    failing = _cli(base, cand)
+    failing = run_compare(base, cand)
     assert failing.returncode == 1, failing.stderr
     (line,) = failing.stderr.splitlines()
     assert line.startswith("cnibench: FAILED RUNS throughput of egress/vxlan/gateway-on")
     assert "egress-r1" in line
-    assert _cli(base, cand, "--allow-failed-runs").returncode == 0
+    assert run_compare(base, cand, "--allow-failed-runs").returncode == 0
