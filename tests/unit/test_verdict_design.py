@@ -16,6 +16,7 @@ import pytest
 from scipy import stats as sps
 
 from cnibench import report
+from cnibench.scenarios.egress import EgressScenario
 
 START = pd.Timestamp("2026-11-27T08:00:00Z")
 
@@ -166,3 +167,30 @@ def test_a_drifting_sequential_session_widens_the_interval_beyond_welchs():
     assert row.ci_high > math.exp(ci.high)
     assert row.p_value > welch.pvalue
     assert "sequential, drift allowed for" in row.verdict
+
+
+class _YesNoEgress(EgressScenario):
+    """Egress with a yes/no primary metric, to compare shares of yes across sessions."""
+
+    primary_metrics = ("reachable",)
+
+
+def test_a_yes_no_metric_across_two_sessions_a_side_compares_the_sessions_shares():
+    rows: list[dict[str, object]] = []
+    shares = {"A": 1.0, "C": 0.8, "B": 0.4, "D": 0.6}
+    for i, (session, cni) in enumerate(
+        (("A", "vxlan"), ("B", "routed"), ("C", "vxlan"), ("D", "routed"))
+    ):
+        yes = round(5 * shares[session])
+        for k in range(5):
+            for state in ("off", "on"):
+                run = _run(session, cni, state, k, 1.0 if k < yes else 0.0, 1000 * i + 2 * k)
+                run.update(metric="reachable", unit="bool")
+                rows.append(run)
+    table = report.verdict(pd.DataFrame(rows), scenarios={"egress": _YesNoEgress()})
+    row = table[(table["kind"] == "cni") & (table["treatment"] == "gateway-off")].iloc[0]
+    welch = sps.ttest_ind([0.4, 0.6], [1.0, 0.8], equal_var=False)
+    assert row.estimate == pytest.approx(-0.4)
+    assert row.p_value == pytest.approx(welch.pvalue, rel=1e-9)
+    assert "session-level variance" in row.verdict
+    assert "Newcombe" not in row.verdict

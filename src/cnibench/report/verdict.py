@@ -1174,13 +1174,11 @@ def _across_sessions(
         means = [design.session_means(side) for side in (control, treatment)]
         _measure_difference(row, means[0], means[1], level)
     else:
-        # Each session's share of yes, compared as a difference of means over sessions.
+        # Each session's share of yes, compared as a difference of means over sessions
+        # (Welch's, not Newcombe's: the sessions, not the runs, are the units).
         means = [design.session_means(side) for side in (control, treatment)]
+        row.update(scale=Scale.DIFFERENCE.value, unit="share of yes")
         _measure_difference(row, means[0], means[1], level)
-        row["detail"] = (
-            f"{int(treatment.values.sum())}/{treatment.values.size}"
-            f" vs {int(control.values.sum())}/{control.values.size}, shares per session"
-        )
 
 
 def _measure(
