@@ -25,6 +25,7 @@ import dataclasses
 import json
 import os
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,6 +112,12 @@ _LAB_HINTS = {
     ),
 }
 """What the host lacks for each capability the lab may not offer (``capability_hint``)."""
+
+
+NAPI_ADOPT_TRIES = 5
+"""Listings of a machine's NAPI pollers tried before its CPU cannot be counted."""
+NAPI_ADOPT_PAUSE_S = 0.2
+"""Pause between two such listings."""
 
 
 class LabCluster:
@@ -325,13 +332,24 @@ class LabCluster:
             )
         for member, namespace in self._plan.machines.items():
             netns = os.path.join(NETNS_DIR, namespace)
-            pids = napi_thread_pids(netns, [NODE_UPLINK])[NODE_UPLINK]
-            if not pids:
-                raise ProvisioningError(
-                    f"lab {self.lab_id}: {NODE_UPLINK} of {namespace} has no NAPI thread after"
-                    " threading was switched on (this kernel does not thread veth NAPI)"
-                )
-            self._cgroups.adopt(member, pids)
+            for attempt in range(1, NAPI_ADOPT_TRIES + 1):
+                pids = napi_thread_pids(netns, [NODE_UPLINK])[NODE_UPLINK]
+                if not pids:
+                    raise ProvisioningError(
+                        f"lab {self.lab_id}: {NODE_UPLINK} of {namespace} has no NAPI thread"
+                        " after threading was switched on (this kernel does not thread veth"
+                        " NAPI)"
+                    )
+                try:
+                    self._cgroups.adopt(member, pids)
+                    break
+                except ProvisioningError:
+                    # A poller can end between the listing and the move (the device's NAPI
+                    # instances re-created) and its PID go to another kernel thread, which
+                    # the cgroup refuses (EINVAL): list the pollers again.
+                    if attempt == NAPI_ADOPT_TRIES:
+                        raise
+                    time.sleep(NAPI_ADOPT_PAUSE_S)
 
     def _create_state_dir(self) -> None:
         state = self._plan.state_dir
