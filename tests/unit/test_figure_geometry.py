@@ -50,10 +50,15 @@ def _forest(scenario: str) -> Figure:
 
 @functools.cache
 def _one_session_verdict() -> pd.DataFrame:
-    """The study's verdict as if every record came from one session: its split contrasts
-    compare CNIs measured in different sessions, which the verdict states without an
-    interval (one session a side), so there would be no row to draw."""
-    return verdict(_study().assign(session_id="one"))
+    """The study's verdict as if every record came from one session run in rounds (repetition
+    k of every condition in hour k): its split contrasts compare CNIs measured in different
+    sessions, which the verdict states without an interval (one session a side), and sides
+    run one after the other may drift too much for one, so there would be no row to draw."""
+    study = _study()
+    order = study.groupby(["cni", "condition"]).ngroup()
+    seconds = study["repetition"].astype(int) * 3600 + order
+    start = pd.Timestamp("2026-11-26T16:00:00Z")
+    return verdict(study.assign(session_id="one", time=start + pd.to_timedelta(seconds, unit="s")))
 
 
 def _forest_one_session(scenario: str) -> Figure:

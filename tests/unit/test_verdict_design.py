@@ -16,6 +16,7 @@ import pytest
 from scipy import stats as sps
 
 from cnibench import report
+from cnibench.report.verdict import tested_count as _tested_count
 from cnibench.scenarios.egress import EgressScenario
 
 START = pd.Timestamp("2026-11-27T08:00:00Z")
@@ -155,18 +156,44 @@ def test_rounds_in_any_order_within_a_round_are_interleaved():
 
 
 def test_a_drifting_sequential_session_widens_the_interval_beyond_welchs():
-    # A host warming up: each run about 1 % above the one before, off first, then on, with no
-    # real effect: Welch's interval sees a difference, the sequential line allows for it.
-    drift = 9e9 * np.exp(0.01 * np.arange(10) + np.array([0, 3, -2, 1, -1, 2, -3, 0, 1, -1]) * 1e-3)
-    rows = _session("A", "vxlan", drift[:5], drift[5:], sequential=True)
+    # Runs drifting as AR(1) with coefficient 0.4 (2 % steps), no real effect, 10 runs a
+    # side, off first, then on: Welch's interval claims a difference, the sequential line
+    # allows for the drift and does not.
+    rng = np.random.default_rng(0)
+    steps = rng.normal(0.0, 0.02, size=20)
+    level = np.zeros(20)
+    for i in range(20):
+        level[i] = (0.4 * level[i - 1] if i else 0.0) + steps[i]
+    values = 9e9 * np.exp(level)
+    rows = _session("A", "vxlan", values[:10], values[10:], sequential=True)
     row = report.verdict(pd.DataFrame(rows)).iloc[0]
-    welch = sps.ttest_ind(np.log(drift[5:]), np.log(drift[:5]), equal_var=False)
+    welch = sps.ttest_ind(np.log(values[10:]), np.log(values[:10]), equal_var=False)
     ci = welch.confidence_interval(0.95)
-    assert math.exp(ci.low) > 1.0  # what the verdict printed before
+    assert math.exp(ci.high) < 1.0  # what the verdict printed before
     assert row.ci_low < math.exp(ci.low)
     assert row.ci_high > math.exp(ci.high)
+    assert row.ci_low <= 1.0 <= row.ci_high
     assert row.p_value > welch.pvalue
     assert "sequential, drift allowed for" in row.verdict
+
+
+def test_a_steady_trend_over_sequential_sides_is_stated_without_an_interval_or_claim():
+    # A host warming up: each run about 1 % above the one before, off first, then on, with no
+    # real effect. Five runs a side cannot bound a difference against such a drift (the
+    # widened t interval spanned orders of magnitude): the ratio is stated, with why.
+    drift = 9e9 * np.exp(0.01 * np.arange(10) + np.array([0, 3, -2, 1, -1, 2, -3, 0, 1, -1]) * 1e-3)
+    rows = _session("A", "vxlan", drift[:5], drift[5:], sequential=True)
+    table = report.verdict(pd.DataFrame(rows))
+    row = table.iloc[0]
+    welch = sps.ttest_ind(np.log(drift[5:]), np.log(drift[:5]), equal_var=False)
+    assert math.exp(welch.confidence_interval(0.95).low) > 1.0  # what Welch would claim
+    assert math.isnan(row.ci_low)
+    assert math.isnan(row.p_value)
+    assert not row.significant
+    assert "drift too strong for an interval" in row.verdict
+    ratio = math.exp(np.mean(np.log(drift[5:])) - np.mean(np.log(drift[:5])))
+    assert f"×{ratio:.2f}" in row.verdict
+    assert _tested_count(table) == 0
 
 
 class _YesNoEgress(EgressScenario):

@@ -51,6 +51,17 @@ __all__ = [
 ACROSS_SESSIONS_ADVICE = "run both sides in one session, or ≥ 2 sessions each"
 """What makes a contrast across sessions with one session on a side detectable."""
 
+DRIFT_ADVICE = (
+    "interleave the conditions (cnibench run does where one cluster holds both), or run more"
+)
+"""What makes a sequential contrast whose drift leaves too few effective runs estimable."""
+
+MIN_EFFECTIVE_RUNS = 3.0
+"""Fewer effective runs than this (both sides together, :func:`effective_runs`) leave no
+degrees of freedom for a t interval (``n_eff - 2 < 1``): a sequential contrast then states its
+ratio without an interval or a claim, rather than an interval spanning orders of magnitude
+(seen on a loaded machine's lab demo, 2026-11-27: 0.0041-190 for two CNIs at 5 runs each)."""
+
 DRIFT_MARGIN_SE = 0.5
 """The pooled residual autocorrelation is read this many of its standard errors
 (``1 / sqrt(pairs)``, pairs of neighbouring runs of one metric) above its value before it is
@@ -234,6 +245,13 @@ def drift_autocorrelation(pairs: Sequence[tuple[SideRuns, SideRuns]]) -> float:
     return float(_GRID[reached[0]]) if reached.size else float(_GRID[-1])
 
 
+def effective_runs(control: SideRuns, treatment: SideRuns, rho: float) -> float:
+    """The runs of both sides worth as many independent ones under AR(1) drift ``rho``:
+    ``(n_c + n_t)(1 - rho)/(1 + rho)``."""
+    n = control.positions.size + treatment.positions.size
+    return n * (1.0 - rho) / (1.0 + rho) if rho > 0.0 else float(n)
+
+
 def drift_widening(control: SideRuns, treatment: SideRuns, rho: float) -> tuple[float, float]:
     """How much AR(1) drift ``rho`` widens the variance of the difference of means.
 
@@ -255,7 +273,7 @@ def drift_widening(control: SideRuns, treatment: SideRuns, rho: float) -> tuple[
         _expected_sums(control.positions, rho)[0] + _expected_sums(treatment.positions, rho)[0]
     )
     factor = variance * (n_c + n_t - 2) / ((1.0 / n_c + 1.0 / n_t) * squares)
-    df = max(1.0, (n_c + n_t) * (1.0 - rho) / (1.0 + rho) - 2.0)
+    df = max(1.0, effective_runs(control, treatment, rho) - 2.0)
     return max(1.0, factor), df
 
 

@@ -30,7 +30,7 @@ import pandas as pd
 from cnibench.report.data import RETRANSMIT_RATE_BOUND, high_retransmit_runs
 from cnibench.report.derived import AGENT_METRICS, HOST_WIDE, NODE_SUM
 from cnibench.report.labels import shorten_cni_labels
-from cnibench.report.verdict import interval_text, metric_words
+from cnibench.report.verdict import DRIFT_TOO_STRONG, interval_text, metric_words
 
 __all__ = [
     "DETECTABLE",
@@ -146,6 +146,10 @@ def _number(value: float) -> str:
     return f"{value:.2f}" if magnitude >= 0.01 or value == 0 else f"{value:.2g}"
 
 
+DRIFT_CELL = "drift"
+"""What a cell says in place of its interval where the sides ran one after the other with a
+drift too strong for one (:data:`cnibench.report.verdict.DRIFT_TOO_STRONG`)."""
+
 ACROSS_SESSIONS_CELL = "across sessions"
 """A cell whose sides come from different sessions, one on a side: no interval, no claim."""
 
@@ -170,6 +174,8 @@ def _cell(row: Mapping[str, Any]) -> str:
     if row.get("design") == "across sessions" and not math.isfinite(low):
         # One session on a side: a session offset cannot be told from a difference.
         ci = ACROSS_SESSIONS_CELL
+    elif DRIFT_TOO_STRONG in str(row.get("verdict", "")) and not math.isfinite(low):
+        ci = DRIFT_CELL
     mark = {"detectable": DETECTABLE, "same": SAME}.get(state, "")
     if state == "inconclusive":
         needed = int(row["runs_needed"])
@@ -430,6 +436,11 @@ def matrix_legend(matrix: pd.DataFrame, margin: float | None = None) -> str:
             f"{INSTRUMENTED_CELL}: measured with the per-node CPU instrument, which moves"
             " throughput and latency"
         )
+    if cells.str.contains(f" {DRIFT_CELL}", regex=False).any():
+        parts.append(
+            f"{DRIFT_CELL}: run one after the other with drift too strong for an interval (no"
+            " claim; interleave or run more)"
+        )
     if cells.str.contains(ACROSS_SESSIONS_CELL, regex=False).any():
         parts.append(
             f"{ACROSS_SESSIONS_CELL}: the sides come from different sessions, one on a side,"
@@ -507,13 +518,14 @@ def _header_lines(labels: Sequence[str], width: int) -> list[list[str]]:
     """Each label broken after ``:``, ``,`` or `` vs`` into lines of at most ``width``."""
     broken = []
     for label in labels:
-        pieces = label.replace(":", ":\n").replace(",", ",\n").replace(" vs ", "\nvs ").split("\n")
+        # A break before "vs" takes the space it replaced back when the pieces join again.
+        pieces = label.replace(":", ":\n").replace(",", ",\n").replace(" vs ", "\n vs ").split("\n")
         lines: list[str] = []
         for piece in pieces:
             if lines and len(lines[-1]) + len(piece) <= width:
                 lines[-1] += piece
             else:
-                lines.append(piece)
+                lines.append(piece.lstrip())
         broken.append([_fit(line, width) for line in lines])
     return broken
 

@@ -1102,6 +1102,11 @@ def _drift_scale(side: design.SideRuns) -> design.SideRuns:
     return side
 
 
+DRIFT_TOO_STRONG = "sequential, drift too strong for an interval"
+"""The ``drift`` of a sequential contrast whose drift leaves fewer than
+:data:`cnibench.report.design.MIN_EFFECTIVE_RUNS` effective runs (ratio stated, no claim)."""
+
+
 def _widen_for_drift(
     row: dict[str, Any],
     control: design.SideRuns,
@@ -1115,6 +1120,16 @@ def _widen_for_drift(
         return
     row["drift"] = "sequential, drift allowed for"
     if not math.isfinite(rho) or not math.isfinite(float(row["ci_low"])):
+        return
+    effective = design.effective_runs(control, treatment, rho)
+    if effective < design.MIN_EFFECTIVE_RUNS:
+        row["drift"] = DRIFT_TOO_STRONG
+        row["why_not"] = (
+            f"sequential, drift too strong for an interval at this design (AR(1) about"
+            f" {rho:.2f}: the runs are worth about {effective:.1f} independent ones);"
+            f" {design.DRIFT_ADVICE}"
+        )
+        row.update(ci_low=math.nan, ci_high=math.nan, p_value=math.nan)
         return
     factor, df_cap = design.drift_widening(control, treatment, rho)
     if factor <= 1.0 and df_cap >= float(row["df"]):
@@ -1414,7 +1429,10 @@ def _sentence(planned: PlannedContrast, row: Mapping[str, Any]) -> str:
             f" {interval_text(low, high, null=1.0)}, Clopper-Pearson;"
             " an outcome, not a comparison)"
         )
-    if row["why_not"] and row["design"] == design.Layout.ACROSS_SESSIONS:
+    stated_without_claim = row["design"] == design.Layout.ACROSS_SESSIONS or str(
+        row.get("drift", "")
+    ).startswith(DRIFT_TOO_STRONG)
+    if row["why_not"] and stated_without_claim:
         shown = f"×{_number(row['ratio'])}" if math.isfinite(row["ratio"]) else "not compared"
         return f"{head} {shown} ({n}; {row['why_not']})"
     if row["why_not"]:
