@@ -221,3 +221,22 @@ def test_a_yes_no_metric_across_two_sessions_a_side_compares_the_sessions_shares
     assert row.p_value == pytest.approx(welch.pvalue, rel=1e-9)
     assert "session-level variance" in row.verdict
     assert "Newcombe" not in row.verdict
+
+
+def test_a_treatment_run_in_one_of_two_sessions_is_compared_within_the_session_it_shares():
+    # The control (gateway off) ran in sessions A and B, the treatment only in A (a sweep in
+    # the first session). Across sessions that would be one session against two: no claim.
+    # Within A, where an offset of B cannot reach, the 10 % cost is measured.
+    rows = _session("A", "vxlan", OFF, [v * 0.9 for v in OFF], sequential=False)
+    rows += [_run("B", "vxlan", "off", k, v * 1.2, 1000 + k) for k, v in enumerate(OFF)]
+    table = report.verdict(pd.DataFrame(rows))
+    row = table[(table["kind"] == "feature") & (table["metric"] == "throughput")].iloc[0]
+    assert row.sessions == "A"
+    assert row.design == "interleaved"
+    assert row.n_control == 5
+    assert row.ratio == pytest.approx(0.9, rel=1e-9)
+    assert row.significant
+    assert "within the shared session(s) A; 5 control run(s) of B left out" in row.verdict
+    # the same data with B's control runs counted in: the 20 % offset would move the ratio
+    welch = sps.ttest_ind(np.log([v * 0.9 for v in OFF]), np.log(OFF + [v * 1.2 for v in OFF]))
+    assert row.p_value < welch.pvalue

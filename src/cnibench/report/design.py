@@ -16,7 +16,9 @@ from the tidy results alone (``session_id``, ``time``):
   whole side. Runs of one session are not independent draws of that offset, so the unit of
   replication is the session: :func:`session_means` gives each side's per-session means, to
   compare when each side has at least 2 sessions; with fewer the offset cannot be told from a
-  difference (:data:`ACROSS_SESSIONS_ADVICE`).
+  difference (:data:`ACROSS_SESSIONS_ADVICE`). Sides whose sessions overlap without being
+  the same (a sweep in the first of two sessions, its control in both) are compared within
+  the sessions they share (:func:`within_shared_sessions`), where an offset moves both alike.
 
 ``bench/coverage.py`` (sections ``aa-drift`` and ``aa-sessions``) measures how often an A/A
 contrast's interval excludes no difference under both, through :func:`cnibench.report.verdict`.
@@ -46,6 +48,7 @@ __all__ = [
     "session_means",
     "sessions_text",
     "widened",
+    "within_shared_sessions",
 ]
 
 ACROSS_SESSIONS_ADVICE = "run both sides in one session, or ≥ 2 sessions each"
@@ -302,6 +305,38 @@ def widened(
     half = float(sps.t.ppf(upper, kept)) * se
     p_value = 2.0 * float(sps.t.sf(abs(estimate) / se, kept)) if se > 0 else math.nan
     return estimate - half, estimate + half, p_value
+
+
+def within_shared_sessions(
+    control: SideRuns, treatment: SideRuns
+) -> tuple[SideRuns, SideRuns, str] | None:
+    """Both sides restricted to the sessions they share, where their sets of sessions differ
+    but overlap (e.g. a sweep run in the first of two sessions against a control run in
+    both): within a shared session, a session's offset moves both sides alike, so the
+    contrast is made there and the runs elsewhere are left out, said in the returned words.
+    ``None`` when the sets are equal or disjoint (:func:`layout` decides those)."""
+    first, second = set(control.sessions), set(treatment.sessions)
+    shared = first & second
+    if first == second or not shared:
+        return None
+
+    def keep(side: SideRuns) -> SideRuns:
+        mask = np.array([s in shared for s in side.sessions], dtype=bool)
+        sessions = tuple(s for s, k in zip(side.sessions, mask, strict=True) if k)
+        return SideRuns(side.values[mask], sessions, side.positions[mask])
+
+    kept = keep(control), keep(treatment)
+    dropped = []
+    for name, side, mine in (("control", control, first), ("treatment", treatment, second)):
+        others = sorted(mine - shared)
+        if others:
+            count = len(side.sessions) - len(kept[0 if name == "control" else 1].sessions)
+            dropped.append(f"{count} {name} run(s) of {', '.join(others)}")
+    words = (
+        f"within the shared session(s) {', '.join(sorted(shared))}; "
+        f"{' and '.join(dropped)} left out"
+    )
+    return kept[0], kept[1], words
 
 
 def session_means(side: SideRuns) -> npt.NDArray[np.float64]:

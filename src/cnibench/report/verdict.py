@@ -1247,6 +1247,10 @@ def _measure(
         planned.control_parameters,
         planned.metric,
     )
+    shared = design.within_shared_sessions(control_runs, treatment_runs)
+    left_out = ""
+    if shared is not None:
+        control_runs, treatment_runs, left_out = shared
     treatment, control = treatment_runs.values, control_runs.values
     shape = design.layout(control_runs, treatment_runs)
     row.update(design=shape.value, sessions=design.sessions_text(control_runs, treatment_runs))
@@ -1273,6 +1277,8 @@ def _measure(
         rho = drift.coefficient(planned) if drift is not None else 0.0
         scaled = (_drift_scale(control_runs), _drift_scale(treatment_runs))
         _widen_for_drift(row, *scaled, rho, level)
+    if left_out:
+        row["drift"] = "; ".join(part for part in (left_out, row["drift"]) if part)
     return row
 
 
