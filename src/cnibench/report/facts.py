@@ -1,0 +1,293 @@
+"""Numbers a document states about a results set, each re-derived from the records.
+
+A document that reports a study (docs/findings.md) marks every number of its prose as
+``<!-- fact KEY -->TEXT<!-- /fact -->``. :func:`fact` computes ``TEXT`` from ``KEY`` and the
+results directory's records, so a test can recompute every marked number: edit one digit and
+it no longer matches. :func:`marked_facts` finds the marks of a text.
+
+A key is a kind of number followed by words that select it:
+
+``contrast CNI TREATMENT METRIC [control=CONDITION] [vs=CNI] [kind=KIND]``
+    The verdict's estimate with its 95 % interval, from :func:`cnibench.report.verdict`:
+    ``×0.71 (0.61-0.82)`` for a ratio, ``+0.28 cores (0.20-0.31)`` for a difference,
+    ``×1.30 (no interval)`` where the design gives none. ``vs`` selects a CNI contrast's
+    control configuration, ``kind`` one of ``feature``, ``cni``, ``option``.
+``median CNI CONDITION METRIC [unit=UNIT]``
+    The median over the verified runs, in ``UNIT`` (``Gbit/s``, ``us``, ``ms``, ``s``,
+    ``cores``, ``%``, ``conn/s``, ``req/s``, ``MB``), three significant digits:
+    ``24.7 Gbit/s``. Derived metrics (``cpu@nodes``, ``cores_per_gbps``) count.
+``reached CNI CONDITION METRIC``
+    A yes/no metric's yes count over its runs: ``5/5``.
+``runs CNI CONDITION``
+    The number of verified successful runs: ``5``.
+``total WHAT``
+    How many ``runs`` (verified successful), ``conditions`` (configuration x condition),
+    ``configurations``, ``sessions`` the set holds, or the ``fewest`` runs of a condition.
+``when``
+    The records' span: ``2026-11-27 15:47-17:20 UTC``.
+``machine WHAT``
+    The machine the records name: ``cpus``, ``cpu`` (model), ``kernel``, ``memory`` (GiB),
+    ``cni-version CNI``.
+``minutes``
+    The study's wall time (``study.json``), whole minutes.
+
+``CNI`` is the recorded configuration label (``cilium:napi=threaded``), ``CONDITION`` a
+condition id; a key that selects nothing, or more than one verdict line, is an error, so a
+document cannot quote a number the records do not give.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from cnibench.errors import ConfigError
+
+__all__ = ["FACT", "SEED", "Facts", "contrast_text", "fact", "marked_facts", "unmarked_numbers"]
+
+FACT = re.compile(r"<!-- fact (.+?) -->(.*?)<!-- /fact -->", re.S)
+"""A marked number of a document: the key, then the text it must read."""
+
+SEED = re.compile(r"<!-- seed -->(.*?)<!-- /seed -->", re.S)
+"""A number a document quotes from a seed study (not from the records): marked as such."""
+
+_NOT_PROSE = (
+    re.compile(r"```.*?```", re.S),  # code blocks: commands, ids
+    re.compile(r"<!-- study-verdict \S+ -->.*?<!-- /study-verdict -->", re.S),  # quoted lines
+    FACT,
+    SEED,
+    re.compile(r"<!--.*?-->", re.S),
+    re.compile(r"`[^`]*`"),  # inline code: condition ids, options
+    re.compile(r"\]\([^)]*\)"),  # link targets
+    re.compile(r"<https?://[^>]*>"),
+    re.compile(r"\b[Ss]eeds? \d{3}(?:'s)?"),  # the seeds' names
+    re.compile(r"\b95 %"),  # the intervals' level, a choice of the design
+)
+"""What of a document is not its own prose: everything else holds no digit."""
+
+_UNITS: Mapping[str, tuple[str, float]] = {
+    # unit shown: (recorded unit, divisor)
+    "Gbit/s": ("bits/s", 1e9),
+    "Mbit/s": ("bits/s", 1e6),
+    "us": ("us", 1.0),
+    "ms": ("ms", 1.0),
+    "s": ("s", 1.0),
+    "cores": ("cores", 1.0),
+    "%": ("ratio", 0.01),
+    "conn/s": ("1/s", 1.0),
+    "req/s": ("requests/s", 1.0),
+    "MB": ("MB", 1.0),
+}
+
+
+_OPTIONS = frozenset({"unit", "control", "vs", "kind"})
+"""The option names of a key (``name=value``)."""
+
+
+def marked_facts(text: str) -> list[tuple[str, str]]:
+    """Each ``(key, text)`` marked in ``text``, in order."""
+    return [(key.strip(), shown) for key, shown in FACT.findall(text)]
+
+
+def unmarked_numbers(text: str) -> list[str]:
+    """The digits of ``text``'s prose outside every marked number, with their words around:
+    empty when each number is a fact (re-derived), a seed's (marked), or part of a command, an
+    id, a link or a quoted verdict line."""
+    for pattern in _NOT_PROSE:
+        text = pattern.sub(" ", text)
+    return [
+        text[max(0, m.start() - 30) : m.end() + 30].replace("\n", " ")
+        for m in re.finditer(r"\d+", text)
+    ]
+
+
+def _three(value: float) -> str:
+    """Three significant digits, never in exponent notation."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    digits = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{digits}f}"
+
+
+@dataclass
+class Facts:
+    """The records of one results directory and their verdict, computed once."""
+
+    runs: pd.DataFrame
+    table: pd.DataFrame
+    environments: pd.DataFrame | None = None
+    wall_seconds: float | None = None
+
+    @classmethod
+    def of(cls, directory: Path, *, reference: str | None = None) -> Facts:
+        """The facts of a results directory (every session, as a study pools them)."""
+        from cnibench.report import verdict
+        from cnibench.report.derived import with_derived_metrics
+        from cnibench.results import load_environments, load_results
+
+        df = load_results(directory, sessions="all")
+        ok = df[(df["status"] == "ok") & df["verified"]]
+        account = directory / "study.json"
+        wall = json.loads(account.read_text()).get("wall_seconds") if account.exists() else None
+        return cls(
+            with_derived_metrics(ok),
+            verdict(df, reference=reference),
+            load_environments(directory),
+            float(wall) if wall is not None else None,
+        )
+
+    def get(self, key: str) -> str:
+        """The text ``key`` stands for (module docstring).
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            An unknown kind, or a key that selects nothing or too much (one line).
+        """
+        words = key.split()
+        if not words:
+            raise ConfigError("an empty fact key")
+        kind = words[0]
+        # A CNI label may hold "=" itself (cilium:napi=threaded): options are known names.
+        chosen = [w for w in words[1:] if w.split("=", 1)[0] in _OPTIONS and "=" in w]
+        args = [w for w in words[1:] if w not in chosen]
+        options = dict(w.split("=", 1) for w in chosen)
+        handlers = {
+            "contrast": self._contrast,
+            "median": self._median,
+            "reached": self._reached,
+            "runs": self._runs,
+            "total": self._total,
+            "when": self._when,
+            "machine": self._machine,
+            "minutes": self._minutes,
+        }
+        if kind not in handlers:
+            raise ConfigError(f"fact {key!r}: unknown kind {kind!r}")
+        return handlers[kind](key, args, options)
+
+    def _select(self, key: str, cni: str, condition: str, metric: str | None) -> pd.DataFrame:
+        rows = self.runs[(self.runs["cni"] == cni) & (self.runs["condition"] == condition)]
+        if metric is not None:
+            rows = rows[rows["metric"] == metric]
+        if rows.empty:
+            raise ConfigError(f"fact {key!r}: no verified run records it")
+        if rows["scenario"].nunique() > 1:
+            raise ConfigError(f"fact {key!r}: the condition is in several scenarios")
+        return rows
+
+    def _median(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        if len(args) != 3:
+            raise ConfigError(f"fact {key!r}: median CNI CONDITION METRIC [unit=UNIT]")
+        rows = self._select(key, args[0], args[1], args[2])
+        unit = options.get("unit", "")
+        value = float(np.median(rows["value"].to_numpy(dtype=np.float64)))
+        if not unit:
+            return _three(value)
+        recorded, divisor = _UNITS.get(unit, ("", 0.0))
+        if not divisor or str(rows["unit"].iloc[0]) != recorded:
+            raise ConfigError(f"fact {key!r}: recorded in {rows['unit'].iloc[0]!r}, not {unit}")
+        return f"{_three(value / divisor)} {unit}"
+
+    def _reached(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        if len(args) != 3:
+            raise ConfigError(f"fact {key!r}: reached CNI CONDITION METRIC")
+        values = self._select(key, args[0], args[1], args[2])["value"].to_numpy(dtype=np.float64)
+        if not np.isin(values, (0.0, 1.0)).all():
+            raise ConfigError(f"fact {key!r}: not a yes/no metric")
+        return f"{int(values.sum())}/{values.size}"
+
+    def _runs(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        if len(args) != 2:
+            raise ConfigError(f"fact {key!r}: runs CNI CONDITION")
+        return str(self._select(key, args[0], args[1], None)["run_id"].nunique())
+
+    def _total(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        runs = self.runs.drop_duplicates("run_id")
+        per_condition = runs.groupby(["cni", "scenario", "condition"]).size()
+        counts = {
+            "runs": len(runs),
+            "conditions": len(per_condition),
+            "configurations": runs["cni"].nunique(),
+            "sessions": runs["session_id"].nunique(),
+            "fewest": int(per_condition.min()) if len(per_condition) else 0,
+        }
+        if len(args) != 1 or args[0] not in counts:
+            raise ConfigError(f"fact {key!r}: total {'|'.join(counts)}")
+        return str(counts[args[0]])
+
+    def _when(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        times = pd.to_datetime(self.runs["time"], utc=True)
+        first, last = times.min(), times.max()
+        return f"{first:%Y-%m-%d %H:%M}-{last:%H:%M} UTC"
+
+    def _machine(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        env = self.environments
+        if env is None or env.empty or not args:
+            raise ConfigError(f"fact {key!r}: no environment recorded, or no field named")
+        if args[0] == "cni-version" and len(args) == 2:
+            name = args[1].partition(":")[0]
+            values = set(env.loc[env["cni"].astype(str) == name, "cni_version"].astype(str))
+        else:
+            column = {"cpus": "cpu_count", "cpu": "cpu_model", "kernel": "kernel"}.get(args[0])
+            if args[0] == "memory":
+                values = {f"{int(v) / 2**30:.0f} GiB" for v in env["memory_bytes"]}
+            elif column is None:
+                raise ConfigError(f"fact {key!r}: machine cpus|cpu|kernel|memory|cni-version CNI")
+            else:
+                values = set(env[column].astype(str))
+        if len(values) != 1:
+            raise ConfigError(f"fact {key!r}: the records name {len(values)} values")
+        return values.pop()
+
+    def _minutes(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        if self.wall_seconds is None:
+            raise ConfigError(f"fact {key!r}: no study.json beside the records")
+        return str(round(self.wall_seconds / 60.0))
+
+    def _contrast(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        if len(args) != 3:
+            raise ConfigError(
+                f"fact {key!r}: contrast CNI TREATMENT METRIC [control=C] [vs=CNI] [kind=K]"
+            )
+        cni, treatment, metric = args
+        table = self.table
+        mask = (
+            (table["cni"] == cni) & (table["treatment"] == treatment) & (table["metric"] == metric)
+        )
+        for column, option in (("control", "control"), ("control_cni", "vs"), ("kind", "kind")):
+            if option in options:
+                mask &= table[column].astype(str) == options[option]
+        rows = table[mask]
+        if len(rows) != 1:
+            raise ConfigError(f"fact {key!r}: selects {len(rows)} verdict lines, not 1")
+        return contrast_text(rows.iloc[0])
+
+
+def contrast_text(row: pd.Series) -> str:
+    """A verdict row's estimate and interval as a document quotes it."""
+    from cnibench.report.verdict import Scale, interval_text
+
+    low, high = float(row["ci_low"]), float(row["ci_high"])
+    if row["scale"] == Scale.RATIO.value:
+        estimate = f"×{float(row['ratio']):.2f}"
+        null = 1.0
+    else:
+        value = float(row["estimate"])
+        estimate = f"{'+' if value >= 0 else '-'}{_three(abs(value))} {row['unit']}".rstrip()
+        null = 0.0
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return f"{estimate} (no interval)"
+    return f"{estimate} ({interval_text(low, high, null=null)})"
+
+
+def fact(directory: Path, key: str) -> str:
+    """The text ``key`` stands for in the results of ``directory`` (module docstring)."""
+    return Facts.of(directory).get(key)

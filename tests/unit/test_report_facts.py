@@ -1,0 +1,96 @@
+"""The numbers a document states are re-derived from records (cnibench.report.facts)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cnibench import report
+from cnibench.errors import ConfigError
+from cnibench.report.facts import Facts, marked_facts, unmarked_numbers
+
+START = pd.Timestamp("2026-11-27T08:00:00Z")
+
+
+def _rows(cni: str, state: str, values: list[float], offset: int) -> list[dict[str, object]]:
+    return [
+        {
+            "session_id": "A",
+            "run_id": f"{cni}-{state}-{k}",
+            "time": START + pd.Timedelta(seconds=offset + 2 * k),
+            "scenario": "egress",
+            "cni": cni,
+            "condition": f"gateway-{state}",
+            "parameters": json.dumps({"gateway": state}),
+            "repetition": k,
+            "metric": "throughput",
+            "value": v,
+            "unit": "bits/s",
+            "verified": True,
+            "status": "ok",
+        }
+        for k, v in enumerate(values)
+    ]
+
+
+@pytest.fixture(scope="module")
+def facts() -> Facts:
+    off = [9.0e9, 9.2e9, 8.8e9, 9.1e9, 8.9e9]
+    rows = _rows("cilium:mode=kpr", "off", off, 0)
+    rows += _rows("cilium:mode=kpr", "on", [v * 0.5 for v in off], 1)
+    df = pd.DataFrame(rows)
+    return Facts(df, report.verdict(df))
+
+
+def test_a_median_is_stated_in_the_unit_asked(facts: Facts) -> None:
+    assert facts.get("median cilium:mode=kpr gateway-off throughput unit=Gbit/s") == (
+        "9.00 Gbit/s"
+    )
+    assert facts.get("median cilium:mode=kpr gateway-on throughput unit=Mbit/s") == (
+        "4500 Mbit/s"
+    )
+    with pytest.raises(ConfigError, match="recorded in 'bits/s', not ms"):
+        facts.get("median cilium:mode=kpr gateway-off throughput unit=ms")
+
+
+def test_a_contrast_is_the_verdicts_line_with_its_interval(facts: Facts) -> None:
+    text = facts.get("contrast cilium:mode=kpr gateway-on throughput")
+    row = facts.table[facts.table["metric"] == "throughput"].iloc[0]
+    assert text.startswith("×0.50 (")
+    low, high = (float(x) for x in text[len("×0.50 (") : -1].split("-"))
+    assert low <= row.ci_low <= low + 0.01
+    assert high - 0.01 <= row.ci_high <= high
+    assert np.isclose(row.ratio, 0.5)
+
+
+def test_a_key_that_selects_nothing_or_is_unknown_is_an_error(facts: Facts) -> None:
+    with pytest.raises(ConfigError, match="selects 0 verdict lines"):
+        facts.get("contrast flannel gateway-on throughput")
+    with pytest.raises(ConfigError, match="no verified run"):
+        facts.get("median flannel gateway-on throughput")
+    with pytest.raises(ConfigError, match="unknown kind"):
+        facts.get("mean cilium gateway-on throughput")
+
+
+def test_counts_and_runs(facts: Facts) -> None:
+    assert facts.get("runs cilium:mode=kpr gateway-on") == "5"
+    assert facts.get("total runs") == "10"
+    assert facts.get("total fewest") == "5"
+    assert facts.get("when") == "2026-11-27 08:00-08:00 UTC"
+
+
+def test_prose_numbers_outside_marks_are_found_and_marked_ones_are_not() -> None:
+    text = (
+        "The gateway keeps <!-- fact contrast x y z -->×0.50 (0.4-0.6)<!-- /fact --> of its"
+        " throughput; the seed said <!-- seed -->6.3 Gbit/s<!-- /seed -->, seed 000's claim,"
+        " at `r1000` with a 95 % interval (<https://example.org/2024>).\n"
+        "```sh\ncnibench run --runs 5\n```\n"
+        "But 12 runs failed."
+    )
+    assert marked_facts(text) == [("contrast x y z", "×0.50 (0.4-0.6)")]
+    found = unmarked_numbers(text)
+    assert len(found) == 1
+    assert "12 runs failed" in found[0]
