@@ -86,7 +86,7 @@ def test_prose_numbers_outside_marks_are_found_and_marked_ones_are_not() -> None
     text = (
         "The gateway keeps <!-- fact contrast x y z -->×0.50 (0.4-0.6)<!-- /fact --> of its"
         " throughput; the seed said <!-- seed -->6.3 Gbit/s<!-- /seed -->, seed 000's claim,"
-        " at `r1000` with a 95 % interval (<https://example.org/2024>).\n"
+        " and <!-- quoted -->0.40<!-- /quoted --> at `r1000` with a 95 % interval (<https://example.org/2024>).\n"
         "```sh\ncnibench run --runs 5\n```\n"
         "But 12 runs failed."
     )

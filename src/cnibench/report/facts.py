@@ -55,8 +55,9 @@ __all__ = ["FACT", "SEED", "Facts", "contrast_text", "fact", "marked_facts", "un
 FACT = re.compile(r"<!-- fact (.+?) -->(.*?)<!-- /fact -->", re.S)
 """A marked number of a document: the key, then the text it must read."""
 
-SEED = re.compile(r"<!-- seed -->(.*?)<!-- /seed -->", re.S)
-"""A number a document quotes from a seed study (not from the records): marked as such."""
+SEED = re.compile(r"<!-- (seed|quoted) -->(.*?)<!-- /\1 -->", re.S)
+"""A number a document quotes from a seed study or a publication, not from the records:
+marked as such (``<!-- seed -->34.7 Gbit/s<!-- /seed -->``, ``<!-- quoted -->...``)."""
 
 _NOT_PROSE = (
     re.compile(r"```.*?```", re.S),  # code blocks: commands, ids
