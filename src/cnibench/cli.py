@@ -13,7 +13,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -718,13 +717,8 @@ def _report(args: argparse.Namespace) -> int:
         sessions=args.session or "all",
         margin=args.margin,
     )
-    from cnibench.report import verdict
-    from cnibench.results import load_results
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        runs = load_results(args.results, sessions=args.session or "all")
-        table = verdict(runs, reference=args.reference, margin=args.margin)
+    # The verdict the report states, printed as computed there (not a second time).
+    runs, table = paths.runs, paths.verdict
     where = "the report's Verdict section"
     _print_answer(table, full_at=where, margin=args.margin, runs=runs, results=args.results)
     for path in (paths.html, paths.markdown):

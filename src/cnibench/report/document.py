@@ -74,11 +74,18 @@ class ReportPaths:
         The Markdown summary, or None.
     pngs:
         Every PNG written to the PNG directory (empty without one).
+    runs:
+        The tidy results the report was made from.
+    verdict:
+        Their verdict (:func:`cnibench.report.verdict`), as the report states it: a front end
+        that also prints it need not compute it again.
     """
 
     html: Path | None
     markdown: Path | None
     pngs: tuple[Path, ...] = field(default=())
+    runs: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+    verdict: pd.DataFrame | None = field(default=None, compare=False, repr=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -823,7 +830,9 @@ def write_report(
         # Blocks are separated by blank lines in the template; one is enough.
         text = re.sub(r"\n{3,}", "\n\n", text)
         atomic_write_bytes(markdown_path, _final_scrub(text, secrets).encode())
-    return ReportPaths(html=html_path, markdown=markdown_path, pngs=tuple(pngs))
+    return ReportPaths(
+        html=html_path, markdown=markdown_path, pngs=tuple(pngs), runs=df, verdict=table
+    )
 
 
 def _final_scrub(document: str, secrets: tuple[str, ...]) -> str:
