@@ -94,3 +94,13 @@ def test_prose_numbers_outside_marks_are_found_and_marked_ones_are_not() -> None
     found = unmarked_numbers(text)
     assert len(found) == 1
     assert "12 runs failed" in found[0]
+
+
+def test_filled_rewrites_every_marked_number_and_nothing_else() -> None:
+    from cnibench.report.facts import filled
+
+    text = "a <!-- fact runs x y -->?<!-- /fact --> b <!-- fact total runs -->12<!-- /fact --> 7"
+    answers = {"runs x y": "5", "total runs": "10"}
+    assert filled(text, answers.__getitem__) == (
+        "a <!-- fact runs x y -->5<!-- /fact --> b <!-- fact total runs -->10<!-- /fact --> 7"
+    )

@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +50,16 @@ import pandas as pd
 
 from cnibench.errors import ConfigError
 
-__all__ = ["FACT", "SEED", "Facts", "contrast_text", "fact", "marked_facts", "unmarked_numbers"]
+__all__ = [
+    "FACT",
+    "SEED",
+    "Facts",
+    "contrast_text",
+    "fact",
+    "filled",
+    "marked_facts",
+    "unmarked_numbers",
+]
 
 FACT = re.compile(r"<!-- fact (.+?) -->(.*?)<!-- /fact -->", re.S)
 """A marked number of a document: the key, then the text it must read."""
@@ -289,6 +298,50 @@ def contrast_text(row: pd.Series) -> str:
     return f"{estimate} ({interval_text(low, high, null=null)})"
 
 
+def filled(text: str, get: Callable[[str], str]) -> str:
+    """``text`` with every marked number rewritten to what ``get(key)`` gives: how a document
+    is brought up to date with a new results set (``python -m cnibench.report.facts``)."""
+    return FACT.sub(
+        lambda m: f"<!-- fact {m.group(1)} -->{get(m.group(1).strip())}<!-- /fact -->", text
+    )
+
+
 def fact(directory: Path, key: str) -> str:
     """The text ``key`` stands for in the results of ``directory`` (module docstring)."""
     return Facts.of(directory).get(key)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m cnibench.report.facts DOCUMENT RESULTS_DIR``: rewrite the document's marked
+    numbers from the records (a key ``@NAME KEY`` reads ``RESULTS_DIR/../NAME``)."""
+    import sys
+
+    from cnibench.results import atomic_write_bytes
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m cnibench.report.facts DOCUMENT RESULTS_DIR", file=sys.stderr)
+        return 2
+    document, directory = Path(args[0]), Path(args[1])
+    loaded: dict[Path, Facts] = {}
+
+    def get(key: str) -> str:
+        where = directory
+        if key.startswith("@"):
+            name, _, key = key[1:].partition(" ")
+            where = directory.parent / name
+        if where not in loaded:
+            loaded[where] = Facts.of(where)
+        return loaded[where].get(key)
+
+    try:
+        text = filled(document.read_text(), get)
+        atomic_write_bytes(document, text.encode())
+    except ConfigError as exc:
+        print(f"cnibench facts: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
