@@ -14,6 +14,9 @@ scenario waiting for a CNI to program a rule all wait the same way:
   result and the number of attempts either way (how verification reads a CNI catching up).
 * :class:`Deadline` is a point in time several waits share (one timeout for a list of
   objects), or that a blocking call is given the rest of (``popen.wait(timeout=...)``).
+* :func:`settle` is the one fixed pause, for a change whose coming into force nothing
+  observable announces (a CNI programming a policy whose expected outcome may be "no
+  change"); it says why it waits.
 
 The condition is always tried once more at the deadline itself, so a wait of 0 s tries once.
 Exceptions from the condition propagate at once unless their type is in ``retry``: those are
@@ -28,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-__all__ = ["Deadline", "poll", "poll_until", "wait_for", "waited_message"]
+__all__ = ["Deadline", "poll", "poll_until", "settle", "wait_for", "waited_message"]
 
 _T = TypeVar("_T")
 
@@ -214,3 +217,34 @@ def poll_until(
     if outcome.error is not None:
         raise outcome.error
     return results[-1], outcome.attempts
+
+
+def settle(seconds: float, *, why: str) -> None:
+    """Pause ``seconds`` because a change takes effect some time after it was made and nothing
+    observable says when.
+
+    Prefer :func:`wait_for` on a condition whenever one exists; this is for the rest, e.g. a
+    priority case a Kubernetes CNI programs after the API server stored it, where the probe
+    that would show it in force is the measurement itself and "reachable" may be the right
+    answer as well as the stale one.
+
+    Parameters
+    ----------
+    seconds:
+        Length of the pause in seconds; 0 returns at once (a backend whose changes are in
+        force on return, like the lab's synchronous nftables load).
+    why:
+        What the time is for, e.g. ``"the CNI to program the priority case"``: documents the
+        call site, which a reader finds by this name.
+
+    Raises
+    ------
+    ValueError
+        ``seconds`` is negative or not finite, or ``why`` is empty.
+    """
+    if not 0 <= seconds < float("inf"):
+        raise ValueError(f"settle time must be seconds >= 0, not {seconds!r} (for {why})")
+    if not why.strip():
+        raise ValueError("settle needs a reason: what the pause lets take effect")
+    if seconds > 0:
+        time.sleep(seconds)

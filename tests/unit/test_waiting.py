@@ -229,6 +229,40 @@ def test_poll_until_raises_a_retried_error_once_the_time_is_up_and_others_at_onc
     assert len(calls) == 1
 
 
+# -- settle: the one fixed pause -------------------------------------------------------------
+
+
+def test_settle_pauses_the_time_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(waiting, "time", clock)
+    waiting.settle(0.6, why="the CNI to program the case")
+    assert clock.monotonic() == pytest.approx(1000.6)
+
+
+def test_settle_of_no_time_returns_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(waiting.time, "sleep", slept.append)
+    waiting.settle(0.0, why="nothing: the lab's nftables load is synchronous")
+    assert slept == []
+
+
+@pytest.mark.parametrize(
+    ("seconds", "why", "message"),
+    [
+        (-1.0, "a rule", "seconds >= 0, not -1.0 \\(for a rule\\)"),
+        (float("nan"), "a rule", "seconds >= 0, not nan"),
+        (float("inf"), "a rule", "seconds >= 0, not inf"),
+        (1.0, " ", "settle needs a reason"),
+    ],
+    ids=["negative", "nan", "infinite", "no-reason"],
+)
+def test_settle_refuses_a_time_that_is_no_pause_and_a_pause_without_a_reason(
+    seconds: float, why: str, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        waiting.settle(seconds, why=why)
+
+
 # -- no hand-written deadline loop comes back -------------------------------------------------
 
 _HAND_LOOP = re.compile(r"deadline\s*=\s*time\.monotonic\(\)")
