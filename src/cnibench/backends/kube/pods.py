@@ -23,7 +23,7 @@ from cnibench.backends.kube import render
 from cnibench.backends.kube.api import api_error_message, websocket_core_api
 from cnibench.backends.kube.runtime import KubeRuntime
 from cnibench.errors import CnibenchError, MetricsError, ProvisioningError, ToolError
-from cnibench.waiting import wait_for
+from cnibench.waiting import Deadline, poll, wait_for
 
 __all__ = [
     "STUCK_REASONS",
@@ -168,27 +168,34 @@ class KubePod:
             ) from exc
         stdout: list[str] = []
         stderr: list[str] = []
+        deadline = Deadline(timeout)
+
+        def finished() -> bool:
+            """Take what arrives within a second (less at the deadline); closed: done."""
+            if not session.is_open():
+                return True
+            try:
+                session.update(timeout=min(1.0, deadline.remaining()))
+            except Exception as exc:  # websocket and client errors have no common base
+                raise ToolError(
+                    f"exec of {tool} in pod {self._name} broke off: {api_error_message(exc)}",
+                    tool=tool,
+                    output="".join(stdout) + "".join(stderr),
+                ) from exc
+            if session.peek_stdout():
+                stdout.append(session.read_stdout())
+            if session.peek_stderr():
+                stderr.append(session.read_stderr())
+            return not session.is_open()
+
         try:
-            while session.is_open():
-                remaining = timeout - (time.monotonic() - started)
-                if remaining <= 0:
-                    raise ToolError(
-                        f"{tool} in pod {self._name} did not finish within {timeout:g} s",
-                        tool=tool,
-                        output="".join(stdout) + "".join(stderr),
-                    )
-                try:
-                    session.update(timeout=min(1.0, remaining))
-                except Exception as exc:  # websocket and client errors have no common base
-                    raise ToolError(
-                        f"exec of {tool} in pod {self._name} broke off: {api_error_message(exc)}",
-                        tool=tool,
-                        output="".join(stdout) + "".join(stderr),
-                    ) from exc
-                if session.peek_stdout():
-                    stdout.append(session.read_stdout())
-                if session.peek_stderr():
-                    stderr.append(session.read_stderr())
+            # update() itself blocks until output comes, so the wait needs no interval.
+            if not poll(finished, timeout=deadline, interval=0.0):
+                raise ToolError(
+                    f"{tool} in pod {self._name} did not finish within {timeout:g} s",
+                    tool=tool,
+                    output="".join(stdout) + "".join(stderr),
+                )
             returncode = exec_returncode(
                 str(session.read_channel(_ERROR_CHANNEL) or ""), tool=tool, pod=self._name
             )
