@@ -39,7 +39,6 @@ import selectors
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -339,7 +338,7 @@ class InProcessIperf3Server:
         self.bind = bind
         self._process: subprocess.Popen[str] | None = None
         self._timeout = 0.0
-        self._started = 0.0
+        self._finish = Deadline(0.0)
         self._stderr_head: list[str] = []
 
     def start(self, timeout: float) -> None:
@@ -360,7 +359,8 @@ class InProcessIperf3Server:
             raise ToolError("iperf3 server is already running", tool=TOOL)
         argv = iperf3_server_process_argv(port=self.port, bind=self.bind, timeout=timeout)
         self._timeout = timeout
-        self._started = time.monotonic()
+        # One test, client arrival included, plus the time the process takes to report it.
+        self._finish = Deadline(timeout + _GRACE_S)
         self._stderr_head = []
         process = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
@@ -405,9 +405,8 @@ class InProcessIperf3Server:
         process = self._process
         if process is None:
             raise ToolError("iperf3 server was not started", tool=TOOL)
-        remaining = self._timeout + _GRACE_S - (time.monotonic() - self._started)
         try:
-            stdout, stderr = process.communicate(timeout=max(remaining, 0.1))
+            stdout, stderr = process.communicate(timeout=max(self._finish.remaining(), 0.1))
         except subprocess.TimeoutExpired:
             stdout, stderr = self._stop()
             raise ToolError(
