@@ -57,7 +57,25 @@ def test_a_poller_that_cannot_be_moved_at_all_still_fails_provisioning(monkeypat
         return {names[0]: [101]}
 
     monkeypatch.setattr(lab_cluster, "napi_thread_pids", listing)
-    monkeypatch.setattr(lab_cluster, "NAPI_ADOPT_PAUSE_S", 0.0)
-    with pytest.raises(ProvisioningError, match="move pid 101"):
+    monkeypatch.setattr(lab_cluster, "NAPI_ADOPT_S", 0.2)
+    monkeypatch.setattr(lab_cluster, "NAPI_ADOPT_PAUSE_S", 0.05)
+    with pytest.raises(ProvisioningError) as raised:
         lab_cluster.LabCluster._adopt_napi_threads(_lab(cgroups))  # type: ignore[arg-type]
-    assert len(calls) == lab_cluster.NAPI_ADOPT_TRIES
+    assert str(raised.value) == (
+        "lab t: waited 0.2 s for the NAPI pollers of ns-gw to move into the cgroup of"
+        " egress-gw: last seen: move pid 101 into cgroup egress-gw: EINVAL"
+    )
+    assert len(calls) >= 2  # listed again while the time lasted (once more at its end)
+
+
+def test_a_device_without_pollers_fails_at_once(monkeypatch):
+    calls = []
+
+    def listing(netns, names):
+        calls.append(netns)
+        return {names[0]: []}
+
+    monkeypatch.setattr(lab_cluster, "napi_thread_pids", listing)
+    with pytest.raises(ProvisioningError, match="has no NAPI thread"):
+        lab_cluster.LabCluster._adopt_napi_threads(_lab(_Cgroups({"egress-gw": []})))  # type: ignore[arg-type]
+    assert len(calls) == 1

@@ -25,7 +25,6 @@ import dataclasses
 import json
 import os
 import shutil
-import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,6 +89,7 @@ from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
 from cnibench.records import Environment
 from cnibench.results import environment_fingerprint
 from cnibench.signals import signals_deferred
+from cnibench.waiting import wait_for
 
 __all__ = [
     "WG_SOCKET_DIR",
@@ -114,10 +114,11 @@ _LAB_HINTS = {
 """What the host lacks for each capability the lab may not offer (``capability_hint``)."""
 
 
-NAPI_ADOPT_TRIES = 5
-"""Listings of a machine's NAPI pollers tried before its CPU cannot be counted."""
+NAPI_ADOPT_S = 0.8
+"""Seconds a machine's NAPI pollers are listed and moved again, while its cgroup refuses one,
+before its CPU cannot be counted (5 listings at the pause below)."""
 NAPI_ADOPT_PAUSE_S = 0.2
-"""Pause between two such listings."""
+"""Pause between two such listings, seconds."""
 
 
 class LabCluster:
@@ -331,25 +332,7 @@ class LabCluster:
                 " hierarchy counting CPU time (cpuacct or cgroup v2) is mounted"
             )
         for member, namespace in self._plan.machines.items():
-            netns = os.path.join(NETNS_DIR, namespace)
-            for attempt in range(1, NAPI_ADOPT_TRIES + 1):
-                pids = napi_thread_pids(netns, [NODE_UPLINK])[NODE_UPLINK]
-                if not pids:
-                    raise ProvisioningError(
-                        f"lab {self.lab_id}: {NODE_UPLINK} of {namespace} has no NAPI thread"
-                        " after threading was switched on (this kernel does not thread veth"
-                        " NAPI)"
-                    )
-                try:
-                    self._cgroups.adopt(member, pids)
-                    break
-                except ProvisioningError:
-                    # A poller can end between the listing and the move (the device's NAPI
-                    # instances re-created) and its PID go to another kernel thread, which
-                    # the cgroup refuses (EINVAL): list the pollers again.
-                    if attempt == NAPI_ADOPT_TRIES:
-                        raise
-                    time.sleep(NAPI_ADOPT_PAUSE_S)
+            _adopt_napi_pollers(self._cgroups, member, namespace, lab_id=self.lab_id)
 
     def _create_state_dir(self) -> None:
         state = self._plan.state_dir
@@ -726,4 +709,45 @@ def _summed(a: ResourceUsage, b: ResourceUsage) -> ResourceUsage:
         cpu,
         add(a.memory_bytes, b.memory_bytes),
         add(a.memory_peak_bytes, b.memory_peak_bytes),
+    )
+
+
+def _adopt_napi_pollers(cgroups: LabCgroups, member: str, namespace: str, *, lab_id: str) -> None:
+    """Move the NAPI pollers of ``namespace``'s uplink into ``member``'s cgroups.
+
+    A poller can end between the listing and the move (the device's NAPI instances re-created)
+    and its PID go to another kernel thread, which the cgroup refuses (EINVAL): the pollers are
+    listed again every :data:`NAPI_ADOPT_PAUSE_S` for up to :data:`NAPI_ADOPT_S` seconds.
+
+    Raises
+    ------
+    ProvisioningError
+        The uplink has no poller (at once), or the cgroup still refuses one at the end (with
+        the cgroup's last refusal).
+    """
+    netns = os.path.join(NETNS_DIR, namespace)
+    refusal = ""
+
+    def moved() -> bool:
+        nonlocal refusal
+        pids = napi_thread_pids(netns, [NODE_UPLINK])[NODE_UPLINK]
+        if not pids:
+            raise ProvisioningError(
+                f"lab {lab_id}: {NODE_UPLINK} of {namespace} has no NAPI thread after"
+                " threading was switched on (this kernel does not thread veth NAPI)"
+            )
+        try:
+            cgroups.adopt(member, pids)
+        except ProvisioningError as exc:
+            refusal = str(exc)
+            return False
+        return True
+
+    wait_for(
+        moved,
+        timeout=NAPI_ADOPT_S,
+        what=f"the NAPI pollers of {namespace} to move into the cgroup of {member}",
+        interval=NAPI_ADOPT_PAUSE_S,
+        last_seen=lambda: refusal,
+        error=lambda message: ProvisioningError(f"lab {lab_id}: {message}"),
     )
