@@ -109,36 +109,70 @@ class Configuration:
 
 
 _SERVICES_WHY = (
-    "the proxy's tables with 1000 and 5000 further Services (sockperf's latency and the time "
-    "the proxy took to program them); not interleaved: every round would create and delete "
-    "the Services again (5000 take minutes each way here), so the baseline declares these "
-    "conditions sequential and cnibench run records it"
+    "the proxy's tables with 100 further Services in every round (the programming time n = 5 "
+    "a session) and 1000 in the first session only: sequential, since every round would create "
+    "and delete them again (minutes each way here), so its programming time has n = 1; 5000 "
+    "left out for time"
 )
+
+_AGAIN_WHY = (
+    "the same cluster's second session: what is compared across configurations needs two "
+    "sessions a side (the session is the unit of replication there)"
+)
+
+_POLICY = ("off-cross-node-c1", *(f"on-cross-node-r{n}-c1" for n in (0, 1000)))
+"""Seed 003's rule scaling: no policy, then 0 and 1000 rules (100 left out for time)."""
+
+_SPLIT = ("v1-60-v2-40-u10", "v1-60-v2-40-u100")
+"""A 60/40 split through a real Gateway at 10 and 100 users."""
+
+_SPLIT_OPTIONS = ("--weights", "v1=60,v2=40", "--users", "10,100")
+
+
+def _baseline(proxy: str, *, sweep: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Baseline conditions and options: pod to pod, and a ClusterIP with 0 and 100 further
+    Services (interleaved), plus 1000 (sequential) when ``sweep``."""
+    counts = (0, 100, 1000) if sweep else (0, 100)
+    conditions = (*POD, *_service(proxy, *counts))
+    options = ("--target", "pod,service", "--proxy", proxy)
+    return conditions, (*options, "--services", ",".join(str(n) for n in counts))
 
 
 def _flannel(proxy: str, cni: str, why: str) -> Configuration:
-    """flannel with kube-proxy in mode ``proxy``: pod to pod and through a ClusterIP
-    (interleaved), then the Service sweep."""
+    """flannel with kube-proxy in mode ``proxy``: the baseline in two sessions, the first with
+    the Service sweep."""
+    first, second = _baseline(proxy, sweep=True), _baseline(proxy, sweep=False)
     return Configuration(
         f"flannel, kube-proxy {proxy}",
         cni,
         (
-            Part(
-                ("baseline",),
-                (*POD, *_service(proxy, 0)),
-                ("--target", "pod,service", "--proxy", proxy),
-                why=why,
-            ),
-            Part(
-                ("baseline",),
-                _service(proxy, 1000, 5000),
-                ("--target", "service", "--proxy", proxy, "--services", "1000,5000"),
-                interleave=False,
-                why=_SERVICES_WHY,
-            ),
+            Part(("baseline",), first[0], first[1], why=f"{why}; {_SERVICES_WHY}"),
+            Part(("baseline",), second[0], second[1], why=_AGAIN_WHY),
         ),
     )
 
+
+def _gateway_cni(
+    name: str, cni: str, proxy: str, priority: tuple[str, ...], why: str
+) -> Configuration:
+    """A CNI with Traefik: baseline, policy and split in two identical sessions (all of it is
+    compared across configurations), priority cases in the first."""
+    base = _baseline(proxy, sweep=False)
+    scenarios = ("baseline", "policy", "split")
+    conditions = (*base[0], *_POLICY, *_SPLIT)
+    options = (*base[1], "--rules", "0,1000", *_SPLIT_OPTIONS)
+    return Configuration(
+        name,
+        cni,
+        (
+            Part((*scenarios, "priority"), (*conditions, *priority), options, why=why),
+            Part(scenarios, conditions, options, why=_AGAIN_WHY),
+        ),
+    )
+
+
+_kpr_first = _baseline("ebpf", sweep=True)
+_kpr_second = _baseline("ebpf", sweep=False)
 
 STUDY: tuple[Configuration, ...] = (
     _flannel("iptables", REFERENCE, "the reference: pod to pod and through a ClusterIP"),
@@ -147,66 +181,53 @@ STUDY: tuple[Configuration, ...] = (
         "flannel:kube-proxy=nftables",
         "kube-proxy's nftables mode against the reference's iptables",
     ),
+    _gateway_cni(
+        "Cilium, kube-proxy mode, Traefik",
+        "cilium:gateway=traefik,mode=kube-proxy",
+        "iptables",
+        ("cni-allow", "k8s-deny", "k8s-deny-and-cni-allow"),
+        "Cilium against the reference and kube-router with kube-proxy in front of Services on "
+        "all three (so nothing but the CNI differs); seed 003's rule scaling and which policy "
+        "wins, and the split through Traefik",
+    ),
     Configuration(
         "Cilium, kube-proxy replacement",
+        "cilium",
+        (
+            Part(
+                ("baseline", "egress", "priority"),
+                (*_kpr_first[0], "gateway-off", "gateway-on", "k8s-deny", "k8s-deny-and-cni-allow"),
+                _kpr_first[1],
+                why=(
+                    "seed 001's eBPF Service path against Cilium's kube-proxy mode (a "
+                    "configuration contrast: only the Service proxy differs), seed 000's "
+                    "egress gateway on throughput and latency, uninstrumented, and which "
+                    f"policy wins under kube-proxy replacement; {_SERVICES_WHY}"
+                ),
+            ),
+            Part(("baseline",), _kpr_second[0], _kpr_second[1], why=_AGAIN_WHY),
+        ),
+    ),
+    _gateway_cni(
+        "kube-router, Traefik",
+        "kube-router:gateway=traefik",
+        "iptables",
+        ("k8s-deny",),
+        "seed 003's rule scaling on iptables + ipset against Cilium, and the split on a second "
+        "CNI; kube-router has no policy of its own, so only the Kubernetes deny of the priority "
+        "cases",
+    ),
+    Configuration(
+        "Cilium, kube-proxy replacement, per-node CPU",
         "cilium:napi=threaded",
         (
             Part(
-                ("baseline", "egress", "policy", "priority"),
-                (
-                    *POD,
-                    *_service("ebpf", 0),
-                    "gateway-off",
-                    "gateway-on",
-                    "off-cross-node-c1",
-                    *(f"on-cross-node-r{n}-c1" for n in (0, 100, 1000)),
-                    "k8s-deny",
-                    "k8s-deny-and-cni-allow",
-                ),
-                ("--target", "pod,service", "--proxy", "ebpf", "--rules", "0,100,1000"),
+                ("egress",),
+                ("gateway-off", "gateway-on"),
                 why=(
-                    "seed 001's eBPF Service path, seed 000's egress gateway (the gateway "
-                    "node's own CPU: napi=threaded), seed 003's rule scaling on eBPF, and which "
-                    "policy wins; priority keeps two of its six cases (a Kubernetes deny alone "
-                    "and against a Cilium allow)"
+                    "the egress gateway's CPU per node (napi=threaded, cnibench's instrument): "
+                    "a cost condition only, never compared on throughput or latency"
                 ),
-            ),
-            Part(
-                ("baseline",),
-                _service("ebpf", 1000),
-                ("--target", "service", "--proxy", "ebpf", "--services", "1000"),
-                interleave=False,
-                why="eBPF's Service maps with 1000 further Services (5000 left out: time)",
-            ),
-        ),
-    ),
-    Configuration(
-        "Cilium, kube-proxy mode, Traefik",
-        "cilium:gateway=traefik,mode=kube-proxy",
-        (
-            Part(
-                ("baseline", "split"),
-                (*POD, "v1-60-v2-40-u10", "v1-60-v2-40-u100"),
-                ("--weights", "v1=60,v2=40", "--users", "10,100"),
-                why="seed 001's other mode, and a 60/40 split through a real Gateway",
-            ),
-        ),
-    ),
-    Configuration(
-        "kube-router, Traefik",
-        "kube-router:gateway=traefik",
-        (
-            Part(
-                ("baseline", "policy", "split"),
-                (
-                    *POD,
-                    "off-cross-node-c1",
-                    *(f"on-cross-node-r{n}-c1" for n in (0, 100, 1000)),
-                    "v1-60-v2-40-u10",
-                    "v1-60-v2-40-u100",
-                ),
-                ("--rules", "0,100,1000", "--weights", "v1=60,v2=40", "--users", "10,100"),
-                why="seed 003's rule scaling on iptables + ipset, and the split on a second CNI",
             ),
         ),
     ),
