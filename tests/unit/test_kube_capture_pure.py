@@ -1,12 +1,16 @@
 """Parsing and quoting in the Kubernetes underlay capture (the scripts themselves run for real
-in tests/lab/test_lab_kube_capture.py)."""
+in tests/lab/test_lab_kube_capture.py; the marker look-up runs here under the host's sh)."""
 
 from __future__ import annotations
+
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from cnibench.backends.kube.capture import (
     find_marker_script,
+    marker_written_script,
     start_capture_script,
     started_pid,
     uplink_interface,
@@ -50,3 +54,24 @@ def test_markers_that_need_quoting_are_refused(marker: bytes) -> None:
 def test_interface_names_are_quoted() -> None:
     script = start_capture_script("eth0; reboot", "/tmp/p", "/tmp/l")
     assert "-i 'eth0; reboot'" in script
+
+
+@pytest.mark.parametrize(
+    ("written", "answer"),
+    [
+        (b"\x00\x01cb-marker-42\xff", "seen"),
+        (b"\x00\x01cb-marker-4\xff", "unseen"),
+        (None, "unseen"),
+    ],
+    ids=["marker-in-binary-pcap", "only-a-prefix-of-it", "no-file-yet"],
+)
+def test_the_marker_is_looked_up_in_the_capture_file_which_stays(
+    tmp_path: Path, written: bytes | None, answer: str
+) -> None:
+    pcap = tmp_path / "capture 1.pcap"  # a space: the path is quoted
+    if written is not None:
+        pcap.write_bytes(written)
+    script = marker_written_script(b"cb-marker-42", str(pcap))
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"{answer}\n", "")
+    assert pcap.exists() is (written is not None)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-import time
 from collections.abc import Sequence
 
 from cnibench.backends.base import Endpoint, NodeRole
@@ -24,7 +23,7 @@ from cnibench.backends.kube import render
 from cnibench.backends.kube.pods import KubePod, KubePods
 from cnibench.backends.kube.runtime import KubeRuntime
 from cnibench.errors import ConfigError, ToolError
-from cnibench.waiting import wait_for
+from cnibench.waiting import poll, wait_for
 
 __all__ = [
     "CAPTURE_LIMIT",
@@ -32,6 +31,7 @@ __all__ = [
     "capture_files",
     "capture_started",
     "find_marker_script",
+    "marker_written_script",
     "start_capture_script",
     "started_pid",
     "stop_capture_script",
@@ -42,7 +42,8 @@ CAPTURE_LIMIT = 120
 """Seconds after which a capture ends by itself (``timeout``), should nothing stop it."""
 
 _CAPTURE_SETTLE = 0.3
-"""Seconds for the last frames to reach tcpdump's file after the sender finished."""
+"""Seconds for the last frames to reach tcpdump's file after the sender finished (less when the
+marker is seen there sooner)."""
 
 _ADDR_LINE = re.compile(r"^\d+:\s+(?P<name>[^\s@:]+)(?:@\S+)?\s+inet\s+(?P<address>[\d.]+)/\d+")
 
@@ -104,16 +105,28 @@ def stop_capture_script(pid: int) -> str:
     return f"kill {int(pid)} 2>/dev/null; sleep 0.2; true"
 
 
-def find_marker_script(marker: bytes, pcap: str, log: str) -> str:
-    """Print ``seen`` or ``unseen`` for ``marker`` in ``pcap``, then remove both files; exit 3
-    when the capture file is missing (then nothing can be concluded)."""
+def _grep_marker(marker: bytes, pcap: str) -> str:
+    """``grep`` command succeeding when ``marker`` is in ``pcap``."""
     text = marker.decode("ascii")
     if not text or not re.fullmatch(r"[A-Za-z0-9._-]+", text):
         raise ValueError(f"marker must be non-empty letters, digits, '.', '_' or '-': {text!r}")
+    return f"grep -q -a -F -e {shlex.quote(text)} {shlex.quote(pcap)}"
+
+
+def marker_written_script(marker: bytes, pcap: str) -> str:
+    """Print ``seen`` when ``marker`` is in ``pcap`` already, else ``unseen`` (also while the
+    file does not exist yet); the capture goes on and the file stays."""
+    return f"if {_grep_marker(marker, pcap)} 2>/dev/null; then echo seen; else echo unseen; fi"
+
+
+def find_marker_script(marker: bytes, pcap: str, log: str) -> str:
+    """Print ``seen`` or ``unseen`` for ``marker`` in ``pcap``, then remove both files; exit 3
+    when the capture file is missing (then nothing can be concluded)."""
+    grep = _grep_marker(marker, pcap)
     quoted_pcap, quoted_log = shlex.quote(pcap), shlex.quote(log)
     return (
         f"if [ ! -f {quoted_pcap} ]; then cat {quoted_log} 2>/dev/null; exit 3; fi; "
-        f"if grep -q -a -F -e {shlex.quote(text)} {quoted_pcap}; then echo seen;"
+        f"if {grep}; then echo seen;"
         f" else echo unseen; fi; rm -f {quoted_pcap} {quoted_log}"
     )
 
@@ -171,7 +184,14 @@ class KubeUnderlayCapture:
                 error=functools.partial(ToolError, tool="tcpdump"),
             )
             result = source.run(send, timeout=60)
-            time.sleep(_CAPTURE_SETTLE)
+            # Until the marker is in the file or the settle time is up: absent (encrypted) the
+            # whole time passes as before; once written it stays, so the answer is the same.
+            seen = marker_written_script(marker, pcap)
+            poll(
+                lambda: capturer.run(["sh", "-c", seen], timeout=10).stdout.strip() == "seen",
+                timeout=_CAPTURE_SETTLE,
+                interval=0.05,
+            )
         finally:
             capturer.run(["sh", "-c", stop_capture_script(pid)], timeout=20)
         found = capturer.run(["sh", "-c", find_marker_script(marker, pcap, log)], timeout=30)

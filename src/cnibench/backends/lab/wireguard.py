@@ -12,7 +12,6 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,13 +22,15 @@ from cnibench.backends.lab.pods import LabPod
 from cnibench.backends.lab.runner import run_in_namespace, run_step, run_steps, wait_for_output
 from cnibench.backends.lab.runtime import READY_TIMEOUT, LabRuntime
 from cnibench.errors import ConfigError, ParseError, ProvisioningError, ToolError
-from cnibench.waiting import wait_for
+from cnibench.waiting import poll, wait_for
 
 __all__ = ["WG_SOCKET_DIR", "LabWireGuard", "parse_wg_dump", "redact_wg_dump"]
 
 WG_SOCKET_DIR = Path("/var/run/wireguard")
 """Where wireguard-go puts its control sockets (shared by every network namespace)."""
 _CAPTURE_SETTLE = 0.3
+"""Seconds for the last frames to reach tcpdump's file after the sender finished (less when the
+marker is seen there sooner)."""
 _TOUCH_PEERS = """
 import socket, sys
 for ip in sys.argv[1:]:
@@ -297,8 +298,10 @@ class LabWireGuard:
             except ProvisioningError as exc:
                 raise ToolError(f"underlay capture did not start: {exc}", tool="tcpdump") from exc
             result = pod.run(send, timeout=60)
-            # Let the last frames travel from the kernel ring to tcpdump's file.
-            time.sleep(_CAPTURE_SETTLE)
+            # Let the last frames travel from the kernel ring to tcpdump's file (-U: written per
+            # packet): until the marker is there or the settle time is up. Absent (encrypted)
+            # the whole time passes as before; once written it stays, so the answer is the same.
+            poll(lambda: marker in _written(pcap), timeout=_CAPTURE_SETTLE, interval=0.05)
         finally:
             runtime.stop([proc])
         try:
@@ -315,3 +318,11 @@ class LabWireGuard:
                 output=result.stdout + result.stderr,
             )
         return marker in data
+
+
+def _written(pcap: Path) -> bytes:
+    """What tcpdump wrote to ``pcap`` so far (nothing while the file does not exist)."""
+    try:
+        return pcap.read_bytes()
+    except OSError:
+        return b""
