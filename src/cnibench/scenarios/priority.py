@@ -16,7 +16,6 @@ that differs from the reference is a finding, recorded as such, not a failed run
 from __future__ import annotations
 
 import json
-import time
 
 from cnibench.backends.base import (
     DEFAULT_PORTS,
@@ -40,6 +39,7 @@ from cnibench.policy import (
 from cnibench.records import Measurement, ParamValue
 from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario, Verification
 from cnibench.scenarios.profiles import Profile
+from cnibench.waiting import settle
 
 __all__ = ["PROBE_TIMEOUT", "PriorityScenario", "http_probe"]
 
@@ -204,7 +204,7 @@ class PriorityScenario(Scenario):
         other: Endpoint = prepared.endpoints["other"]
         # A Kubernetes CNI programs (and unprograms) policies some time after the API server
         # stored them; the lab's nftables load is synchronous (0 s).
-        settle = cluster.priority_settle_seconds
+        settle_time = cluster.priority_settle_seconds
         spec = PolicySpec(
             # Kubernetes selects pods by their name label, the lab by address: give both.
             target=PolicyPeer(server.name, server.ip),
@@ -213,13 +213,17 @@ class PriorityScenario(Scenario):
         )
         before = http_probe(client, server)
         cluster.apply_priority_case(case, spec)
+        # A fixed pause, not a wait for the probe to change: "reachable" is the stale answer
+        # and may also be the right one, so only the time can say the case is in force.
         try:
-            time.sleep(settle)
+            settle(settle_time, why="the CNI to program the priority case")
             allowed_seen = http_probe(client, server)
             other_seen = http_probe(other, server)
         finally:
             cluster.remove_priority_case()
-        time.sleep(settle)
+        # Nor a wait for `after` to answer: it probes one client, and the next run's probes
+        # (both clients) must not meet this case half removed.
+        settle(settle_time, why="the CNI to remove the priority case")
         after = http_probe(client, server)
 
         decision = reference_decision(case)
