@@ -70,6 +70,7 @@ __all__ = [
     "load_results",
     "new_session_id",
     "redact",
+    "run_file_name",
     "session_ids",
     "sweep_temp_files",
 ]
@@ -110,7 +111,13 @@ RESULT_COLUMNS: tuple[str, ...] = (
 ``time`` is ``datetime64[ns, UTC]``, ``repetition`` int64, ``value`` float64 (``NaN`` for
 failed runs), ``verified`` bool, ``options`` and ``parameters`` JSON text (keys sorted); the
 other columns are text. They are followed by one ``param_<name>`` column per scenario parameter,
-sorted by name."""
+sorted by name.
+
+``run_id`` names one run in the frame. A run's id is unique within its session (its file is
+``runs/<run_id>.json``), and two sessions of one configuration repeat each other's ids; in a
+frame of several sessions where ids repeat, every run id is written ``<session_id>/<run_id>``
+(:func:`run_file_name` gives the file name back), so ``groupby("run_id")`` never pools two
+sessions' runs."""
 
 PARAM_PREFIX = "param_"
 """Prefix of the columns that expand :attr:`RunRecord.parameters`."""
@@ -937,7 +944,27 @@ def load_results(
     rows.sort(key=lambda row: (row["session_id"], row["time"], row["run_id"]))
     if sessions is None and len({row["session_id"] for row in rows}) > 1:
         warnings.warn(_mixed_sessions_message(rows), MixedSessionsWarning, stacklevel=2)
+    _qualify_repeated_run_ids(rows)
     return _records_frame(rows, sorted(param_names))
+
+
+def _qualify_repeated_run_ids(rows: list[dict[str, Any]]) -> None:
+    """``<session_id>/<run_id>`` for every row, where two sessions share a run id."""
+    owner: dict[str, str] = {}
+    repeated = False
+    for row in rows:
+        if owner.setdefault(row["run_id"], row["session_id"]) != row["session_id"]:
+            repeated = True
+            break
+    if repeated:
+        for row in rows:
+            row["run_id"] = f"{row['session_id']}/{row['run_id']}"
+
+
+def run_file_name(run_id: str) -> str:
+    """The id a run's files are named by (``runs/<id>.json``, ``raw/<id>/``): ``run_id``
+    without the ``<session_id>/`` :func:`load_results` adds where sessions repeat ids."""
+    return run_id.rsplit("/", 1)[-1]
 
 
 def _environment_files(path: Path) -> Iterator[Path]:

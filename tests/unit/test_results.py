@@ -26,6 +26,7 @@ from cnibench.results import (
     load_environments,
     load_results,
     redact,
+    run_file_name,
     session_ids,
     sweep_temp_files,
 )
@@ -659,3 +660,26 @@ def test_older_lab_fingerprints_name_the_datapath_as_now(store: ResultsStore) ->
         for row in load_environments(store.results_dir).itertuples()
     }
     assert values == {"lab": {"datapath": "vxlan"}, "kube": {"profile": "x"}}
+
+
+def test_two_sessions_repeating_run_ids_are_told_apart_and_one_session_keeps_its_ids(
+    tmp_path: Path,
+) -> None:
+    """Two sessions of one configuration name their runs alike (runs/<run_id>.json): pooled,
+    each id carries its session, so a groupby on run_id never mixes the two sessions' runs."""
+    root = tmp_path / "results"
+    for session, value in (("20261127T100000Z-aaaaaa", 1.0), ("20261127T110000Z-bbbbbb", 2.0)):
+        store = ResultsStore(root, session_id=session)
+        store.create()
+        store.write_run(
+            "egress-vxlan-on-r0a0", [_record(store, "egress-vxlan-on-r0a0", value=value)]
+        )
+    pooled = load_results(root, sessions="all")
+    assert sorted(pooled["run_id"]) == [
+        "20261127T100000Z-aaaaaa/egress-vxlan-on-r0a0",
+        "20261127T110000Z-bbbbbb/egress-vxlan-on-r0a0",
+    ]
+    assert pooled.groupby("run_id")["value"].sum().tolist() == [1.0, 2.0]
+    assert {run_file_name(r) for r in pooled["run_id"]} == {"egress-vxlan-on-r0a0"}
+    one = load_results(root, sessions=["20261127T100000Z-aaaaaa"])
+    assert one["run_id"].tolist() == ["egress-vxlan-on-r0a0"]

@@ -240,3 +240,33 @@ def test_a_treatment_run_in_one_of_two_sessions_is_compared_within_the_session_i
     # the same data with B's control runs counted in: the 20 % offset would move the ratio
     welch = sps.ttest_ind(np.log([v * 0.9 for v in OFF]), np.log(OFF + [v * 1.2 for v in OFF]))
     assert row.p_value < welch.pvalue
+
+
+def test_two_sessions_that_repeat_each_others_run_ids_stay_interleaved():
+    # Two sessions of one configuration name their runs alike (gateway-on-r0 in both): their
+    # runs must not be pooled into one position, which made interleaved rounds read as
+    # sequential (and so drifting) in the kind study of 2026-11-27.
+    rows = _session("A", "vxlan", OFF, ON, sequential=False)
+    rows += _session("B", "vxlan", OFF, ON, sequential=False, start=1000)
+    for row in rows:
+        row["run_id"] = str(row["run_id"]).split("-", 1)[1]  # "vxlan-on-r0": no session
+    table = report.verdict(pd.DataFrame(rows))
+    row = table[(table["kind"] == "feature") & (table["metric"] == "throughput")].iloc[0]
+    assert row.design == "interleaved"
+    assert row.n_control == 10
+    assert math.isfinite(row.ci_low)
+    assert "drift" not in row.verdict
+
+
+def test_per_run_sums_keep_two_sessions_runs_of_one_id_apart():
+    from cnibench.report.derived import with_derived_metrics
+
+    rows = []
+    for session, client, server in (("A", 0.2, 0.3), ("B", 1.0, 2.0)):
+        for role, value in (("client", client), ("server", server)):
+            row = _run(session, "vxlan", "on", 0, value, 0)
+            row.update(run_id="vxlan-on-r0", metric=f"cpu@{role}", unit="cores")
+            rows.append(row)
+    frame = with_derived_metrics(pd.DataFrame(rows))
+    sums = frame[frame["metric"] == "cpu@nodes"].set_index("session_id")["value"]
+    assert sums.to_dict() == pytest.approx({"A": 0.5, "B": 3.0})

@@ -23,7 +23,7 @@ import pandas as pd
 from cnibench import stats
 from cnibench.errors import CnibenchError, ConfigError, InsufficientDataError, ResultsError
 from cnibench.records import summary_scale, unit_upper_bound
-from cnibench.results import load_results
+from cnibench.results import load_results, run_file_name
 from cnibench.tools.http_timing import parse_http_timing
 
 __all__ = [
@@ -303,14 +303,14 @@ def _runs_with_raw(
     if frame.empty:
         return []
     sessions = session_dirs(results_path)
-    runs = frame[frame["status"] == "ok"].drop_duplicates("run_id")
+    runs = frame[frame["status"] == "ok"].drop_duplicates(["session_id", "run_id"])
     found: list[tuple[pd.Series, Path]] = []
     for _, run in runs.iterrows():
         session = sessions.get(str(run["session_id"]))
         if session is None:
             continue
         for candidate in names:
-            raw = session / "raw" / str(run["run_id"]) / candidate
+            raw = session / "raw" / run_file_name(str(run["run_id"])) / candidate
             if raw.is_file():
                 found.append((run, raw))
                 break

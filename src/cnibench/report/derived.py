@@ -107,12 +107,14 @@ def with_derived_metrics(df: pd.DataFrame) -> pd.DataFrame:
     candidates = df[wanted & (df["status"] == "ok")] if "status" in df.columns else df[wanted]
     if candidates.empty:
         return df
-    first = df.drop_duplicates("run_id").set_index("run_id")
+    # A run is (session, run id): two sessions of one configuration repeat run ids.
+    key = ["session_id", "run_id"] if "session_id" in df.columns else ["run_id"]
+    first = df.drop_duplicates(key).set_index(key)
     added: list[dict[str, object]] = []
-    for run_id, run in candidates.groupby("run_id", sort=False):
+    for run_key, run in candidates.groupby(key, sort=False):
         values = {str(m): float(v) for m, v in zip(run["metric"], run["value"], strict=True)}
-        template = {str(k): v for k, v in first.loc[run_id].to_dict().items()}
-        template["run_id"] = run_id
+        template = {str(k): v for k, v in first.loc[run_key].to_dict().items()}  # type: ignore[index]
+        template.update(zip(key, run_key, strict=True))
         gateway = _gateway_of(template.get("options", ""))
 
         found: list[tuple[str, float, str]] = []

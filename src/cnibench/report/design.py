@@ -44,6 +44,7 @@ __all__ = [
     "drift_autocorrelation",
     "drift_widening",
     "layout",
+    "run_keys",
     "run_positions",
     "session_means",
     "sessions_text",
@@ -114,7 +115,7 @@ class SideRuns:
 
 
 def run_positions(df: pd.DataFrame) -> pd.Series:
-    """Each run's place in its session's run order, sessions far apart, by ``run_id``.
+    """Each run's place in its session's run order, sessions far apart, by :func:`run_keys`.
 
     Parameters
     ----------
@@ -125,12 +126,12 @@ def run_positions(df: pd.DataFrame) -> pd.Series:
     Returns
     -------
     pandas.Series
-        Float positions indexed by ``run_id``; empty when ``time`` or ``session_id`` is
+        Float positions indexed by :func:`run_keys`; empty when ``time`` or ``session_id`` is
         missing.
     """
     if df.empty or "time" not in df.columns or "session_id" not in df.columns:
         return pd.Series(dtype=np.float64)
-    runs = df.drop_duplicates("run_id")[["run_id", "session_id", "time"]].copy()
+    runs = df.drop_duplicates(["session_id", "run_id"])[["run_id", "session_id", "time"]].copy()
     runs["time"] = pd.to_datetime(runs["time"], utc=True, errors="coerce")
     runs = runs.sort_values(["session_id", "time", "run_id"], kind="stable")
     order = runs.groupby("session_id", sort=True).cumcount().to_numpy(dtype=np.float64)
@@ -140,7 +141,13 @@ def run_positions(df: pd.DataFrame) -> pd.Series:
         .map({s: i for i, s in enumerate(dict.fromkeys(runs["session_id"].astype(str)))})
     )
     positions = order + _SESSION_GAP * session_index.to_numpy(dtype=np.float64)
-    return pd.Series(positions, index=runs["run_id"].astype(str).to_numpy())
+    return pd.Series(positions, index=run_keys(runs).to_numpy())
+
+
+def run_keys(df: pd.DataFrame) -> pd.Series:
+    """Each row's run as ``<session_id>/<run_id>``: a run id alone is unique only within its
+    session, and a frame built by hand may repeat it across sessions."""
+    return df["session_id"].astype(str) + "/" + df["run_id"].astype(str)
 
 
 def layout(control: SideRuns, treatment: SideRuns) -> Layout:

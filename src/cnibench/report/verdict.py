@@ -1579,7 +1579,7 @@ def verdict(
     rows = _usable(df)
     positions = design.run_positions(df)
     rows = rows.assign(
-        _position=rows["run_id"].astype(str).map(positions).astype(np.float64)
+        _position=design.run_keys(rows).map(positions).astype(np.float64)
         if not positions.empty
         else np.nan
     )
