@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,25 +130,16 @@ def client(prometheus: Server) -> Iterator[MetricsClient]:
 
 @pytest.fixture(scope="module")
 def loaded_window(client: MetricsClient) -> tuple[float, float]:
-    """A window of LOAD_SECONDS during which this process keeps one core busy."""
-    deadline = time.monotonic() + 15
-    # irate needs two scrapes; wait for the first CPU value before starting the window.
-    while True:
-        now = time.time()
-        try:
-            client.query_window(CPU_PERCENT.render(), now - 2, now)
-            break
-        except MetricsError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.3)
+    """A window of LOAD_SECONDS during which this process keeps one core busy, waited for as
+    the runner waits: CPU rates first, the scrape under way at its end stored after it."""
+    client.wait_for_rates([NODE_NAME], timeout=15)
     start = time.time()
     stop = time.monotonic() + LOAD_SECONDS
     iterations = 0
     while time.monotonic() < stop and iterations < 10**9:
         iterations += 1
     end = time.time()
-    time.sleep(1.5)  # let the last scrapes of the window be ingested
+    client.wait_for_next_scrape([NODE_NAME], timeout=15)
     return start, end
 
 
@@ -278,3 +270,41 @@ def test_proxy_from_environment_is_not_used(
     monkeypatch.delenv("no_proxy", raising=False)
     with MetricsClient(prometheus.url, timeout=5) as fresh:
         fresh.wait_until_ready(5)
+
+
+def test_a_new_scrape_is_awaited_within_about_one_interval(client: MetricsClient) -> None:
+    before = client.latest_scrapes([NODE_NAME])[NODE_NAME]
+    started = time.monotonic()
+    client.wait_for_next_scrape([NODE_NAME], timeout=15)
+    took = time.monotonic() - started
+    assert client.latest_scrapes([NODE_NAME])[NODE_NAME] > before
+    assert took < 3.0, took  # 1 s scrape interval, room for a busy machine
+
+
+def test_rates_are_awaited_for_every_instance_asked_for(client: MetricsClient) -> None:
+    client.wait_for_rates([NODE_NAME], timeout=15)
+    now = time.time()
+    assert NODE_NAME in client.reduce_window(CPU_PERCENT.render(), now - 2, now)
+
+
+@pytest.mark.parametrize(
+    ("wait", "message"),
+    [
+        (
+            lambda c: c.wait_for_next_scrape([NODE_NAME, "node-z"], timeout=1.5),
+            r"waited 1\.5 s for Prometheus at .* to store a new scrape of node-a, node-z:"
+            r" last seen: none yet of node-z$",
+        ),
+        (
+            lambda c: c.wait_for_rates(["node-z", NODE_NAME], timeout=1.5),
+            r"waited 1\.5 s for Prometheus at .* to have a CPU rate of node-z, node-a:"
+            r" last seen: none yet for node-z$",
+        ),
+    ],
+    ids=["scrape", "rates"],
+)
+def test_an_instance_prometheus_does_not_scrape_is_named_when_time_is_up(
+    client: MetricsClient, wait: Any, message: str
+) -> None:
+    with pytest.raises(MetricsError, match=message):
+        wait(client)

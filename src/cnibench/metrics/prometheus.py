@@ -30,6 +30,7 @@ from cnibench.metrics.queries import (
     RAM_MB,
     RECEIVE_RATE_BITS,
     NamedQuery,
+    label_selector,
     validate_duration,
 )
 from cnibench.records import Measurement
@@ -599,5 +600,101 @@ class MetricsClient:
             what=f"Prometheus at {self.url} to be ready",
             interval=poll_interval,
             last_seen=lambda: _one_line(problem),
+            error=MetricsError,
+        )
+
+    def _instant_by_instance(self, query: str) -> dict[str, float]:
+        """The value of instant ``query`` for each ``instance`` it returns."""
+        try:
+            result = self._connection.custom_query(query)
+            return {str(item["metric"]["instance"]): float(item["value"][1]) for item in result}
+        except (PrometheusApiClientException, requests.RequestException) as exc:
+            raise self._fail(query, exc) from exc
+        except (ValueError, KeyError, TypeError) as exc:
+            raise self._fail(query, f"unexpected answer ({type(exc).__name__}: {exc})") from exc
+
+    def latest_scrapes(self, instances: Sequence[str]) -> dict[str, float]:
+        """When the newest stored scrape of each of ``instances`` began, in Unix seconds
+        (``timestamp(up)``); an instance without one is left out.
+
+        Raises
+        ------
+        MetricsError
+            If Prometheus cannot be reached or rejects the query.
+        """
+        return self._instant_by_instance(f"timestamp(up{{{label_selector(instances=instances)}}})")
+
+    def wait_for_next_scrape(self, instances: Sequence[str], *, timeout: float = 15.0) -> None:
+        """Block until each of ``instances`` has a scrape stored that is newer than its newest
+        one at the call.
+
+        Prometheus scrapes a target once at a time and stores a scrape's samples together, so
+        then every sample scraped before the call can be queried: a run's window that ended
+        before the call misses none of its last scrape, however late that one is stored.
+
+        Parameters
+        ----------
+        instances:
+            ``instance`` labels, as for :meth:`run_metrics`.
+        timeout:
+            Seconds to wait (several scrape intervals).
+
+        Raises
+        ------
+        MetricsError
+            If that does not happen within ``timeout`` (the message names the instances still
+            without one), or a query fails.
+        """
+        before = self.latest_scrapes(instances)
+        behind = list(instances)
+
+        def scraped() -> bool:
+            nonlocal behind
+            latest = self.latest_scrapes(instances)
+            behind = [i for i in instances if latest.get(i, -math.inf) <= before.get(i, -math.inf)]
+            return not behind
+
+        wait_for(
+            scraped,
+            timeout=timeout,
+            what=f"Prometheus at {self.url} to store a new scrape of {', '.join(instances)}",
+            interval=0.1,
+            last_seen=lambda: f"none yet of {', '.join(behind)}",
+            error=MetricsError,
+        )
+
+    def wait_for_rates(self, instances: Sequence[str], *, timeout: float = 30.0) -> None:
+        """Block until the CPU ``irate`` has a value for each of ``instances``: two scrapes of
+        each lie within :attr:`MetricsSettings.window`, which every rate of :meth:`run_metrics`
+        needs from a run's first moment.
+
+        Parameters
+        ----------
+        instances:
+            ``instance`` labels, as for :meth:`run_metrics`.
+        timeout:
+            Seconds to wait.
+
+        Raises
+        ------
+        MetricsError
+            If that does not happen within ``timeout`` (the message names the instances still
+            without a rate), or a query fails.
+        """
+        query = CPU_PERCENT.render(window=self.settings.window, instances=instances)
+        missing = list(instances)
+
+        def rated() -> bool:
+            nonlocal missing
+            rates = self._instant_by_instance(query)
+            missing = [i for i in instances if not math.isfinite(rates.get(i, math.nan))]
+            return not missing
+
+        wait_for(
+            rated,
+            timeout=timeout,
+            what=f"Prometheus at {self.url} to have a CPU rate of {', '.join(instances)}",
+            interval=0.2,
+            last_seen=lambda: f"none yet for {', '.join(missing)}",
             error=MetricsError,
         )

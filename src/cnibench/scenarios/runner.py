@@ -67,7 +67,10 @@ __all__ = [
 ]
 
 METRICS_READY_TIMEOUT = 60.0
-"""Seconds to wait for a new cluster's Prometheus to scrape every node."""
+"""Seconds to wait for a new cluster's Prometheus to scrape every node, and then again for it
+to have every node's rates."""
+SCRAPE_TIMEOUT = 15.0
+"""Seconds to wait after a run for every node's next scrape (fifteen 1 s scrape intervals)."""
 
 ProgressCallback = Callable[[str], None]
 """Called with a short description after each attempted run (drives progress bars)."""
@@ -620,8 +623,8 @@ class Runner:
             cluster.prometheus_url(),
             settings=MetricsSettings(device_regex=cluster.metrics_device_regex),
         )
-        # The last scrape may lag the end of the run by one interval.
-        time.sleep(1.2)
+        # The scrape under way when the run ended may be stored up to an interval later.
+        client.wait_for_next_scrape([node.name for node in cluster.nodes], timeout=SCRAPE_TIMEOUT)
         return self._per_node_resources(client, cluster, start, end)
 
     def _metrics_ready(self, cluster: Cluster) -> None:
@@ -630,8 +633,8 @@ class Runner:
             return
         client = MetricsClient(cluster.prometheus_url())
         client.wait_until_ready(METRICS_READY_TIMEOUT, expected_targets=len(cluster.nodes))
-        # irate() needs two scrapes after the first one (1 s scrape interval).
-        time.sleep(2.5)
+        # A run's rates (irate) need two scrapes within their window from its first moment.
+        client.wait_for_rates([node.name for node in cluster.nodes], timeout=METRICS_READY_TIMEOUT)
         self._metrics_checked.add(id(cluster))
 
     def _per_node_resources(
