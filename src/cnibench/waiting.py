@@ -18,6 +18,10 @@ scenario waiting for a CNI to program a rule all wait the same way:
   observable announces (a CNI programming a policy whose expected outcome may be "no
   change"); it says why it waits.
 
+Nothing else in ``src/`` sleeps or loops on a clock, except load pacing (a load generator
+keeping its users busy for the run's duration): ``tests/unit/test_waiting.py`` reads every
+module's syntax tree and fails on any other call of a ``sleep`` or loop that reads a clock.
+
 The condition is always tried once more at the deadline itself, so a wait of 0 s tries once.
 Exceptions from the condition propagate at once unless their type is in ``retry``: those are
 tried again within the time, and the last one is the "last seen" of the error (and its

@@ -217,6 +217,9 @@ def run_epoll_load(load: EpollLoad, emit: Callable[[list[Record]], None]) -> flo
         schedule(origin_perf + index / load.spawn_rate, -1)
     stop = origin_perf + load.duration
     next_scan = origin_perf + _TIMEOUT_SCAN
+    # Load pacing, not a wait: this loop reads the clock to start users at the spawn rate,
+    # space a user's requests by `wait` and end the run at its duration
+    # (tests/unit/test_waiting.py lists it).
     try:
         while True:
             now = perf()

@@ -443,7 +443,9 @@ def _run(options: argparse.Namespace, records: IO[str]) -> dict[str, object]:
     runner = environment.create_local_runner()
     started = time.time()
     runner.start(options.users, spawn_rate=options.spawn_rate)
-    gevent.sleep(seconds)
+    # Load pacing, not a wait: the users send for the run's duration, and gevent.sleep is
+    # what yields this greenlet's time to them (tests/unit/test_waiting.py lists it).
+    gevent.sleep(seconds)  # load pacing: the run's duration
     runner.quit()
     duration = time.time() - started
     records.flush()
