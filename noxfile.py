@@ -125,9 +125,10 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def study(session: nox.Session) -> None:
-    """The kind study (docs/findings.md): five cluster configurations on kind, built offline,
+    """The kind study (docs/findings.md): six cluster configurations on kind, built offline,
     into docs/results/kind-<date>/ (``-- --print`` shows its plain `cnibench run` commands,
-    ``-- --engine NAME`` uses another private engine). 68 minutes warm on 2 cores (2026-11-26)."""
+    ``-- --engine NAME`` uses another private engine). 104 minutes warm on 2 cores
+    (2026-11-27): what it compares across configurations runs in two sessions of each."""
     _install(session)
     _system(session)
     session.run("python", "-m", "cnibench.study", *session.posargs)

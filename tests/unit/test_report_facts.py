@@ -100,3 +100,14 @@ def test_filled_rewrites_every_marked_number_and_nothing_else() -> None:
     assert filled(text, answers.__getitem__) == (
         "a <!-- fact runs x y -->5<!-- /fact --> b <!-- fact total runs -->10<!-- /fact --> 7"
     )
+
+
+def test_holm_says_whether_the_line_is_a_detectable_difference(facts: Facts) -> None:
+    row = facts.table[facts.table["metric"] == "throughput"].iloc[0]
+    expected = (
+        "detectable after Holm"
+        if row.significant
+        else f"not detectable after Holm (adjusted p = {row.p_adjusted:.2g})"
+    )
+    assert facts.get("holm cilium:mode=kpr gateway-on throughput") == expected
+    assert facts.get("total tested") == str(int(np.isfinite(facts.table["p_value"]).sum()))

@@ -1,6 +1,8 @@
-"""The committed kind study proves itself: its ``verdict.md`` and the lines the README and
-docs/findings.md quote from it are recomputed here from the records beside them
-(``cnibench.load_results``), so an edited number, or a record that no longer gives it, fails."""
+"""The committed kind study proves itself: its ``verdict.md``, the lines the README and
+docs/findings.md quote from it, and every number of docs/findings.md's prose (marked
+``<!-- fact KEY -->``, :mod:`cnibench.report.facts`) are recomputed here from the records beside
+them (``cnibench.load_results``), so an edited number, or a record that no longer gives it,
+fails."""
 
 from __future__ import annotations
 
@@ -11,12 +13,35 @@ from pathlib import Path
 
 import pytest
 
+from cnibench.report.facts import FACT, Facts, marked_facts, unmarked_numbers
 from cnibench.results import load_results
 from cnibench.study import STUDY, commands, verdict_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = sorted((ROOT / "docs" / "results").glob("kind-*"))
 QUOTE = re.compile(r"<!-- study-verdict (\S+) -->\n(.*?)<!-- /study-verdict -->", re.S)
+
+
+@functools.cache
+def _facts(name: str) -> Facts:
+    """The facts of ``docs/results/<name>`` (records and verdict loaded once)."""
+    return Facts.of(ROOT / "docs" / "results" / name)
+
+
+def _fact(key: str) -> str:
+    """A marked key's text: of the newest kind study, or of ``@<results set> KEY``."""
+    if key.startswith("@"):
+        name, _, key = key[1:].partition(" ")
+        return _facts(name).get(key)
+    return _facts(STUDIES[-1].name).get(key)
+
+
+def _wrong_facts(text: str) -> list[str]:
+    return [
+        f"{key}: the page says {shown!r}, the records {_fact(key)!r}"
+        for key, shown in marked_facts(text)
+        if shown != _fact(key)
+    ]
 
 
 @functools.cache
@@ -71,3 +96,21 @@ def test_findings_list_the_plain_commands_of_the_study() -> None:
     for line in commands(out):
         assert " ".join(line) in " ".join(text.split()), " ".join(line)
     assert len(STUDY) >= 3
+
+
+def test_every_marked_number_of_the_findings_is_what_the_records_give() -> None:
+    text = (ROOT / "docs" / "findings.md").read_text()
+    assert len(marked_facts(text)) >= 30
+    assert _wrong_facts(text) == []
+
+
+def test_the_findings_prose_has_no_number_outside_a_mark() -> None:
+    assert unmarked_numbers((ROOT / "docs" / "findings.md").read_text()) == []
+
+
+def test_one_edited_digit_of_a_marked_number_is_caught() -> None:
+    text = (ROOT / "docs" / "findings.md").read_text()
+    mark = next(m for m in FACT.finditer(text) if re.search(r"\d", m.group(2)))
+    digit = mark.start(2) + re.search(r"\d", mark.group(2)).start()  # type: ignore[union-attr]
+    edited = text[:digit] + str((int(text[digit]) + 1) % 10) + text[digit + 1 :]
+    assert len(_wrong_facts(edited)) == 1

@@ -16,13 +16,17 @@ A key is a kind of number followed by words that select it:
     The median over the verified runs, in ``UNIT`` (``Gbit/s``, ``us``, ``ms``, ``s``,
     ``cores``, ``%``, ``conn/s``, ``req/s``, ``MB``), three significant digits:
     ``24.7 Gbit/s``. Derived metrics (``cpu@nodes``, ``cores_per_gbps``) count.
+``holm CNI TREATMENT METRIC [control=...] [vs=...] [kind=...]``
+    Whether that verdict line is a detectable difference after Holm's correction:
+    ``detectable after Holm`` or ``not detectable after Holm (adjusted p = 0.84)``.
 ``reached CNI CONDITION METRIC``
     A yes/no metric's yes count over its runs: ``5/5``.
 ``runs CNI CONDITION``
     The number of verified successful runs: ``5``.
 ``total WHAT``
     How many ``runs`` (verified successful), ``conditions`` (configuration x condition),
-    ``configurations``, ``sessions`` the set holds, or the ``fewest`` runs of a condition.
+    ``configurations``, ``sessions`` the set holds, the ``fewest`` runs of a condition, or the
+    contrasts ``tested`` (the family Holm's correction runs over).
 ``when``
     The records' span: ``2026-11-27 15:47-17:20 UTC``.
 ``machine WHAT``
@@ -114,7 +118,7 @@ def unmarked_numbers(text: str) -> list[str]:
         text = pattern.sub(" ", text)
     return [
         text[max(0, m.start() - 30) : m.end() + 30].replace("\n", " ")
-        for m in re.finditer(r"\d+", text)
+        for m in re.finditer(r"(?<![\w.])\d+", text)  # not a word's own digits (iperf3)
     ]
 
 
@@ -171,6 +175,7 @@ class Facts:
         options = dict(w.split("=", 1) for w in chosen)
         handlers = {
             "contrast": self._contrast,
+            "holm": self._holm,
             "median": self._median,
             "reached": self._reached,
             "runs": self._runs,
@@ -228,6 +233,7 @@ class Facts:
             "configurations": runs["cni"].nunique(),
             "sessions": runs["session_id"].nunique(),
             "fewest": int(per_condition.min()) if len(per_condition) else 0,
+            "tested": int(np.isfinite(self.table["p_value"].to_numpy(dtype=np.float64)).sum()),
         }
         if len(args) != 1 or args[0] not in counts:
             raise ConfigError(f"fact {key!r}: total {'|'.join(counts)}")
@@ -263,6 +269,18 @@ class Facts:
         return str(round(self.wall_seconds / 60.0))
 
     def _contrast(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        return contrast_text(self._line(key, args, options))
+
+    def _holm(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        row = self._line(key, args, options)
+        adjusted = float(row["p_adjusted"])
+        if not math.isfinite(adjusted):
+            return "not tested"
+        if bool(row["significant"]):
+            return "detectable after Holm"
+        return f"not detectable after Holm (adjusted p = {adjusted:.2g})"
+
+    def _line(self, key: str, args: list[str], options: dict[str, str]) -> pd.Series:
         if len(args) != 3:
             raise ConfigError(
                 f"fact {key!r}: contrast CNI TREATMENT METRIC [control=C] [vs=CNI] [kind=K]"
@@ -278,7 +296,7 @@ class Facts:
         rows = table[mask]
         if len(rows) != 1:
             raise ConfigError(f"fact {key!r}: selects {len(rows)} verdict lines, not 1")
-        return contrast_text(rows.iloc[0])
+        return rows.iloc[0]
 
 
 def contrast_text(row: pd.Series) -> str:
