@@ -1,7 +1,7 @@
 """The figures read at 1400 px: their geometry as matplotlib lays it out, not as guessed.
 
 Each figure is drawn by the report's own functions, at the report's resolution, on the
-committed kind study (docs/results/kind-2026-11-26), on its split contrasts as its committed
+committed kind study (docs/results/kind-2026-11-27), on its split contrasts as its committed
 report stated them (the legend covered a section's title there), and on small synthetic
 frames for what the study has no data for (request times, split records, a lab-sized context
 that pushed a forest's labels off the figure); then the rendered extents are checked:
@@ -28,7 +28,7 @@ import cnibench
 from cnibench.report import figures
 from cnibench.report.verdict import verdict
 
-STUDY = Path(__file__).resolve().parents[2] / "docs" / "results" / "kind-2026-11-26"
+STUDY = Path(__file__).resolve().parents[2] / "docs" / "results" / "kind-2026-11-27"
 REPORT_DPI = 80  # cnibench.report.document renders PNGs at 80 dpi
 SEED = 20261127
 

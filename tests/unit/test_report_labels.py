@@ -11,7 +11,7 @@ from cnibench.report.labels import (
     wrap_label,
 )
 
-# The kind study's CNI configurations (docs/results/kind-2026-11-26).
+# The kind study's CNI configurations (docs/results/kind-2026-11-27).
 STUDY_CNIS = [
     "flannel",
     "flannel:kube-proxy=nftables",
