@@ -332,18 +332,21 @@ def within_shared_sessions(
         sessions = tuple(s for s, k in zip(side.sessions, mask, strict=True) if k)
         return SideRuns(side.values[mask], sessions, side.positions[mask])
 
-    kept = keep(control), keep(treatment)
-    dropped = []
-    for name, side, mine in (("control", control, first), ("treatment", treatment, second)):
-        others = sorted(mine - shared)
-        if others:
-            count = len(side.sessions) - len(kept[0 if name == "control" else 1].sessions)
-            dropped.append(f"{count} {name} run(s) of {', '.join(others)}")
+    kept_control, kept_treatment = keep(control), keep(treatment)
+    dropped = [
+        f"{len(side.sessions) - len(kept.sessions)} {name} run(s)"
+        f" of {', '.join(sorted(mine - shared))}"
+        for name, side, kept, mine in (
+            ("control", control, kept_control, first),
+            ("treatment", treatment, kept_treatment, second),
+        )
+        if mine - shared
+    ]
     words = (
         f"within the shared session(s) {', '.join(sorted(shared))}; "
         f"{' and '.join(dropped)} left out"
     )
-    return kept[0], kept[1], words
+    return kept_control, kept_treatment, words
 
 
 def session_means(side: SideRuns) -> npt.NDArray[np.float64]:
