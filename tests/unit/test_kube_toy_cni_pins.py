@@ -29,7 +29,7 @@ from cnibench.backends.kube.cni import (
 )
 from cnibench.backends.kube.cnis import register, unregister
 from cnibench.backends.kube.cnis.base import DriverBase
-from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
+from cnibench.backends.kube.images import OFFLINE_IMAGES, CniImage, Images
 from cnibench.backends.kube.offline import OfflineBuilder
 from cnibench.backends.kube.offline.plan import (
     image_recipes,
@@ -45,6 +45,7 @@ from cnibench.backends.kube.offline.status import build_command
 
 TOY_MODULE = "example.com/toy"
 TOY_TAG = "localhost/cnibench-toy:v0.0.7-offline-1"
+TOY_IMAGE = CniImage("toy", public="registry.example/toy:0.0.7", offline=TOY_TAG)
 
 
 def _toy_wrapper(version: str, module: Path | None) -> dict[str, str]:
@@ -60,6 +61,7 @@ class ToyDriver(DriverBase):
 
     name = "toy"
     version = "0.0.7"
+    own_images = (TOY_IMAGE,)
     offline = OfflineRecipe(
         version="v0.0.7",
         build=GoBuild(
@@ -70,7 +72,7 @@ class ToyDriver(DriverBase):
             digest_inputs=("toy-1", "v0.0.7"),
         ),
         image=_toy_image,
-        image_tag=TOY_TAG,
+        image_name=TOY_IMAGE.name,
         rootfs={"toy": ("iproute2", "iptables")},
         artefact_prefix="toy/",
         recipe="toy",

@@ -19,17 +19,22 @@ from cnibench.backends.kube.cnis.cilium import (
     cilium_image,
     cilium_ldflags,
 )
+from cnibench.backends.kube.cnis.cilium import IMAGE as CILIUM_IMAGE
+from cnibench.backends.kube.cnis.flannel import IMAGE as FLANNEL_IMAGE
+from cnibench.backends.kube.cnis.kube_router import IMAGE as KUBE_ROUTER_IMAGE
 from cnibench.backends.kube.cnis.kube_router import (
     KUBE_ROUTER_MODULE,
     KUBE_ROUTER_OFFLINE,
     kube_router_go_mod,
 )
-from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
+from cnibench.backends.kube.images import OFFLINE_IMAGES, CniImage, Images
 from cnibench.backends.kube.offline import OfflineBuilder
 from cnibench.backends.kube.offline.plan import (
     image_recipes,
     not_offline_reason,
+    offline_cnis,
     pod_image_tags,
+    recipe_image,
     rootfs_packages,
 )
 from cnibench.backends.kube.offline.recipes import (
@@ -404,14 +409,13 @@ def test_cilium_module_files_the_image_uses_exist_in_the_module() -> None:
 )
 def test_cilium_image_only_for_cilium(cnis: list[str] | None, has_cilium: bool) -> None:
     tags = pod_image_tags(OFFLINE_IMAGES, cnis=cnis)
-    assert (OFFLINE_IMAGES.cilium in tags) is has_cilium
-    assert OFFLINE_IMAGES.flannel in tags
+    assert (CILIUM_IMAGE.offline in tags) is has_cilium
+    assert FLANNEL_IMAGE.offline in tags
 
 
-def test_an_empty_image_field_has_no_recipe() -> None:
-    public = Images()
-    assert public.cilium == ""
-    tags = pod_image_tags(dataclasses.replace(OFFLINE_IMAGES, cilium=""))
+def test_an_empty_image_has_no_recipe() -> None:
+    assert Images().cni_image(CILIUM_IMAGE) == ""  # the chart's own images
+    tags = pod_image_tags(dataclasses.replace(OFFLINE_IMAGES, cni_overrides={"cilium": ""}))
     assert "" not in tags
     assert len(tags) == len(pod_image_tags(OFFLINE_IMAGES)) - 1
 
@@ -432,24 +436,42 @@ def test_kube_router_image_only_for_kube_router(
     cnis: list[str] | None, has_kube_router: bool
 ) -> None:
     recipes = {r.tag: r for r in image_recipes(OFFLINE_IMAGES, cnis=cnis)}
-    assert (OFFLINE_IMAGES.kube_router in recipes) is has_kube_router
+    assert (KUBE_ROUTER_IMAGE.offline in recipes) is has_kube_router
     if has_kube_router:
-        recipe = recipes[OFFLINE_IMAGES.kube_router]
+        recipe = recipes[KUBE_ROUTER_IMAGE.offline]
         assert recipe.files == {"/usr/local/bin/kube-router": "kube-router"}
         # NetworkPolicy is iptables + ipsets: the userland must be in the image.
         assert {"iptables", "ipset", "iproute2"} <= set(rootfs_packages()[recipe.rootfs])
 
 
-@pytest.mark.parametrize("driver_name", ["flannel", "cilium", "kube-router"])
-def test_image_tags_name_the_drivers_releases(driver_name: str) -> None:
-    """The image tags are still fields of ``Images`` (overridable one by one): each names the
-    release its driver pins, offline the one its recipe builds."""
+@pytest.mark.parametrize("driver_name", offline_cnis())
+def test_each_recipe_builds_an_image_its_driver_declares(driver_name: str) -> None:
+    """A CNI's image tags are its driver's own (``own_images``, overridable one by one with
+    ``CNIBENCH_IMAGE_<NAME>``): the offline one names the release its recipe builds, the
+    public one the release the driver pins."""
     from cnibench.backends.kube.cnis import DRIVERS
 
     driver = DRIVERS[driver_name]
     recipe = driver.offline
     assert recipe is not None
-    assert f":{recipe.version}-offline-" in getattr(OFFLINE_IMAGES, recipe.image_field)
-    public = getattr(Images(), recipe.image_field)
+    image = recipe_image(driver_name)
+    assert image in driver.own_images
+    assert f":{recipe.version}-offline-" in OFFLINE_IMAGES.cni_image(image)
+    public = Images().cni_image(image)
     if public:  # the public set's Cilium image is the chart's own
         assert public.endswith(f":{driver.version}")
+
+
+@pytest.mark.parametrize(
+    ("image", "tag"),
+    [
+        (FLANNEL_IMAGE, "localhost/cnibench-flannel:v0.28.10-offline-1"),
+        (CILIUM_IMAGE, "localhost/cnibench-cilium:v1.18.4-offline-1"),
+        (KUBE_ROUTER_IMAGE, "localhost/cnibench-kube-router:v2.1.0-offline-1"),
+    ],
+    ids=["flannel", "cilium", "kube-router"],
+)
+def test_offline_cni_image_tags_are_those_the_engines_hold(image: CniImage, tag: str) -> None:
+    """Images are found in the engine by tag: a changed tag rebuilds and reloads the image, as
+    a changed digest rebuilds its step. Change one only on purpose, with the recipe."""
+    assert OFFLINE_IMAGES.cni_image(image) == tag
