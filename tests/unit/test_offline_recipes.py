@@ -243,6 +243,16 @@ def test_offline_set_is_selected_by_environment() -> None:
     assert custom.prometheus == OFFLINE_IMAGES.prometheus
 
 
+def test_an_image_set_is_a_value() -> None:
+    """Equal and hashable by what it holds, CNI overrides in any order (it was hashable when
+    the CNI images were fields)."""
+    one = Images(cni_overrides={"flannel": "f:1", "cilium": "c:1"})
+    other = Images(cni_overrides={"cilium": "c:1", "flannel": "f:1"})
+    assert one == other
+    assert hash(one) == hash(other)
+    assert len({Images(), one, other, OFFLINE_IMAGES}) == 3
+
+
 def test_flannel_cilium_and_kube_router_run_offline_and_every_other_cni_says_why() -> None:
     from cnibench.backends.kube.cnis import cni_names
 

@@ -139,6 +139,10 @@ class Images:
         if self.cni_set not in ("public", "offline"):
             raise ValueError(f"cni_set must be 'public' or 'offline', not {self.cni_set!r}")
 
+    def __hash__(self) -> int:
+        # Hashable like any frozen set of settings, though the overrides are a mapping.
+        return hash((*self.shared().values(), self.cni_set, *sorted(self.cni_overrides.items())))
+
     @classmethod
     def from_environment(cls, environ: Mapping[str, str], *, default: str = "public") -> Images:
         """The set named by ``CNIBENCH_IMAGES`` (``public`` or ``offline``: see
