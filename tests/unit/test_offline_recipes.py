@@ -6,6 +6,8 @@ import dataclasses
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -241,6 +243,34 @@ def test_offline_set_is_selected_by_environment() -> None:
     custom = Images.from_environment({"CNIBENCH_IMAGES": "offline", "CNIBENCH_IMAGE_TOOLS": "x:1"})
     assert custom.tools == "x:1"
     assert custom.prometheus == OFFLINE_IMAGES.prometheus
+
+
+@pytest.mark.parametrize(
+    ("variable", "image"),
+    [
+        ("CNIBENCH_IMAGE_FLANNEL", FLANNEL_IMAGE),
+        ("CNIBENCH_IMAGE_CILIUM", CILIUM_IMAGE),
+        ("CNIBENCH_IMAGE_KUBE_ROUTER", KUBE_ROUTER_IMAGE),
+    ],
+    ids=["flannel", "cilium", "kube-router"],
+)
+def test_a_cni_image_keeps_its_variable(variable: str, image: CniImage) -> None:
+    """The names the images had as fields of ``Images``, now derived from the registry."""
+    assert image.variable == variable
+    mine = {variable: "registry.example/mine:1"}
+    assert Images.from_environment(mine).cni_image(image) == "registry.example/mine:1"
+    assert not Images.from_environment({"CNIBENCH_IMAGES": "offline", **mine}).offline
+
+
+def test_importing_the_images_module_alone_registers_the_cni_images() -> None:
+    """``from_environment`` reads ``CNIBENCH_IMAGE_<NAME>`` of registered CNI images only;
+    importing ``images`` runs the kube package, whose registry registers them, so no caller
+    reads the environment before they are known."""
+    code = "from cnibench.backends.kube.images import CNI_IMAGES; print(*CNI_IMAGES)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split() == ["cilium", "flannel", "kube_router"]
 
 
 def test_an_image_set_is_a_value() -> None:
