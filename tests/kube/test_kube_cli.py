@@ -92,7 +92,9 @@ def flannel_installed(api_client: Any, role_nodes: list[str], tmp_path: Path) ->
     from cnibench.backends.kube.cni import cni_definition
     from cnibench.backends.kube.images import Images
 
-    definition = cni_definition(ClusterSpec(cni="flannel"), images=Images(flannel=PLACEHOLDER))
+    definition = cni_definition(
+        ClusterSpec(cni="flannel"), images=Images(cni_overrides={"flannel": PLACEHOLDER})
+    )
     core: Any = client.CoreV1Api(api_client)
     for name in role_nodes:
         # flannel's DaemonSet selects Linux nodes by the label every kubelet sets; kwok's

@@ -7,7 +7,6 @@ path, bounding set) passed in as functions so both answers are exercised on any 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from cnibench.backends.kube.cnis.cilium import (
     cilium_values,
     module_chart_dir,
 )
+from cnibench.backends.kube.cnis.cilium import IMAGE as CILIUM_IMAGE
 from cnibench.backends.kube.helm import helm_install_argv
 from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
 from cnibench.errors import ConfigError
@@ -114,11 +114,11 @@ def test_offline_definition_installs_the_module_chart() -> None:
     )
     assert cni.chart is not None
     assert cni.chart.path == str(CHART)
-    assert cni.chart.values["image"]["override"] == OFFLINE_IMAGES.cilium
+    assert cni.chart.values["image"]["override"] == OFFLINE_IMAGES.cni_image(CILIUM_IMAGE)
 
 
 def test_an_own_cilium_image_alone_selects_the_offline_install() -> None:
-    images = dataclasses.replace(Images(), cilium=IMAGE)
+    images = Images(cni_overrides={"cilium": IMAGE})
     cni = _driver().definition(ClusterSpec(cni="cilium"), versions=CniVersions(), images=images)
     assert cni.chart is not None
     assert cni.chart.path == str(CHART)
@@ -189,8 +189,9 @@ def test_module_chart_dir_is_under_the_module_tag(
 
 def test_the_chart_version_is_the_built_module_release() -> None:
     assert "v" + CILIUM.version == CILIUM_OFFLINE.version
-    # The offline image's tag (in images.py, overridable per field) names the built release.
-    assert f":{CILIUM_OFFLINE.version}-offline-" in OFFLINE_IMAGES.cilium
+    # The offline image's tag (the driver's own, CNIBENCH_IMAGE_CILIUM overrides it) names the
+    # built release.
+    assert f":{CILIUM_OFFLINE.version}-offline-" in OFFLINE_IMAGES.cni_image(CILIUM_IMAGE)
 
 
 def test_a_version_override_reaches_the_definition_and_the_chart() -> None:

@@ -23,6 +23,7 @@ from cnibench.backends.kube.cnis import DRIVERS
 from cnibench.backends.kube.cnis.flannel import (
     ENTRYPOINT_SCRIPT,
     FLANNEL,
+    IMAGE,
     NETWORK_POLICY_HINT,
     wireguard_reason,
 )
@@ -30,7 +31,7 @@ from cnibench.backends.kube.images import Images
 from cnibench.errors import ConfigError, UnsupportedError
 from cnibench.scenarios import SCENARIOS
 
-IMAGES = Images(flannel="registry.example/flannel:v0.28.10-test")
+IMAGES = Images(cni_overrides={"flannel": "registry.example/flannel:v0.28.10-test"})
 SPEC = ClusterSpec(cni="flannel")
 SHELLS = [s for s in ("sh", "bash") if shutil.which(s)]
 LEASE = (
@@ -110,13 +111,13 @@ def test_cluster_role_grants_what_flanneld_uses() -> None:
 )
 def test_image_comes_from_the_images_passed(images: Images) -> None:
     (container,) = _by_kind("DaemonSet", images)["spec"]["template"]["spec"]["containers"]
-    assert container["image"] == images.flannel
+    assert container["image"] == images.cni_image(IMAGE)
 
 
 def test_cni_definition_without_images_runs_the_public_image() -> None:
     (daemon_set,) = [m for m in cni_definition(SPEC).manifests if m["kind"] == "DaemonSet"]
     (container,) = daemon_set["spec"]["template"]["spec"]["containers"]
-    assert container["image"] == Images().flannel
+    assert container["image"] == IMAGE.public
 
 
 @pytest.mark.parametrize(

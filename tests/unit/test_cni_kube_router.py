@@ -17,6 +17,7 @@ from cnibench.backends.kube.cnis.kube_router import (
     AGENT_SELECTOR,
     ARGS,
     CONFLIST_PATH,
+    IMAGE,
     KUBE_ROUTER,
     conflist,
     image_version,
@@ -76,7 +77,7 @@ def test_image_version_falls_back_to_the_pin() -> None:
 def test_the_daemon_set_routes_and_enforces_but_leaves_services_to_kube_proxy() -> None:
     spec = _pod_spec()
     (container,) = spec["containers"]
-    assert container["image"] == OFFLINE_IMAGES.kube_router
+    assert container["image"] == IMAGE.offline
     assert "--run-firewall=true" in container["args"]
     assert "--run-router=true" in container["args"]
     assert "--run-service-proxy=false" in container["args"]

@@ -6,6 +6,8 @@ import dataclasses
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,17 +21,22 @@ from cnibench.backends.kube.cnis.cilium import (
     cilium_image,
     cilium_ldflags,
 )
+from cnibench.backends.kube.cnis.cilium import IMAGE as CILIUM_IMAGE
+from cnibench.backends.kube.cnis.flannel import IMAGE as FLANNEL_IMAGE
+from cnibench.backends.kube.cnis.kube_router import IMAGE as KUBE_ROUTER_IMAGE
 from cnibench.backends.kube.cnis.kube_router import (
     KUBE_ROUTER_MODULE,
     KUBE_ROUTER_OFFLINE,
     kube_router_go_mod,
 )
-from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
+from cnibench.backends.kube.images import OFFLINE_IMAGES, CniImage, Images
 from cnibench.backends.kube.offline import OfflineBuilder
 from cnibench.backends.kube.offline.plan import (
     image_recipes,
     not_offline_reason,
+    offline_cnis,
     pod_image_tags,
+    recipe_image,
     rootfs_packages,
 )
 from cnibench.backends.kube.offline.recipes import (
@@ -238,6 +245,44 @@ def test_offline_set_is_selected_by_environment() -> None:
     assert custom.prometheus == OFFLINE_IMAGES.prometheus
 
 
+@pytest.mark.parametrize(
+    ("variable", "image"),
+    [
+        ("CNIBENCH_IMAGE_FLANNEL", FLANNEL_IMAGE),
+        ("CNIBENCH_IMAGE_CILIUM", CILIUM_IMAGE),
+        ("CNIBENCH_IMAGE_KUBE_ROUTER", KUBE_ROUTER_IMAGE),
+    ],
+    ids=["flannel", "cilium", "kube-router"],
+)
+def test_a_cni_image_keeps_its_variable(variable: str, image: CniImage) -> None:
+    """The names the images had as fields of ``Images``, now derived from the registry."""
+    assert image.variable == variable
+    mine = {variable: "registry.example/mine:1"}
+    assert Images.from_environment(mine).cni_image(image) == "registry.example/mine:1"
+    assert not Images.from_environment({"CNIBENCH_IMAGES": "offline", **mine}).offline
+
+
+def test_importing_the_images_module_alone_registers_the_cni_images() -> None:
+    """``from_environment`` reads ``CNIBENCH_IMAGE_<NAME>`` of registered CNI images only;
+    importing ``images`` runs the kube package, whose registry registers them, so no caller
+    reads the environment before they are known."""
+    code = "from cnibench.backends.kube.images import CNI_IMAGES; print(*CNI_IMAGES)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split() == ["cilium", "flannel", "kube_router"]
+
+
+def test_an_image_set_is_a_value() -> None:
+    """Equal and hashable by what it holds, CNI overrides in any order (it was hashable when
+    the CNI images were fields)."""
+    one = Images(cni_overrides={"flannel": "f:1", "cilium": "c:1"})
+    other = Images(cni_overrides={"cilium": "c:1", "flannel": "f:1"})
+    assert one == other
+    assert hash(one) == hash(other)
+    assert len({Images(), one, other, OFFLINE_IMAGES}) == 3
+
+
 def test_flannel_cilium_and_kube_router_run_offline_and_every_other_cni_says_why() -> None:
     from cnibench.backends.kube.cnis import cni_names
 
@@ -404,14 +449,13 @@ def test_cilium_module_files_the_image_uses_exist_in_the_module() -> None:
 )
 def test_cilium_image_only_for_cilium(cnis: list[str] | None, has_cilium: bool) -> None:
     tags = pod_image_tags(OFFLINE_IMAGES, cnis=cnis)
-    assert (OFFLINE_IMAGES.cilium in tags) is has_cilium
-    assert OFFLINE_IMAGES.flannel in tags
+    assert (CILIUM_IMAGE.offline in tags) is has_cilium
+    assert FLANNEL_IMAGE.offline in tags
 
 
-def test_an_empty_image_field_has_no_recipe() -> None:
-    public = Images()
-    assert public.cilium == ""
-    tags = pod_image_tags(dataclasses.replace(OFFLINE_IMAGES, cilium=""))
+def test_an_empty_image_has_no_recipe() -> None:
+    assert Images().cni_image(CILIUM_IMAGE) == ""  # the chart's own images
+    tags = pod_image_tags(dataclasses.replace(OFFLINE_IMAGES, cni_overrides={"cilium": ""}))
     assert "" not in tags
     assert len(tags) == len(pod_image_tags(OFFLINE_IMAGES)) - 1
 
@@ -432,24 +476,42 @@ def test_kube_router_image_only_for_kube_router(
     cnis: list[str] | None, has_kube_router: bool
 ) -> None:
     recipes = {r.tag: r for r in image_recipes(OFFLINE_IMAGES, cnis=cnis)}
-    assert (OFFLINE_IMAGES.kube_router in recipes) is has_kube_router
+    assert (KUBE_ROUTER_IMAGE.offline in recipes) is has_kube_router
     if has_kube_router:
-        recipe = recipes[OFFLINE_IMAGES.kube_router]
+        recipe = recipes[KUBE_ROUTER_IMAGE.offline]
         assert recipe.files == {"/usr/local/bin/kube-router": "kube-router"}
         # NetworkPolicy is iptables + ipsets: the userland must be in the image.
         assert {"iptables", "ipset", "iproute2"} <= set(rootfs_packages()[recipe.rootfs])
 
 
-@pytest.mark.parametrize("driver_name", ["flannel", "cilium", "kube-router"])
-def test_image_tags_name_the_drivers_releases(driver_name: str) -> None:
-    """The image tags are still fields of ``Images`` (overridable one by one): each names the
-    release its driver pins, offline the one its recipe builds."""
+@pytest.mark.parametrize("driver_name", offline_cnis())
+def test_each_recipe_builds_an_image_its_driver_declares(driver_name: str) -> None:
+    """A CNI's image tags are its driver's own (``own_images``, overridable one by one with
+    ``CNIBENCH_IMAGE_<NAME>``): the offline one names the release its recipe builds, the
+    public one the release the driver pins."""
     from cnibench.backends.kube.cnis import DRIVERS
 
     driver = DRIVERS[driver_name]
     recipe = driver.offline
     assert recipe is not None
-    assert f":{recipe.version}-offline-" in getattr(OFFLINE_IMAGES, recipe.image_field)
-    public = getattr(Images(), recipe.image_field)
+    image = recipe_image(driver_name)
+    assert image in driver.own_images
+    assert f":{recipe.version}-offline-" in OFFLINE_IMAGES.cni_image(image)
+    public = Images().cni_image(image)
     if public:  # the public set's Cilium image is the chart's own
         assert public.endswith(f":{driver.version}")
+
+
+@pytest.mark.parametrize(
+    ("image", "tag"),
+    [
+        (FLANNEL_IMAGE, "localhost/cnibench-flannel:v0.28.10-offline-1"),
+        (CILIUM_IMAGE, "localhost/cnibench-cilium:v1.18.4-offline-1"),
+        (KUBE_ROUTER_IMAGE, "localhost/cnibench-kube-router:v2.1.0-offline-1"),
+    ],
+    ids=["flannel", "cilium", "kube-router"],
+)
+def test_offline_cni_image_tags_are_those_the_engines_hold(image: CniImage, tag: str) -> None:
+    """Images are found in the engine by tag: a changed tag rebuilds and reloads the image, as
+    a changed digest rebuilds its step. Change one only on purpose, with the recipe."""
+    assert OFFLINE_IMAGES.cni_image(image) == tag

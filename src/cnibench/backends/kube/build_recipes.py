@@ -124,11 +124,9 @@ class OfflineRecipe:
         The CNI's Go build.
     image:
         ``tag -> recipe`` of the CNI's image.
-    image_field:
-        Field of :class:`~cnibench.backends.kube.images.Images` holding the image's tag (so
-        ``CNIBENCH_IMAGE_<FIELD>`` overrides it), or ``""`` when :attr:`image_tag` is the tag.
-    image_tag:
-        The tag when there is no :attr:`image_field`.
+    image_name:
+        Name of the driver's own :class:`~cnibench.backends.kube.images.CniImage` this builds:
+        its offline reference is the tag (``CNIBENCH_IMAGE_<NAME>`` overrides it).
     rootfs:
         Root filesystems of the CNI's own (name -> Debian packages), built only when the CNI is
         asked for; an image may also use a shared one (``netfilter``).
@@ -159,8 +157,7 @@ class OfflineRecipe:
     version: str
     build: GoBuild
     image: Callable[[str], ImageRecipe]
-    image_field: str = ""
-    image_tag: str = ""
+    image_name: str
     rootfs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     always: bool = False
     needs_helm: bool = False

@@ -182,7 +182,7 @@ class CniDefinition:
     encryption:
         ``"wireguard"`` or ``""``.
     gateway_api_crds:
-        Gateway API release (e.g. ``v1.2.0``) whose standard-channel CRDs are installed and
+        Gateway API release (a module tag) whose standard-channel CRDs are installed and
         Established *before* the CNI chart; ``""`` for none.
     addon_charts:
         Helm releases installed after the CNI chart (NGINX Gateway Fabric); their workloads

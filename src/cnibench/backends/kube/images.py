@@ -1,8 +1,13 @@
-"""Pinned container images of the Kubernetes backend: the one place to change them.
+"""Pinned container images of the Kubernetes backend: the shared ones here, each CNI's own in its
+driver.
 
-Images are referenced by tag (the kind node image also by digest); override any of them with
-:meth:`Images.from_environment` (``CNIBENCH_IMAGE_<FIELD>``, e.g. ``CNIBENCH_IMAGE_TOOLS``) or
-by passing an :class:`Images` to the backend. Nothing here is pulled by cnibench itself: the
+The shared images (tools, monitoring, Traefik, the kind node) are fields of :class:`Images`; a
+CNI driver declares its own as :class:`CniImage` (public and offline reference, written from
+the driver's one version pin), and registering the driver registers them in
+:data:`CNI_IMAGES`. Images are referenced by tag (the kind node image also by digest);
+override any of them with :meth:`Images.from_environment` (``CNIBENCH_IMAGE_<NAME>``, e.g.
+``CNIBENCH_IMAGE_TOOLS``, or ``CNIBENCH_IMAGE_FLANNEL`` for a registered CNI image) or by
+passing an :class:`Images` to the backend. Nothing here is pulled by cnibench itself: the
 cluster's runtime pulls them.
 """
 
@@ -16,16 +21,21 @@ from pathlib import Path
 from cnibench.backends.kube.host import ENGINE_RUN_ROOT, ENGINE_RUN_VARIABLE
 from cnibench.backends.kube.resources import data_tree
 from cnibench.errors import ConfigError
+from cnibench.registry import Registry
 
 __all__ = [
+    "CNI_IMAGES",
     "IMAGE_SETS",
     "LOCAL_BUILDS",
     "LOCAL_TOOLS_IMAGE",
     "OFFLINE_IMAGES",
+    "CniImage",
     "Images",
     "build_context",
     "default_image_set",
+    "register_cni_image",
     "require_pullable",
+    "unregister_cni_image",
 ]
 
 LOCAL_TOOLS_IMAGE = "localhost/cnibench-tools:bookworm-1"
@@ -48,8 +58,40 @@ def build_context(image: str) -> Path:
 
 
 @dataclass(frozen=True)
+class CniImage:
+    """An image a CNI driver owns, declared in its module (``own_images``) from its version pin.
+
+    Attributes
+    ----------
+    name:
+        What overrides it: ``CNIBENCH_IMAGE_<NAME>`` (``kube_router``:
+        ``CNIBENCH_IMAGE_KUBE_ROUTER``). Unique among registered CNI images and shared fields.
+    public:
+        Reference of the public image set; ``""`` when the CNI's installer brings its own
+        (Cilium's chart).
+    offline:
+        Tag ``cnibench images build`` gives it (``localhost/...:<release>-offline-<recipe>``),
+        ``""`` when the CNI has no offline build.
+    """
+
+    name: str
+    public: str
+    offline: str = ""
+
+    @property
+    def variable(self) -> str:
+        """The environment variable overriding it."""
+        return f"CNIBENCH_IMAGE_{self.name.upper()}"
+
+
+_NOT_IMAGES = frozenset({"cni_set", "cni_overrides"})
+"""Fields of :class:`Images` that are not image references."""
+
+
+@dataclass(frozen=True)
 class Images:
-    """Images of the pods cnibench runs in a cluster.
+    """Images of the pods cnibench runs in a cluster: the shared ones, and which of each CNI
+    driver's own (:class:`CniImage`) to take.
 
     Attributes
     ----------
@@ -67,15 +109,6 @@ class Images:
         Prometheus server.
     node_exporter:
         Prometheus node-exporter.
-    flannel:
-        flanneld (``/opt/bin/flanneld``) with a shell, iptables and iproute2.
-    cilium:
-        Cilium's agent, operator and init image; ``""`` (the public default) means the chart's
-        own images. When set, the chart is installed with it as every Cilium image and without
-        Envoy (see :mod:`cnibench.backends.kube.cnis.cilium`).
-    kube_router:
-        kube-router (``kube-router`` on PATH, with iptables, ipset and iproute2): the release
-        image of :data:`cnibench.backends.kube.cnis.kube_router.VERSION`.
     traefik:
         Traefik (``/usr/local/bin/traefik``), the Gateway API implementation of
         ``gateway=traefik``.
@@ -83,6 +116,10 @@ class Images:
         kind node image, pinned by tag and digest as the kind v0.30.0 release notes list it
         (the release that built it: use kind >= v0.30.0). Kubernetes v1.33, a minor every
         pinned CNI supports and the version the kube test tier's API server is built from.
+    cni_set:
+        Which reference of each CNI's own image the set takes: ``"public"`` or ``"offline"``.
+    cni_overrides:
+        CNI images set otherwise, by :attr:`CniImage.name` (``CNIBENCH_IMAGE_<NAME>``).
     """
 
     tools: str = LOCAL_TOOLS_IMAGE
@@ -90,20 +127,28 @@ class Images:
     http_echo: str = "docker.io/library/nginx:1.27.5-alpine"
     prometheus: str = "quay.io/prometheus/prometheus:v3.5.0"
     node_exporter: str = "quay.io/prometheus/node-exporter:v1.9.1"
-    flannel: str = "ghcr.io/flannel-io/flannel:v0.28.10"
-    cilium: str = ""
-    kube_router: str = "docker.io/cloudnativelabs/kube-router:v2.6.1"
     traefik: str = "docker.io/library/traefik:v3.6.12"
     kind_node: str = (
         "docker.io/kindest/node:v1.33.4"
         "@sha256:25a6018e48dfcaee478f4a59af81157a437f15e6e140bf103f85a2e7cd0cbbf2"
     )
+    cni_set: str = "public"
+    cni_overrides: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.cni_set not in ("public", "offline"):
+            raise ValueError(f"cni_set must be 'public' or 'offline', not {self.cni_set!r}")
+
+    def __hash__(self) -> int:
+        # Hashable like any frozen set of settings, though the overrides are a mapping.
+        return hash((*self.shared().values(), self.cni_set, *sorted(self.cni_overrides.items())))
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str], *, default: str = "public") -> Images:
         """The set named by ``CNIBENCH_IMAGES`` (``public`` or ``offline``: see
         :data:`OFFLINE_IMAGES`; unset, ``default``, which a kind run takes from
-        :func:`default_image_set`), each field overridden by ``CNIBENCH_IMAGE_<FIELD>``.
+        :func:`default_image_set`), each shared image overridden by ``CNIBENCH_IMAGE_<FIELD>``
+        and each registered CNI image (:data:`CNI_IMAGES`) by ``CNIBENCH_IMAGE_<NAME>``.
 
         Raises
         ------
@@ -112,11 +157,33 @@ class Images:
         """
         base = image_set(environ.get("CNIBENCH_IMAGES", "") or default)
         overrides = {
-            f.name: environ[f"CNIBENCH_IMAGE_{f.name.upper()}"]
-            for f in dataclasses.fields(cls)
-            if f"CNIBENCH_IMAGE_{f.name.upper()}" in environ
+            name: environ[f"CNIBENCH_IMAGE_{name.upper()}"]
+            for name in base.shared()
+            if f"CNIBENCH_IMAGE_{name.upper()}" in environ
         }
-        return dataclasses.replace(base, **overrides)
+        # An override saying what the set already says leaves it that set (as a shared
+        # field's does), so the offline set stays offline.
+        cni_overrides = {
+            image.name: environ[image.variable]
+            for image in CNI_IMAGES.values()
+            if image.variable in environ and environ[image.variable] != base.cni_image(image)
+        }
+        return dataclasses.replace(base, **overrides, cni_overrides=cni_overrides)
+
+    def shared(self) -> dict[str, str]:
+        """The shared images by field name, in field order (``CNIBENCH_IMAGE_<FIELD>``)."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in _NOT_IMAGES
+        }
+
+    def cni_image(self, image: CniImage) -> str:
+        """The reference of a CNI's own ``image`` in this set: its override, else its public
+        or offline reference (:attr:`cni_set`)."""
+        if image.name in self.cni_overrides:
+            return self.cni_overrides[image.name]
+        return image.offline if self.cni_set == "offline" else image.public
 
     @property
     def offline(self) -> bool:
@@ -125,9 +192,37 @@ class Images:
 
     def local_builds(self) -> tuple[str, ...]:
         """The distinct images in use that cnibench builds itself (see :data:`LOCAL_BUILDS`),
-        in field order."""
-        found = (getattr(self, f.name) for f in dataclasses.fields(self))
+        in field order, then any CNI image overridden with one."""
+        found = (*self.shared().values(), *self.cni_overrides.values())
         return tuple(dict.fromkeys(image for image in found if image in LOCAL_BUILDS))
+
+
+_CNI_IMAGES: Registry[CniImage] = Registry("CNI image")
+
+CNI_IMAGES: Mapping[str, CniImage] = _CNI_IMAGES.view
+"""The registered CNI drivers' own images by name, in registration order: filled by
+:func:`cnibench.backends.kube.cnis.register` from each driver's ``own_images`` (so
+:meth:`Images.from_environment` knows their ``CNIBENCH_IMAGE_<NAME>``), never directly."""
+
+
+def register_cni_image(image: CniImage) -> CniImage:
+    """Add a CNI image under its name; returns it. For
+    :func:`cnibench.backends.kube.cnis.register` only.
+
+    Raises
+    ------
+    ValueError
+        The name is taken, by a registered CNI image or a shared image (whose
+        ``CNIBENCH_IMAGE_<FIELD>`` it would share).
+    """
+    if image.name in {f.name for f in dataclasses.fields(Images)}:
+        raise ValueError(f"CNI image {image.name!r} has the name of a shared image")
+    return _CNI_IMAGES.register(image)
+
+
+unregister_cni_image = _CNI_IMAGES.unregister
+"""Remove the CNI image registered under a name (nothing when there is none). For
+:func:`cnibench.backends.kube.cnis.unregister` only."""
 
 
 def require_pullable(images: Images, provider: str) -> None:
@@ -145,7 +240,8 @@ def require_pullable(images: Images, provider: str) -> None:
     """
     if provider == "kind":
         return
-    local = [f.name for f in dataclasses.fields(images) if getattr(images, f.name) in LOCAL_BUILDS]
+    named = {**images.shared(), **images.cni_overrides}
+    local = [name for name, image in named.items() if image in LOCAL_BUILDS]
     if local:
         variables = ", ".join(f"CNIBENCH_IMAGE_{name.upper()}" for name in local)
         raise ConfigError(
@@ -161,19 +257,17 @@ OFFLINE_IMAGES = Images(
     http_echo="localhost/cnibench-tools:offline-1",
     prometheus="localhost/cnibench-prometheus:offline-1",
     node_exporter="localhost/cnibench-node-exporter:offline-1",
-    flannel="localhost/cnibench-flannel:v0.28.10-offline-1",
-    cilium="localhost/cnibench-cilium:v1.18.4-offline-1",
-    kube_router="localhost/cnibench-kube-router:v2.1.0-offline-1",
     traefik="localhost/cnibench-traefik:v3.6.12-offline-1",
     kind_node="localhost/cnibench-kind-node:v1.34.4-offline-1",
+    cni_set="offline",
 )
 """The images ``cnibench images build`` makes from Debian packages and Go modules only, for
 machines that reach no container registry (air-gapped labs, CI). The tools image also serves
-the HTTP echo (Debian's nginx-light). Cilium's and kube-router's images are built only when
-asked for (``cnibench images build --cni cilium --cni kube-router``); kube-router's is v2.1.0,
-the only release the Go module proxy serves, which has reported security flaws: for throwaway
-kind clusters only. Tags end in the build recipe's number: bump it when what
-goes into an image changes, so a cluster never keeps a stale copy."""
+the HTTP echo (Debian's nginx-light). Each CNI's image is its driver's offline reference
+(:attr:`CniImage.offline`); those of CNIs not built ``always`` (Cilium's, kube-router's) are
+built only when asked for (``cnibench images build --cni cilium --cni kube-router``). Tags end
+in the build recipe's number: bump it when what goes into an image changes, so a cluster never
+keeps a stale copy."""
 
 IMAGE_SETS: Mapping[str, Images] = {"public": Images(), "offline": OFFLINE_IMAGES}
 """Image sets selectable with ``CNIBENCH_IMAGES`` (or ``--images``)."""

@@ -196,7 +196,7 @@ class KindProvider:
         Where configs and kubeconfigs are kept (``~/.cache/cnibench/kind`` by default).
     images:
         Node image and the images loaded into clusters (``CNIBENCH_IMAGES`` and
-        ``CNIBENCH_IMAGE_<FIELD>`` when ``None``, as the backend reads them).
+        ``CNIBENCH_IMAGE_<NAME>`` when ``None``, as the backend reads them).
     recreate:
         Delete and recreate a cluster even if one with the same hash exists.
     runner:

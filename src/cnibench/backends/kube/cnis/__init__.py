@@ -9,9 +9,10 @@ priority-case policies, the L7 rule, and the CNI's account of its encryption.
 branches on a CNI's name.
 
 To add a CNI: one module in this package with a driver object (subclass
-:class:`~cnibench.backends.kube.cnis.base.DriverBase`, pin its ``version``, declare its
-``offline`` recipe if it has one, and override what the CNI offers), and one line in the
-registration below. ``tests/kube/test_kube_toy_driver.py`` and
+:class:`~cnibench.backends.kube.cnis.base.DriverBase`, pin its ``version``, declare the images
+it references itself as ``own_images`` and its ``offline`` recipe if it has one, and override
+what the CNI offers), and one line in the registration below, which also registers its images
+(so ``CNIBENCH_IMAGE_<NAME>`` overrides each). ``tests/kube/test_kube_toy_driver.py`` and
 ``tests/unit/test_kube_toy_cni_pins.py`` do exactly that with a driver defined in the test.
 
 Driver modules import only what is below the registry (:mod:`~cnibench.backends.kube.cni_types`,
@@ -31,6 +32,7 @@ from cnibench.backends.kube.cnis.cilium import CILIUM
 from cnibench.backends.kube.cnis.flannel import FLANNEL
 from cnibench.backends.kube.cnis.kindnet import KINDNET
 from cnibench.backends.kube.cnis.kube_router import KUBE_ROUTER
+from cnibench.backends.kube.images import register_cni_image, unregister_cni_image
 from cnibench.registry import Registry
 
 __all__ = ["DRIVERS", "CniDriver", "cni_names", "register", "unregister"]
@@ -41,11 +43,38 @@ DRIVERS: Mapping[str, CniDriver] = _DRIVERS.view
 """CNI drivers by ``--cni`` name, in registration order (the first is the default of a kind
 cluster)."""
 
-register = _DRIVERS.register
-"""Add a driver under its name; returns it (``ValueError`` for a name already registered)."""
 
-unregister = _DRIVERS.unregister
-"""Remove the driver registered under a name (nothing when there is none)."""
+def register(driver: CniDriver) -> CniDriver:
+    """Add a driver under its name, and its ``own_images`` to
+    :data:`~cnibench.backends.kube.images.CNI_IMAGES`; returns it.
+
+    Raises
+    ------
+    ValueError
+        A driver of that name is already registered, or an image's name is taken (nothing
+        is then registered).
+    """
+    added: list[str] = []
+    try:
+        for image in driver.own_images:
+            added.append(register_cni_image(image).name)
+        return _DRIVERS.register(driver)
+    except ValueError:
+        for name in added:
+            unregister_cni_image(name)
+        raise
+
+
+def unregister(name: str) -> None:
+    """Remove the driver registered under ``name`` and its images (nothing when there is
+    none)."""
+    driver = DRIVERS.get(name)
+    if driver is None:
+        return
+    for image in driver.own_images:
+        unregister_cni_image(image.name)
+    _DRIVERS.unregister(name)
+
 
 cni_names = _DRIVERS.names
 """Every ``--cni`` name the kube backend knows, in registration order."""

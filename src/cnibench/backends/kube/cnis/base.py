@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from cnibench.backends.base import ClusterSpec, EncryptionStatus
     from cnibench.backends.kube.build_recipes import OfflineRecipe
     from cnibench.backends.kube.cni_types import CniDefinition, CniVersions
-    from cnibench.backends.kube.images import Images
+    from cnibench.backends.kube.images import CniImage, Images
     from cnibench.policy import PolicySpec, PriorityCase
 
 __all__ = ["AgentAccess", "CniDriver", "DriverBase", "ObjectScope"]
@@ -86,8 +86,17 @@ class CniDriver(Protocol):
         ...
 
     @property
+    def own_images(self) -> tuple[CniImage, ...]:
+        """The images the CNI's objects run that cnibench references itself (public and
+        offline, written from :attr:`version` or the offline recipe's): registered with the
+        driver, so ``CNIBENCH_IMAGE_<NAME>`` overrides each; ``()`` when the CNI's installer
+        names its images."""
+        ...
+
+    @property
     def offline(self) -> OfflineRecipe | None:
-        """How the offline image set builds the CNI, ``None`` when it cannot."""
+        """How the offline image set builds the CNI (its recipe's ``image_name`` is one of
+        :attr:`own_images`), ``None`` when it cannot."""
         ...
 
     @property
@@ -222,6 +231,7 @@ class DriverBase:
     name = ""
     version = ""
     related_versions: Mapping[str, str] = MappingProxyType({})
+    own_images: tuple[CniImage, ...] = ()
     offline: OfflineRecipe | None = None
     not_offline = ""
     kernel_module = ""

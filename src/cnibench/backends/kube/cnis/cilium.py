@@ -37,6 +37,7 @@ from cnibench.backends.kube.cni_types import (
 from cnibench.backends.kube.cnis.base import AgentAccess, DriverBase, ObjectScope
 from cnibench.backends.kube.gomodules import module_cache_dir
 from cnibench.backends.kube.host import lacks_capability
+from cnibench.backends.kube.images import CniImage
 from cnibench.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ __all__ = [
     "CILIUM_PACKAGES",
     "CILIUM_SOURCE",
     "GATEWAY_API_VERSION",
+    "IMAGE",
     "VERSION",
     "CiliumDriver",
     "cilium_egress_gateway_policy",
@@ -539,7 +541,7 @@ def cilium_offline(version: str) -> OfflineRecipe:
             reads_module=True,
         ),
         image=cilium_image,
-        image_field="cilium",
+        image_name="cilium",
         rootfs=_ROOTFS,
         needs_helm=True,
         kernel_wireguard=True,
@@ -552,6 +554,15 @@ def cilium_offline(version: str) -> OfflineRecipe:
 
 CILIUM_OFFLINE = cilium_offline("v" + VERSION)
 """Cilium's offline recipe: the pinned release, built from its Go module."""
+IMAGE = CniImage(
+    CILIUM_OFFLINE.image_name,
+    public="",
+    offline=f"localhost/cnibench-cilium:{CILIUM_OFFLINE.version}-offline-1",
+)
+"""Cilium's agent, operator and init image: none in the public set (the chart's own images),
+the offline build (:data:`CILIUM_OFFLINE`) in the offline set. When ``images`` has one (or
+``CNIBENCH_IMAGE_CILIUM`` sets one), the chart is installed with it as every Cilium image and
+without Envoy."""
 
 
 class CiliumDriver(DriverBase):
@@ -573,6 +584,7 @@ class CiliumDriver(DriverBase):
     related_versions: Mapping[str, str] = MappingProxyType(
         {"cilium-gateway-api": GATEWAY_API_VERSION}
     )
+    own_images = (IMAGE,)
     offline = CILIUM_OFFLINE
     cluster_scoped_kinds = (
         ("cilium.io/v2", "CiliumEgressGatewayPolicy"),
@@ -605,8 +617,9 @@ class CiliumDriver(DriverBase):
     ) -> CniDefinition:
         """Chart, capabilities (policy and WireGuard always; egress gateway, L7 policy and
         traffic splitting with their features) and readiness (agent, operator, and Envoy
-        when a feature needs it). With the offline image set (``images.offline`` or
-        ``images.cilium`` set) the chart comes from the Go module and there is no Envoy.
+        when a feature needs it). With an image of Cilium's own (:data:`IMAGE` as ``images``
+        has it: the offline set's, or an override) the chart comes from the Go module and
+        there is no Envoy.
 
         Raises
         ------
@@ -618,8 +631,8 @@ class CiliumDriver(DriverBase):
         mode = spec.options.get("mode", "kpr")
         if mode not in CILIUM_MODES:
             raise ConfigError(f"unknown cilium mode {mode!r}: choose {', '.join(CILIUM_MODES)}")
-        # The offline set is the one place images.cilium is set by default.
-        own_image = images.cilium
+        # The offline set is the one place Cilium's own image is set by default.
+        own_image = images.cni_image(IMAGE)
         features = _features(spec, mode, envoy=not own_image)
         caps = {Capability.NETWORK_POLICY, Capability.WIREGUARD}
         if "egress-gateway" in features:

@@ -31,6 +31,7 @@ from cnibench.backends.base import Capability
 from cnibench.backends.kube.build_recipes import PATH_ENV, GoBuild, ImageRecipe, OfflineRecipe
 from cnibench.backends.kube.cni_types import Agent, CniDefinition, Readiness, check_options
 from cnibench.backends.kube.cnis.base import DriverBase
+from cnibench.backends.kube.images import CniImage
 from cnibench.backends.kube.render import MANAGED_BY, service_account_rbac
 from cnibench.errors import UnsupportedError
 
@@ -44,6 +45,7 @@ __all__ = [
     "ENTRYPOINT_SCRIPT",
     "FLANNEL",
     "FLANNEL_OFFLINE",
+    "IMAGE",
     "NAMESPACE",
     "NETWORK_NAME",
     "OFFLINE_VERSION",
@@ -64,6 +66,13 @@ VERSION = "v0.28.10"
 ``ghcr.io/flannel-io/flannel`` tag and the offline build, :data:`OFFLINE_VERSION`)."""
 OFFLINE_VERSION = VERSION
 """The ``github.com/flannel-io/flannel`` release the offline image set builds."""
+IMAGE = CniImage(
+    "flannel",
+    public=f"ghcr.io/flannel-io/flannel:{VERSION}",
+    offline=f"localhost/cnibench-flannel:{OFFLINE_VERSION}-offline-1",
+)
+"""flanneld (``/opt/bin/flanneld``) with a shell, iptables and iproute2: the release image, or
+the offline build (:data:`FLANNEL_OFFLINE`); ``CNIBENCH_IMAGE_FLANNEL`` overrides it."""
 
 NAMESPACE = "kube-flannel"
 DAEMONSET = "kube-flannel-ds"
@@ -520,7 +529,7 @@ FLANNEL_OFFLINE = OfflineRecipe(
         binary="flanneld",
     ),
     image=flannel_image,
-    image_field="flannel",
+    image_name=IMAGE.name,
     always=True,
     kernel_wireguard=True,
     recipe="flannel",
@@ -536,6 +545,7 @@ class FlannelDriver(DriverBase):
 
     name = "flannel"
     version = VERSION
+    own_images = (IMAGE,)
     offline = FLANNEL_OFFLINE
 
     def definition(
@@ -579,12 +589,12 @@ class FlannelDriver(DriverBase):
         """Namespace ``kube-flannel``, ServiceAccount, ClusterRole and ClusterRoleBinding
         ``flannel``, ConfigMap ``kube-flannel-cfg`` (``net-conf.json`` with
         ``definition.pod_subnet``) and DaemonSet ``kube-flannel-ds`` running
-        ``images.flannel``, in that order."""
+        :data:`IMAGE` as ``images`` has it, in that order."""
         return [
             _namespace(),
             *_rbac(),
             _config_map(definition.pod_subnet),
-            _daemon_set(images.flannel),
+            _daemon_set(images.cni_image(IMAGE)),
         ]
 
 

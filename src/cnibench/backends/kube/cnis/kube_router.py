@@ -14,9 +14,9 @@ BGP learns are direct and no overlay is needed (``--enable-overlay=false``).
 The objects are written here from kube-router's documentation (its user guide and the flags of
 ``kube-router --help``), not copied from its release manifests. They carry
 :data:`~cnibench.backends.kube.render.MANAGED_BY` but no session label: the CNI belongs to the
-cluster. The offline image set builds v2.1.0, the only release the Go module proxy serves,
-which has reported security flaws: run it in throwaway kind clusters only. The public set pins
-:data:`VERSION`.
+cluster. The offline image set builds :data:`OFFLINE_VERSION`, the only release the Go module
+proxy serves, which has reported security flaws: run it in throwaway kind clusters only. The
+public set pins :data:`VERSION`.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from cnibench.backends.base import Capability
 from cnibench.backends.kube.build_recipes import PATH_ENV, GoBuild, ImageRecipe, OfflineRecipe
 from cnibench.backends.kube.cni_types import Agent, CniDefinition, Readiness, check_options
 from cnibench.backends.kube.cnis.base import DriverBase
+from cnibench.backends.kube.images import CniImage
 from cnibench.backends.kube.render import MANAGED_BY, service_account_rbac
 from cnibench.errors import UnsupportedError
 
@@ -43,6 +44,7 @@ __all__ = [
     "AGENT_SELECTOR",
     "ARGS",
     "CONFLIST_PATH",
+    "IMAGE",
     "KUBE_ROUTER",
     "KUBE_ROUTER_MODULE",
     "KUBE_ROUTER_OFFLINE",
@@ -62,6 +64,14 @@ OFFLINE_VERSION = "v2.1.0"
 one the Go module proxy serves. Security flaws are reported for it, so it runs in throwaway
 kind clusters only."""
 KUBE_ROUTER_MODULE = "github.com/cloudnativelabs/kube-router/v2"
+IMAGE = CniImage(
+    "kube_router",
+    public=f"docker.io/cloudnativelabs/kube-router:{VERSION}",
+    offline=f"localhost/cnibench-kube-router:{OFFLINE_VERSION}-offline-1",
+)
+"""kube-router (``kube-router`` on PATH, with iptables, ipset and iproute2): the release image
+of :data:`VERSION`, or the offline build of :data:`OFFLINE_VERSION`
+(:data:`KUBE_ROUTER_OFFLINE`); ``CNIBENCH_IMAGE_KUBE_ROUTER`` overrides it."""
 
 NAMESPACE = "kube-system"
 DAEMONSET = "kube-router"
@@ -126,7 +136,7 @@ def conflist() -> str:
 
 
 def image_version(image: str, default: str) -> str:
-    """The release an image runs, from its tag (``...:v2.1.0-offline-1`` -> ``v2.1.0``), else
+    """The release an image runs, from its tag (``...:v1.2.3-offline-1`` -> ``v1.2.3``), else
     ``default``: the offline set builds another release than the public set pins."""
     match = re.search(r":(v\d+\.\d+\.\d+)", image)
     return match.group(1) if match else default
@@ -295,7 +305,7 @@ def _offline(version: str) -> OfflineRecipe:
             digest_inputs=(_KUBE_ROUTER_RECIPE, version, package),
         ),
         image=kube_router_image,
-        image_field="kube_router",
+        image_name=IMAGE.name,
         rootfs={"kube-router": ("iptables", "ipset", "nftables", "conntrack", "iproute2", "kmod")},
         recipe="kube-router",
         build_minutes=3,
@@ -312,6 +322,7 @@ class KubeRouterDriver(DriverBase):
 
     name = "kube-router"
     version = VERSION
+    own_images = (IMAGE,)
     offline = KUBE_ROUTER_OFFLINE
 
     def definition(
@@ -324,7 +335,7 @@ class KubeRouterDriver(DriverBase):
     ) -> CniDefinition:
         """kube-router's definition: NetworkPolicy, readiness of ``kube-system/kube-router``,
         its objects in :attr:`~cnibench.backends.kube.cni.CniDefinition.manifests`, and the
-        release ``images.kube_router`` runs as its version.
+        release its image (:data:`IMAGE` as ``images`` has it) runs as its version.
 
         Raises
         ------
@@ -340,7 +351,9 @@ class KubeRouterDriver(DriverBase):
             )
         base = CniDefinition(
             name=self.name,
-            version=image_version(images.kube_router, versions.version(self.name, self.version)),
+            version=image_version(
+                images.cni_image(IMAGE), versions.version(self.name, self.version)
+            ),
             capabilities=frozenset({Capability.NETWORK_POLICY}),
             readiness=(Readiness("DaemonSet", NAMESPACE, DAEMONSET),),
             agent=Agent("kube-router", NAMESPACE, AGENT_SELECTOR),
@@ -354,8 +367,8 @@ class KubeRouterDriver(DriverBase):
     def manifests(self, definition: CniDefinition, images: Images) -> list[dict[str, Any]]:
         """ServiceAccount, ClusterRole and ClusterRoleBinding ``kube-router``, ConfigMap
         ``kube-router-cni`` (the conflist template) and DaemonSet ``kube-router`` running
-        ``images.kube_router``, in that order."""
-        return [*_rbac(), _config_map(), _daemon_set(images.kube_router)]
+        :data:`IMAGE` as ``images`` has it, in that order."""
+        return [*_rbac(), _config_map(), _daemon_set(images.cni_image(IMAGE))]
 
 
 KUBE_ROUTER = KubeRouterDriver()

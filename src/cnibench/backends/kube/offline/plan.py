@@ -9,11 +9,10 @@ declares an :class:`~cnibench.backends.kube.build_recipes.OfflineRecipe` is buil
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import fields
 
 from cnibench.backends.kube.build_recipes import ImageRecipe, OfflineRecipe
 from cnibench.backends.kube.cnis import DRIVERS
-from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
+from cnibench.backends.kube.images import OFFLINE_IMAGES, CniImage, Images
 from cnibench.backends.kube.offline.recipes import (
     OFFLINE_GATEWAYS,
     ROOTFS_PACKAGES,
@@ -22,12 +21,13 @@ from cnibench.backends.kube.offline.recipes import (
 from cnibench.tools.registry import debian_packages
 
 __all__ = [
-    "cni_image_fields",
     "cni_recipes",
     "image_recipes",
+    "images_only_for",
     "not_offline_reason",
     "offline_cnis",
     "pod_image_tags",
+    "recipe_image",
     "rootfs_packages",
     "wanted_recipes",
 ]
@@ -46,14 +46,29 @@ def offline_cnis() -> tuple[str, ...]:
     return tuple(cni_recipes())
 
 
-def cni_image_fields() -> dict[str, str]:
-    """Image fields only a cluster of one CNI or gateway needs (field -> its name): built and
-    loaded only when that CNI is asked for (Cilium's image is 1.1 GB)."""
-    found = {
-        recipe.image_field: name
-        for name, recipe in cni_recipes().items()
-        if recipe.image_field and not recipe.always
-    }
+def recipe_image(cni: str) -> CniImage:
+    """The image of ``cni``'s driver that its offline recipe builds (the recipe's
+    ``image_name``).
+
+    Raises
+    ------
+    ValueError
+        The driver declares no image of that name.
+    """
+    recipe = cni_recipes()[cni]
+    for image in DRIVERS[cni].own_images:
+        if image.name == recipe.image_name:
+            return image
+    raise ValueError(
+        f"{cni}'s offline recipe builds image {recipe.image_name!r}, which its driver does not"
+        " declare in own_images"
+    )
+
+
+def images_only_for() -> dict[str, str]:
+    """Images only a cluster of one CNI or gateway needs (image name -> CNI or gateway): built
+    and loaded only when that CNI is asked for (Cilium's image is 1.1 GB)."""
+    found = {recipe.image_name: name for name, recipe in cni_recipes().items() if not recipe.always}
     return {**found, **{gateway: gateway for gateway in OFFLINE_GATEWAYS}}
 
 
@@ -97,47 +112,47 @@ def image_recipes(
     images: Images = OFFLINE_IMAGES, *, cnis: Iterable[str] | None = None
 ) -> tuple[ImageRecipe, ...]:
     """The images cnibench's pods run (loaded with ``kind load``), one per distinct tag of
-    ``images`` except the node image (built by :mod:`.builder` from the runtime images), then
-    the images of CNIs whose tag is not an :class:`~cnibench.backends.kube.images.Images`
-    field.
+    ``images``: the shared ones except the node image (built by :mod:`.builder` from the
+    runtime images) and the gateways, then each CNI recipe's image (those built ``always``
+    first, then in registration order), then the gateways.
 
     Parameters
     ----------
     images:
-        The tags; an empty field (e.g. the public set's ``cilium``: the chart's own images) has
-        no recipe.
+        The tags; an empty one (e.g. the public set's Cilium image: the chart's own images)
+        has no recipe.
     cnis:
-        CNIs (and gateways) the images are for: an image of :func:`cni_image_fields` or of a
-        CNI not built ``always`` is left out unless its CNI is one of them; ``None`` keeps
-        every one.
+        CNIs (and gateways) the images are for: an image of :func:`images_only_for` is left
+        out unless its CNI is one of them; ``None`` keeps every one.
     """
     wanted = None if cnis is None else set(cnis)
-    recipes = cni_recipes()
-    only_for = cni_image_fields()
-    by_field: dict[str, ImageRecipe] = shared_image_recipes(images)
-    for recipe in recipes.values():
-        if recipe.image_field and getattr(images, recipe.image_field):
-            by_field[recipe.image_field] = recipe.image(getattr(images, recipe.image_field))
+    only_for = images_only_for()
+    by_name: dict[str, ImageRecipe] = shared_image_recipes(images)
+    shared = images.shared()
+    del shared["kind_node"]
+    gateways = {name: shared.pop(name) for name in OFFLINE_GATEWAYS}
+    tags = dict(shared)
+    always_first = sorted(cni_recipes().items(), key=lambda item: not item[1].always)
+    for cni, recipe in always_first:
+        image = recipe_image(cni)
+        tags[image.name] = images.cni_image(image)
+        if tags[image.name]:
+            by_name[image.name] = recipe.image(tags[image.name])
+    tags.update(gateways)
     seen: dict[str, ImageRecipe] = {}
-    for f in fields(images):
-        tag = getattr(images, f.name)
-        if f.name == "kind_node" or not tag or tag in seen:
+    for name, tag in tags.items():
+        if not tag or tag in seen:
             continue
-        owner = only_for.get(f.name)
+        owner = only_for.get(name)
         if owner and wanted is not None and owner not in wanted:
             continue
-        found = by_field.get(f.name)
+        found = by_name.get(name)
         if found is None:
             # sockperf and http_echo share the tools image in the offline set.
-            found = next((r for r in by_field.values() if r.tag == tag), None)
+            found = next((r for r in by_name.values() if r.tag == tag), None)
         if found is None:
-            raise ValueError(f"no offline recipe for image field {f.name!r} ({tag})")
+            raise ValueError(f"no offline recipe for image field {name!r} ({tag})")
         seen[tag] = found
-    for name, recipe in recipes.items():
-        if recipe.image_field or not recipe.image_tag or recipe.image_tag in seen:
-            continue
-        if recipe.always or wanted is None or name in wanted:
-            seen[recipe.image_tag] = recipe.image(recipe.image_tag)
     return tuple(seen.values())
 
 
@@ -156,7 +171,7 @@ def wanted_recipes(images: Images, cnis: Iterable[str]) -> Mapping[str, OfflineR
     tags = set(pod_image_tags(images, cnis=cnis))
     found: dict[str, OfflineRecipe] = {}
     for name, recipe in cni_recipes().items():
-        tag = getattr(images, recipe.image_field) if recipe.image_field else recipe.image_tag
+        tag = images.cni_image(recipe_image(name))
         if tag and tag in tags:
             found[name] = recipe
     return found
