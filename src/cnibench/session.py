@@ -70,7 +70,9 @@ LAB_DATAPATHS = tuple(datapath.value for datapath in LabDatapath)
 @dataclass(frozen=True)
 class CniRequest:
     """``--cni`` as asked for: each value parsed once into a :class:`ClusterSpec` (the one
-    parse: :meth:`ClusterSpec.from_label`), repeats dropped, in the order given.
+    parse: :meth:`ClusterSpec.from_label`), repeats dropped, in the order given. These specs
+    travel: checked by :func:`validate_cnis`, planned (:class:`PlannedRun`), handed to the
+    runner and to :meth:`Scenario.cluster_spec`; nothing after parses a label again.
 
     Which backend a name belongs to is decided here without importing one: a name of
     :data:`LAB_DATAPATHS` is the lab's, any other a Kubernetes CNI (checked against the kube
@@ -198,7 +200,7 @@ def choose_cluster(
     cnibench.errors.ConfigError
         An unknown ``--cluster``; lab datapaths and Kubernetes CNIs in one request (the line
         says how to split them); Kubernetes CNIs with ``auto`` and no engine (the line names
-        ``cnibench engine up``).
+        ``cnibench engine up``, or that a name is unknown).
     """
     if cluster not in CLUSTER_CHOICES:
         raise ConfigError(
@@ -220,7 +222,7 @@ def choose_cluster(
     if answering:
         return "kind", f"--cluster auto: {answering} answers, using kind"
     if kube:
-        _check_kube_names(kube)
+        _check_names(cnis, backend="")  # a misspelt name is unknown, not a missing cluster
         raise ConfigError(
             f"--cni {kube[0]!r} needs a Kubernetes cluster and none is at hand: no container"
             ' engine answers for kind (start one: eval "$(cnibench engine up)", then'
@@ -228,20 +230,6 @@ def choose_cluster(
             f" or measure a lab datapath: --cni {' / '.join(LAB_DATAPATHS)}"
         )
     return "lab", "--cluster auto: no container engine answers, using the embedded lab"
-
-
-def _check_kube_names(names: Sequence[str]) -> None:
-    """Refuse a name that is neither a lab datapath nor a registered Kubernetes CNI (imports
-    the kube registry: only on a path that is not a lab run)."""
-    from cnibench.backends.kube.cnis import cni_names
-
-    known = cni_names()
-    for name in names:
-        if name not in known:
-            raise ConfigError(
-                f"unknown --cni {name!r}: choose a lab datapath ({', '.join(LAB_DATAPATHS)})"
-                f" or a Kubernetes CNI ({', '.join(known)})"
-            )
 
 
 def select_backend(
@@ -298,61 +286,90 @@ def _check_aks_prerequisites() -> None:
         )
 
 
-def validate_cnis(backend: Backend, cnis: CniRequest | Sequence[str]) -> tuple[str, ...]:
-    """``cnis`` (a :class:`CniRequest`, or ``--cni`` labels) checked against what ``backend``
-    offers, options included, and written the one way results record them
-    (:attr:`ClusterSpec.label`); the backend's defaults when empty.
+def validate_cnis(backend: Backend, cnis: CniRequest) -> tuple[ClusterSpec, ...]:
+    """The session's CNIs: ``cnis`` checked against what ``backend`` offers, names and
+    options, the one check of ``--cni`` values (:func:`choose_backend` makes it once per
+    session; :meth:`BenchSession.plan` once for a CNI only a ``--scenario`` item names). The
+    specs are ``cnis``'s own, not parsed again; the backend's defaults when it is empty.
 
     On the lab nothing of the kube backend is imported unless a name is not a datapath (then
     only to say whether it is a Kubernetes CNI or unknown).
-    """
-    request = cnis if isinstance(cnis, CniRequest) else CniRequest.parse(cnis)
-    if backend.name == "lab":
-        for spec in request.specs:
-            if spec.cni not in LAB_DATAPATHS:
-                from cnibench.backends.kube.cnis import cni_names
 
-                if spec.cni in cni_names():
-                    raise ConfigError(
-                        f"--cni {spec.cni!r} is a Kubernetes CNI and --cluster lab runs lab"
-                        f" datapaths: choose --cni {' / '.join(LAB_DATAPATHS)}, or --cluster"
-                        " kind or existing"
-                    )
-                raise ConfigError(
-                    f"unknown --cni {spec.cni!r} for the lab: choose one of"
-                    f" {', '.join(LAB_DATAPATHS)}"
-                )
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        One line naming the value and what ``backend`` offers instead.
+    """
+    _check_names(cnis, backend=backend.name)
+    if backend.name == "lab":
+        for spec in cnis.specs:
             try:
                 napi_option(spec.options)
             except ConfigError as exc:
                 raise ConfigError(f"--cni {spec.label!r}: {exc}") from None
-        return request.labels or LAB_DATAPATHS
+        return cnis.specs or tuple(ClusterSpec(cni=name) for name in LAB_DATAPATHS)
 
     from cnibench.backends.kube.cni import cni_definition
     from cnibench.backends.kube.cnis import cni_names
 
-    kube_cnis = cni_names()
-    for spec in request.specs:
-        if spec.cni in LAB_DATAPATHS:
-            raise ConfigError(
-                f"--cni {spec.cni!r} is a lab datapath and a Kubernetes cluster runs"
-                f" Kubernetes CNIs: choose --cluster lab, or --cni {' / '.join(kube_cnis)}"
-            )
-        if spec.cni not in kube_cnis:
-            raise ConfigError(f"unknown --cni {spec.cni!r}: choose one of {', '.join(kube_cnis)}")
+    for spec in cnis.specs:
         cni_definition(spec)  # the driver refuses options and features it does not take
     # The first registered driver is kind's own CNI: what a plain kind cluster runs.
-    return request.labels or kube_cnis[:1]
+    return cnis.specs or (ClusterSpec(cni=cni_names()[0]),)
+
+
+def _check_names(cnis: CniRequest, *, backend: str) -> None:
+    """Refuse a ``--cni`` name that ``backend`` (``"lab"``, ``"kube"``, or ``""`` while none
+    could be chosen) cannot run, in one line saying what to choose instead. Imports the kube
+    registry only for a name that is not a lab datapath."""
+    if backend == "lab":
+        if cnis.kube_names:
+            from cnibench.backends.kube.cnis import cni_names
+
+            name = cnis.kube_names[0]
+            if name in cni_names():
+                raise ConfigError(
+                    f"--cni {name!r} is a Kubernetes CNI and --cluster lab runs lab"
+                    f" datapaths: choose --cni {' / '.join(LAB_DATAPATHS)}, or --cluster"
+                    " kind or existing"
+                )
+            raise ConfigError(
+                f"unknown --cni {name!r} for the lab: choose one of {', '.join(LAB_DATAPATHS)}"
+            )
+        return
+    from cnibench.backends.kube.cnis import cni_names
+
+    known = cni_names()
+    for spec in cnis.specs:
+        if backend and spec.cni in LAB_DATAPATHS:
+            raise ConfigError(
+                f"--cni {spec.cni!r} is a lab datapath and a Kubernetes cluster runs"
+                f" Kubernetes CNIs: choose --cluster lab, or --cni {' / '.join(known)}"
+            )
+        if spec.cni not in known and spec.cni not in LAB_DATAPATHS:
+            choices = f"one of {', '.join(known)}"
+            if not backend:
+                choices = (
+                    f"a lab datapath ({', '.join(LAB_DATAPATHS)}) or a Kubernetes CNI"
+                    f" ({', '.join(known)})"
+                )
+            raise ConfigError(f"unknown --cni {spec.cni!r}: choose {choices}")
 
 
 @dataclass(frozen=True)
 class BackendChoice:
     """What :func:`choose_backend` decided for a session, once: the backend, why, and the
-    session's CNIs as results record them."""
+    session's CNIs, checked against it (the specs parsed from ``--cni``, or the backend's
+    defaults)."""
 
     backend: Backend
     reason: str
-    cnis: tuple[str, ...]
+    specs: tuple[ClusterSpec, ...]
+
+    @property
+    def cnis(self) -> tuple[str, ...]:
+        """The session's CNIs as results record them (each spec's ``--cni`` label)."""
+        return tuple(spec.label for spec in self.specs)
 
 
 def choose_backend(
@@ -378,14 +395,14 @@ def choose_backend(
         recreate_cluster=config.recreate_cluster,
         engine=engine,
     )
-    cnis = validate_cnis(backend, config.cnis)
-    if config.reference is not None and config.reference not in cnis:
+    choice = BackendChoice(backend, reason, validate_cnis(backend, config.cnis))
+    if config.reference is not None and config.reference not in choice.cnis:
         raise ConfigError(
             f"--reference {config.reference!r} is not one of the CNIs of this session:"
-            f" {', '.join(cnis)}"
+            f" {', '.join(choice.cnis)}"
         )
-    _require_offline_build(backend, config.cnis.specs or [ClusterSpec(cni) for cni in cnis])
-    return BackendChoice(backend, reason, cnis)
+    _require_offline_build(backend, choice.specs)
+    return choice
 
 
 def _require_offline_build(backend: Backend, specs: Sequence[ClusterSpec]) -> None:
@@ -675,22 +692,31 @@ def add_scenario_options(add: Callable[..., object]) -> None:
 class PlannedCondition:
     """A condition of a scenario chosen for a session, before the CNIs are known.
 
-    ``only`` holds the CNIs a ``scenario@cni1+cni2`` item restricts it to, as typed; empty means
-    every CNI of the session.
+    ``only`` holds the CNIs a ``scenario@cni1+cni2`` item restricts it to, parsed as ``--cni``
+    values are (:meth:`CniRequest.parse`); empty means every CNI of the session.
     """
 
     scenario: Scenario
     condition: Condition
-    only: tuple[str, ...] = ()
+    only: CniRequest = field(default_factory=CniRequest)
 
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One condition on one CNI: what :meth:`BenchSession.plan` returns, in running order."""
+    """One condition on one CNI: what :meth:`BenchSession.plan` returns, in running order.
+
+    ``spec`` is the CNI as the session parsed and checked it (one of
+    :attr:`BenchSession.specs`, or a CNI a ``--scenario`` item named): the runner and the
+    scenario take it as it is."""
 
     scenario: Scenario
-    cni: str
+    spec: ClusterSpec
     condition: Condition
+
+    @property
+    def cni(self) -> str:
+        """The CNI as results record it (:attr:`ClusterSpec.label`)."""
+        return self.spec.label
 
 
 def interleaved_rounds(plan: Sequence[PlannedRun], runs: int) -> list[tuple[int, PlannedRun]]:
@@ -892,7 +918,8 @@ def plan_conditions(
     """The conditions a session runs, from scenario items and condition ids; pure (no backend).
 
     ``items`` are ``--scenario`` values, each comma-separated, ``NAME`` or ``NAME@cni1+cni2``
-    (the scenario only on those CNIs); none means every scenario of ``registry``.
+    (the scenario only on those CNIs, parsed here as ``--cni`` values are and checked against
+    the backend by :meth:`BenchSession.plan`); none means every scenario of ``registry``.
     ``conditions`` keeps only the conditions with those ids; none keeps all.
 
     Both front ends call this: ``cnibench run`` before a backend is chosen (so a misspelt name
@@ -902,13 +929,16 @@ def plan_conditions(
     Raises
     ------
     cnibench.errors.ConfigError
-        An unknown scenario, or no condition matching ``conditions`` (the choices listed).
+        An unknown scenario, a CNI after ``@`` that is not ``NAME[:OPTION,...]``, or no
+        condition matching ``conditions`` (the choices listed).
     """
     names = [item for arg in items for item in arg.split(",") if item] or list(registry)
     chosen = []
     for item in names:
         name, _, only = item.partition("@")
-        chosen.append((scenario_named(name, registry), tuple(c for c in only.split("+") if c)))
+        chosen.append(
+            (scenario_named(name, registry), CniRequest.parse(c for c in only.split("+") if c))
+        )
     planned = [
         PlannedCondition(scenario, condition, only)
         for scenario, only in chosen
@@ -1057,7 +1087,11 @@ class BenchSession:
     ) -> None:
         self.config = config
         choice = choice or choose_backend(config)
-        self.backend, self.backend_reason, self.cnis = choice.backend, choice.reason, choice.cnis
+        self.backend, self.backend_reason = choice.backend, choice.reason
+        self.specs = choice.specs
+        """The session's CNIs, parsed once and checked against the backend; what runs."""
+        self.cnis = choice.cnis
+        """The same as results record them (``--cni`` labels), in order."""
         configured = (
             scenarios if scenarios is not None else build_scenarios(config.scenario_options)
         )
@@ -1094,18 +1128,33 @@ class BenchSession:
         cnibench.errors.ConfigError
             An ``only`` CNI the backend does not offer.
         """
-        cnis_of = {
-            only: validate_cnis(self.backend, only) if only else self.cnis
-            for only in dict.fromkeys(p.only for p in planned)
-        }
-        named = (cni for cnis in cnis_of.values() for cni in cnis)
-        order = tuple(dict.fromkeys((*self.cnis, *named)))
+        specs = {spec.label: spec for spec in self.specs}
+        named = {s.label: s for p in planned for s in p.only.specs if s.label not in specs}
+        if named:  # checked once, as --cni values were by choose_backend
+            specs |= {
+                s.label: s for s in validate_cnis(self.backend, CniRequest((*named.values(),)))
+            }
         return [
-            PlannedRun(p.scenario, cni, p.condition)
-            for cni in order
+            PlannedRun(p.scenario, spec, p.condition)
+            for label, spec in specs.items()
             for p in planned
-            if cni in cnis_of[p.only]
+            if label in (p.only.labels or self.cnis)
         ]
+
+    def spec(self, cni: str) -> ClusterSpec:
+        """The session's CNI whose label (as results record it, and as the plugin's ``cni``
+        fixture holds it) is ``cni``: the spec parsed from ``--cni``, looked up, not parsed
+        again.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            ``cni`` is not the label of one of :attr:`specs`.
+        """
+        for spec in self.specs:
+            if spec.label == cni:
+                return spec
+        raise ConfigError(f"--cni {cni!r} is not a CNI of this session: {', '.join(self.cnis)}")
 
     def run(
         self,
@@ -1162,7 +1211,9 @@ class BenchSession:
             rounds = None if round_number < 0 else range(round_number, round_number + 1)
             left = runs if rounds is None else max(0, runs - round_number)
             try:
-                result = self.run_condition(scenario, cni, condition, repetitions=rounds)
+                result = self.run_condition(
+                    scenario, planned_run.spec, condition, repetitions=rounds
+                )
             except UnsupportedError as exc:
                 given_up.add(key)
                 skipped.setdefault((scenario.name, cni, str(exc)), []).append(condition.id)
@@ -1272,7 +1323,7 @@ class BenchSession:
                 reached, widths, target, len({run.repetition for run in result.runs})
             )
             merged[_key(p)] = dataclasses.replace(result, precision_note=note)
-            slug = p.scenario.cluster_spec(p.cni, p.condition).slug
+            slug = p.scenario.cluster_spec(p.spec, p.condition).slug
             self.store.write_json(
                 f"precision-{p.scenario.name}-{slug}-{p.condition.id}",
                 {"target": target, "max_runs": self.runner.max_runs, "note": note},
@@ -1281,7 +1332,7 @@ class BenchSession:
     def run_condition(
         self,
         scenario: Scenario | str,
-        cni: str,
+        cni: ClusterSpec,
         condition: Condition,
         *,
         repetitions: range | None = None,
@@ -1292,6 +1343,7 @@ class BenchSession:
         :meth:`run` is the door that turns those into an outcome.
 
         ``scenario`` may be a name, resolved among the session's configured scenarios;
+        ``cni`` is one of :attr:`specs` (:meth:`spec` finds it by its label);
         ``repetitions`` runs only those repetition numbers (one interleaved round).
         """
         if isinstance(scenario, str):
