@@ -39,6 +39,7 @@ __all__ = [
     "LAB_DATAPATHS",
     "BackendChoice",
     "BenchSession",
+    "ClusterChoice",
     "CniRequest",
     "EventKind",
     "GroupDesign",
@@ -61,7 +62,38 @@ __all__ = [
     "validate_cnis",
 ]
 
-CLUSTER_CHOICES = ("auto", "lab", "kind", "aks", "existing")
+
+class ClusterChoice(enum.StrEnum):
+    """``--cluster``: where a session benchmarks. Checked once, by :meth:`parse`, when the
+    options become a :class:`SessionConfig`; everything after takes this type and checks
+    nothing (a member equals its text, ``ClusterChoice.LAB == "lab"``)."""
+
+    AUTO = "auto"
+    """The lab or kind, chosen from the request (:func:`choose_cluster`)."""
+    LAB = "lab"
+    KIND = "kind"
+    AKS = "aks"
+    EXISTING = "existing"
+    """The cluster ``KUBECONFIG`` names."""
+
+    @classmethod
+    def parse(cls, text: str) -> ClusterChoice:
+        """The choice ``text`` names.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            Not one of :data:`CLUSTER_CHOICES` (one line listing them).
+        """
+        if text not in CLUSTER_CHOICES:
+            raise ConfigError(
+                f"unknown --cluster {text!r}: choose one of {', '.join(CLUSTER_CHOICES)}"
+            )
+        return cls(text)
+
+
+CLUSTER_CHOICES = tuple(choice.value for choice in ClusterChoice)
+"""The ``--cluster`` values, in the order help and errors list them."""
 LAB_DATAPATHS = tuple(datapath.value for datapath in LabDatapath)
 """Datapaths the lab offers as ``--cni`` (``("routed", "vxlan")``; the names live in
 :class:`~cnibench.backends.lab.plan.LabDatapath`)."""
@@ -122,7 +154,8 @@ class SessionConfig:
     Attributes
     ----------
     cluster:
-        One of :data:`CLUSTER_CHOICES`.
+        ``--cluster``, checked once (:meth:`ClusterChoice.parse`; its text is accepted and
+        checked on construction).
     cnis:
         CNIs (kube) or datapaths (lab), parsed once (:class:`CniRequest`; ``--cni`` labels
         are accepted and parsed on construction); empty means the backend's defaults.
@@ -156,7 +189,7 @@ class SessionConfig:
         ``--all-metrics``: the report draws every recorded metric.
     """
 
-    cluster: str = "auto"
+    cluster: ClusterChoice = ClusterChoice.AUTO
     cnis: CniRequest = field(default_factory=CniRequest)
     profile: Profile = field(default_factory=lambda: profile_named(DEFAULT_PROFILE))
     results_dir: Path = Path("results")
@@ -171,6 +204,8 @@ class SessionConfig:
     all_metrics: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.cluster, ClusterChoice):  # --cluster text, as a notebook writes it
+            object.__setattr__(self, "cluster", ClusterChoice.parse(self.cluster))
         if not isinstance(self.cnis, CniRequest):  # --cni labels, as a notebook writes them
             object.__setattr__(self, "cnis", CniRequest.parse(self.cnis))
         object.__setattr__(self, "results_dir", Path(self.results_dir))
@@ -184,8 +219,8 @@ def container_engine(timeout: float = 5.0) -> str:
 
 
 def choose_cluster(
-    cluster: str, cnis: CniRequest, *, engine: Callable[[], str] | None = None
-) -> tuple[str, str]:
+    cluster: ClusterChoice, cnis: CniRequest, *, engine: Callable[[], str] | None = None
+) -> tuple[ClusterChoice, str]:
     """Which ``--cluster`` serves ``cnis``, and a sentence saying why: the backend chosen
     from what was asked, made once per session.
 
@@ -198,14 +233,10 @@ def choose_cluster(
     Raises
     ------
     cnibench.errors.ConfigError
-        An unknown ``--cluster``; lab datapaths and Kubernetes CNIs in one request (the line
-        says how to split them); Kubernetes CNIs with ``auto`` and no engine (the line names
-        ``cnibench engine up``, or that a name is unknown).
+        Lab datapaths and Kubernetes CNIs in one request (the line says how to split them);
+        Kubernetes CNIs with ``auto`` and no engine (the line names ``cnibench engine up``, or
+        that a name is unknown).
     """
-    if cluster not in CLUSTER_CHOICES:
-        raise ConfigError(
-            f"unknown --cluster {cluster!r}: choose one of {', '.join(CLUSTER_CHOICES)}"
-        )
     lab, kube = cnis.lab_names, cnis.kube_names
     if lab and kube:
         raise ConfigError(
@@ -214,13 +245,13 @@ def choose_cluster(
             f" {' '.join(f'--cni {name}' for name in lab)} ... and cnibench run"
             f" {' '.join(f'--cni {name}' for name in kube)} ..."
         )
-    if cluster != "auto":
+    if cluster != ClusterChoice.AUTO:
         return cluster, f"--cluster {cluster}"
     if lab:
-        return "lab", f"--cluster auto: --cni {', '.join(lab)} runs on the embedded lab"
+        return ClusterChoice.LAB, f"--cluster auto: --cni {', '.join(lab)} runs on the embedded lab"
     answering = (engine or container_engine)()
     if answering:
-        return "kind", f"--cluster auto: {answering} answers, using kind"
+        return ClusterChoice.KIND, f"--cluster auto: {answering} answers, using kind"
     if kube:
         _check_names(cnis, backend="")  # a misspelt name is unknown, not a missing cluster
         raise ConfigError(
@@ -229,11 +260,11 @@ def choose_cluster(
             " cnibench images build) and no --cluster existing was given (set KUBECONFIG);"
             f" or measure a lab datapath: --cni {' / '.join(LAB_DATAPATHS)}"
         )
-    return "lab", "--cluster auto: no container engine answers, using the embedded lab"
+    return ClusterChoice.LAB, "--cluster auto: no container engine answers, using the embedded lab"
 
 
 def select_backend(
-    cluster: str,
+    cluster: ClusterChoice,
     cnis: CniRequest | None = None,
     *,
     keep_cluster: bool = False,
@@ -243,7 +274,7 @@ def select_backend(
     """The backend for ``--cluster`` and ``cnis`` (see :func:`choose_cluster`) and a sentence
     saying what was picked and why. Only the chosen backend's package is imported."""
     cluster, reason = choose_cluster(cluster, cnis or CniRequest(), engine=engine)
-    if cluster == "lab":
+    if cluster == ClusterChoice.LAB:
         from cnibench.backends.lab import LabBackend
 
         return LabBackend(), reason
@@ -251,13 +282,13 @@ def select_backend(
 
     images = None
     provider: KindProvider | AksProvider | ExistingProvider
-    if cluster == "kind":
+    if cluster == ClusterChoice.KIND:
         from cnibench.backends.kube.images import Images, default_image_set
 
         # On cnibench's own engine the offline set is kind's default (CNIBENCH_IMAGES wins).
         images = Images.from_environment(os.environ, default=default_image_set(os.environ))
         provider = KindProvider(images=images, recreate=recreate_cluster)
-    elif cluster == "aks":
+    elif cluster == ClusterChoice.AKS:
         _check_aks_prerequisites()
         provider = AksProvider()
     else:
@@ -559,11 +590,7 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
     cnibench.errors.ConfigError
         One line naming the option and the bad value.
     """
-    cluster = str(values["cluster"])
-    if cluster not in CLUSTER_CHOICES:
-        raise ConfigError(
-            f"unknown --cluster {cluster!r}: choose one of {', '.join(CLUSTER_CHOICES)}"
-        )
+    cluster = ClusterChoice.parse(str(values["cluster"]))
     runs = _integer("--runs", values.get("runs"))
     duration = values.get("duration")
     profile = profile_named(str(values["profile"])).with_overrides(
