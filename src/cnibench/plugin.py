@@ -8,7 +8,9 @@ stateful :class:`_BenchState` exists only once a test asks for a cluster.
 Fixtures
 --------
 cni
-    The CNI (or lab datapath) of the current test; tests are parametrized over ``--cni``.
+    The CNI (or lab datapath) of the current test as results record it (its ``--cni`` label);
+    tests are parametrized over ``--cni``. The session holds each parsed once
+    (``cnibench_session.spec(cni)``).
 cnibench_session
     The session-scoped :class:`cnibench.session.BenchSession` (one per xdist worker, so each
     worker gets its own lab or cluster).
@@ -348,9 +350,7 @@ def cnibench_session(request: pytest.FixtureRequest) -> BenchSession:
 @pytest.fixture(scope="session")
 def cluster(cnibench_session: BenchSession, cni: str) -> Cluster:
     """The cluster for ``cni`` with the default spec (provisioned once per session)."""
-    from cnibench.backends.base import ClusterSpec
-
-    return cnibench_session.pool.get(ClusterSpec.from_label(cni))
+    return cnibench_session.pool.get(cnibench_session.spec(cni))
 
 
 class Bench:
@@ -369,11 +369,12 @@ class Bench:
         it). Runs through :meth:`cnibench.session.BenchSession.run`, as the CLI does.
         """
         from cnibench.scenarios import scenario_named
-        from cnibench.session import PlannedCondition
+        from cnibench.session import CniRequest, PlannedCondition
 
         scenario = scenario_named(scenario_name, self.session.scenarios)
-        # One condition on this test's CNI, through the session's one door.
-        outcome = self.session.run([PlannedCondition(scenario, condition, only=(self.cni,))])
+        # One condition on this test's CNI (the session's own spec), through its one door.
+        only = CniRequest((self.session.spec(self.cni),))
+        outcome = self.session.run([PlannedCondition(scenario, condition, only=only)])
         if outcome.skipped:
             pytest.skip(outcome.skipped[0].reason)
         if outcome.not_proven:

@@ -39,6 +39,7 @@ __all__ = [
     "LAB_DATAPATHS",
     "BackendChoice",
     "BenchSession",
+    "ClusterChoice",
     "CniRequest",
     "EventKind",
     "GroupDesign",
@@ -61,7 +62,38 @@ __all__ = [
     "validate_cnis",
 ]
 
-CLUSTER_CHOICES = ("auto", "lab", "kind", "aks", "existing")
+
+class ClusterChoice(enum.StrEnum):
+    """``--cluster``: where a session benchmarks. Checked once, by :meth:`parse`, when the
+    options become a :class:`SessionConfig`; everything after takes this type and checks
+    nothing (a member equals its text, ``ClusterChoice.LAB == "lab"``)."""
+
+    AUTO = "auto"
+    """The lab or kind, chosen from the request (:func:`choose_cluster`)."""
+    LAB = "lab"
+    KIND = "kind"
+    AKS = "aks"
+    EXISTING = "existing"
+    """The cluster ``KUBECONFIG`` names."""
+
+    @classmethod
+    def parse(cls, text: str) -> ClusterChoice:
+        """The choice ``text`` names.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            Not one of :data:`CLUSTER_CHOICES` (one line listing them).
+        """
+        if text not in CLUSTER_CHOICES:
+            raise ConfigError(
+                f"unknown --cluster {text!r}: choose one of {', '.join(CLUSTER_CHOICES)}"
+            )
+        return cls(text)
+
+
+CLUSTER_CHOICES = tuple(choice.value for choice in ClusterChoice)
+"""The ``--cluster`` values, in the order help and errors list them."""
 LAB_DATAPATHS = tuple(datapath.value for datapath in LabDatapath)
 """Datapaths the lab offers as ``--cni`` (``("routed", "vxlan")``; the names live in
 :class:`~cnibench.backends.lab.plan.LabDatapath`)."""
@@ -70,7 +102,9 @@ LAB_DATAPATHS = tuple(datapath.value for datapath in LabDatapath)
 @dataclass(frozen=True)
 class CniRequest:
     """``--cni`` as asked for: each value parsed once into a :class:`ClusterSpec` (the one
-    parse: :meth:`ClusterSpec.from_label`), repeats dropped, in the order given.
+    parse: :meth:`ClusterSpec.from_label`), repeats dropped, in the order given. These specs
+    travel: checked by :func:`validate_cnis`, planned (:class:`PlannedRun`), handed to the
+    runner and to :meth:`Scenario.cluster_spec`; nothing after parses a label again.
 
     Which backend a name belongs to is decided here without importing one: a name of
     :data:`LAB_DATAPATHS` is the lab's, any other a Kubernetes CNI (checked against the kube
@@ -120,7 +154,8 @@ class SessionConfig:
     Attributes
     ----------
     cluster:
-        One of :data:`CLUSTER_CHOICES`.
+        ``--cluster``, checked once (:meth:`ClusterChoice.parse`; its text is accepted and
+        checked on construction).
     cnis:
         CNIs (kube) or datapaths (lab), parsed once (:class:`CniRequest`; ``--cni`` labels
         are accepted and parsed on construction); empty means the backend's defaults.
@@ -154,7 +189,7 @@ class SessionConfig:
         ``--all-metrics``: the report draws every recorded metric.
     """
 
-    cluster: str = "auto"
+    cluster: ClusterChoice = ClusterChoice.AUTO
     cnis: CniRequest = field(default_factory=CniRequest)
     profile: Profile = field(default_factory=lambda: profile_named(DEFAULT_PROFILE))
     results_dir: Path = Path("results")
@@ -169,6 +204,8 @@ class SessionConfig:
     all_metrics: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.cluster, ClusterChoice):  # --cluster text, as a notebook writes it
+            object.__setattr__(self, "cluster", ClusterChoice.parse(self.cluster))
         if not isinstance(self.cnis, CniRequest):  # --cni labels, as a notebook writes them
             object.__setattr__(self, "cnis", CniRequest.parse(self.cnis))
         object.__setattr__(self, "results_dir", Path(self.results_dir))
@@ -182,8 +219,8 @@ def container_engine(timeout: float = 5.0) -> str:
 
 
 def choose_cluster(
-    cluster: str, cnis: CniRequest, *, engine: Callable[[], str] | None = None
-) -> tuple[str, str]:
+    cluster: ClusterChoice, cnis: CniRequest, *, engine: Callable[[], str] | None = None
+) -> tuple[ClusterChoice, str]:
     """Which ``--cluster`` serves ``cnis``, and a sentence saying why: the backend chosen
     from what was asked, made once per session.
 
@@ -196,14 +233,10 @@ def choose_cluster(
     Raises
     ------
     cnibench.errors.ConfigError
-        An unknown ``--cluster``; lab datapaths and Kubernetes CNIs in one request (the line
-        says how to split them); Kubernetes CNIs with ``auto`` and no engine (the line names
-        ``cnibench engine up``).
+        Lab datapaths and Kubernetes CNIs in one request (the line says how to split them);
+        Kubernetes CNIs with ``auto`` and no engine (the line names ``cnibench engine up``, or
+        that a name is unknown).
     """
-    if cluster not in CLUSTER_CHOICES:
-        raise ConfigError(
-            f"unknown --cluster {cluster!r}: choose one of {', '.join(CLUSTER_CHOICES)}"
-        )
     lab, kube = cnis.lab_names, cnis.kube_names
     if lab and kube:
         raise ConfigError(
@@ -212,40 +245,26 @@ def choose_cluster(
             f" {' '.join(f'--cni {name}' for name in lab)} ... and cnibench run"
             f" {' '.join(f'--cni {name}' for name in kube)} ..."
         )
-    if cluster != "auto":
+    if cluster != ClusterChoice.AUTO:
         return cluster, f"--cluster {cluster}"
     if lab:
-        return "lab", f"--cluster auto: --cni {', '.join(lab)} runs on the embedded lab"
+        return ClusterChoice.LAB, f"--cluster auto: --cni {', '.join(lab)} runs on the embedded lab"
     answering = (engine or container_engine)()
     if answering:
-        return "kind", f"--cluster auto: {answering} answers, using kind"
+        return ClusterChoice.KIND, f"--cluster auto: {answering} answers, using kind"
     if kube:
-        _check_kube_names(kube)
+        _check_names(cnis, backend="")  # a misspelt name is unknown, not a missing cluster
         raise ConfigError(
             f"--cni {kube[0]!r} needs a Kubernetes cluster and none is at hand: no container"
             ' engine answers for kind (start one: eval "$(cnibench engine up)", then'
             " cnibench images build) and no --cluster existing was given (set KUBECONFIG);"
             f" or measure a lab datapath: --cni {' / '.join(LAB_DATAPATHS)}"
         )
-    return "lab", "--cluster auto: no container engine answers, using the embedded lab"
-
-
-def _check_kube_names(names: Sequence[str]) -> None:
-    """Refuse a name that is neither a lab datapath nor a registered Kubernetes CNI (imports
-    the kube registry: only on a path that is not a lab run)."""
-    from cnibench.backends.kube.cnis import cni_names
-
-    known = cni_names()
-    for name in names:
-        if name not in known:
-            raise ConfigError(
-                f"unknown --cni {name!r}: choose a lab datapath ({', '.join(LAB_DATAPATHS)})"
-                f" or a Kubernetes CNI ({', '.join(known)})"
-            )
+    return ClusterChoice.LAB, "--cluster auto: no container engine answers, using the embedded lab"
 
 
 def select_backend(
-    cluster: str,
+    cluster: ClusterChoice,
     cnis: CniRequest | None = None,
     *,
     keep_cluster: bool = False,
@@ -255,7 +274,7 @@ def select_backend(
     """The backend for ``--cluster`` and ``cnis`` (see :func:`choose_cluster`) and a sentence
     saying what was picked and why. Only the chosen backend's package is imported."""
     cluster, reason = choose_cluster(cluster, cnis or CniRequest(), engine=engine)
-    if cluster == "lab":
+    if cluster == ClusterChoice.LAB:
         from cnibench.backends.lab import LabBackend
 
         return LabBackend(), reason
@@ -263,13 +282,13 @@ def select_backend(
 
     images = None
     provider: KindProvider | AksProvider | ExistingProvider
-    if cluster == "kind":
+    if cluster == ClusterChoice.KIND:
         from cnibench.backends.kube.images import Images, default_image_set
 
         # On cnibench's own engine the offline set is kind's default (CNIBENCH_IMAGES wins).
         images = Images.from_environment(os.environ, default=default_image_set(os.environ))
         provider = KindProvider(images=images, recreate=recreate_cluster)
-    elif cluster == "aks":
+    elif cluster == ClusterChoice.AKS:
         _check_aks_prerequisites()
         provider = AksProvider()
     else:
@@ -298,61 +317,90 @@ def _check_aks_prerequisites() -> None:
         )
 
 
-def validate_cnis(backend: Backend, cnis: CniRequest | Sequence[str]) -> tuple[str, ...]:
-    """``cnis`` (a :class:`CniRequest`, or ``--cni`` labels) checked against what ``backend``
-    offers, options included, and written the one way results record them
-    (:attr:`ClusterSpec.label`); the backend's defaults when empty.
+def validate_cnis(backend: Backend, cnis: CniRequest) -> tuple[ClusterSpec, ...]:
+    """The session's CNIs: ``cnis`` checked against what ``backend`` offers, names and
+    options, the one check of ``--cni`` values (:func:`choose_backend` makes it once per
+    session; :meth:`BenchSession.plan` once for a CNI only a ``--scenario`` item names). The
+    specs are ``cnis``'s own, not parsed again; the backend's defaults when it is empty.
 
     On the lab nothing of the kube backend is imported unless a name is not a datapath (then
     only to say whether it is a Kubernetes CNI or unknown).
-    """
-    request = cnis if isinstance(cnis, CniRequest) else CniRequest.parse(cnis)
-    if backend.name == "lab":
-        for spec in request.specs:
-            if spec.cni not in LAB_DATAPATHS:
-                from cnibench.backends.kube.cnis import cni_names
 
-                if spec.cni in cni_names():
-                    raise ConfigError(
-                        f"--cni {spec.cni!r} is a Kubernetes CNI and --cluster lab runs lab"
-                        f" datapaths: choose --cni {' / '.join(LAB_DATAPATHS)}, or --cluster"
-                        " kind or existing"
-                    )
-                raise ConfigError(
-                    f"unknown --cni {spec.cni!r} for the lab: choose one of"
-                    f" {', '.join(LAB_DATAPATHS)}"
-                )
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        One line naming the value and what ``backend`` offers instead.
+    """
+    _check_names(cnis, backend=backend.name)
+    if backend.name == "lab":
+        for spec in cnis.specs:
             try:
                 napi_option(spec.options)
             except ConfigError as exc:
                 raise ConfigError(f"--cni {spec.label!r}: {exc}") from None
-        return request.labels or LAB_DATAPATHS
+        return cnis.specs or tuple(ClusterSpec(cni=name) for name in LAB_DATAPATHS)
 
     from cnibench.backends.kube.cni import cni_definition
     from cnibench.backends.kube.cnis import cni_names
 
-    kube_cnis = cni_names()
-    for spec in request.specs:
-        if spec.cni in LAB_DATAPATHS:
-            raise ConfigError(
-                f"--cni {spec.cni!r} is a lab datapath and a Kubernetes cluster runs"
-                f" Kubernetes CNIs: choose --cluster lab, or --cni {' / '.join(kube_cnis)}"
-            )
-        if spec.cni not in kube_cnis:
-            raise ConfigError(f"unknown --cni {spec.cni!r}: choose one of {', '.join(kube_cnis)}")
+    for spec in cnis.specs:
         cni_definition(spec)  # the driver refuses options and features it does not take
     # The first registered driver is kind's own CNI: what a plain kind cluster runs.
-    return request.labels or kube_cnis[:1]
+    return cnis.specs or (ClusterSpec(cni=cni_names()[0]),)
+
+
+def _check_names(cnis: CniRequest, *, backend: str) -> None:
+    """Refuse a ``--cni`` name that ``backend`` (``"lab"``, ``"kube"``, or ``""`` while none
+    could be chosen) cannot run, in one line saying what to choose instead. Imports the kube
+    registry only for a name that is not a lab datapath."""
+    if backend == "lab":
+        if cnis.kube_names:
+            from cnibench.backends.kube.cnis import cni_names
+
+            name = cnis.kube_names[0]
+            if name in cni_names():
+                raise ConfigError(
+                    f"--cni {name!r} is a Kubernetes CNI and --cluster lab runs lab"
+                    f" datapaths: choose --cni {' / '.join(LAB_DATAPATHS)}, or --cluster"
+                    " kind or existing"
+                )
+            raise ConfigError(
+                f"unknown --cni {name!r} for the lab: choose one of {', '.join(LAB_DATAPATHS)}"
+            )
+        return
+    from cnibench.backends.kube.cnis import cni_names
+
+    known = cni_names()
+    for spec in cnis.specs:
+        if backend and spec.cni in LAB_DATAPATHS:
+            raise ConfigError(
+                f"--cni {spec.cni!r} is a lab datapath and a Kubernetes cluster runs"
+                f" Kubernetes CNIs: choose --cluster lab, or --cni {' / '.join(known)}"
+            )
+        if spec.cni not in known and spec.cni not in LAB_DATAPATHS:
+            choices = f"one of {', '.join(known)}"
+            if not backend:
+                choices = (
+                    f"a lab datapath ({', '.join(LAB_DATAPATHS)}) or a Kubernetes CNI"
+                    f" ({', '.join(known)})"
+                )
+            raise ConfigError(f"unknown --cni {spec.cni!r}: choose {choices}")
 
 
 @dataclass(frozen=True)
 class BackendChoice:
     """What :func:`choose_backend` decided for a session, once: the backend, why, and the
-    session's CNIs as results record them."""
+    session's CNIs, checked against it (the specs parsed from ``--cni``, or the backend's
+    defaults)."""
 
     backend: Backend
     reason: str
-    cnis: tuple[str, ...]
+    specs: tuple[ClusterSpec, ...]
+
+    @property
+    def cnis(self) -> tuple[str, ...]:
+        """The session's CNIs as results record them (each spec's ``--cni`` label)."""
+        return tuple(spec.label for spec in self.specs)
 
 
 def choose_backend(
@@ -378,14 +426,14 @@ def choose_backend(
         recreate_cluster=config.recreate_cluster,
         engine=engine,
     )
-    cnis = validate_cnis(backend, config.cnis)
-    if config.reference is not None and config.reference not in cnis:
+    choice = BackendChoice(backend, reason, validate_cnis(backend, config.cnis))
+    if config.reference is not None and config.reference not in choice.cnis:
         raise ConfigError(
             f"--reference {config.reference!r} is not one of the CNIs of this session:"
-            f" {', '.join(cnis)}"
+            f" {', '.join(choice.cnis)}"
         )
-    _require_offline_build(backend, config.cnis.specs or [ClusterSpec(cni) for cni in cnis])
-    return BackendChoice(backend, reason, cnis)
+    _require_offline_build(backend, choice.specs)
+    return choice
 
 
 def _require_offline_build(backend: Backend, specs: Sequence[ClusterSpec]) -> None:
@@ -542,11 +590,7 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
     cnibench.errors.ConfigError
         One line naming the option and the bad value.
     """
-    cluster = str(values["cluster"])
-    if cluster not in CLUSTER_CHOICES:
-        raise ConfigError(
-            f"unknown --cluster {cluster!r}: choose one of {', '.join(CLUSTER_CHOICES)}"
-        )
+    cluster = ClusterChoice.parse(str(values["cluster"]))
     runs = _integer("--runs", values.get("runs"))
     duration = values.get("duration")
     profile = profile_named(str(values["profile"])).with_overrides(
@@ -675,22 +719,31 @@ def add_scenario_options(add: Callable[..., object]) -> None:
 class PlannedCondition:
     """A condition of a scenario chosen for a session, before the CNIs are known.
 
-    ``only`` holds the CNIs a ``scenario@cni1+cni2`` item restricts it to, as typed; empty means
-    every CNI of the session.
+    ``only`` holds the CNIs a ``scenario@cni1+cni2`` item restricts it to, parsed as ``--cni``
+    values are (:meth:`CniRequest.parse`); empty means every CNI of the session.
     """
 
     scenario: Scenario
     condition: Condition
-    only: tuple[str, ...] = ()
+    only: CniRequest = field(default_factory=CniRequest)
 
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """One condition on one CNI: what :meth:`BenchSession.plan` returns, in running order."""
+    """One condition on one CNI: what :meth:`BenchSession.plan` returns, in running order.
+
+    ``spec`` is the CNI as the session parsed and checked it (one of
+    :attr:`BenchSession.specs`, or a CNI a ``--scenario`` item named): the runner and the
+    scenario take it as it is."""
 
     scenario: Scenario
-    cni: str
+    spec: ClusterSpec
     condition: Condition
+
+    @property
+    def cni(self) -> str:
+        """The CNI as results record it (:attr:`ClusterSpec.label`)."""
+        return self.spec.label
 
 
 def interleaved_rounds(plan: Sequence[PlannedRun], runs: int) -> list[tuple[int, PlannedRun]]:
@@ -892,7 +945,8 @@ def plan_conditions(
     """The conditions a session runs, from scenario items and condition ids; pure (no backend).
 
     ``items`` are ``--scenario`` values, each comma-separated, ``NAME`` or ``NAME@cni1+cni2``
-    (the scenario only on those CNIs); none means every scenario of ``registry``.
+    (the scenario only on those CNIs, parsed here as ``--cni`` values are and checked against
+    the backend by :meth:`BenchSession.plan`); none means every scenario of ``registry``.
     ``conditions`` keeps only the conditions with those ids; none keeps all.
 
     Both front ends call this: ``cnibench run`` before a backend is chosen (so a misspelt name
@@ -902,13 +956,16 @@ def plan_conditions(
     Raises
     ------
     cnibench.errors.ConfigError
-        An unknown scenario, or no condition matching ``conditions`` (the choices listed).
+        An unknown scenario, a CNI after ``@`` that is not ``NAME[:OPTION,...]``, or no
+        condition matching ``conditions`` (the choices listed).
     """
     names = [item for arg in items for item in arg.split(",") if item] or list(registry)
     chosen = []
     for item in names:
         name, _, only = item.partition("@")
-        chosen.append((scenario_named(name, registry), tuple(c for c in only.split("+") if c)))
+        chosen.append(
+            (scenario_named(name, registry), CniRequest.parse(c for c in only.split("+") if c))
+        )
     planned = [
         PlannedCondition(scenario, condition, only)
         for scenario, only in chosen
@@ -1057,7 +1114,11 @@ class BenchSession:
     ) -> None:
         self.config = config
         choice = choice or choose_backend(config)
-        self.backend, self.backend_reason, self.cnis = choice.backend, choice.reason, choice.cnis
+        self.backend, self.backend_reason = choice.backend, choice.reason
+        self.specs = choice.specs
+        """The session's CNIs, parsed once and checked against the backend; what runs."""
+        self.cnis = choice.cnis
+        """The same as results record them (``--cni`` labels), in order."""
         configured = (
             scenarios if scenarios is not None else build_scenarios(config.scenario_options)
         )
@@ -1094,18 +1155,33 @@ class BenchSession:
         cnibench.errors.ConfigError
             An ``only`` CNI the backend does not offer.
         """
-        cnis_of = {
-            only: validate_cnis(self.backend, only) if only else self.cnis
-            for only in dict.fromkeys(p.only for p in planned)
-        }
-        named = (cni for cnis in cnis_of.values() for cni in cnis)
-        order = tuple(dict.fromkeys((*self.cnis, *named)))
+        specs = {spec.label: spec for spec in self.specs}
+        named = {s.label: s for p in planned for s in p.only.specs if s.label not in specs}
+        if named:  # checked once, as --cni values were by choose_backend
+            specs |= {
+                s.label: s for s in validate_cnis(self.backend, CniRequest((*named.values(),)))
+            }
         return [
-            PlannedRun(p.scenario, cni, p.condition)
-            for cni in order
+            PlannedRun(p.scenario, spec, p.condition)
+            for label, spec in specs.items()
             for p in planned
-            if cni in cnis_of[p.only]
+            if label in (p.only.labels or self.cnis)
         ]
+
+    def spec(self, cni: str) -> ClusterSpec:
+        """The session's CNI whose label (as results record it, and as the plugin's ``cni``
+        fixture holds it) is ``cni``: the spec parsed from ``--cni``, looked up, not parsed
+        again.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            ``cni`` is not the label of one of :attr:`specs`.
+        """
+        for spec in self.specs:
+            if spec.label == cni:
+                return spec
+        raise ConfigError(f"--cni {cni!r} is not a CNI of this session: {', '.join(self.cnis)}")
 
     def run(
         self,
@@ -1162,7 +1238,9 @@ class BenchSession:
             rounds = None if round_number < 0 else range(round_number, round_number + 1)
             left = runs if rounds is None else max(0, runs - round_number)
             try:
-                result = self.run_condition(scenario, cni, condition, repetitions=rounds)
+                result = self.run_condition(
+                    scenario, planned_run.spec, condition, repetitions=rounds
+                )
             except UnsupportedError as exc:
                 given_up.add(key)
                 skipped.setdefault((scenario.name, cni, str(exc)), []).append(condition.id)
@@ -1272,7 +1350,7 @@ class BenchSession:
                 reached, widths, target, len({run.repetition for run in result.runs})
             )
             merged[_key(p)] = dataclasses.replace(result, precision_note=note)
-            slug = p.scenario.cluster_spec(p.cni, p.condition).slug
+            slug = p.scenario.cluster_spec(p.spec, p.condition).slug
             self.store.write_json(
                 f"precision-{p.scenario.name}-{slug}-{p.condition.id}",
                 {"target": target, "max_runs": self.runner.max_runs, "note": note},
@@ -1281,7 +1359,7 @@ class BenchSession:
     def run_condition(
         self,
         scenario: Scenario | str,
-        cni: str,
+        cni: ClusterSpec,
         condition: Condition,
         *,
         repetitions: range | None = None,
@@ -1292,6 +1370,7 @@ class BenchSession:
         :meth:`run` is the door that turns those into an outcome.
 
         ``scenario`` may be a name, resolved among the session's configured scenarios;
+        ``cni`` is one of :attr:`specs` (:meth:`spec` finds it by its label);
         ``repetitions`` runs only those repetition numbers (one interleaved round).
         """
         if isinstance(scenario, str):

@@ -13,7 +13,7 @@ def test_egress(bench, cnibench_session, cni, condition):
     result = bench.run("egress", condition)
 
     cluster = cnibench_session.pool.get(
-        cnibench_session.scenarios["egress"].cluster_spec(cni, condition)
+        cnibench_session.scenarios["egress"].cluster_spec(cnibench_session.spec(cni), condition)
     )
     gateway_on = condition.parameters["gateway"] == "on"
     # Independent of the scenario's own expectation: the node the address must belong to.

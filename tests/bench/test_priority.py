@@ -33,7 +33,7 @@ def test_priority(bench, cnibench_session, cni, profile_runs, condition):
         assert run.evidence["after"] == "http-200"
     assert result.values("reference") == [REFERENCE[condition.id]] * profile_runs
     cluster = cnibench_session.pool.get(
-        cnibench_session.scenarios["priority"].cluster_spec(cni, condition)
+        cnibench_session.scenarios["priority"].cluster_spec(cnibench_session.spec(cni), condition)
     )
     if cluster.backend == "lab":
         assert result.values("reachable") == [REFERENCE[condition.id]] * profile_runs

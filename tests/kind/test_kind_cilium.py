@@ -287,7 +287,7 @@ def test_the_policy_check_fails_on_cilium_when_the_policy_is_not_applied(
     with BenchSession(config) as session:
         policy = session.scenarios["policy"]
         (condition,) = (c for c in policy.conditions() if c.id == POLICY_ON)
-        cluster = session.runner.pool.get(policy.cluster_spec(KPR, condition))
+        cluster = session.runner.pool.get(policy.cluster_spec(session.spec(KPR), condition))
         prepared = policy.prepare(cluster, condition, config.profile)
         try:
             applied = policy.verify(cluster, prepared, condition)

@@ -131,13 +131,13 @@ def test_a_pod_never_ready_fails_its_condition_with_the_reason_and_the_session_g
             next(c for c in baseline.conditions() if c.id == f"{placement}-idle-iperf3")
             for placement in ("cross-node", "same-node")
         )
-        cluster = session.runner.pool.get(baseline.cluster_spec("flannel", first))
+        cluster = session.runner.pool.get(baseline.cluster_spec(session.spec("flannel"), first))
         good = cluster.images  # type: ignore[attr-defined]
         cluster.images = dataclasses.replace(good, sockperf="localhost/cnibench-absent:never")  # type: ignore[attr-defined]
         with pytest.raises(SetupError) as failed:
-            session.run_condition(baseline, "flannel", first)
+            session.run_condition(baseline, session.spec("flannel"), first)
         cluster.images = good  # type: ignore[attr-defined]
-        went_on = session.run_condition(baseline, "flannel", second)
+        went_on = session.run_condition(baseline, session.spec("flannel"), second)
     message = str(failed.value)
     assert "set-up failed: pod bl-srv cannot start" in message
     assert "ErrImageNeverPull" in message

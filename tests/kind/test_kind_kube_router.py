@@ -261,7 +261,7 @@ def test_the_policy_check_fails_on_kube_router_when_the_policy_is_not_applied(
     with _library_session(kube_router_images, monkeypatch, tmp_path / "results") as session:
         policy = session.scenarios["policy"]
         (condition,) = (c for c in policy.conditions() if c.id == POLICY_R0)
-        cluster = session.runner.pool.get(policy.cluster_spec(CNI, condition))
+        cluster = session.runner.pool.get(policy.cluster_spec(session.spec(CNI), condition))
         prepared = policy.prepare(cluster, condition, session.config.profile)
         try:
             applied = policy.verify(cluster, prepared, condition)
@@ -348,11 +348,11 @@ def test_an_agent_or_server_deleted_mid_run_fails_that_run_with_the_reason_and_t
         agent_first, server_second, undisturbed = _conditions(session, "baseline", *FAULTED)
         measure = baseline.measure
         monkeypatch.setattr(baseline, "measure", _disturbing(baseline, delete_agent))
-        session.run_condition(baseline, CNI, agent_first)
+        session.run_condition(baseline, session.spec(CNI), agent_first)
         monkeypatch.setattr(baseline, "measure", _disturbing(baseline, delete_server, measure))
-        session.run_condition(baseline, CNI, server_second)
+        session.run_condition(baseline, session.spec(CNI), server_second)
         monkeypatch.setattr(baseline, "measure", measure)
-        went_on = session.run_condition(baseline, CNI, undisturbed)
+        went_on = session.run_condition(baseline, session.spec(CNI), undisturbed)
     frame = load_results(tmp_path / "results")
     runs = frame.drop_duplicates("run_id").set_index("run_id")
     failed = runs[runs["status"] == RunStatus.FAILED.value]

@@ -38,7 +38,7 @@ import pytest
 from rel_support import merge_summary, require_root_lab
 
 from cnibench import load_results
-from cnibench.backends.base import Cluster, CommandResult, Endpoint
+from cnibench.backends.base import Cluster, ClusterSpec, CommandResult, Endpoint
 from cnibench.backends.lab import LabBackend
 from cnibench.errors import ProvisioningError, SetupError
 from cnibench.records import RunStatus
@@ -175,6 +175,8 @@ REASON_WORDS = {
     "truncated-json": ("ParseError",),
     "tool-hangs": ("did not finish within", "killed"),
 }
+ROUTED = ClusterSpec(cni="routed")
+"""The CNI every fault runs on, as a session hands it to the runner (``--cni routed``)."""
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +192,7 @@ def _run(
     store = ResultsStore(tmp_path / "results")
     runner = Runner(pool, store, profile_named("smoke"))
     condition = next(c for c in scenario.conditions() if c.id == "gateway-off")
-    result = runner.run_condition(scenario, "routed", condition)
+    result = runner.run_condition(scenario, ROUTED, condition)
     return result, tmp_path / "results"
 
 
@@ -287,9 +289,9 @@ def test_a_set_up_that_fails_half_way_fails_its_condition_and_the_next_one_runs(
     with ClusterPool(LabBackend()) as own:
         runner = Runner(own, store, profile_named("smoke"))
         with pytest.raises(SetupError, match="set-up failed: pod eg-extra not Ready"):
-            runner.run_condition(scenario, "routed", condition)
+            runner.run_condition(scenario, ROUTED, condition)
         # The pods the failed set-up placed are gone: the lab refuses a second pod of a name.
-        again = runner.run_condition(scenario, "routed", condition)
+        again = runner.run_condition(scenario, ROUTED, condition)
     assert again.verified
     assert len(again.ok_runs) == 2
     frame = load_results(tmp_path / "results")

@@ -62,22 +62,23 @@ def test_a_malformed_label_is_one_line(label: str, message: str) -> None:
 
 def test_the_lab_refuses_options_and_kube_drivers_their_unknown_features() -> None:
     from cnibench.backends.lab import LabBackend
-    from cnibench.session import validate_cnis
+    from cnibench.session import CniRequest, validate_cnis
 
     with pytest.raises(
         ConfigError,
         match=re.escape("'vxlan:mtu=9000': the lab takes only the option napi=inline|threaded"),
     ):
-        validate_cnis(LabBackend(), ["vxlan:mtu=9000"])
+        validate_cnis(LabBackend(), CniRequest.parse(["vxlan:mtu=9000"]))
     with pytest.raises(ConfigError, match="'vxlan:napi=busy': unknown lab option napi=busy"):
-        validate_cnis(LabBackend(), ["vxlan:napi=busy"])
-    assert validate_cnis(LabBackend(), ["routed:napi=threaded"]) == ("routed:napi=threaded",)
+        validate_cnis(LabBackend(), CniRequest.parse(["vxlan:napi=busy"]))
+    threaded = CniRequest.parse(["routed:napi=threaded"])
+    assert validate_cnis(LabBackend(), threaded) == threaded.specs
 
     class Kube:
         name = "kube"
 
     with pytest.raises(ConfigError, match="unknown cilium feature warp"):
-        validate_cnis(Kube(), ["cilium:warp"])  # type: ignore[arg-type]
-    assert validate_cnis(Kube(), ["cilium:mode=kube-proxy,l7", "cilium:l7,mode=kube-proxy"]) == (  # type: ignore[arg-type]
-        "cilium:l7,mode=kube-proxy",
-    )
+        validate_cnis(Kube(), CniRequest.parse(["cilium:warp"]))  # type: ignore[arg-type]
+    request = CniRequest.parse(["cilium:mode=kube-proxy,l7", "cilium:l7,mode=kube-proxy"])
+    checked = validate_cnis(Kube(), request)  # type: ignore[arg-type]
+    assert [spec.label for spec in checked] == ["cilium:l7,mode=kube-proxy"]

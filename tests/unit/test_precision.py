@@ -94,15 +94,16 @@ def test_without_precision_exactly_the_profiles_runs(tmp_path):
 
 
 def test_interleaved_rounds_alternate_control_and_treatment_per_cluster():
+    from cnibench.backends.base import ClusterSpec
     from cnibench.scenarios import SCENARIOS
     from cnibench.session import PlannedRun, interleaved_rounds
 
     egress = SCENARIOS["egress"]
     off, on = egress.conditions()[:2]
     plan = [
-        PlannedRun(egress, "routed", off),
-        PlannedRun(egress, "routed", on),
-        PlannedRun(egress, "vxlan", off),
+        PlannedRun(egress, ClusterSpec(cni="routed"), off),
+        PlannedRun(egress, ClusterSpec(cni="routed"), on),
+        PlannedRun(egress, ClusterSpec(cni="vxlan"), off),
     ]
     order = [(r, p.cni, p.condition.id) for r, p in interleaved_rounds(plan, 3)]
     assert order == [

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cnibench import cli, report
+from cnibench.backends.base import ClusterSpec
 from cnibench.errors import UnsupportedError
 from cnibench.records import Measurement, RunRecord, RunStatus
 from cnibench.report.matrix import NOT_POSSIBLE_CELL
@@ -30,12 +31,12 @@ def _fake(monkeypatch: pytest.MonkeyPatch) -> None:
     def run_condition(
         self: Runner,
         scenario: Scenario,
-        cni: str,
+        cni: ClusterSpec,
         condition: Condition,
         *,
         repetitions: range | None = None,
     ) -> ConditionResult:
-        if cni == "vxlan":
+        if cni.label == "vxlan":
             raise UnsupportedError(REASON)
         self.store.write_json(f"verification-{scenario.name}-{condition.id}", {"ok": True})
         level = 9e9 * (0.7 if condition.parameters["gateway"] == "on" else 1.0)
@@ -43,7 +44,7 @@ def _fake(monkeypatch: pytest.MonkeyPatch) -> None:
         runs = []
         for n in numbers:
             value = level * (1 + 0.01 * (n % 3 - 1))
-            run_id = f"{scenario.name}-{cni}-{condition.id}-r{n}"
+            run_id = f"{scenario.name}-{cni.label}-{condition.id}-r{n}"
             # As the real runner does: each run's records on disk, for the verdict to read.
             record = RunRecord(
                 session_id=self.store.session_id,
@@ -51,7 +52,7 @@ def _fake(monkeypatch: pytest.MonkeyPatch) -> None:
                 time=f"2026-11-27T12:{n:02d}:{int(level > 8e9):02d}+00:00",
                 backend="lab",
                 provider="lab",
-                cni=cni,
+                cni=cni.label,
                 cni_version="1",
                 scenario=scenario.name,
                 condition=condition.id,
@@ -69,7 +70,7 @@ def _fake(monkeypatch: pytest.MonkeyPatch) -> None:
             runs.append(RunResult(run_id, n, 0, RunStatus.OK, "", measured))
         return ConditionResult(
             scenario.name,
-            cni,
+            cni.label,
             condition,
             Verification(True, "faked"),
             tuple(runs),

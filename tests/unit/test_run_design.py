@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from cnibench import cli
+from cnibench.backends.base import ClusterSpec
 from cnibench.errors import UnsupportedError
 from cnibench.records import Measurement, RunStatus
 from cnibench.scenarios import SCENARIOS, Condition, Scenario, build_scenarios
@@ -62,7 +63,7 @@ class _Calls:
         def run_condition(
             self: Runner,
             scenario: Scenario,
-            cni: str,
+            cni: ClusterSpec,
             condition: Condition,
             *,
             repetitions: range | None = None,
@@ -89,7 +90,7 @@ class _Calls:
             )
             return ConditionResult(
                 scenario.name,
-                cni,
+                cni.label,
                 condition,
                 Verification(True, "faked"),
                 runs,
@@ -197,7 +198,7 @@ def test_precision_adds_rounds_among_the_conditions_not_yet_precise_enough(
 
 def _plan(scenario: Scenario, ids: list[str], cni: str = "routed") -> list[PlannedRun]:
     by_id = {condition.id: condition for condition in scenario.conditions()}
-    return [PlannedRun(scenario, cni, by_id[cid]) for cid in ids]
+    return [PlannedRun(scenario, ClusterSpec(cni=cni), by_id[cid]) for cid in ids]
 
 
 def test_a_lone_condition_is_sequential_it_has_nothing_to_alternate_with() -> None:
@@ -249,8 +250,10 @@ def test_a_run_whose_every_condition_is_skipped_writes_no_design(
     """Nothing measured, nothing written: the design alone makes no session directory (a
     ``--report`` of it would have no runs to show)."""
 
-    def lacking(self: Runner, scenario: Scenario, cni: str, condition: Condition, **_: object):
-        raise UnsupportedError(f"lab/{cni} lacks everything (faked)")
+    def lacking(
+        self: Runner, scenario: Scenario, cni: ClusterSpec, condition: Condition, **_: object
+    ):
+        raise UnsupportedError(f"lab/{cni.label} lacks everything (faked)")
 
     monkeypatch.setattr(Runner, "run_condition", lacking)
     code, printed = _run(EGRESS, tmp_path, capsys)

@@ -18,8 +18,9 @@ def test_lab_defaults_to_both_datapath_profiles():
     backend, reason = select_backend("lab")
     assert backend.name == "lab"
     assert reason == "--cluster lab"
-    assert validate_cnis(backend, []) == ("routed", "vxlan")
-    assert validate_cnis(backend, ["vxlan", "vxlan"]) == ("vxlan",)
+    assert validate_cnis(backend, CniRequest()) == (ClusterSpec("routed"), ClusterSpec("vxlan"))
+    vxlan = CniRequest.parse(["vxlan", "vxlan"])
+    assert validate_cnis(backend, vxlan) == vxlan.specs
 
 
 def test_unknown_scenario_lists_choices():
@@ -42,9 +43,12 @@ def test_wireguard_on_needs_its_own_cluster():
     on, off = (
         next(c for c in wg.conditions() if c.parameters["encryption"] == e) for e in ("on", "off")
     )
-    assert wg.cluster_spec("vxlan", on) == ClusterSpec(cni="vxlan", encryption="wireguard")
-    assert wg.cluster_spec("vxlan", off).key == "vxlan"
-    assert wg.cluster_spec("vxlan", on).key == "vxlan+wireguard"
+    vxlan = ClusterSpec(cni="vxlan", options={"napi": "threaded"})
+    assert wg.cluster_spec(vxlan, on) == ClusterSpec(
+        cni="vxlan", encryption="wireguard", options={"napi": "threaded"}
+    )
+    assert wg.cluster_spec(vxlan, off) == vxlan
+    assert wg.cluster_spec(vxlan, on).key == "vxlan+wireguard+napi=threaded"
 
 
 def test_cluster_spec_default_roles():
@@ -78,7 +82,7 @@ def test_a_kubernetes_cni_without_any_cluster_says_what_is_missing_and_what_to_r
 def test_a_kubernetes_cni_on_the_explicit_lab_names_the_lab_datapaths() -> None:
     backend, _ = select_backend("lab")
     with pytest.raises(ConfigError, match="routed / vxlan"):
-        validate_cnis(backend, ["cilium"])
+        validate_cnis(backend, CniRequest.parse(["cilium"]))
 
 
 @pytest.mark.parametrize(
@@ -124,7 +128,7 @@ def test_a_lab_datapath_on_kind_names_the_lab() -> None:
         name = "kube"
 
     with pytest.raises(ConfigError, match="'vxlan' is a lab datapath and a Kubernetes cluster"):
-        validate_cnis(Kube(), ["vxlan"])  # type: ignore[arg-type]
+        validate_cnis(Kube(), CniRequest.parse(["vxlan"]))  # type: ignore[arg-type]
 
 
 def test_cni_values_are_parsed_once_into_specs() -> None:

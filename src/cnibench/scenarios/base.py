@@ -294,10 +294,12 @@ class Scenario(abc.ABC):
         deleted at every set-up"."""
         return ""
 
-    def cluster_spec(self, cni: str, condition: Condition) -> ClusterSpec:
-        """The cluster ``condition`` needs for ``cni`` (a ``--cni`` label, see
-        :meth:`ClusterSpec.from_label`); equal specs share a cluster."""
-        return ClusterSpec.from_label(cni)
+    def cluster_spec(self, cni: ClusterSpec, condition: Condition) -> ClusterSpec:
+        """The cluster ``condition`` needs on ``cni``, a ``--cni`` value as the session parsed
+        it (name and options); equal specs share a cluster. Default: ``cni`` itself; a
+        scenario that needs more (wireguard's encryption) derives it from ``cni``, never from
+        its label."""
+        return cni
 
     @abc.abstractmethod
     def prepare(self, cluster: Cluster, condition: Condition, profile: Profile) -> Prepared:

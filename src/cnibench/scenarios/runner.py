@@ -398,12 +398,14 @@ class Runner:
     def run_condition(
         self,
         scenario: Scenario,
-        cni: str,
+        cni: ClusterSpec,
         condition: Condition,
         *,
         repetitions: range | None = None,
     ) -> ConditionResult:
-        """Prepare, verify, measure and record ``condition`` on the cluster for ``cni``.
+        """Prepare, verify, measure and record ``condition`` on the cluster for ``cni`` (a
+        ``--cni`` value as the session parsed it; the scenario says which cluster,
+        :meth:`Scenario.cluster_spec`).
 
         ``repetitions`` runs exactly those repetition numbers (one round of an interleaved
         session, :func:`cnibench.session.interleaved_rounds`); by default the profile's runs,
@@ -426,7 +428,7 @@ class Runner:
             names = ", ".join(sorted(c.value for c in missing))
             hints = [h for h in (cluster.capability_hint(c) for c in sorted(missing)) if h]
             how = f" ({'; '.join(hints)})" if hints else ""
-            raise UnsupportedError(f"{cluster.backend}/{cni} lacks {names}{how}")
+            raise UnsupportedError(f"{cluster.backend}/{cni.label} lacks {names}{how}")
         self._record_environment(cluster)
         if self.resource_metrics and scenario.resource_metrics:
             self._metrics_ready(cluster)
@@ -442,7 +444,7 @@ class Runner:
                     cluster, scenario, condition, 0, f"verification failed: {verification.detail}"
                 )
                 raise VerificationError(
-                    f"{scenario.name}/{condition.id} on {cni}: {verification.detail}"
+                    f"{scenario.name}/{condition.id} on {cni.label}: {verification.detail}"
                 )
             self.store.write_json(
                 f"verification-{scenario.name}-{cluster.spec.slug}-{condition.id}",
@@ -464,7 +466,7 @@ class Runner:
                 )
         return ConditionResult(
             scenario=scenario.name,
-            cni=cni,
+            cni=cni.label,
             condition=condition,
             verification=verification,
             runs=tuple(runs),

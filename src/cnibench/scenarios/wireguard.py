@@ -8,6 +8,7 @@ is visible in a capture on the underlay without encryption and absent with it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import secrets
 
@@ -58,10 +59,10 @@ class WireguardScenario(Scenario):
             needed.add(Capability.WIREGUARD)
         return frozenset(needed)
 
-    def cluster_spec(self, cni: str, condition: Condition) -> ClusterSpec:
+    def cluster_spec(self, cni: ClusterSpec, condition: Condition) -> ClusterSpec:
         """A separate cluster with encryption for the ``on`` conditions."""
         encryption = "wireguard" if condition.parameters["encryption"] == "on" else ""
-        return ClusterSpec.from_label(cni, encryption=encryption)
+        return dataclasses.replace(cni, encryption=encryption)
 
     def prepare(self, cluster: Cluster, condition: Condition, profile: Profile) -> Prepared:
         """HTTP echo + iperf3 server on the server node, client on the client node."""
