@@ -135,7 +135,9 @@ def _build_parser() -> _Parser:
     commands.add_parser("doctor", help="which backends and tools are usable here, and why not")
 
     clean = commands.add_parser(
-        "clean", help="remove labs, processes and kind clusters cnibench left behind"
+        "clean",
+        help="remove labs, processes, kind clusters and engines cnibench left behind (what a"
+        " live cnibench process holds is kept and named)",
     )
     clean.add_argument("--dry-run", action="store_true", help="only list what would be removed")
     clean.add_argument(

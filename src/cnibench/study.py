@@ -372,11 +372,16 @@ def _log(line: str) -> None:
 def run(out: Path, *, engine: str = ENGINE, log: Callable[[str], None] = _log) -> int:
     """Run the whole study into ``out``; 0 when every command succeeded."""
     from cnibench.backends.kube.engine import engine_down, engine_status, engine_up
+    from cnibench.backends.kube.providers import ENGINE_LEASE
+    from cnibench.leases import hold
 
     started = time.monotonic()
     was_running = engine_status(engine).running
     log(f"$ cnibench engine up --name {engine}")
     env = {**os.environ, "DOCKER_HOST": engine_up(engine)}
+    # Held for the whole study: between two of its commands no session holds the engine, and
+    # another shell's `cnibench clean` must not stop it under the next one.
+    lease = hold(ENGINE_LEASE, env["DOCKER_HOST"])
     try:
         steps = [_cli("images", "build", *IMAGES, env=env, log=log)]
         if steps[0].exit_code != 0:
@@ -385,6 +390,7 @@ def run(out: Path, *, engine: str = ENGINE, log: Callable[[str], None] = _log) -
             steps.append(_cli(*line[1:], env=env, log=log))
             log(f"cnibench study: {steps[-1].seconds:.0f} s, exit {steps[-1].exit_code}")
     finally:
+        lease.release()
         if not was_running:  # the study started it: it stops it
             log(f"$ cnibench engine down --name {engine}")
             engine_down(engine)

@@ -117,3 +117,46 @@ def test_clean_removes_labelled_cluster_scoped_cni_objects(
     assert "not-ours-egress" in left
     # Antrea and Calico CRDs are not served here: their kinds are skipped, not failures.
     assert not report.failed, report.summary()
+
+
+def test_clean_keeps_the_namespace_of_a_live_session_in_another_process(
+    api_client: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another shell's `cnibench run` holds its session label (cnibench.leases): a real
+    process holds it here, and `clean` keeps that namespace while removing a dead one's."""
+    import subprocess
+    import sys
+
+    from cnibench import leases
+
+    monkeypatch.setenv(leases.LEASES_VARIABLE, str(tmp_path / "leases"))
+    applier = Applier(api_client)
+    live, dead = (
+        render.namespace("cnibench-live1", session="live1"),
+        render.namespace("cnibench-dead1", session="dead1"),
+    )
+    code = (
+        "import sys; from cnibench import leases;"
+        f" leases.hold({render.KUBE_SESSION_LEASE!r}, 'live1'); print('held', flush=True);"
+        " sys.stdin.read()"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        for manifest in (live, dead):
+            applier.apply(manifest)
+        report = clean_kube_leftovers(api_client=api_client, runner=_no_kind_clusters, timeout=60)
+        left = _existing(api_client)
+        assert "cnibench-live1" in left
+        assert "cnibench-dead1" not in left
+        lines = report.summary().splitlines()
+        assert f"kube: namespace cnibench-live1: kept: session live1 of live pid {holder.pid}" in (
+            lines
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+        applier.delete(live)

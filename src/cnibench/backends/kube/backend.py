@@ -31,7 +31,9 @@ from cnibench.backends.kube.images import Images, require_pullable
 from cnibench.backends.kube.node_usage import KindNodeUsage
 from cnibench.backends.kube.offline.plan import not_offline_reason
 from cnibench.backends.kube.providers import Provider
+from cnibench.backends.kube.render import KUBE_SESSION_LEASE
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError, UnsupportedError
+from cnibench.leases import hold
 
 __all__ = ["KubeBackend", "api_client_for", "wait_cni_ready"]
 
@@ -318,12 +320,16 @@ class KubeBackend:
                     versions=self.addon_versions,
                 )
             node_usage = self._node_usage()
+            session = os.urandom(4).hex()
+            # Its objects are this process's while it lives: `cnibench clean --kubeconfig` in
+            # another shell keeps them (the lease ends with the process).
+            hold(KUBE_SESSION_LEASE, session)
             cluster = KubeCluster(
                 api_client,
                 spec,
                 cni,
                 provider=self.provider.name,
-                session=os.urandom(4).hex(),
+                session=session,
                 images=self.images,
                 timeouts=self.timeouts,
                 external=external,

@@ -2,8 +2,9 @@
 
 Two kinds of leftovers can outlive an interrupted session: kind clusters named with
 :data:`KIND_PREFIX` (every cluster :class:`~cnibench.backends.kube.providers.KindProvider`
-creates), and, in any cluster a kubeconfig reaches, namespaces and cluster-scoped objects
-labelled ``cnibench.io/session``: RBAC, and the CNI objects that have no namespace to go with
+creates; one a live cnibench process holds, :mod:`cnibench.leases`, is kept and said so),
+and, in any cluster a kubeconfig reaches, namespaces and cluster-scoped objects labelled
+``cnibench.io/session``: RBAC, and the CNI objects that have no namespace to go with
 (:func:`cluster_scoped_kinds`: what each CNI driver declares, e.g. egress gateway objects and
 cluster-wide policies). A kind whose CRD the cluster does not serve is skipped. Anything else
 is never touched: unlabelled objects, clusters with other names, AKS
@@ -25,12 +26,14 @@ from cnibench.backends.kube.api import api_error_message
 from cnibench.backends.kube.backend import api_client_for
 from cnibench.backends.kube.cnis import DRIVERS
 from cnibench.backends.kube.providers import (
+    KIND_CLUSTER_LEASE,
     add_offline_tools_to_path,
     kind_delete_argv,
     release_lib_modules,
 )
-from cnibench.backends.kube.render import SESSION_LABEL
+from cnibench.backends.kube.render import KUBE_SESSION_LEASE, SESSION_LABEL
 from cnibench.errors import CnibenchError, ProvisioningError
+from cnibench.leases import live_holders
 from cnibench.waiting import Deadline, poll
 
 __all__ = [
@@ -130,6 +133,12 @@ def _clean_kind(
     for name in listed.split():
         if not name.startswith(KIND_PREFIX):
             continue
+        holders = live_holders(KIND_CLUSTER_LEASE, name)
+        if holders:
+            # Another shell's session (or a test run beside this one) is using it.
+            pids = ", ".join(map(str, holders))
+            items.append(CleanedItem("kind-cluster", name, f"kept: in use by pid {pids}"))
+            continue
         if dry_run:
             items.append(CleanedItem("kind-cluster", name, "would remove"))
             continue
@@ -166,6 +175,12 @@ def _delete_each(
     removed: list[tuple[int, str]] = []
     for obj in found:
         name = str(obj.metadata.name)
+        session = str((obj.metadata.labels or {}).get(SESSION_LABEL, ""))
+        holders = live_holders(KUBE_SESSION_LEASE, session) if session else ()
+        if holders:
+            pids = ", ".join(map(str, holders))
+            items.append(CleanedItem(kind, name, f"kept: session {session} of live pid {pids}"))
+            continue
         if dry_run:
             items.append(CleanedItem(kind, name, "would remove"))
             continue

@@ -54,8 +54,9 @@ from cnibench.backends.kube.host import (
     lacks_capability,
     needs_runc_shim,
 )
-from cnibench.backends.kube.providers import release_lib_modules
+from cnibench.backends.kube.providers import ENGINE_LEASE, release_lib_modules
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError
+from cnibench.leases import live_holders
 from cnibench.waiting import poll
 
 if TYPE_CHECKING:
@@ -607,9 +608,15 @@ def running_engines(*, environ: Mapping[str, str] | None = None) -> tuple[Engine
 def clean_engines(
     *, dry_run: bool = False, environ: Mapping[str, str] | None = None
 ) -> EngineCleanReport:
-    """Stop every private engine found (``cnibench clean``), keeping their image caches."""
+    """Stop every private engine found (``cnibench clean``), keeping their image caches,
+    except one a live cnibench process holds (a session using a kind cluster in it,
+    :mod:`cnibench.leases`): that one is kept and said so."""
     items = []
     for status in running_engines(environ=environ):
+        holders = live_holders(ENGINE_LEASE, status.paths.docker_host)
+        if holders:
+            items.append((status.name, f"kept: in use by pid {', '.join(map(str, holders))}"))
+            continue
         if dry_run:
             items.append((status.name, "would stop"))
             continue

@@ -29,6 +29,7 @@ from cnibench.backends.kube.offline import offline_bin_dir, pod_image_tags
 from cnibench.backends.kube.render import kind_cluster_config
 from cnibench.backends.kube.resources import data_tree
 from cnibench.errors import ConfigError, ProvisioningError
+from cnibench.leases import Lease, hold, live_holders
 
 __all__ = [
     "AKS_CREDENTIAL_VARIABLES",
@@ -183,6 +184,13 @@ class ExistingProvider:
         """Never deletes a cluster cnibench did not create."""
 
 
+KIND_CLUSTER_LEASE = "kind-cluster"
+"""The lease kind (:mod:`cnibench.leases`) a session holds on each kind cluster it uses."""
+
+ENGINE_LEASE = "engine"
+"""The lease kind held on the container engine (its ``DOCKER_HOST``) a session's clusters run
+in."""
+
 LIB_MODULES = Path("/lib/modules")
 """What kind bind-mounts into every node (tests of the provider pass another directory)."""
 
@@ -221,6 +229,7 @@ class KindProvider:
         self.images = images or Images.from_environment(os.environ)
         self.recreate = recreate
         self._run = runner or _run
+        self._leases: dict[str, list[Lease]] = {}
         if runner is None:
             add_offline_tools_to_path()
 
@@ -238,8 +247,17 @@ class KindProvider:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         config_path = self.state_dir / f"{name}.yaml"
         kubeconfig = self.state_dir / f"{name}.kubeconfig"
+        # Held before it is created: another shell's `cnibench clean` keeps a cluster (and the
+        # engine it runs in) that a live session holds, also while it is being made.
+        self._hold(name)
         existing = self._run(["kind", "get", "clusters"]).split()
         if name in existing and self.recreate:
+            others = live_holders(KIND_CLUSTER_LEASE, name)
+            if others:
+                raise ProvisioningError(
+                    f"kind cluster {name} is in use by cnibench process(es)"
+                    f" {', '.join(map(str, others))}: not recreated under them"
+                )
             self._run(kind_delete_argv(name))
             existing.remove(name)
         created = name not in existing
@@ -323,8 +341,21 @@ class KindProvider:
         if not left:
             release_lib_modules(self.state_dir, modules_dir=self.modules_dir)
 
+    def _hold(self, name: str) -> None:
+        if name not in self._leases:
+            self._leases[name] = [hold(KIND_CLUSTER_LEASE, name)]
+            docker_host = os.environ.get("DOCKER_HOST", "")
+            if docker_host:
+                self._leases[name].append(hold(ENGINE_LEASE, docker_host))
+
     def delete(self, cluster: ProviderCluster) -> None:
-        """``kind delete cluster`` (and the ``/lib/modules`` cnibench created, with the last)."""
+        """``kind delete cluster`` (and the ``/lib/modules`` cnibench created, with the last),
+        unless another live cnibench process holds the cluster too (two sessions of the same
+        configuration share one): then only this process's claim ends."""
+        for lease in self._leases.pop(cluster.name, []):
+            lease.release()
+        if live_holders(KIND_CLUSTER_LEASE, cluster.name):
+            return
         self._run(kind_delete_argv(cluster.name))
         self._release_lib_modules()
 

@@ -32,6 +32,7 @@ from cnibench.tools.sockperf import sockperf_server_argv
 
 __all__ = [
     "ENDPOINT_LABEL",
+    "KUBE_SESSION_LEASE",
     "MANAGED_BY",
     "PROMETHEUS_PORT",
     "ROLE_LABEL",
@@ -61,6 +62,9 @@ __all__ = [
 ]
 
 SESSION_LABEL = "cnibench.io/session"
+KUBE_SESSION_LEASE = "kube-session"
+"""The lease kind (:mod:`cnibench.leases`) a process holds on each :data:`SESSION_LABEL` value
+it labels objects with, while it runs."""
 ROLE_LABEL = "cnibench.io/role"
 ENDPOINT_LABEL = "cnibench.io/endpoint"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "cnibench"}

@@ -29,6 +29,7 @@ from cnibench.backends.base import CommandResult
 from cnibench.backends.lab.cgroups import enter_argv
 from cnibench.backends.lab.plan import Step
 from cnibench.errors import ProvisioningError, ToolError
+from cnibench.leases import process_start_time
 from cnibench.waiting import Deadline, poll, wait_for
 
 __all__ = [
@@ -309,18 +310,6 @@ def process_alive(pid: int) -> bool:
     # The state letter follows the parenthesised command name, which may contain spaces.
     state = stat.rsplit(")", 1)[-1].split()[0]
     return state not in ("Z", "X")
-
-
-def process_start_time(pid: int) -> int | None:
-    """Start time of ``pid`` in clock ticks since boot (``/proc/<pid>/stat`` field 22), which
-    tells a live process apart from a later one that reused its PID; ``None`` if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    # fields[0] is field 3 (state), so field 22 is fields[19].
-    return int(fields[19]) if len(fields) > 19 else None
 
 
 def process_cmdline(pid: int) -> tuple[str, ...]:

@@ -1,0 +1,171 @@
+"""Leases: `cnibench clean` keeps what a live cnibench process holds (cnibench.leases).
+
+The holders here are real processes (a Python child that takes a lease and waits); only kind's
+cluster listing and the engine's stop are stand-ins, since no kind cluster runs in this tier
+(tests/kind runs real ones)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from cnibench import leases
+from cnibench.backends.kube import clean as kube_clean
+from cnibench.backends.kube import engine as engine_module
+from cnibench.backends.kube.providers import ENGINE_LEASE, KIND_CLUSTER_LEASE
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(leases.LEASES_VARIABLE, str(tmp_path / "leases"))
+    return tmp_path / "leases"
+
+
+def _holder(kind: str, name: str, root: Path) -> subprocess.Popen[str]:
+    """Another shell's session: a process that holds ``name`` until its stdin closes."""
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from cnibench import leases
+        leases.hold({kind!r}, {name!r}, root=Path({str(root)!r}))
+        print("held", flush=True)
+        sys.stdin.read()
+        """
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "held"
+    return child
+
+
+@pytest.fixture
+def other_session(root: Path) -> Iterator[subprocess.Popen[str]]:
+    child = _holder(KIND_CLUSTER_LEASE, "cnibench-dev0123", root)
+    yield child
+    if child.poll() is None:
+        child.kill()
+        child.wait()
+
+
+def test_a_live_holder_is_listed_and_a_dead_ones_lease_expires(root: Path) -> None:
+    child = _holder(KIND_CLUSTER_LEASE, "cnibench-a", root)
+    assert leases.live_holders(KIND_CLUSTER_LEASE, "cnibench-a") == (child.pid,)
+    assert child.stdin is not None
+    child.stdin.close()
+    child.wait()
+    assert leases.live_holders(KIND_CLUSTER_LEASE, "cnibench-a") == ()
+    assert list((root / KIND_CLUSTER_LEASE / "cnibench-a").glob("*.json")) == []
+
+
+def test_a_reused_pid_is_not_the_holder(root: Path) -> None:
+    mine = leases.hold(KIND_CLUSTER_LEASE, "cnibench-b")
+    # The same PID with another start time: a later process that reused it.
+    text = mine.path.read_text().replace('"start_time": ', '"start_time": 1')
+    mine.path.write_text(text)
+    assert leases.live_holders(KIND_CLUSTER_LEASE, "cnibench-b", exclude_self=False) == ()
+
+
+def test_own_lease_is_not_another_holder_and_release_ends_it(root: Path) -> None:
+    with leases.hold(ENGINE_LEASE, "unix:///run/cnibench/engine/x/docker.sock") as lease:
+        assert lease.path.parent.name.startswith("h-")  # an address becomes a digest
+        assert leases.live_holders(ENGINE_LEASE, "unix:///run/cnibench/engine/x/docker.sock") == ()
+        assert leases.live_holders(
+            ENGINE_LEASE, "unix:///run/cnibench/engine/x/docker.sock", exclude_self=False
+        )
+    assert not lease.path.exists()
+
+
+def test_clean_keeps_a_kind_cluster_another_live_session_holds(
+    root: Path, other_session: subprocess.Popen[str]
+) -> None:
+    deleted: list[str] = []
+
+    def kind(argv: Sequence[str]) -> str:
+        if list(argv[:3]) == ["kind", "get", "clusters"]:
+            return "cnibench-dev0123\ncnibench-left0456\nsomeone-elses\n"
+        deleted.append(argv[-1])
+        return ""
+
+    items, notes = kube_clean._clean_kind(kind, dry_run=False)
+    outcomes = {item.name: item.outcome for item in items}
+    assert outcomes == {
+        "cnibench-dev0123": f"kept: in use by pid {other_session.pid}",
+        "cnibench-left0456": "removed",
+    }
+    assert deleted == ["cnibench-left0456"]
+    assert notes == []
+    # Once that session ends, its cluster is a leftover like any other.
+    assert other_session.stdin is not None
+    other_session.stdin.close()
+    other_session.wait()
+    items, _ = kube_clean._clean_kind(kind, dry_run=True)
+    assert {item.name: item.outcome for item in items}["cnibench-dev0123"] == "would remove"
+
+
+def test_clean_keeps_an_engine_a_live_session_holds(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_root = Path(tempfile.mkdtemp(prefix="cb-run-"))  # short: a socket path must fit
+    monkeypatch.setenv(engine_module.ENGINE_RUN_VARIABLE, str(run_root))
+    for name in ("busy", "idle"):
+        (run_root / name).mkdir(parents=True)
+    stopped: list[str] = []
+    monkeypatch.setattr(engine_module, "engine_down", lambda name, **_: stopped.append(name))
+    busy = engine_module.engine_status("busy").paths.docker_host
+    child = _holder(ENGINE_LEASE, busy, root)
+    try:
+        report = engine_module.clean_engines()
+    finally:
+        child.kill()
+        child.wait()
+    assert dict(report.items) == {
+        "busy": f"kept: in use by pid {child.pid}",
+        "idle": "stopped",
+    }
+    assert stopped == ["idle"]
+    assert "engine: busy: kept: in use by pid" in report.summary()
+    shutil.rmtree(run_root)
+
+
+def test_a_session_ending_leaves_a_cluster_another_live_session_holds(
+    root: Path, tmp_path: Path
+) -> None:
+    from cnibench.backends.base import ClusterSpec
+    from cnibench.backends.kube.cni import cni_definition
+    from cnibench.backends.kube.providers import KindProvider, ProviderCluster
+
+    spec = ClusterSpec(cni="flannel")
+    calls: list[list[str]] = []
+    planner = KindProvider(tmp_path, runner=lambda argv: "")
+    name, _ = planner.plan(spec, cni_definition(spec))
+
+    def kind(argv: Sequence[str]) -> str:
+        calls.append(list(argv))
+        return name if list(argv[:3]) == ["kind", "get", "clusters"] else ""
+
+    provider = KindProvider(tmp_path, runner=kind, modules_dir=tmp_path / "lib-modules")
+    cluster = provider.ensure(spec, cni_definition(spec))
+    assert leases.live_holders(KIND_CLUSTER_LEASE, name, exclude_self=False)
+    child = _holder(KIND_CLUSTER_LEASE, name, root)
+    try:
+        # --recreate-cluster would delete it under the other session: refused in one line.
+        again = KindProvider(tmp_path, runner=kind, recreate=True, modules_dir=tmp_path / "m")
+        with pytest.raises(Exception, match=f"in use by cnibench process\\(es\\) {child.pid}"):
+            again.ensure(spec, cni_definition(spec))
+        provider.delete(ProviderCluster(name, cluster.kubeconfig, cluster.context))
+        assert not any(c[:3] == ["kind", "delete", "cluster"] for c in calls)
+    finally:
+        child.kill()
+        child.wait()
+    provider.delete(ProviderCluster(name, cluster.kubeconfig, cluster.context))
+    assert any(c[:3] == ["kind", "delete", "cluster"] for c in calls)
