@@ -169,3 +169,22 @@ def test_a_session_ending_leaves_a_cluster_another_live_session_holds(
         child.wait()
     provider.delete(ProviderCluster(name, cluster.kubeconfig, cluster.context))
     assert any(c[:3] == ["kind", "delete", "cluster"] for c in calls)
+
+
+def test_a_kept_cluster_is_no_longer_held_once_its_session_forgets_it(
+    root: Path, tmp_path: Path
+) -> None:
+    """--keep-cluster: the session ends, the cluster stays, and the process's claim ends with
+    the session (not with the process), so `cnibench clean` from the same shell removes it."""
+    from cnibench.backends.base import ClusterSpec
+    from cnibench.backends.kube.cni import cni_definition
+    from cnibench.backends.kube.providers import KindProvider
+
+    spec = ClusterSpec(cni="flannel")
+    provider = KindProvider(tmp_path, runner=lambda argv: "", modules_dir=tmp_path / "mods")
+    name, _ = provider.plan(spec, cni_definition(spec))
+    cluster = provider.ensure(spec, cni_definition(spec))
+    assert leases.live_holders(KIND_CLUSTER_LEASE, name, exclude_self=False)
+    provider.forget(cluster)
+    assert leases.live_holders(KIND_CLUSTER_LEASE, name, exclude_self=False) == ()
+    provider.forget(cluster)  # safe to repeat

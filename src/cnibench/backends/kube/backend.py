@@ -323,7 +323,16 @@ class KubeBackend:
             session = os.urandom(4).hex()
             # Its objects are this process's while it lives: `cnibench clean --kubeconfig` in
             # another shell keeps them (the lease ends with the process).
-            hold(KUBE_SESSION_LEASE, session)
+            session_lease = hold(KUBE_SESSION_LEASE, session)
+
+            def release() -> None:
+                session_lease.release()
+                provider.delete(made)
+
+            def kept() -> None:
+                session_lease.release()
+                provider.forget(made)
+
             cluster = KubeCluster(
                 api_client,
                 spec,
@@ -334,7 +343,8 @@ class KubeBackend:
                 timeouts=self.timeouts,
                 external=external,
                 egress_ip_range=egress_range,
-                release=(lambda: provider.delete(made)) if owned else None,
+                release=release if owned else None,
+                kept=None if owned else kept,
                 node_usage=node_usage,
             )
             cluster.start()

@@ -117,6 +117,9 @@ class KubeCluster:
     release:
         Called by :meth:`teardown` instead of deleting the namespace: it deletes the whole
         cluster (kind/aks clusters not kept). ``None`` keeps the cluster.
+    kept:
+        Called by :meth:`teardown` after the session's objects are gone from a cluster it
+        keeps: it ends this process's claims on it (:mod:`cnibench.leases`).
     node_usage:
         Reads each node's and the CNI agent's own cgroups (kind on this machine); ``None``:
         :meth:`resource_usage` is empty.
@@ -136,6 +139,7 @@ class KubeCluster:
         timeouts: Timeouts | None = None,
         egress_ip_range: tuple[str, str] | None = None,
         release: Callable[[], None] | None = None,
+        kept: Callable[[], None] | None = None,
         node_usage: KindNodeUsage | None = None,
     ) -> None:
         self._runtime = KubeRuntime(
@@ -155,6 +159,7 @@ class KubeCluster:
         self.namespace = self._runtime.namespace
         self._external = external
         self._release = release
+        self._kept = kept
         self._pods = KubePods(self._runtime)
         self._egress = KubeEgressGateway(self._runtime)
         self._filters = KubeFilters(self._runtime)
@@ -515,3 +520,5 @@ class KubeCluster:
                 ) from exc
         self._runtime.wait_gone(lambda: core.read_namespace(self.namespace), self.namespace)
         self._torn_down = True
+        if self._kept is not None:
+            self._kept()

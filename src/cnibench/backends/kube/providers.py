@@ -91,6 +91,10 @@ class Provider(Protocol):
     def delete(self, cluster: ProviderCluster) -> None:
         """Remove a cluster this provider created."""
 
+    def forget(self, cluster: ProviderCluster) -> None:
+        """End this process's claim on a cluster it keeps (``--keep-cluster``, existing):
+        after it, a ``cnibench clean`` may remove what is left of it."""
+
 
 def cluster_hash(provider: str, spec: ClusterSpec, config: Mapping[str, Any]) -> str:
     """Short stable hash of (provider, spec, rendered config): equal inputs reuse a cluster."""
@@ -182,6 +186,9 @@ class ExistingProvider:
 
     def delete(self, cluster: ProviderCluster) -> None:
         """Never deletes a cluster cnibench did not create."""
+
+    def forget(self, cluster: ProviderCluster) -> None:
+        """Holds no claim on a cluster cnibench did not create."""
 
 
 KIND_CLUSTER_LEASE = "kind-cluster"
@@ -348,12 +355,17 @@ class KindProvider:
             if docker_host:
                 self._leases[name].append(hold(ENGINE_LEASE, docker_host))
 
+    def forget(self, cluster: ProviderCluster) -> None:
+        """Release this process's leases on a kept cluster (and its engine): the cluster stays,
+        and a later ``cnibench clean`` may remove it. Safe to repeat."""
+        for lease in self._leases.pop(cluster.name, []):
+            lease.release()
+
     def delete(self, cluster: ProviderCluster) -> None:
         """``kind delete cluster`` (and the ``/lib/modules`` cnibench created, with the last),
         unless another live cnibench process holds the cluster too (two sessions of the same
         configuration share one): then only this process's claim ends."""
-        for lease in self._leases.pop(cluster.name, []):
-            lease.release()
+        self.forget(cluster)
         if live_holders(KIND_CLUSTER_LEASE, cluster.name):
             return
         self._run(kind_delete_argv(cluster.name))
@@ -479,6 +491,9 @@ class AksProvider:
         code, _, _ = tf.destroy(auto_approve=True, capture_output=True, force=None)
         if code != 0:
             raise ProvisioningError(f"terraform destroy failed for {cluster.name} (exit {code})")
+
+    def forget(self, cluster: ProviderCluster) -> None:
+        """AKS clusters hold no lease on this machine: nothing to release."""
 
 
 def release_lib_modules(state_dir: Path | None = None, *, modules_dir: Path = LIB_MODULES) -> bool:
