@@ -353,6 +353,8 @@ class KubeBackend:
         except CnibenchError:
             if made.created and not self.keep_cluster:
                 self.provider.delete(made)
+            else:
+                self.provider.forget(made)
             raise
         return cluster
 
