@@ -15,10 +15,13 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cnibench.errors import CnibenchError, ConfigError
 from cnibench.signals import exit_now, sigterm_raises_interrupt
+
+if TYPE_CHECKING:
+    from cnibench.backends.kube.offline import OfflineBuilder
 
 __all__ = ["main"]
 
@@ -274,7 +277,7 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="the offline image set: every image kind and cnibench's pods need, built locally",
     )
     actions = images.add_subparsers(
-        dest="images_command", metavar="{build,list}", required=True, parser_class=_Parser
+        dest="images_command", metavar="{build,list,prune}", required=True, parser_class=_Parser
     )
     build = actions.add_parser(
         "build",
@@ -309,6 +312,12 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         " makes the images from them in seconds",
     )
     actions.add_parser("list", help="the offline image tags and whether the engine has them")
+    prune = actions.add_parser(
+        "prune",
+        help="remove from $DOCKER_HOST the cnibench image tags no current recipe names (old"
+        " versions pile up with every release); tags a container uses are kept",
+    )
+    prune.add_argument("--dry-run", action="store_true", help="only say what would go")
 
 
 def _add_engine_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -808,6 +817,7 @@ def _engine(args: argparse.Namespace) -> int:
         engine_down,
         engine_status,
         engine_up,
+        format_size,
         running_engines,
     )
 
@@ -827,7 +837,7 @@ def _engine(args: argparse.Namespace) -> int:
     else:
         engines = running_engines()
         for status in engines:
-            print(status.summary())
+            print(f"{status.summary()}; data {format_size(status.data_size())}")
         if not engines:
             print("no private engine on this machine")
     return EXIT_OK
@@ -847,6 +857,8 @@ def _images(args: argparse.Namespace) -> int:
             f"no offline recipe for {', '.join(map(repr, unknown))}: choose from {', '.join(known)}"
         )
     builder = OfflineBuilder(log=lambda line: print(f"cnibench: {line}", file=sys.stderr))
+    if args.images_command == "prune":
+        return _prune(builder, dry_run=args.dry_run)
     tags = [builder.images.kind_node, *pod_image_tags(builder.images, cnis=cnis)]
     if args.images_command == "build":
         report = builder.build(cnis=cnis, images=not args.prepare)
@@ -865,6 +877,22 @@ def _images(args: argparse.Namespace) -> int:
         missing += not present
         print(f"{tag}\t{'present' if present else 'missing'}")
     return EXIT_OK if not missing else EXIT_FAILED
+
+
+def _prune(builder: OfflineBuilder, *, dry_run: bool) -> int:
+    """``cnibench images prune``: the stale tags, one line each, then a count."""
+    from cnibench.backends.kube.offline.prune import current_tags, prune_images
+
+    if not builder.docker_host:
+        raise ConfigError(
+            "images prune: DOCKER_HOST is not set; point it at the engine to prune"
+            ' (eval "$(cnibench engine up)")'
+        )
+    report = prune_images(
+        builder.docker_host, current_tags(builder.images, builder.versions), dry_run=dry_run
+    )
+    print(report.summary())
+    return EXIT_OK if not report.failed else EXIT_FAILED
 
 
 if __name__ == "__main__":

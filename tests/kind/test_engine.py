@@ -259,10 +259,51 @@ def test_host_firewall_and_default_socket_are_untouched(
     assert [p for p in DEFAULT_SOCKETS if p.exists()] == before["sockets"]
 
 
-def test_status_lists_the_engine(engine: Engine) -> None:
+def test_status_lists_the_engine_and_its_data_size(engine: Engine) -> None:
     out = cnibench("engine", "status", env=engine.env).stdout
     line = next(line for line in out.splitlines() if line.startswith(f"{engine.name}:"))
     assert f"running (pid {engine.pid()}), answers at {engine.docker_host}" in line
+    # The data root holds at least the imported image: a static program of hundreds of KiB.
+    size = re.search(r"; data ([0-9.]+) (B|KiB|MiB|GiB)$", line)
+    assert size is not None, line
+    assert size.group(2) in ("MiB", "GiB") or (
+        size.group(2) == "KiB" and float(size.group(1)) > 100
+    )
+
+
+def test_prune_removes_only_stale_cnibench_tags_and_keeps_one_a_container_uses(
+    engine: Engine,
+) -> None:
+    """Old versions of cnibench's images go; current ones, a user's own and one a container
+    still runs from stay (the images are tags of the hello image: only names matter here)."""
+    from cnibench.backends.kube.images import OFFLINE_IMAGES
+
+    current = OFFLINE_IMAGES.tools
+    stale, in_use = (
+        "localhost/cnibench-tools:offline-0",
+        "localhost/cnibench-flannel:v0.1-offline-0",
+    )
+    users = "localhost/someone-else:1"
+    for tag in (current, stale, in_use, users):
+        docker("tag", IMAGE, tag, engine=engine)
+    name = f"cbprune{secrets.token_hex(3)}"
+    docker("run", "-d", "--name", name, "--pull", "never", "--network", "none", in_use,
+           "/hello", "120", engine=engine)  # fmt: skip
+    try:
+        dry = cnibench("images", "prune", "--dry-run", env=engine.docker_env).stdout
+        assert f"{stale}: would remove" in dry.splitlines()
+        assert docker("image", "inspect", stale, engine=engine, check=False).returncode == 0
+        done = cnibench("images", "prune", env=engine.docker_env).stdout.splitlines()
+        assert f"{stale}: removed" in done
+        assert f"{in_use}: kept: a container uses it" in done
+        for gone in (stale,):
+            assert docker("image", "inspect", gone, engine=engine, check=False).returncode != 0
+        for kept in (current, in_use, users, IMAGE):
+            assert docker("image", "inspect", kept, engine=engine, check=False).returncode == 0
+    finally:
+        docker("rm", "-f", name, engine=engine, check=False)
+        for tag in (current, in_use, users):
+            docker("rmi", tag, engine=engine, check=False)
 
 
 def test_down_stops_everything_and_keeps_the_cache(

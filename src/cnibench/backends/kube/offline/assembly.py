@@ -17,16 +17,25 @@ from cnibench.backends.kube.build_recipes import ImageRecipe
 from cnibench.backends.kube.offline.core import BuilderCore
 from cnibench.backends.kube.offline.recipes import (
     ROOTFS_PACKAGES,
+    OfflineVersions,
     containerd_config,
     recipe_digest,
     runtime_images,
 )
 from cnibench.errors import ProvisioningError
 
-__all__ = ["ImageAssembly"]
+__all__ = ["ImageAssembly", "base_image_tag"]
 
 _NODE_RECIPE = "node-1"
 """Bumped when the way kind's base image is made changes without its versions changing."""
+
+
+def base_image_tag(versions: OfflineVersions) -> str:
+    """The tag of kind's base image for ``versions`` (kept in the engine to rebuild the node
+    image from; :mod:`.prune` keeps it)."""
+    digest = recipe_digest(_NODE_RECIPE, versions, ROOTFS_PACKAGES["node"])
+    return f"localhost/cnibench-kind-base:{digest}"
+
 
 _STORAGE_CLASS = """\
 # kind applies /kind/manifests/default-storage.yaml at creation; the offline node image has no
@@ -103,8 +112,8 @@ class ImageAssembly(BuilderCore):
         """kind's base image (``images/base`` of the kind module) on a Debian node rootfs."""
         v = self.versions
         kind_files = self.module_dir("sigs.k8s.io/kind", v.kind) / "images" / "base" / "files"
-        digest = recipe_digest(_NODE_RECIPE, v, ROOTFS_PACKAGES["node"])
-        tag = f"localhost/cnibench-kind-base:{digest}"
+        tag = base_image_tag(v)
+        digest = tag.rpartition(":")[2]
         if self.image_exists(tag):
             self.report.reused.append(tag)
             return tag
