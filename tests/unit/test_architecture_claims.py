@@ -1,0 +1,115 @@
+"""ARCHITECTURE.md's checkable claims, checked against the code they describe.
+
+Each test quotes the sentence it keeps true: the text must still say it (so a claim is not
+silently dropped while its test stays), and the code must still do it."""
+
+from __future__ import annotations
+
+import ast
+import re
+import typing
+from pathlib import Path
+
+import pytest
+
+import cnibench
+from cnibench.backends import base
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = Path(cnibench.__file__).parent
+ARCHITECTURE = ROOT / "ARCHITECTURE.md"
+
+
+def _text() -> str:
+    """The document with its line breaks folded, so a sentence is found across lines."""
+    return re.sub(r"\s+", " ", ARCHITECTURE.read_text())
+
+
+def _claims(sentence: str) -> None:
+    assert sentence in _text(), f"ARCHITECTURE.md no longer says: {sentence!r}"
+
+
+def test_cluster_is_the_sum_of_the_capability_protocols_the_document_names() -> None:
+    _claims("`Cluster` is the sum of small capability Protocols, one per feature:")
+    text = _text()
+    start = text.index("`Cluster` is the sum of small capability Protocols")
+    paragraph = text[start : text.index("A scenario helper", start)]
+    named = set(re.findall(r"`([A-Z][A-Za-z]+)`", paragraph)) - {"Cluster"}
+    bases = {b.__name__ for b in base.Cluster.__bases__} - {"Protocol", "Generic"}
+    assert named == bases, f"the document names {sorted(named)}, Cluster has {sorted(bases)}"
+    for name in bases:
+        assert getattr(getattr(base, name), "_is_protocol", False), f"{name} is not a Protocol"
+
+
+def _functions_taking_the_whole_cluster(tree: ast.Module) -> list[str]:
+    """Module-level functions (helpers, not a Scenario's or the runner's methods) with a
+    parameter annotated ``Cluster``."""
+    found = []
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        for argument in arguments:
+            annotation = argument.annotation
+            written = annotation.id if isinstance(annotation, ast.Name) else None
+            if isinstance(annotation, ast.Constant):  # a quoted annotation
+                written = annotation.value
+            if written == "Cluster":
+                found.append(f"{node.name}({argument.arg})")
+    return found
+
+
+def test_scenario_helpers_take_the_small_protocol_they_need() -> None:
+    _claims("A scenario helper that needs one feature takes that Protocol")
+    offenders = {
+        path.name: found
+        for path in sorted((SOURCE / "scenarios").glob("*.py"))
+        if (found := _functions_taking_the_whole_cluster(ast.parse(path.read_text())))
+    }
+    assert not offenders, f"helpers taking the whole Cluster: {offenders}"
+    # The example the document gives is what the code says.
+    _claims("(e.g. `egress._run_once(cluster: Placement, ...)`)")
+    from cnibench.scenarios import egress
+
+    hints = typing.get_type_hints(egress._run_once)
+    assert hints["cluster"] is base.Placement
+
+
+def test_the_helper_check_sees_a_whole_cluster_parameter() -> None:
+    tree = ast.parse("def helper(cluster: Cluster, n: int) -> None: ...\n")
+    assert _functions_taking_the_whole_cluster(tree) == ["helper(cluster)"]
+    method = ast.parse("class S:\n    def prepare(self, cluster: Cluster) -> None: ...\n")
+    assert _functions_taking_the_whole_cluster(method) == []
+
+
+def test_a_cni_is_one_driver_module_and_one_register_line() -> None:
+    _claims("one module in `backends/kube/cnis/` with a driver object")
+    from cnibench.backends.kube.cnis import DRIVERS, cni_names
+
+    package = SOURCE / "backends" / "kube" / "cnis"
+    modules = {p.stem for p in package.glob("*.py")} - {"__init__", "base"}
+    defined_in = {name: type(DRIVERS[name]).__module__.rsplit(".", 1)[-1] for name in cni_names()}
+    # Each CNI's driver lives in a module of its own, and every module there is one CNI's.
+    assert sorted(defined_in.values()) == sorted(modules), defined_in
+    assert len(set(defined_in.values())) == len(defined_in)
+
+
+def test_the_parse_once_claim_has_its_test() -> None:
+    _claims("`--cni` is parsed once")
+    _claims("(`tests/unit/test_parsed_once.py` counts the parses and checks)")
+    assert (ROOT / "tests" / "unit" / "test_parsed_once.py").is_file()
+
+
+def test_the_wait_guard_reads_every_module() -> None:
+    _claims("`tests/unit/test_waiting.py` reads the syntax tree of every module in `src/cnibench`")
+    guard = (ROOT / "tests" / "unit" / "test_waiting.py").read_text()
+    assert 'rglob("*.py")' in guard
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["session", "scenarios/runner", "report/verdict", "report/matrix"],
+)
+def test_modules_the_document_names_exist(module: str) -> None:
+    assert f"{module}.py" in ARCHITECTURE.read_text() or module.split("/")[-1] in _text()
+    assert (SOURCE / f"{module}.py").is_file()
