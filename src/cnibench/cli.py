@@ -442,7 +442,7 @@ def _run(args: argparse.Namespace) -> int:
             console.print(session.backend_reason)
             bar.update(task, total=event.runs)
             bar.start()
-        elif event.kind is EventKind.DESIGN:  # what is not interleaved, and why: one line
+        elif event.kind in (EventKind.DESIGN, EventKind.CLUSTER):  # one line each
             console.print(event.text, markup=False, highlight=False, soft_wrap=True)
         elif event.kind is EventKind.CONDITION:
             bar.update(task, description=event.text)

@@ -369,12 +369,22 @@ class Bench:
         it). Runs through :meth:`cnibench.session.BenchSession.run`, as the CLI does.
         """
         from cnibench.scenarios import scenario_named
-        from cnibench.session import CniRequest, PlannedCondition
+        from cnibench.session import CniRequest, EventKind, PlannedCondition, ProgressEvent
 
         scenario = scenario_named(scenario_name, self.session.scenarios)
+        notes: list[str] = []
+
+        def note(event: ProgressEvent) -> None:
+            if event.kind is EventKind.CLUSTER:
+                notes.append(event.text)
+
         # One condition on this test's CNI (the session's own spec), through its one door.
         only = CniRequest((self.session.spec(self.cni),))
-        outcome = self.session.run([PlannedCondition(scenario, condition, only=only)])
+        outcome = self.session.run(
+            [PlannedCondition(scenario, condition, only=only)], progress=note
+        )
+        if notes:  # the cluster was provisioned for this test: say what it found
+            self._request.node.add_report_section("call", "cnibench cluster", "\n".join(notes))
         if outcome.skipped:
             pytest.skip(outcome.skipped[0].reason)
         if outcome.not_proven:

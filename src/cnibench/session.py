@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cnibench.backends.base import Backend, ClusterSpec
+from cnibench.backends.base import Backend, ClusterSpec, NodePins
 from cnibench.backends.lab.plan import LabDatapath, napi_option
 from cnibench.errors import ConfigError, SetupError, UnsupportedError, VerificationError
 from cnibench.results import ResultsStore
@@ -187,6 +187,9 @@ class SessionConfig:
         checked against the session's CNIs by :func:`choose_backend`.
     all_metrics:
         ``--all-metrics``: the report draws every recorded metric.
+    nodes:
+        ``--nodes``: Kubernetes nodes named for roles (``ROLE=NODE,...``; labels accepted and
+        parsed on construction); the other roles' nodes are chosen by the backend.
     """
 
     cluster: ClusterChoice = ClusterChoice.AUTO
@@ -202,12 +205,15 @@ class SessionConfig:
     report: Path | None = None
     reference: str | None = None
     all_metrics: bool = False
+    nodes: NodePins = field(default_factory=NodePins)
 
     def __post_init__(self) -> None:
         if not isinstance(self.cluster, ClusterChoice):  # --cluster text, as a notebook writes it
             object.__setattr__(self, "cluster", ClusterChoice.parse(self.cluster))
         if not isinstance(self.cnis, CniRequest):  # --cni labels, as a notebook writes them
             object.__setattr__(self, "cnis", CniRequest.parse(self.cnis))
+        if not isinstance(self.nodes, NodePins):  # a --nodes value, as a notebook writes it
+            object.__setattr__(self, "nodes", NodePins.parse(self.nodes))
         object.__setattr__(self, "results_dir", Path(self.results_dir))
 
 
@@ -270,10 +276,23 @@ def select_backend(
     keep_cluster: bool = False,
     recreate_cluster: bool = False,
     engine: Callable[[], str] | None = None,
+    nodes: NodePins | None = None,
 ) -> tuple[Backend, str]:
     """The backend for ``--cluster`` and ``cnis`` (see :func:`choose_cluster`) and a sentence
-    saying what was picked and why. Only the chosen backend's package is imported."""
+    saying what was picked and why. Only the chosen backend's package is imported.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        As :func:`choose_cluster`; ``nodes`` (``--nodes``) on the lab, which has no
+        Kubernetes nodes to name.
+    """
     cluster, reason = choose_cluster(cluster, cnis or CniRequest(), engine=engine)
+    if cluster == ClusterChoice.LAB and nodes:
+        raise ConfigError(
+            f"--nodes {nodes.text}: names Kubernetes nodes, and this session runs on the lab"
+            " (use --cluster existing, kind or aks)"
+        )
     if cluster == ClusterChoice.LAB:
         from cnibench.backends.lab import LabBackend
 
@@ -298,7 +317,8 @@ def select_backend(
                 f"--cluster existing: kubeconfig {provider.kubeconfig} does not exist"
                 " (set KUBECONFIG to a readable kubeconfig)"
             )
-    return KubeBackend(provider, images=images, keep_cluster=keep_cluster), reason
+    backend = KubeBackend(provider, images=images, keep_cluster=keep_cluster, nodes=nodes)
+    return backend, reason
 
 
 def _check_aks_prerequisites() -> None:
@@ -425,6 +445,7 @@ def choose_backend(
         keep_cluster=config.keep_cluster,
         recreate_cluster=config.recreate_cluster,
         engine=engine,
+        nodes=config.nodes,
     )
     choice = BackendChoice(backend, reason, validate_cnis(backend, config.cnis))
     if config.reference is not None and config.reference not in choice.cnis:
@@ -523,6 +544,14 @@ def add_session_options(add: Callable[..., object]) -> None:
     )
     add("--results-dir", default="results", metavar="DIR", help="default: results")
     add(
+        "--nodes",
+        default=None,
+        metavar="ROLE=NODE,...",
+        help="Kubernetes nodes for the roles client, server and egress-gw, e.g."
+        " client=worker-1,server=worker-2 (default: nodes labelled cnibench.io/role=ROLE, else"
+        " schedulable Ready workers chosen by cnibench; nothing is written to any node)",
+    )
+    add(
         "--keep-cluster",
         action="store_true",
         help="leave Kubernetes clusters running after the session",
@@ -565,6 +594,7 @@ SESSION_OPTIONS = (
     "results_dir",
     "keep_cluster",
     "recreate_cluster",
+    "nodes",
     "report",
     "reference",
     "all_metrics",
@@ -627,6 +657,7 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         report=Path(str(values["report"])) if values.get("report") else None,
         reference=None if values.get("reference") is None else str(values["reference"]),
         all_metrics=bool(values.get("all_metrics")),
+        nodes=NodePins.parse(values.get("nodes")),
     )
 
 
@@ -997,6 +1028,10 @@ class EventKind(enum.Enum):
     DESIGN = "design"
     """Some conditions run sequentially, not interleaved; ``text`` says which and why
     (:meth:`RunDesign.sequential_line`), once, right after :attr:`PLANNED`."""
+    CLUSTER = "cluster"
+    """A cluster was provisioned; ``text`` is one line of what it found worth telling
+    (:attr:`~cnibench.backends.base.ClusterIdentity.notes`: the CNI running on an existing
+    cluster, which node holds which role)."""
 
 
 @dataclass(frozen=True)
@@ -1265,6 +1300,7 @@ class BenchSession:
         if line:
             tell(ProgressEvent(EventKind.DESIGN, line))
         self.runner.progress = lambda text: tell(ProgressEvent(EventKind.RUN, text, 1))
+        self.pool.notice = lambda text: tell(ProgressEvent(EventKind.CLUSTER, text))
         try:
             for group in design.groups:
                 for round_number, planned_run in group.rounds:
@@ -1273,6 +1309,7 @@ class BenchSession:
                     self._rounds_to_precision(group, merged, given_up, one)
         finally:
             self.runner.progress = None
+            self.pool.notice = None
         self._designs += [group.as_json() for group in design.groups]
         # A round of null: a sequential condition, every repetition on one set-up.
         self._rounds += [

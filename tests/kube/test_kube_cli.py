@@ -358,7 +358,9 @@ def test_doctor_names_the_server_the_cni_and_the_roles(
     row = next(line for line in done.stdout.splitlines() if "│ existing" in line)
     cells = [cell.strip() for cell in row.strip("│ ").split("│")]
     assert cells[:2] == ["existing", "yes"], row
-    assert cells[2] == f"Kubernetes {K8S_VERSION}; CNI: calico; every role labelled", row
+    roles = ("client", "server", "egress-gw")
+    nodes = ", ".join(f"{role}=cbt-cli-{role} (label)" for role in roles)
+    assert cells[2] == f"Kubernetes {K8S_VERSION}; CNI: calico; nodes: {nodes}", row
 
 
 def test_doctor_on_an_unreachable_server_says_so_quickly(tmp_path: Path) -> None:

@@ -49,6 +49,7 @@ __all__ = [
     "ExternalHost",
     "Monitoring",
     "Node",
+    "NodePins",
     "NodeRole",
     "Placement",
     "Policies",
@@ -232,6 +233,61 @@ class Node:
     name: str
     role: NodeRole
     ip: str
+
+
+@dataclass(frozen=True)
+class NodePins:
+    """Nodes a user named for roles (``--nodes client=NAME,server=NAME,egress-gw=NAME``).
+
+    A Kubernetes backend places each pinned role's pods on that node; a role not named is
+    chosen by the backend. Whether a named node exists is the backend's to check.
+
+    Attributes
+    ----------
+    nodes:
+        Role to node name; empty when nothing is pinned.
+    """
+
+    nodes: Mapping[NodeRole, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str | None) -> NodePins:
+        """``ROLE=NAME,...`` (e.g. ``client=w1,server=w2``) as pins; ``None`` or ``""``:
+        none.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            One line: an item that is not ``ROLE=NAME``, an unknown role, or a role twice.
+        """
+        pins: dict[NodeRole, str] = {}
+        if not text:
+            return cls()
+        roles = ", ".join(r.value for r in NodeRole)
+        for item in text.split(","):
+            role_text, equals, name = (part.strip() for part in item.partition("="))
+            if not equals or not role_text or not name:
+                raise ConfigError(
+                    f"--nodes {text!r}: {item.strip()!r} is not ROLE=NODE (e.g. client=worker-1)"
+                )
+            try:
+                role = NodeRole(role_text)
+            except ValueError:
+                raise ConfigError(
+                    f"--nodes {text!r}: unknown role {role_text!r} (roles: {roles})"
+                ) from None
+            if role in pins:
+                raise ConfigError(f"--nodes {text!r}: role {role.value} given twice")
+            pins[role] = name
+        return cls(pins)
+
+    def __bool__(self) -> bool:
+        return bool(self.nodes)
+
+    @property
+    def text(self) -> str:
+        """The ``--nodes`` value naming these pins (roles in :class:`NodeRole` order)."""
+        return ",".join(f"{r.value}={self.nodes[r]}" for r in NodeRole if r in self.nodes)
 
 
 @dataclass(frozen=True)
@@ -462,6 +518,12 @@ class ClusterIdentity(Protocol):
 
     def environment(self) -> Environment:
         """Fingerprint of the cluster and host (no secrets)."""
+
+    @property
+    def notes(self) -> Sequence[str]:
+        """What a reader of the run must be told about this cluster, one line each (on an
+        existing cluster: the CNI found running, which node holds which role and whether
+        roles share a node); empty when there is nothing to say."""
 
     def teardown(self) -> None:
         """Remove everything this cluster created. Safe to call twice."""

@@ -276,11 +276,16 @@ def precision_words(
 
 
 class ClusterPool:
-    """Clusters by spec, provisioned on first use and torn down together (also on Ctrl-C)."""
+    """Clusters by spec, provisioned on first use and torn down together (also on Ctrl-C).
+
+    ``notice``, when set, is called with each line of a new cluster's
+    :attr:`~cnibench.backends.base.ClusterIdentity.notes` once it is provisioned.
+    """
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self._clusters: dict[str, Cluster] = {}
+        self.notice: Callable[[str], None] | None = None
 
     def get(self, spec: ClusterSpec) -> Cluster:
         """The cluster for ``spec``, provisioning it if needed."""
@@ -288,6 +293,10 @@ class ClusterPool:
         if cluster is None:
             cluster = self.backend.provision(spec)
             self._clusters[spec.key] = cluster
+            notice = self.notice
+            if notice is not None:
+                for line in cluster.notes:
+                    notice(f"{spec.label}: {line}")
         return cluster
 
     def teardown(self) -> None:
@@ -634,7 +643,9 @@ class Runner:
         if id(cluster) in self._metrics_checked:
             return
         client = MetricsClient(cluster.prometheus_url())
-        client.wait_until_ready(METRICS_READY_TIMEOUT, expected_targets=len(cluster.nodes))
+        # One target per machine: roles sharing a node (same-node placement) share its exporter.
+        machines = len({node.name for node in cluster.nodes})
+        client.wait_until_ready(METRICS_READY_TIMEOUT, expected_targets=machines)
         # A run's rates (irate) need two scrapes within their window from its first moment.
         client.wait_for_rates([node.name for node in cluster.nodes], timeout=METRICS_READY_TIMEOUT)
         self._metrics_checked.add(id(cluster))

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from cnibench.backends.base import Capability, ClusterSpec, PolicyChoices
+from cnibench.backends.base import Capability, ClusterSpec, NodePins, PolicyChoices
 from cnibench.backends.kube.addons import AddonVersions, install_cni, install_metallb, wait_rollouts
 from cnibench.backends.kube.cluster import KubeCluster, Timeouts
 from cnibench.backends.kube.cni import CniDefinition, CniVersions, cni_definition
 from cnibench.backends.kube.cnis import DRIVERS
+from cnibench.backends.kube.detect import agent_daemonsets, check_cni, detect_cnis, list_daemonsets
 from cnibench.backends.kube.engine import answering_engine
 from cnibench.backends.kube.external import (
     EGRESS_IP_RANGE_ENV,
@@ -35,7 +36,7 @@ from cnibench.backends.kube.render import KUBE_SESSION_LEASE
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError, UnsupportedError
 from cnibench.leases import hold
 
-__all__ = ["KubeBackend", "api_client_for", "wait_cni_ready"]
+__all__ = ["KubeBackend", "api_client_for", "existing_cni", "wait_cni_ready"]
 
 
 def api_client_for(kubeconfig: Path, context: str = "") -> Any:
@@ -114,6 +115,9 @@ class KubeBackend:
         Runs ``docker network inspect`` (argv to stdout); tests pass a fake.
     addon_versions:
         Pinned versions of MetalLB (kind clusters get it for LoadBalancer addresses).
+    nodes:
+        Nodes named for roles (``--nodes``); the other roles' nodes are chosen (see
+        :func:`~cnibench.backends.kube.placement.choose_nodes`).
     """
 
     def __init__(
@@ -128,8 +132,10 @@ class KubeBackend:
         egress_ip_range: str | None = None,
         network_runner: Callable[[Sequence[str]], str] | None = None,
         addon_versions: AddonVersions | None = None,
+        nodes: NodePins | None = None,
     ) -> None:
         self.provider = provider
+        self.nodes = nodes or NodePins()
         self.versions = versions or CniVersions()
         self.images = images or Images.from_environment(os.environ)
         self.keep_cluster = keep_cluster
@@ -270,7 +276,9 @@ class KubeBackend:
         ------
         cnibench.errors.ConfigError
             Unknown CNI or options, or a locally built image on a cluster that pulls from
-            registries (nothing is created).
+            registries (nothing is created); an existing cluster running another CNI than
+            ``spec``'s, or a ``--nodes`` node that is missing or cannot hold the pods (nothing
+            is created in the cluster).
         cnibench.errors.ProvisioningError
             With the failing step.
         cnibench.errors.UnsupportedError
@@ -308,6 +316,11 @@ class KubeBackend:
                 network = inspect_docker_network(runner=self._network_runner)
             external, egress_range = self.host_side(spec, cni, network=network)
             api_client = api_client_for(made.kubeconfig, made.context)
+            notes: list[str] = []
+            if self.provider.name == "existing":
+                # Before waiting on the CNI's workloads: a --cni naming another CNI than the
+                # one running is refused in its own words, not as a missing workload.
+                notes.append(existing_cni(api_client, spec))
             if made.created and self.provider.name != "existing":
                 install_cni(api_client, cni, kubeconfig=made.kubeconfig, context=made.context)
             wait_cni_ready(api_client, cni, installed_now=made.created)
@@ -346,6 +359,8 @@ class KubeBackend:
                 release=release if owned else None,
                 kept=None if owned else kept,
                 node_usage=node_usage,
+                pins=self.nodes,
+                notes=notes,
             )
             cluster.start()
             if spec.options.get("napi") == "threaded":
@@ -357,6 +372,21 @@ class KubeBackend:
                 self.provider.forget(made)
             raise
         return cluster
+
+
+def existing_cni(api_client: Any, spec: ClusterSpec) -> str:
+    """The line saying which CNI an existing cluster runs (found by its agent's DaemonSet).
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        ``spec`` names another CNI than the one found (one line naming it).
+    """
+    try:
+        daemonsets = list_daemonsets(api_client)
+    except ProvisioningError as exc:  # e.g. no right to list DaemonSets in every namespace
+        return f"CNI: not detected ({exc}); going on with --cni {spec.label}"
+    return check_cni(spec, detect_cnis(daemonsets, agent_daemonsets()))
 
 
 def thread_receive(cluster: KubeCluster, node_usage: KindNodeUsage | None) -> None:

@@ -223,6 +223,7 @@ class KubeUnderlayCapture:
             role=role,
             images=rt.images,
             tolerations=rt.tolerations,
+            node=rt.target(role),
         )
         pod = self._pods.start(manifest, role)
         self._capture_pods[role] = pod

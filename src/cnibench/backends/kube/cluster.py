@@ -34,6 +34,7 @@ from cnibench.backends.base import (
     Endpoint,
     ExternalHost,
     Node,
+    NodePins,
     NodeRole,
     ResourceUsage,
     Service,
@@ -51,13 +52,13 @@ from cnibench.backends.kube.filters import POLICY_SETTLE, PRIORITY_SETTLE, KubeF
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.monitoring import METRICS_DEVICE_REGEX, KubeMonitoring
 from cnibench.backends.kube.node_usage import KindNodeUsage
+from cnibench.backends.kube.placement import NodeChoice, NodeFacts, choose_nodes
 from cnibench.backends.kube.pods import (
     STUCK_REASONS,
     KubePod,
     KubePods,
     PodPortForward,
     exec_returncode,
-    internal_ip,
     pod_problem,
 )
 from cnibench.backends.kube.pykube_bridge import pykube_client
@@ -123,6 +124,12 @@ class KubeCluster:
     node_usage:
         Reads each node's and the CNI agent's own cgroups (kind on this machine); ``None``:
         :meth:`resource_usage` is empty.
+    pins:
+        Nodes named for roles (``--nodes``); the others are chosen at :meth:`start` (see
+        :func:`~cnibench.backends.kube.placement.choose_nodes`).
+    notes:
+        What the backend found out before (the CNI running on an existing cluster), shown
+        first in :attr:`notes`.
     """
 
     def __init__(
@@ -141,6 +148,8 @@ class KubeCluster:
         release: Callable[[], None] | None = None,
         kept: Callable[[], None] | None = None,
         node_usage: KindNodeUsage | None = None,
+        pins: NodePins | None = None,
+        notes: Sequence[str] = (),
     ) -> None:
         self._runtime = KubeRuntime(
             api_client,
@@ -169,6 +178,8 @@ class KubeCluster:
         self._capture = KubeUnderlayCapture(self._runtime, self._pods)
         self._services: KubeServices | None = None
         self._torn_down = False
+        self._pins = pins or NodePins()
+        self._notes = tuple(notes)
 
     # -- identity -------------------------------------------------------------------------
     @property
@@ -249,38 +260,46 @@ class KubeCluster:
 
     # -- set-up ---------------------------------------------------------------------------
     def start(self) -> None:
-        """Discover the role-labelled nodes and create the session namespace.
+        """Choose a node for each role of the spec and create the session namespace: nodes are
+        chosen (and a node that cannot hold the pods refused) before anything is created.
 
         Raises
         ------
+        cnibench.errors.ConfigError
+            A ``--nodes`` or role-labelled node is missing or cannot hold the pods.
         cnibench.errors.ProvisioningError
-            A role of the spec has no node, or the namespace cannot be created.
+            No node can hold the pods of a role, or the namespace cannot be created.
         """
-        self._runtime.nodes = self._discover_nodes()
+        self._runtime.choice = self._choose_nodes()
+        self._runtime.nodes = [
+            Node(held.node.name, held.role, held.node.address)
+            for held in self._runtime.choice.roles
+        ]
         self._runtime.applier.apply(render.namespace(self.namespace, session=self.session))
         self._wait_default_service_account()
 
-    def _discover_nodes(self) -> list[Node]:
+    def _choose_nodes(self) -> NodeChoice:
+        """Read every node (nothing is written to any) and choose (see
+        :func:`~cnibench.backends.kube.placement.choose_nodes`)."""
         from kubernetes.client.exceptions import ApiException
 
         try:
-            listed = self._runtime.core.list_node(label_selector=render.ROLE_LABEL).items
+            listed = self._runtime.core.list_node().items
         except ApiException as exc:
             raise ProvisioningError(f"listing nodes failed: {api_error_message(exc)}") from exc
-        by_role: dict[str, list[Any]] = {}
-        for item in sorted(listed, key=lambda n: n.metadata.name):
-            by_role.setdefault(item.metadata.labels[render.ROLE_LABEL], []).append(item)
-        nodes: list[Node] = []
-        for role in self._runtime.spec.roles:
-            candidates = by_role.get(role.value, [])
-            if not candidates:
-                raise ProvisioningError(
-                    f"no node labelled {render.ROLE_LABEL}={role.value}: label one"
-                    f" (kubectl label node NAME {render.ROLE_LABEL}={role.value})"
-                )
-            item = candidates.pop(0)
-            nodes.append(Node(item.metadata.name, role, internal_ip(item)))
-        return nodes
+        return choose_nodes(
+            [NodeFacts.of_node(item) for item in listed],
+            self._runtime.spec.roles,
+            pins=self._pins,
+            tolerations=self._runtime.tolerations,
+        )
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The CNI found running (existing clusters) and, once started, which node holds
+        which role, how it was found and whether roles share a node."""
+        choice = self._runtime.choice
+        return (*self._notes, choice.line()) if choice is not None else self._notes
 
     def _wait_default_service_account(self) -> None:
         from kubernetes.client.exceptions import ApiException
@@ -468,13 +487,25 @@ class KubeCluster:
 
     # -- environment and teardown ---------------------------------------------------------
     def environment(self) -> Environment:
-        """Host fingerprint plus nodes (role, CPUs, memory) and the CNI's Helm values."""
+        """Host fingerprint plus nodes and the CNI's Helm values. Each node is described by
+        its role (roles joined by ``+`` when it holds several), how it was found
+        (``chosen_by``: ``label``, ``pinned`` or ``chosen``), its zone (``""`` without a
+        ``topology.kubernetes.io/zone`` label), whether it holds several roles
+        (``same_node``), CPUs and memory."""
         cni = self._runtime.cni
         described: dict[str, dict[str, str | int | float | bool]] = {}
-        for node in self._runtime.nodes:
-            capacity = self._runtime.core.read_node(node.name).status.capacity or {}
-            described[node.name] = {
-                "role": node.role.value,
+        choice = self._runtime.choice
+        for held in choice.roles if choice is not None else ():
+            name = held.node.name
+            if name in described:
+                continue
+            capacity = self._runtime.core.read_node(name).status.capacity or {}
+            holding = [r for r in choice.roles if r.node.name == name] if choice else [held]
+            described[name] = {
+                "role": "+".join(r.role.value for r in holding),
+                "chosen_by": "+".join(dict.fromkeys(r.chosen_by.value for r in holding)),
+                "zone": held.node.zone,
+                "same_node": len(holding) > 1,
                 "cpu": str(capacity.get("cpu", "")),
                 "memory": str(capacity.get("memory", "")),
             }

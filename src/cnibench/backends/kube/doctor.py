@@ -1,4 +1,4 @@
-"""What ``cnibench doctor`` says about an existing cluster: reachable, which CNI, roles labelled.
+"""What ``cnibench doctor`` says about an existing cluster: reachable, which CNI, which nodes.
 
 Every call has a short timeout, so the doctor stays quick on an unreachable server.
 """
@@ -13,7 +13,7 @@ from cnibench.backends.kube.api import api_error_message
 from cnibench.backends.kube.backend import api_client_for
 from cnibench.backends.kube.cni import Readiness, cni_definition
 from cnibench.backends.kube.cnis import cni_names
-from cnibench.backends.kube.render import ROLE_LABEL
+from cnibench.backends.kube.placement import NodeFacts, choose_nodes
 from cnibench.errors import CnibenchError
 
 __all__ = ["existing_cluster_report"]
@@ -47,10 +47,11 @@ def installed_cnis(api_client: Any) -> list[str]:
 def existing_cluster_report(kubeconfig: Path, context: str = "") -> tuple[bool, str]:
     """``(usable, why)`` for ``--cluster existing`` with ``kubeconfig``.
 
-    Usable means: the API server answers, and nodes carry the client and server role labels
-    cnibench places pods by (egress also needs an ``egress-gw`` node). ``why`` names the
-    server version, the CNI(s) found and any role without a node. Never raises for an unusable
-    cluster; the reason is in ``why``.
+    Usable means: the API server answers, and a node can be found for each role (client,
+    server, egress-gw) as a run would choose it
+    (:func:`~cnibench.backends.kube.placement.choose_nodes`, without ``--nodes``). ``why``
+    names the server version, the CNI(s) found and the nodes a run would use, or why none
+    can be. Never raises for an unusable cluster; the reason is in ``why``.
     """
     from kubernetes import client
 
@@ -63,28 +64,21 @@ def existing_cluster_report(kubeconfig: Path, context: str = "") -> tuple[bool, 
     try:
         try:
             version = client.VersionApi(api_client).get_code(_request_timeout=REQUEST_TIMEOUT)
-            nodes = client.CoreV1Api(api_client).list_node(
-                label_selector=ROLE_LABEL, _request_timeout=REQUEST_TIMEOUT
-            )
+            nodes = client.CoreV1Api(api_client).list_node(_request_timeout=REQUEST_TIMEOUT)
         except Exception as exc:  # connection errors come in many types
             reason = (api_error_message(exc).splitlines() or [type(exc).__name__])[0]
             return False, f"kubeconfig {kubeconfig}: API server not reachable: {reason[:200]}"
         cnis = installed_cnis(api_client)
     finally:
         api_client.close()
-    items: list[Any] = list(nodes.items)
-    labelled = {(item.metadata.labels or {}).get(ROLE_LABEL) for item in items}
-    missing = [role.value for role in NodeRole if role.value not in labelled]
     parts = [
         f"Kubernetes {version.git_version}",
         f"CNI: {', '.join(cnis)}" if cnis else "no known CNI found",
     ]
-    if missing:
-        parts.append(
-            f"no node labelled {ROLE_LABEL}={'/'.join(missing)}"
-            f" (kubectl label node NAME {ROLE_LABEL}={missing[0]})"
-        )
-    else:
-        parts.append("every role labelled")
-    usable = NodeRole.CLIENT.value in labelled and NodeRole.SERVER.value in labelled
-    return usable, "; ".join(parts)
+    try:
+        choice = choose_nodes([NodeFacts.of_node(item) for item in nodes.items], tuple(NodeRole))
+    except CnibenchError as exc:
+        parts.append(str(exc))
+        return False, "; ".join(parts)
+    parts.append(choice.line())
+    return True, "; ".join(parts)

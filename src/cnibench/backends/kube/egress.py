@@ -14,6 +14,7 @@ from typing import Any
 
 from cnibench.backends.base import Capability, Endpoint, NodeRole
 from cnibench.backends.kube.api import api_error_message
+from cnibench.backends.kube.render import HOSTNAME_LABEL
 from cnibench.backends.kube.runtime import KubeRuntime
 from cnibench.errors import ProvisioningError, UnsupportedError
 
@@ -51,6 +52,12 @@ class KubeEgressGateway:
         rt = self._runtime
         if Capability.EGRESS_GATEWAY not in rt.cni.capabilities:
             raise UnsupportedError(f"{rt.cni.name} has no egress gateway")
+        gateway = rt.target(NodeRole.EGRESS_GW)
+        if not gateway.labels:
+            raise UnsupportedError(
+                f"the egress-gw node {gateway.name} has no {HOSTNAME_LABEL} label, and"
+                f" {rt.cni.name}'s egress gateway selects its node by a label"
+            )
         return rt.driver.egress_objects(
             rt.scope,
             clients=clients,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cnibench.backends.base import ResourceUsage
+from cnibench.backends.base import NodeRole, ResourceUsage
 from cnibench.backends.kube import render
 from cnibench.backends.kube.node_usage import AgentPod, KindNodeUsage, agent_changes, agent_pods
 from cnibench.backends.kube.pods import PodPortForward
@@ -62,6 +62,7 @@ class KubeMonitoring:
                     images=rt.images,
                     tolerations=rt.tolerations,
                     node_addresses={node.name: node.ip for node in rt.nodes},
+                    prometheus_node=rt.target(NodeRole.SERVER),
                 )
             )
             self._cluster_objects.extend(

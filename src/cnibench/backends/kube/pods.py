@@ -334,7 +334,7 @@ class KubePods:
         ------
         cnibench.errors.ProvisioningError
             The pod is rejected, fails, is not Ready within ``timeouts.pod_ready`` seconds, or
-            runs on a node without the ``role`` label.
+            runs on another node than the ``role`` node.
         """
         rt = self._runtime
         manifest = render.pod(
@@ -345,6 +345,7 @@ class KubePods:
             workloads=workloads,
             images=rt.images,
             tolerations=rt.tolerations,
+            node=rt.target(role),
         )
         return self.start(manifest, role)
 
@@ -362,8 +363,9 @@ class KubePods:
                 self.delete(name)
             raise
         node_name = ready.spec.node_name
-        node = next((n for n in rt.nodes if n.name == node_name), None)
-        if node is None or node.role is not role:
+        # One node may hold several roles (same-node placement): look for this role's entry.
+        node = next((n for n in rt.nodes if n.name == node_name and n.role is role), None)
+        if node is None:
             labels = rt.core.read_node(node_name).metadata.labels or {}
             actual = labels.get(render.ROLE_LABEL, "none")
             if actual != role.value:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import string
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,14 @@ from cnibench.tools.sockperf import sockperf_server_argv
 
 __all__ = [
     "ENDPOINT_LABEL",
+    "HOSTNAME_LABEL",
     "KUBE_SESSION_LEASE",
     "MANAGED_BY",
     "PROMETHEUS_PORT",
     "ROLE_LABEL",
     "SESSION_LABEL",
     "TOOLS_CONTAINER",
+    "NodeTarget",
     "capture_pod",
     "check_policy_action",
     "deny_all_ingress",
@@ -70,8 +73,47 @@ ENDPOINT_LABEL = "cnibench.io/endpoint"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "cnibench"}
 TOOLS_CONTAINER = "tools"
 """Container of every pod in which :meth:`Endpoint.run` executes client commands."""
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+"""Label the kubelet puts on its node (usually, not always, the node's name)."""
 PROMETHEUS_PORT = 9090
 _MONITORING = "cnibench-monitoring"
+
+
+@dataclass(frozen=True)
+class NodeTarget:
+    """How a pod is pinned to one node without changing the node: a nodeSelector on labels
+    the node already carries (its :data:`HOSTNAME_LABEL`), or, for a node without one, its
+    name (``spec.nodeName``, which skips the scheduler).
+
+    Attributes
+    ----------
+    labels:
+        Labels of the node to select it by; empty when ``name`` is used.
+    name:
+        Node name for ``spec.nodeName``; ``""`` when ``labels`` select the node.
+    """
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    name: str = ""
+
+    @classmethod
+    def of_node(cls, name: str, labels: Mapping[str, str]) -> NodeTarget:
+        """The target of node ``name`` with ``labels``: by its hostname label's own value
+        when it has one, else by name."""
+        hostname = labels.get(HOSTNAME_LABEL, "")
+        return cls({HOSTNAME_LABEL: hostname}) if hostname else cls(name=name)
+
+    @classmethod
+    def role(cls, role: NodeRole) -> NodeTarget:
+        """Nodes labelled :data:`ROLE_LABEL` = ``role`` (a kind cluster cnibench made)."""
+        return cls({ROLE_LABEL: role.value})
+
+    def place(self, pod_spec: dict[str, Any]) -> dict[str, Any]:
+        """``pod_spec`` (a pod's or a pod template's ``spec``) pinned to the node, in place."""
+        pod_spec["nodeSelector"] = dict(self.labels)
+        if self.name:
+            pod_spec["nodeName"] = self.name
+        return pod_spec
 
 
 def manifests_dir() -> Path:
@@ -229,8 +271,9 @@ def pod(
     workloads: Sequence[WorkloadSpec] = (),
     images: Images | None = None,
     tolerations: Sequence[Mapping[str, Any]] = (),
+    node: NodeTarget | None = None,
 ) -> dict[str, Any]:
-    """A benchmark pod on the node with ``role`` (nodeSelector on :data:`ROLE_LABEL`).
+    """A benchmark pod for ``role``, on ``node`` (default: nodeSelector on :data:`ROLE_LABEL`).
 
     Every pod has a :data:`TOOLS_CONTAINER` (client tools, idle until a command is executed)
     plus one container per workload, each with a TCP readiness probe, so a Ready pod accepts
@@ -252,17 +295,19 @@ def pod(
         containers.extend(_workload_containers(workload, images))
     for container in containers:
         container["imagePullPolicy"] = pull_policy(container["image"])
-    return render_template(
+    manifest = render_template(
         "workloads/pod.yaml",
         {
             "name": name,
             "namespace": namespace,
             "labels": session_labels(session, **{ENDPOINT_LABEL: name, ROLE_LABEL: role.value}),
-            "node_selector": {ROLE_LABEL: role.value},
+            "node_selector": {},
             "tolerations": list(tolerations),
             "containers": containers,
         },
     )
+    (node or NodeTarget.role(role)).place(manifest["spec"])
+    return manifest
 
 
 def capture_pod(
@@ -273,23 +318,27 @@ def capture_pod(
     role: NodeRole,
     images: Images | None = None,
     tolerations: Sequence[Mapping[str, Any]] = (),
+    node: NodeTarget | None = None,
 ) -> dict[str, Any]:
-    """A host-network pod on the ``role`` node whose tools container may capture packets
-    (``NET_RAW``, ``NET_ADMIN``): it sees the node's interfaces, so tcpdump on the node's
-    uplink sees what travels between nodes (see :mod:`cnibench.backends.kube.capture`)."""
+    """A host-network pod for the ``role`` node, on ``node`` (default: by :data:`ROLE_LABEL`),
+    whose tools container may capture packets (``NET_RAW``, ``NET_ADMIN``): it sees the
+    node's interfaces, so tcpdump on the node's uplink sees what travels between nodes (see
+    :mod:`cnibench.backends.kube.capture`)."""
     images = images or Images()
-    return render_template(
+    manifest = render_template(
         "workloads/capture-pod.yaml",
         {
             "name": name,
             "namespace": namespace,
             "labels": session_labels(session, **{ROLE_LABEL: role.value}),
-            "node_selector": {ROLE_LABEL: role.value},
+            "node_selector": {},
             "tolerations": list(tolerations),
             "container": TOOLS_CONTAINER,
             "image": images.tools,
         },
     )
+    (node or NodeTarget.role(role)).place(manifest["spec"])
+    return manifest
 
 
 def network_policy(spec: PolicySpec, *, name: str, namespace: str, session: str) -> dict[str, Any]:
@@ -551,12 +600,14 @@ def monitoring_manifests(
     prometheus_role: NodeRole = NodeRole.SERVER,
     tolerations: Sequence[Mapping[str, Any]] = (),
     node_addresses: Mapping[str, str] | None = None,
+    prometheus_node: NodeTarget | None = None,
 ) -> list[dict[str, Any]]:
     """Prometheus (Deployment + RBAC + config) and node-exporter (DaemonSet) in ``namespace``.
 
     Cluster-scoped RBAC objects are named after ``namespace`` so sessions never collide.
     ``node_addresses`` (node name -> address) makes the targets static (see
-    :func:`prometheus_config`).
+    :func:`prometheus_config`). Prometheus runs on ``prometheus_node`` (default: the node
+    labelled ``prometheus_role``).
     """
     images = images or Images()
     labels = session_labels(session)
@@ -591,22 +642,25 @@ def monitoring_manifests(
                 ),
             },
         ),
-        render_template(
-            "monitoring/prometheus.yaml",
-            {
-                "name": "prometheus",
-                "namespace": namespace,
-                "labels": labels,
-                "selector": prom,
-                "pod_labels": {**labels, **prom},
-                "service_account": "prometheus",
-                "node_selector": {ROLE_LABEL: prometheus_role.value},
-                "tolerations": list(tolerations),
-                "image": images.prometheus,
-                "port": PROMETHEUS_PORT,
-                "listen_argument": f"--web.listen-address=:{PROMETHEUS_PORT}",
-                "config_map": "prometheus",
-            },
+        _placed_deployment(
+            render_template(
+                "monitoring/prometheus.yaml",
+                {
+                    "name": "prometheus",
+                    "namespace": namespace,
+                    "labels": labels,
+                    "selector": prom,
+                    "pod_labels": {**labels, **prom},
+                    "service_account": "prometheus",
+                    "node_selector": {},
+                    "tolerations": list(tolerations),
+                    "image": images.prometheus,
+                    "port": PROMETHEUS_PORT,
+                    "listen_argument": f"--web.listen-address=:{PROMETHEUS_PORT}",
+                    "config_map": "prometheus",
+                },
+            ),
+            prometheus_node or NodeTarget.role(prometheus_role),
         ),
         render_template(
             "monitoring/node-exporter.yaml",
@@ -622,6 +676,12 @@ def monitoring_manifests(
             },
         ),
     ]
+
+
+def _placed_deployment(deployment: dict[str, Any], node: NodeTarget) -> dict[str, Any]:
+    """``deployment`` with its pods pinned to ``node``."""
+    node.place(deployment["spec"]["template"]["spec"])
+    return deployment
 
 
 def kind_cluster_config(

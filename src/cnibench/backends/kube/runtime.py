@@ -19,6 +19,8 @@ from cnibench.backends.kube.cni import CniDefinition
 from cnibench.backends.kube.cnis import DRIVERS, CniDriver
 from cnibench.backends.kube.cnis.base import ObjectScope
 from cnibench.backends.kube.images import Images
+from cnibench.backends.kube.placement import NodeChoice
+from cnibench.backends.kube.render import NodeTarget
 from cnibench.errors import ConfigError, ProvisioningError
 from cnibench.waiting import wait_for
 
@@ -95,6 +97,8 @@ class KubeRuntime:
         self.egress_ip_range = egress_ip_range
         self.nodes: list[Node] = []
         """The role nodes in the order of ``spec.roles``; empty until the cluster started."""
+        self.choice: NodeChoice | None = None
+        """Which node holds each role and how it was found; ``None`` until started."""
 
     @property
     def driver(self) -> CniDriver:
@@ -113,7 +117,28 @@ class KubeRuntime:
     @property
     def scope(self) -> ObjectScope:
         """Where the objects a driver renders for this session belong."""
-        return ObjectScope(session=self.session, namespace=self.namespace)
+        gateway = self.target(NodeRole.EGRESS_GW) if self.choice is not None else None
+        return ObjectScope(
+            session=self.session,
+            namespace=self.namespace,
+            gateway_node=dict(gateway.labels) if gateway and gateway.labels else None,
+        )
+
+    def target(self, role: NodeRole) -> NodeTarget:
+        """How a pod lands on the ``role`` node (its hostname label, else its name); by the
+        role label before the nodes are chosen.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            The spec has no such role.
+        """
+        if self.choice is None:
+            return NodeTarget.role(role)
+        for held in self.choice.roles:
+            if held.role is role:
+                return held.target
+        raise ProvisioningError(f"cluster has no {role.value} node")
 
     def node(self, role: NodeRole) -> Node:
         """The first node with ``role``.

@@ -598,6 +598,11 @@ class LabCluster:
             out[name] = usage if known is None else _summed(known, usage)
         return out
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Nothing to tell: the lab makes one namespace per role itself."""
+        return ()
+
     def environment(self) -> Environment:
         """Fingerprint of the host and the lab (computed once)."""
         with self._lock:

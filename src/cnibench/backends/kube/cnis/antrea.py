@@ -57,16 +57,24 @@ ANTREA_WIREGUARD = WireguardAnnotation("node.antrea.io/wireguard-public-key", "a
 
 
 def antrea_external_ip_pool(
-    name: str, *, session: str, first_ip: str, last_ip: str
+    name: str,
+    *,
+    session: str,
+    first_ip: str,
+    last_ip: str,
+    gateway_node: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """ExternalIPPool (``crd.antrea.io/v1beta1``) of egress IPs hosted by the egress-gw node."""
+    """ExternalIPPool (``crd.antrea.io/v1beta1``) of egress IPs hosted by the egress-gw node,
+    selected by ``gateway_node`` (labels it carries; default: the role label)."""
     return render.render_template(
         "egress/antrea/external-ip-pool.yaml",
         {
             "name": name,
             "labels": render.session_labels(session),
             "ip_ranges": [{"start": first_ip, "end": last_ip}],
-            "gateway_node_labels": {render.ROLE_LABEL: NodeRole.EGRESS_GW.value},
+            "gateway_node_labels": dict(
+                gateway_node or {render.ROLE_LABEL: NodeRole.EGRESS_GW.value}
+            ),
         },
     )
 
@@ -293,7 +301,13 @@ class AntreaDriver(DriverBase):
         first, last = egress_ip_range
         pool = f"cnibench-pool-{scope.session}"
         return [
-            antrea_external_ip_pool(pool, session=scope.session, first_ip=first, last_ip=last),
+            antrea_external_ip_pool(
+                pool,
+                session=scope.session,
+                first_ip=first,
+                last_ip=last,
+                gateway_node=scope.gateway_node,
+            ),
             antrea_egress(
                 f"cnibench-egress-{scope.session}",
                 session=scope.session,

@@ -37,10 +37,14 @@ class ObjectScope:
         Session id (every object is labelled with it).
     namespace:
         The session's namespace (``cnibench-<session>``).
+    gateway_node:
+        Labels the egress-gw node already carries that select it alone (its
+        ``kubernetes.io/hostname``); ``None``: the role label ``cnibench.io/role=egress-gw``.
     """
 
     session: str
     namespace: str
+    gateway_node: Mapping[str, str] | None = None
 
 
 class AgentAccess(Protocol):

@@ -255,11 +255,18 @@ def host_lacks_sys_resource() -> bool:
 
 
 def cilium_egress_gateway_policy(
-    name: str, *, session: str, namespace: str, clients: Sequence[str], destinations: Sequence[str]
+    name: str,
+    *,
+    session: str,
+    namespace: str,
+    clients: Sequence[str],
+    destinations: Sequence[str],
+    gateway_node: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """CiliumEgressGatewayPolicy sending ``clients``' traffic to ``destinations`` through the
-    egress-gw node (``cilium.io/v2``, cluster-scoped; one policy per client pod because
-    ``podSelector`` matches labels, and the endpoint label differs per pod)."""
+    egress-gw node, selected by ``gateway_node`` (labels it carries; default: the role label)
+    (``cilium.io/v2``, cluster-scoped; one policy per client pod because ``podSelector``
+    matches labels, and the endpoint label differs per pod)."""
     if not clients or not destinations:
         raise ConfigError("an egress gateway policy needs clients and destination CIDRs")
     return render.render_template(
@@ -273,7 +280,9 @@ def cilium_egress_gateway_policy(
                 "cnibench.io/egress": name,
             },
             "destinations": list(destinations),
-            "gateway_node_labels": {render.ROLE_LABEL: NodeRole.EGRESS_GW.value},
+            "gateway_node_labels": dict(
+                gateway_node or {render.ROLE_LABEL: NodeRole.EGRESS_GW.value}
+            ),
         },
     )
 
@@ -697,6 +706,7 @@ class CiliumDriver(DriverBase):
                 namespace=scope.namespace,
                 clients=clients,
                 destinations=[destination],
+                gateway_node=scope.gateway_node,
             )
         ]
 
