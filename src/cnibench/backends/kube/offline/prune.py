@@ -1,8 +1,9 @@
 """``cnibench images prune``: remove the image tags no recipe names any more.
 
-Every offline image carries its recipe's version in its tag (``...:<release>-offline-<recipe>``), and the
-kind base image its recipe's digest; a version bump builds a new tag and leaves the old one, so
-an engine's data grows with every release (12 GB seen). Pruning removes only tags in
+Every offline image carries its recipe's version in its tag
+(``...:<release>-offline-<recipe>``), and the kind base image its recipe's digest; a version
+bump builds a new tag and leaves the old one, so an engine's data grows with every release
+(12 GB seen). Pruning removes only tags in
 cnibench's own namespace (:data:`CNIBENCH_REPOSITORY_PREFIX`) that no current recipe names
 (:func:`current_tags`), through the Docker SDK; a tag a container still uses (a kept kind
 cluster's node) is kept and said so. The engine deletes a removed tag's layers when no other
