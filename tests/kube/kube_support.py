@@ -139,7 +139,9 @@ def kwok_node(
         "metadata": {
             "name": name,
             "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
-            "labels": dict(labels or {}),
+            # A kubelet labels its node with its hostname; kwok registers none, so the node
+            # gets the label a kubelet would give it (pods select their node by it).
+            "labels": {"kubernetes.io/hostname": name, **(labels or {})},
         },
         "status": {
             "addresses": [{"type": "InternalIP", "address": address}],

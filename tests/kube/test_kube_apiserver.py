@@ -603,6 +603,7 @@ def test_owned_cluster_teardown_releases_it_once(api_client: Any, kwok_nodes: li
         cni_definition(ClusterSpec(cni="kindnet")),
         provider="kind",
         session="kwok04",
+        tolerations=[KWOK_TOLERATION],
         release=lambda: released.append("deleted"),
     )
     cluster.start()
