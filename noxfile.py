@@ -106,6 +106,8 @@ def tests(session: nox.Session) -> None:
     )
     env["CNIBENCH_KUBE_BUILD_STATUS"] = status
     env["CNIBENCH_KUBE_BUILD_LOG"] = log_path
+    kind: _KindTier | None = None
+    others_failed = True
     try:
         _system(session)
         with open(system_done, "w"):
@@ -116,11 +118,67 @@ def tests(session: nox.Session) -> None:
         parallel = ("tests/unit", "tests/bench")
         session.run("python", "-m", "pytest", *parallel, "-n", "2", *args[1:], env=env)
         ignored = [f"--ignore={tier}" for tier in parallel]
+        # The kind tier beside the others, in a pytest of its own: it mostly waits on clusters
+        # coming up, and the others' `cnibench clean` keeps what it holds (cnibench.leases).
+        # Its output is printed when it ends.
+        kind = _start_kind_tier(session, args[1:], env, os.path.join(tmp, "kind-tier.log"))
+        ignored.append("--ignore=tests/kind")
         session.run("python", "-m", "pytest", *args, *ignored, env=env)
+        others_failed = False
     finally:
+        if kind is not None:
+            kind.finish(session, interrupt=others_failed)
         if builds.poll() is None:  # pytest ended before the builds did
             os.killpg(builds.pid, signal.SIGTERM)
             builds.wait()
+
+
+class _KindTier:
+    """The kind tier's pytest, run beside the other tiers (see ``tests``)."""
+
+    def __init__(self, process: subprocess.Popen[bytes], log_path: str) -> None:
+        self.process = process
+        self.log_path = log_path
+
+    def finish(self, session: nox.Session, *, interrupt: bool) -> None:
+        """Wait for it (``interrupt``: the other tiers failed; it is interrupted first, and its
+        fixtures still stop its engine), print its output, and fail the session if it
+        failed."""
+        if interrupt and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)  # pytest's teardown still runs
+        try:
+            code = self.process.wait(timeout=KIND_TIER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            code = self.process.wait()
+        with open(self.log_path, errors="replace") as log:
+            print(log.read(), flush=True)
+        if code != 0 and not interrupt:
+            session.error(f"the kind tier failed (pytest exit {code}; its output is above)")
+
+
+KIND_TIER_TIMEOUT = 60 * 60
+"""Seconds the kind tier may still take once the other tiers are done."""
+
+
+def _start_kind_tier(
+    session: nox.Session, args: list[str], env: dict[str, str], log_path: str
+) -> _KindTier:
+    python = _python(session)
+    session.log(f"kind tier: running beside the other tiers ({log_path})")
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [python, "-m", "pytest", "tests/kind", *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={
+                **os.environ,
+                **env,
+                "PATH": f"{os.path.dirname(python)}:{os.environ['PATH']}",
+            },
+            start_new_session=True,  # its own process group: a Ctrl-C of nox reaches it below
+        )
+    return _KindTier(process, log_path)
 
 
 @nox.session(python=PYTHON)

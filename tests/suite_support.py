@@ -11,6 +11,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 """The repository (the working directory of every command these helpers run by default)."""
 
+KIND_TIER_LEASE = ("test-tier", "kind")
+"""The lease (:mod:`cnibench.leases`) the kind tier holds while it runs: ``nox -s tests`` runs
+it in a pytest of its own beside the other tiers, which then leave the host's kind state
+(``/lib/modules``, its engine) to it."""
+
 
 def run_python(
     *args: str, cwd: Path = ROOT, timeout: float = 300, env: dict[str, str] | None = None

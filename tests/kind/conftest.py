@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from .kind_support import ENGINE_NAME, cnibench
+from cnibench.leases import hold
+
+from .kind_support import ENGINE_NAME, TIER_LEASE, cnibench, hold_engine, release_engine
 
 BUILD_TIMEOUT = 3600.0
 """Seconds ``cnibench images build`` may take cold (about 20 minutes on 2 cores)."""
@@ -65,15 +67,19 @@ def engine_env(host_before: dict[str, object]) -> Iterator[dict[str, str]]:
     if reason:
         pytest.skip(reason)
     base = {k: v for k, v in os.environ.items() if k not in ("DOCKER_HOST", "KUBECONFIG")}
+    tier = hold(*TIER_LEASE)
     up = cnibench("engine", "up", "--name", ENGINE_NAME, env=base, timeout=180)
     line = up.stdout.strip()
     assert line.startswith("export DOCKER_HOST=unix://"), line
     env = dict(
         base, DOCKER_HOST=line.removeprefix("export DOCKER_HOST="), CNIBENCH_IMAGES="offline"
     )
+    hold_engine(env["DOCKER_HOST"])
     try:
         yield env
     finally:
+        release_engine()
+        tier.release()
         cleaned = cnibench("clean", env=env, check=False, timeout=600)
         down = cnibench("engine", "down", "--name", ENGINE_NAME, env=base, check=False, timeout=180)
         after = _host_state()

@@ -13,8 +13,30 @@ import pytest
 import yaml
 from kubernetes import client, config
 
+from cnibench.backends.kube.providers import ENGINE_LEASE
+from cnibench.leases import Lease, hold
+from suite_support import KIND_TIER_LEASE
+
 ENGINE_NAME = "cnibench-kind-tier"
 """The tier's own engine: a developer's default engine (``cnibench``) is left alone."""
+
+TIER_LEASE = KIND_TIER_LEASE
+"""The lease the tier holds while it runs (see :data:`suite_support.KIND_TIER_LEASE`)."""
+
+_ENGINE_LEASES: list[Lease] = []
+
+
+def hold_engine(docker_host: str) -> None:
+    """Hold the tier's engine, as a session holds the engine its cluster runs in: a
+    `cnibench clean` beside the tier (the reliability tier's) keeps the engine and the
+    clusters the tier keeps in it between tests."""
+    _ENGINE_LEASES.append(hold(ENGINE_LEASE, docker_host))
+
+
+def release_engine() -> None:
+    """Give the engine up (before the tier's own `cnibench clean`, which must remove it)."""
+    while _ENGINE_LEASES:
+        _ENGINE_LEASES.pop().release()
 
 
 def cnibench(

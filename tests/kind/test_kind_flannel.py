@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from cnibench.backends.kube.providers import ENGINE_LEASE, KIND_CLUSTER_LEASE
 from cnibench.errors import SetupError
 from cnibench.results import load_results
 from cnibench.session import BenchSession, SessionConfig
@@ -25,6 +28,8 @@ from .kind_support import (
     cnibench,
     cnibench_clusters,
     condition_args,
+    hold_engine,
+    release_engine,
     run_args,
 )
 
@@ -190,13 +195,52 @@ def test_what_cannot_run_here_is_skipped_with_the_reason(
     assert len(skips) == 3 * 3  # three scenarios on each of three CNIs, one line each
 
 
+def test_clean_keeps_a_cluster_another_shell_is_using(
+    flannel_baseline: pd.DataFrame, offline_images: dict[str, str]
+) -> None:
+    """A developer's kind run in another shell survives `cnibench clean` (the reliability
+    tier's, or anyone's): that shell's live session holds its cluster (cnibench.leases). The
+    other shell here is a real process holding the kept cluster and its engine, as a running
+    session does."""
+    (kept,) = cnibench_clusters(offline_images)
+    other = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from cnibench import leases;"
+            f" leases.hold({KIND_CLUSTER_LEASE!r}, {kept!r});"
+            f" leases.hold({ENGINE_LEASE!r}, {offline_images['DOCKER_HOST']!r});"
+            " print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert other.stdout is not None
+        assert other.stdout.readline().strip() == "held"
+        release_engine()  # only the other shell's claim is left to keep it
+        done = cnibench("clean", env=offline_images, timeout=600)
+        assert f"kube: kind-cluster {kept}: kept: in use by pid {other.pid}" in done.stdout
+        assert f"engine: {ENGINE_NAME}: kept: in use by pid {other.pid}" in done.stdout
+        assert cnibench_clusters(offline_images) == [kept]
+    finally:
+        hold_engine(offline_images["DOCKER_HOST"])
+        other.kill()
+        other.wait()
+
+
 def test_clean_removes_the_kept_cluster(
     flannel_baseline: pd.DataFrame,
     offline_images: dict[str, str],
     host_before: dict[str, object],
 ) -> None:
     (kept,) = cnibench_clusters(offline_images)  # the baseline run kept its cluster
-    done = cnibench("clean", env=offline_images, timeout=600)
+    release_engine()  # the tier's own claim, which a clean beside the tier must respect
+    try:
+        done = cnibench("clean", env=offline_images, timeout=600)
+    finally:
+        hold_engine(offline_images["DOCKER_HOST"])
     assert f"kube: kind-cluster {kept}: removed" in done.stdout
     assert f"engine: {ENGINE_NAME}: stopped" in done.stdout  # clean stops leftover engines too
     if not host_before["/lib/modules"]:  # made for kind, gone with the last engine

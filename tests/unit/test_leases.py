@@ -112,6 +112,42 @@ def test_clean_keeps_a_kind_cluster_another_live_session_holds(
     assert {item.name: item.outcome for item in items}["cnibench-dev0123"] == "would remove"
 
 
+def test_clean_keeps_every_cluster_of_an_engine_a_live_process_holds(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test tier (or the study) holds its engine between runs, while its kept cluster is
+    held by no session: another shell's `cnibench clean` keeps that cluster too."""
+    monkeypatch.setattr(kube_clean, "add_offline_tools_to_path", lambda: None)
+    monkeypatch.setattr(kube_clean.shutil, "which", lambda tool: f"/usr/bin/{tool}")
+    deleted: list[tuple[str, str]] = []
+
+    def run(argv: Sequence[str], *, docker_host: str = "") -> str:
+        if list(argv[:3]) == ["kind", "get", "clusters"]:
+            return {
+                "unix:///busy.sock": "cnibench-kept01\n",
+                "unix:///idle.sock": "cnibench-old02\n",
+            }.get(docker_host, "")  # the shell's own engine ($DOCKER_HOST unset) has none
+        deleted.append((docker_host, argv[-1]))
+        return ""
+
+    monkeypatch.setattr(kube_clean, "_run", run)
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    tier = _holder(ENGINE_LEASE, "unix:///busy.sock", root)
+    try:
+        report = kube_clean.clean_kube_leftovers(
+            docker_hosts=("unix:///busy.sock", "unix:///idle.sock")
+        )
+    finally:
+        tier.kill()
+        tier.wait()
+    outcomes = {item.name: item.outcome for item in report.items}
+    assert outcomes == {
+        "cnibench-kept01": f"kept: its engine is in use by pid {tier.pid}",
+        "cnibench-old02": "removed",
+    }
+    assert deleted == [("unix:///idle.sock", "cnibench-old02")]
+
+
 def test_clean_keeps_an_engine_a_live_session_holds(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

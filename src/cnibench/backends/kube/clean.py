@@ -26,6 +26,7 @@ from cnibench.backends.kube.api import api_error_message
 from cnibench.backends.kube.backend import api_client_for
 from cnibench.backends.kube.cnis import DRIVERS
 from cnibench.backends.kube.providers import (
+    ENGINE_LEASE,
     KIND_CLUSTER_LEASE,
     add_offline_tools_to_path,
     kind_delete_argv,
@@ -123,8 +124,14 @@ def _run(argv: Sequence[str], *, docker_host: str = "") -> str:
 
 
 def _clean_kind(
-    runner: Callable[[Sequence[str]], str], *, dry_run: bool
+    runner: Callable[[Sequence[str]], str],
+    *,
+    dry_run: bool,
+    engine_holders: Sequence[int] = (),
 ) -> tuple[list[CleanedItem], list[str]]:
+    """Remove the ``cnibench-*`` kind clusters ``runner``'s engine holds, keeping one a live
+    cnibench process holds, and every one when a live process holds the engine itself
+    (``engine_holders``: a test tier or study between its runs keeps clusters there)."""
     try:
         listed = runner(["kind", "get", "clusters"])
     except CnibenchError as exc:
@@ -138,6 +145,11 @@ def _clean_kind(
             # Another shell's session (or a test run beside this one) is using it.
             pids = ", ".join(map(str, holders))
             items.append(CleanedItem("kind-cluster", name, f"kept: in use by pid {pids}"))
+            continue
+        if engine_holders:
+            pids = ", ".join(map(str, engine_holders))
+            outcome = f"kept: its engine is in use by pid {pids}"
+            items.append(CleanedItem("kind-cluster", name, outcome))
             continue
         if dry_run:
             items.append(CleanedItem("kind-cluster", name, "would remove"))
@@ -301,7 +313,9 @@ def clean_kube_leftovers(
         engines = dict.fromkeys([os.environ.get("DOCKER_HOST", ""), *docker_hosts])
         for host in engines:
             kind_items, kind_notes = _clean_kind(
-                functools.partial(_run, docker_host=host), dry_run=dry_run
+                functools.partial(_run, docker_host=host),
+                dry_run=dry_run,
+                engine_holders=live_holders(ENGINE_LEASE, host) if host else (),
             )
             items.extend(kind_items)
             # An unreachable default engine is no news when private engines were looked at.
