@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from cnibench.backends.base import ClusterSpec
+from cnibench.backends.base import ClusterSpec, NodeRole
 from cnibench.backends.kube.cni_types import CniDefinition
 from cnibench.backends.kube.images import Images, build_context
 from cnibench.backends.kube.offline import offline_bin_dir, pod_image_tags
@@ -33,6 +33,7 @@ from cnibench.errors import ConfigError, ProvisioningError
 __all__ = [
     "AKS_CREDENTIAL_VARIABLES",
     "KIND_MINIMUM",
+    "TERRAFORM_COMMANDS",
     "AksProvider",
     "ExistingProvider",
     "KindProvider",
@@ -45,6 +46,7 @@ __all__ = [
     "kind_create_argv",
     "kind_delete_argv",
     "release_lib_modules",
+    "terraform_command",
     "terraform_dir",
 ]
 
@@ -331,23 +333,78 @@ class KindProvider:
 
 def terraform_dir() -> Path:
     """``terraform/aks`` of the checkout or of the installed wheel (``CNIBENCH_TERRAFORM_AKS``
-    overrides)."""
+    overrides it, ``CNIBENCH_TERRAFORM_DIR`` the ``terraform`` tree)."""
     override = os.environ.get("CNIBENCH_TERRAFORM_AKS", "")
     if override:
         return Path(override)
-    return data_tree("terraform", override_env="CNIBENCH_TERRAFORM") / "aks"
+    return data_tree("terraform", override_env="CNIBENCH_TERRAFORM_DIR") / "aks"
+
+
+TERRAFORM_COMMANDS = ("terraform", "tofu")
+"""The commands that can apply ``terraform/aks``, in the order they are looked for."""
+
+
+def terraform_command(environ: Mapping[str, str] | None = None) -> str | None:
+    """The command python-terraform runs, as a path: ``$CNIBENCH_TERRAFORM`` when set (a name
+    on ``PATH`` or a path, e.g. ``tofu``), else the first of :data:`TERRAFORM_COMMANDS` on
+    ``PATH`` (Terraform when both are there, OpenTofu when it is the only one); ``None`` when
+    none is found.
+
+    Parameters
+    ----------
+    environ:
+        Environment whose ``CNIBENCH_TERRAFORM`` and ``PATH`` are read (``os.environ`` by
+        default).
+    """
+    env = os.environ if environ is None else environ
+    path = env.get("PATH", os.defpath)
+    chosen = env.get("CNIBENCH_TERRAFORM", "")
+    for name in (chosen,) if chosen else TERRAFORM_COMMANDS:
+        found = shutil.which(name, path=path)
+        if found:
+            return found
+    return None
 
 
 def aks_variables(
-    name: str, *, location: str, node_count: int, vm_size: str, kubernetes_version: str
-) -> dict[str, str | int]:
-    """Terraform variables of ``terraform/aks`` (no credentials: azurerm reads ``ARM_*``)."""
-    if node_count < 1:
-        raise ConfigError(f"AKS node count must be >= 1, got {node_count}")
+    name: str,
+    *,
+    location: str,
+    vm_size: str,
+    kubernetes_version: str,
+    roles: Sequence[NodeRole] = ClusterSpec.roles,
+    node_count: int | None = None,
+) -> dict[str, Any]:
+    """Terraform variables of ``terraform/aks`` (no credentials: azurerm reads ``ARM_*``).
+
+    Each role becomes a user node pool whose nodes carry ``cnibench.io/role=<role>``, with as
+    many nodes as the role appears in ``roles`` (``role_nodes``); AKS's own add-ons run on a
+    separate system node.
+
+    Parameters
+    ----------
+    roles:
+        One node per entry, as :attr:`~cnibench.backends.base.ClusterSpec.roles`.
+    node_count:
+        Total nodes the caller expects, checked against ``roles`` when given.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        No role, or ``node_count`` is not the number of roles.
+    """
+    count = len(roles) if node_count is None else node_count
+    if count < 1:
+        raise ConfigError(f"AKS node count must be >= 1, got {count}")
+    if count != len(roles):
+        raise ConfigError(f"AKS node count {count} is not the {len(roles)} roles' nodes")
+    role_nodes: dict[str, int] = {}
+    for role in roles:
+        role_nodes[role.value] = role_nodes.get(role.value, 0) + 1
     return {
         "name": name,
         "location": location,
-        "node_count": node_count,
+        "role_nodes": role_nodes,
         "vm_size": vm_size,
         "kubernetes_version": kubernetes_version,
     }
@@ -398,7 +455,13 @@ class AksProvider:
             return self._terraform(str(workdir))
         from python_terraform import Terraform
 
-        return Terraform(working_dir=str(workdir))
+        command = terraform_command(self._environ)
+        if command is None:
+            raise ConfigError(
+                "AKS needs terraform or tofu on PATH (CNIBENCH_TERRAFORM names another),"
+                " and neither is there"
+            )
+        return Terraform(working_dir=str(workdir), terraform_bin_path=command)
 
     def ensure(self, spec: ClusterSpec, cni: CniDefinition) -> ProviderCluster:
         """``terraform init`` + ``apply`` (idempotent), then the kubeconfig from the output.
@@ -423,9 +486,9 @@ class AksProvider:
         variables = aks_variables(
             name,
             location=self.location,
-            node_count=len(spec.roles),
             vm_size=self.vm_size,
             kubernetes_version=self.kubernetes_version,
+            roles=spec.roles,
         )
         code, _, _ = tf.init(capture_output=True)
         if code != 0:

@@ -1,0 +1,110 @@
+"""What cnibench hands Terraform for AKS, checked without Azure or a built provider: the
+variables ``terraform/aks`` declares and the command python-terraform runs (Terraform or
+OpenTofu, found on a real ``PATH`` of files made here)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from cnibench.backends.base import ClusterSpec, NodeRole
+from cnibench.backends.kube.providers import AksProvider, aks_variables, terraform_command
+from cnibench.errors import ConfigError
+
+MAIN_TF = Path(__file__).resolve().parents[2] / "terraform" / "aks" / "main.tf"
+
+CLIENT, SERVER, GATEWAY = NodeRole.CLIENT, NodeRole.SERVER, NodeRole.EGRESS_GW
+
+
+def _variables(**kwargs: object) -> dict[str, object]:
+    return aks_variables(
+        "c", location="westeurope", vm_size="Standard_A2_v2", kubernetes_version="1.33", **kwargs
+    )  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("roles", "role_nodes"),
+    [
+        (ClusterSpec.roles, {"client": 1, "server": 1, "egress-gw": 1}),
+        ((CLIENT, CLIENT, SERVER), {"client": 2, "server": 1}),
+        ((SERVER,), {"server": 1}),
+    ],
+    ids=["default-three-roles", "repeated-client", "one-role"],
+)
+def test_aks_variables_give_each_role_its_node_count(
+    roles: tuple[NodeRole, ...], role_nodes: dict[str, int]
+) -> None:
+    assert _variables(roles=roles)["role_nodes"] == role_nodes
+
+
+def test_aks_variables_refuse_a_node_count_other_than_the_roles() -> None:
+    with pytest.raises(ConfigError, match="node count 4"):
+        _variables(node_count=4)
+
+
+def test_aks_variables_refuse_no_node() -> None:
+    with pytest.raises(ConfigError, match=">= 1"):
+        _variables(roles=())
+
+
+def test_every_aks_variable_is_declared_and_every_required_one_given() -> None:
+    text = MAIN_TF.read_text()
+    declared = dict(re.findall(r'variable "(\w+)" \{(.*?)\n\}', text, flags=re.S))
+    required = {name for name, body in declared.items() if "default" not in body}
+    given = set(_variables())
+    assert given <= set(declared)
+    assert required <= given
+
+
+def _path_with(tmp_path: Path, *commands: str) -> str:
+    """A PATH of one directory holding executables named ``commands``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for command in commands:
+        tool = bin_dir / command
+        tool.write_text("#!/bin/sh\nexit 0\n")
+        tool.chmod(0o755)
+    return str(bin_dir)
+
+
+@pytest.mark.parametrize(
+    ("on_path", "chosen", "expected"),
+    [
+        (("terraform",), "", "terraform"),
+        (("tofu",), "", "tofu"),
+        (("terraform", "tofu"), "", "terraform"),
+        (("terraform", "tofu"), "tofu", "tofu"),
+        (("terraform",), "tofu", None),
+        ((), "", None),
+    ],
+    ids=[
+        "terraform-only",
+        "tofu-only",
+        "both-prefers-terraform",
+        "env-chooses-tofu",
+        "env-names-a-missing-command",
+        "neither",
+    ],
+)
+def test_terraform_command_choice(
+    tmp_path: Path, on_path: tuple[str, ...], chosen: str, expected: str | None
+) -> None:
+    environ = {"PATH": _path_with(tmp_path, *on_path), "CNIBENCH_TERRAFORM": chosen}
+    found = terraform_command(environ)
+    assert (Path(found).name if found else None) == expected
+
+
+def test_aks_provider_drives_tofu_when_it_is_the_only_one(tmp_path: Path) -> None:
+    pytest.importorskip("python_terraform")
+    provider = AksProvider(state_dir=tmp_path, environ={"PATH": _path_with(tmp_path, "tofu")})
+    client = provider._client(tmp_path)
+    assert Path(client.terraform_bin_path).name == "tofu"
+
+
+def test_aks_provider_without_terraform_or_tofu_is_a_config_error(tmp_path: Path) -> None:
+    pytest.importorskip("python_terraform")
+    provider = AksProvider(state_dir=tmp_path, environ={"PATH": _path_with(tmp_path)})
+    with pytest.raises(ConfigError, match="terraform or tofu"):
+        provider._client(tmp_path)
