@@ -4,13 +4,21 @@ OpenTofu, found on a real ``PATH`` of files made here)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from cnibench.backends.base import ClusterSpec, NodeRole
-from cnibench.backends.kube.providers import AksProvider, aks_variables, terraform_command
+from cnibench.backends.kube.cni import cni_definition
+from cnibench.backends.kube.providers import (
+    AKS_CREDENTIAL_VARIABLES,
+    AKS_VARIABLES_FILE,
+    AksProvider,
+    aks_variables,
+    terraform_command,
+)
 from cnibench.errors import ConfigError
 
 MAIN_TF = Path(__file__).resolve().parents[2] / "terraform" / "aks" / "main.tf"
@@ -56,6 +64,34 @@ def test_every_aks_variable_is_declared_and_every_required_one_given() -> None:
     given = set(_variables())
     assert given <= set(declared)
     assert required <= given
+
+
+class _RecordingTerraform:
+    """Stands in for python_terraform.Terraform (Azure cannot be reached from here)."""
+
+    def __init__(self, working_dir: str) -> None:
+        self.working_dir = Path(working_dir)
+
+    def init(self, **kwargs: object) -> tuple[int, str, str]:
+        return 0, "", ""
+
+    def apply(self, **kwargs: object) -> tuple[int, str, str]:
+        return 0, "", ""
+
+    def output(self, name: str) -> str:
+        return "apiVersion: v1\nkind: Config\n"
+
+
+def test_aks_variables_stay_in_the_working_copy_for_destroy(tmp_path: Path) -> None:
+    """``terraform destroy`` gets no ``-var``: the working copy's ``*.auto.tfvars.json`` must
+    hold what apply was given, and no credential."""
+    environ = {name: f"secret-{name}" for name in AKS_CREDENTIAL_VARIABLES}
+    provider = AksProvider(state_dir=tmp_path, terraform=_RecordingTerraform, environ=environ)
+    spec = ClusterSpec(cni="cilium", roles=(CLIENT, SERVER, SERVER))
+    made = provider.ensure(spec, cni_definition(spec))
+    text = (tmp_path / made.name / AKS_VARIABLES_FILE).read_text()
+    assert json.loads(text)["role_nodes"] == {"client": 1, "server": 2}
+    assert "secret" not in text
 
 
 def _path_with(tmp_path: Path, *commands: str) -> str:

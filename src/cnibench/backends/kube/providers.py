@@ -32,6 +32,7 @@ from cnibench.errors import ConfigError, ProvisioningError
 
 __all__ = [
     "AKS_CREDENTIAL_VARIABLES",
+    "AKS_VARIABLES_FILE",
     "KIND_MINIMUM",
     "TERRAFORM_COMMANDS",
     "AksProvider",
@@ -340,6 +341,9 @@ def terraform_dir() -> Path:
     return data_tree("terraform", override_env="CNIBENCH_TERRAFORM_DIR") / "aks"
 
 
+AKS_VARIABLES_FILE = "cnibench.auto.tfvars.json"
+"""The variables of a cluster, in its Terraform working copy (no credentials in them)."""
+
 TERRAFORM_COMMANDS = ("terraform", "tofu")
 """The commands that can apply ``terraform/aks``, in the order they are looked for."""
 
@@ -490,6 +494,9 @@ class AksProvider:
             kubernetes_version=self.kubernetes_version,
             roles=spec.roles,
         )
+        # Read by every later plan, apply and destroy in the working copy (``*.auto.tfvars.json``
+        # is loaded without a flag): destroy, which gets no variables, needs them too.
+        (workdir / AKS_VARIABLES_FILE).write_text(json.dumps(variables, indent=2) + "\n")
         code, _, _ = tf.init(capture_output=True)
         if code != 0:
             raise ProvisioningError(f"terraform init failed for {name} (exit {code})")
@@ -505,7 +512,7 @@ class AksProvider:
         return ProviderCluster(name, kubeconfig, "", True)
 
     def delete(self, cluster: ProviderCluster) -> None:
-        """``terraform destroy``."""
+        """``terraform destroy``, with the variables :meth:`ensure` left in the working copy."""
         workdir = self.state_dir / cluster.name
         tf = self._client(workdir)
         code, _, _ = tf.destroy(auto_approve=True, capture_output=True, force=None)
