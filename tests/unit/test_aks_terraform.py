@@ -1,6 +1,8 @@
 """What cnibench hands Terraform for AKS, checked without Azure or a built provider: the
-variables ``terraform/aks`` declares and the command python-terraform runs (Terraform or
-OpenTofu, found on a real ``PATH`` of files made here)."""
+variables ``terraform/aks`` declares, the command python-terraform runs (Terraform or OpenTofu,
+found on a real ``PATH`` of files made here), and the offline check's plan (mirror layout, CLI
+configuration, ``tofu`` command lines). ``nox -s aks-validate`` runs the check itself
+(tests/aks)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,13 @@ import pytest
 
 from cnibench.backends.base import ClusterSpec, NodeRole
 from cnibench.backends.kube.cni import cni_definition
+from cnibench.backends.kube.offline.tofu import (
+    TofuToolchain,
+    check_argv,
+    cli_config,
+    mirror_binary,
+    provider_version,
+)
 from cnibench.backends.kube.providers import (
     AKS_CREDENTIAL_VARIABLES,
     AKS_VARIABLES_FILE,
@@ -19,7 +28,7 @@ from cnibench.backends.kube.providers import (
     aks_variables,
     terraform_command,
 )
-from cnibench.errors import ConfigError
+from cnibench.errors import ConfigError, ProvisioningError
 
 MAIN_TF = Path(__file__).resolve().parents[2] / "terraform" / "aks" / "main.tf"
 
@@ -144,3 +153,59 @@ def test_aks_provider_without_terraform_or_tofu_is_a_config_error(tmp_path: Path
     provider = AksProvider(state_dir=tmp_path, environ={"PATH": _path_with(tmp_path)})
     with pytest.raises(ConfigError, match="terraform or tofu"):
         provider._client(tmp_path)
+
+
+# -- the offline check's plan ----------------------------------------------------------------
+
+
+def test_mirror_binary_is_the_unpacked_layout_for_opentofus_registry_host() -> None:
+    path = mirror_binary(Path("/m"), "5.2.0")
+    assert path == Path(
+        "/m/registry.opentofu.org/hashicorp/azurerm/5.2.0/linux_amd64"
+        "/terraform-provider-azurerm_v5.2.0"
+    )
+
+
+def test_cli_config_installs_from_the_mirror_only() -> None:
+    text = cli_config(Path("/cache/tofu-mirror"))
+    assert 'path    = "/cache/tofu-mirror"' in text
+    assert "filesystem_mirror" in text
+    assert "direct" not in text.split("\n", 1)[1]  # the comment line aside
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("5.2.0\n", "5.2.0"), ("4.81.0", "4.81.0")],
+    ids=["with-newline", "bare"],
+)
+def test_provider_version_reads_the_release(text: str, expected: str) -> None:
+    assert provider_version(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["dev", "5.2", "v5.2.0", ""], ids=["dev", "two-parts", "v", "empty"]
+)
+def test_provider_version_refuses_anything_else(text: str) -> None:
+    with pytest.raises(ProvisioningError, match=r"X\.Y\.Z"):
+        provider_version(text)
+
+
+@pytest.mark.parametrize(
+    ("command", "argv"),
+    [
+        ("init", ["/t/tofu", "init", "-no-color", "-input=false", "-backend=false"]),
+        ("validate", ["/t/tofu", "validate", "-no-color"]),
+        ("test", ["/t/tofu", "test", "-no-color"]),
+    ],
+    ids=["init", "validate", "test"],
+)
+def test_check_argv(command: str, argv: list[str]) -> None:
+    assert check_argv(Path("/t/tofu"), command) == argv
+
+
+def test_toolchain_environment_points_at_the_cli_config_and_drops_a_plugin_cache() -> None:
+    toolchain = TofuToolchain(Path("/t/tofu"), Path("/m/tofu.tfrc"), "5.2.0")
+    env = toolchain.environment({"TF_PLUGIN_CACHE_DIR": "/elsewhere", "HOME": "/root"})
+    assert env["TF_CLI_CONFIG_FILE"] == "/m/tofu.tfrc"
+    assert "TF_PLUGIN_CACHE_DIR" not in env
+    assert env["HOME"] == "/root"
