@@ -84,6 +84,12 @@ resource "azurerm_kubernetes_cluster" "bench" {
     network_plugin = "none"
   }
 
+  # Required since azurerm 5.0. Manual: only the pools declared here, never nodes that node
+  # auto-provisioning adds, which would carry no cnibench role.
+  node_provisioning_profile {
+    mode = "Manual"
+  }
+
   tags = { "cnibench.io/cluster" = var.name }
 }
 
