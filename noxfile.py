@@ -1,4 +1,5 @@
-"""Sessions people and CI both use: ``nox -s demo``, ``nox -s tests``, lint, typecheck, perf.
+"""Sessions people and CI both use: ``nox -s demo``, ``nox -s tests``, lint, typecheck, perf;
+``nox -s aks-validate`` (slow cold, so in neither CI nor the defaults) checks terraform/aks.
 
 Set-up is part of each session: Python dependencies go into the session's virtualenv, system
 packages (iperf3, nginx, Prometheus, ...) are installed with apt when running as root and missing
@@ -190,6 +191,27 @@ def study(session: nox.Session) -> None:
     _install(session)
     _system(session)
     session.run("python", "-m", "cnibench.study", *session.posargs)
+
+
+@nox.session(name="aks-validate", python=PYTHON)
+def aks_validate(session: nox.Session) -> None:
+    """terraform/aks against the azurerm provider's real schema, with no network and no Azure:
+    OpenTofu and the provider built from their Go modules (cached by version under
+    ~/.cache/cnibench/offline; cold, over an hour on 2 cores), then tests/aks: tofu init from a
+    local mirror, validate, and tofu test (terraform/aks/tests, provider mocked), and a copy with
+    a misspelt attribute that must fail validate. Not a default session, nor in CI: too slow
+    cold."""
+    _install(session)
+    # The build is long and heavy (the provider links a binary of hundreds of MB): nice it, as
+    # the tests session does its background builds.
+    session.run(
+        "nice", "-n", "19", _python(session), "-m", "cnibench.backends.kube.offline.tofu",
+        external=True,
+    )  # fmt: skip
+    session.run(
+        "python", "-m", "pytest", "tests/aks", "-v", "-p", "no:cacheprovider", *session.posargs,
+        env={"CNIBENCH_AKS_VALIDATE": "1"},
+    )  # fmt: skip
 
 
 @nox.session(python=PYTHON)

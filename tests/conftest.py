@@ -62,10 +62,34 @@ flannel and kube-router modules need only what is built before them (the image b
 no lock once a build's steps are current)."""
 
 
-FOLDER_MARKERS = {"lab": "lab", "reliability": "lab", "kube": "kube", "kind": "kind"}
+FOLDER_MARKERS = {
+    "lab": "lab",
+    "reliability": "lab",
+    "kube": "kube",
+    "kind": "kind",
+    "aks": "aks",
+}
 """The marker every test of a folder gets (``-m kube`` selects the kube tier): a test's needs
 follow from where it lives, not from a line each module must remember. tests/integration mixes
 tiers and marks its lab modules itself."""
+
+
+OPT_IN_DIRS = {"aks": "CNIBENCH_AKS_VALIDATE"}
+"""Folders collected only when their variable is set (or the folder is named on the command
+line): tests/aks needs OpenTofu and the azurerm provider built from Go modules, over an hour
+cold, so only ``nox -s aks-validate`` runs it, never ``nox -s tests``."""
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    root = Path(__file__).parent
+    if collection_path.parent != root or collection_path.name not in OPT_IN_DIRS:
+        return None
+    if os.environ.get(OPT_IN_DIRS[collection_path.name]):
+        return None
+    named = any(
+        Path(arg.split("::")[0]).resolve().is_relative_to(collection_path) for arg in config.args
+    )
+    return None if named else True
 
 
 def _tier(item: pytest.Item) -> str:

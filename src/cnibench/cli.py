@@ -666,14 +666,17 @@ def _kube_rows(engine: str) -> list[tuple[str, bool, str]]:
     else:
         kind_row = _kind_row(engine, kind)
     missing = [name for name in ARM_VARIABLES if name not in os.environ]
-    if not shutil.which("terraform"):
-        aks_row = ("aks", False, "terraform is not on PATH")
+    from cnibench.backends.kube.doctor import existing_cluster_report
+    from cnibench.backends.kube.providers import ExistingProvider, terraform_command
+
+    terraform = terraform_command()
+    if terraform is None:
+        aks_row = ("aks", False, "neither terraform nor tofu is on PATH")
     elif missing:
         aks_row = ("aks", False, f"missing environment variables {', '.join(missing)}")
     else:
-        aks_row = ("aks", True, "terraform and Azure credentials in the environment")
-    from cnibench.backends.kube.doctor import existing_cluster_report
-    from cnibench.backends.kube.providers import ExistingProvider
+        command = os.path.basename(terraform)
+        aks_row = ("aks", True, f"{command} and Azure credentials in the environment")
 
     existing, why = existing_cluster_report(ExistingProvider().kubeconfig)
     return [kind_row, aks_row, ("existing", existing, why)]

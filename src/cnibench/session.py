@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -323,12 +322,13 @@ def select_backend(
 
 def _check_aks_prerequisites() -> None:
     """Fail before anything starts when ``--cluster aks`` cannot work here (one-line error)."""
-    from cnibench.backends.kube.providers import AKS_CREDENTIAL_VARIABLES
+    from cnibench.backends.kube.providers import AKS_CREDENTIAL_VARIABLES, terraform_command
 
-    if shutil.which("terraform") is None:
+    if terraform_command() is None:
         raise ConfigError(
-            "--cluster aks needs terraform on PATH, and it is not there"
-            " (install Terraform, or choose --cluster lab, kind or existing)"
+            "--cluster aks needs terraform or tofu on PATH (or CNIBENCH_TERRAFORM naming one),"
+            " and neither is there (install Terraform or OpenTofu, or choose --cluster lab, kind"
+            " or existing)"
         )
     missing = [name for name in AKS_CREDENTIAL_VARIABLES if not os.environ.get(name)]
     if missing:

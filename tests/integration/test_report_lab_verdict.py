@@ -33,7 +33,8 @@ RUN_TIMEOUT_S = 900
 _LINE = re.compile(
     r"^egress gateway on vxlan: (?P<metric>\w+)(?P<host> \(host-wide\))?"
     r" (?P<inconclusive>inconclusive )?"
-    r"×(?P<ratio>\d+(?:\.\d+)?) \(95 % CI (?P<low>\d+(?:\.\d+)?)-(?P<high>\d+(?:\.\d+)?),"
+    r"×(?P<ratio>\d+(?:\.\d+)?) \((?:95 % CI (?P<low>\d+(?:\.\d+)?)-(?P<high>\d+(?:\.\d+)?)"
+    r"|(?P<identical>identical runs on each side, no interval)),"
     r" n = (?P<n_t>\d+) vs (?P<n_c>\d+)\)(?P<holm>, but no detectable difference after Holm's"
     r" correction \(adjusted p = [\d.e-]+\))?"
     r"(?P<power>: this n detects about ±\d+ %; ±5 % needs about \d+ runs per side)?$"
@@ -151,6 +152,13 @@ def test_number_of_contrasts_is_what_egress_declares(lab_session):
     assert len(report.verdict(df)) == len(stated)
 
 
+def _identical_within_sides(df: pd.DataFrame, metric: str) -> bool:
+    """Each side's runs gave one value (a loaded machine's host-wide CPU can: saturated):
+    no interval exists, and the line must say so instead of stating one."""
+    on, off = _runs(df, "gateway-on", metric), _runs(df, "gateway-off", metric)
+    return bool(np.ptp(on) == 0 and np.ptp(off) == 0)
+
+
 def test_every_ratio_and_interval_matches_scipy_on_the_raw_records(lab_session):
     df = cnibench.load_results(lab_session["results"])
     table = report.verdict(df)
@@ -158,6 +166,10 @@ def test_every_ratio_and_interval_matches_scipy_on_the_raw_records(lab_session):
         ratio, low, high, n_t, n_c = _expected(df, row.metric)
         assert row.ratio == pytest.approx(ratio, rel=1e-9), row.metric
         assert (row.n_treatment, row.n_control) == (n_t, n_c)
+        if _identical_within_sides(df, row.metric):
+            assert math.isnan(row.ci_low), row.metric
+            assert math.isnan(row.ci_high), row.metric
+            continue
         assert row.ci_low == pytest.approx(low, rel=1e-9), row.metric
         assert row.ci_high == pytest.approx(high, rel=1e-9), row.metric
 
@@ -170,6 +182,11 @@ def test_rendered_lines_state_the_same_numbers(lab_session):
         match = _LINE.match(line)
         assert match is not None, line
         ratio, low, high, n_t, n_c = _expected(df, match["metric"])
+        assert bool(match["identical"]) == _identical_within_sides(df, match["metric"]), line
+        if match["identical"]:
+            assert float(match["ratio"]) == pytest.approx(ratio, rel=0.005, abs=0.01), line
+            assert (int(match["n_t"]), int(match["n_c"])) == (n_t, n_c)
+            continue
         shown = [float(match["ratio"]), float(match["low"]), float(match["high"])]
         # Bounds are rounded outwards (never narrower than the interval).
         assert shown == pytest.approx([ratio, low, high], rel=0.005, abs=0.01), line

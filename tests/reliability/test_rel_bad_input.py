@@ -119,12 +119,13 @@ def _bad_workspace(tmp: Path) -> None:
 
 
 def _path_without_terraform(tmp: Path) -> str:
-    """A PATH with ``ip`` and friends but no terraform: a directory of links to /usr/bin etc.
-    would be overkill, so keep the system directories and drop any holding terraform."""
+    """A PATH with ``ip`` and friends but no terraform or tofu (either can apply the AKS
+    module): a directory of links to /usr/bin etc. would be overkill, so keep the system
+    directories and drop any holding one of them."""
     keep = [
         d
         for d in os.environ.get("PATH", "").split(os.pathsep)
-        if d and not (Path(d) / "terraform").exists()
+        if d and not any((Path(d) / tool).exists() for tool in ("terraform", "tofu"))
     ]
     return os.pathsep.join(keep)
 

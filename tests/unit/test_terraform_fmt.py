@@ -1,7 +1,8 @@
 """The AKS Terraform is canonically formatted (``terraform fmt -check``), where terraform exists.
 
-No Azure here, so this is as far as the Terraform can be checked on this machine; the
-arguments python-terraform is called with are checked in tests/unit/test_kube_render.py.
+No Azure here: the module is checked against the azurerm provider's schema by ``nox -s
+aks-validate`` (tests/aks), too slow cold for this tier; the arguments python-terraform is
+called with are checked in tests/unit/test_kube_render.py and test_aks_terraform.py.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from cnibench.backends.kube.external import (
 from cnibench.backends.kube.images import Images, require_pullable
 from cnibench.backends.kube.node_usage import KindNodeUsage
 from cnibench.backends.kube.offline.plan import not_offline_reason
-from cnibench.backends.kube.providers import Provider
+from cnibench.backends.kube.providers import Provider, terraform_command
 from cnibench.backends.kube.render import KUBE_SESSION_LEASE
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError, UnsupportedError
 from cnibench.leases import hold
@@ -205,11 +205,12 @@ class KubeBackend:
         return PolicyChoices()
 
     def available(self) -> tuple[bool, str]:
-        """Whether the provider's tools are installed (``kind``/``terraform``, ``helm``)."""
-        needed = {"kind": ["kind", "helm"], "aks": ["terraform", "helm"]}.get(
-            self.provider.name, []
-        )
+        """Whether the provider's tools are installed (``kind``/``terraform`` or ``tofu``,
+        ``helm``)."""
+        needed = {"kind": ["kind", "helm"], "aks": ["helm"]}.get(self.provider.name, [])
         missing = [tool for tool in needed if shutil.which(tool) is None]
+        if self.provider.name == "aks" and terraform_command() is None:
+            missing.insert(0, "terraform or tofu")
         if missing:
             return False, f"missing tools: {', '.join(missing)}"
         return True, f"provider {self.provider.name}"

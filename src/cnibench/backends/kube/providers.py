@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from cnibench.backends.base import ClusterSpec
+from cnibench.backends.base import ClusterSpec, NodeRole
 from cnibench.backends.kube.cni_types import CniDefinition
 from cnibench.backends.kube.images import Images, build_context
 from cnibench.backends.kube.offline import offline_bin_dir, pod_image_tags
@@ -33,7 +33,9 @@ from cnibench.leases import Lease, hold, live_holders
 
 __all__ = [
     "AKS_CREDENTIAL_VARIABLES",
+    "AKS_VARIABLES_FILE",
     "KIND_MINIMUM",
+    "TERRAFORM_COMMANDS",
     "AksProvider",
     "ExistingProvider",
     "KindProvider",
@@ -46,6 +48,7 @@ __all__ = [
     "kind_create_argv",
     "kind_delete_argv",
     "release_lib_modules",
+    "terraform_command",
     "terraform_dir",
 ]
 
@@ -374,23 +377,81 @@ class KindProvider:
 
 def terraform_dir() -> Path:
     """``terraform/aks`` of the checkout or of the installed wheel (``CNIBENCH_TERRAFORM_AKS``
-    overrides)."""
+    overrides it, ``CNIBENCH_TERRAFORM_DIR`` the ``terraform`` tree)."""
     override = os.environ.get("CNIBENCH_TERRAFORM_AKS", "")
     if override:
         return Path(override)
-    return data_tree("terraform", override_env="CNIBENCH_TERRAFORM") / "aks"
+    return data_tree("terraform", override_env="CNIBENCH_TERRAFORM_DIR") / "aks"
+
+
+AKS_VARIABLES_FILE = "cnibench.auto.tfvars.json"
+"""The variables of a cluster, in its Terraform working copy (no credentials in them)."""
+
+TERRAFORM_COMMANDS = ("terraform", "tofu")
+"""The commands that can apply ``terraform/aks``, in the order they are looked for."""
+
+
+def terraform_command(environ: Mapping[str, str] | None = None) -> str | None:
+    """The command python-terraform runs, as a path: ``$CNIBENCH_TERRAFORM`` when set (a name
+    on ``PATH`` or a path, e.g. ``tofu``), else the first of :data:`TERRAFORM_COMMANDS` on
+    ``PATH`` (Terraform when both are there, OpenTofu when it is the only one); ``None`` when
+    none is found.
+
+    Parameters
+    ----------
+    environ:
+        Environment whose ``CNIBENCH_TERRAFORM`` and ``PATH`` are read (``os.environ`` by
+        default).
+    """
+    env = os.environ if environ is None else environ
+    path = env.get("PATH", os.defpath)
+    chosen = env.get("CNIBENCH_TERRAFORM", "")
+    for name in (chosen,) if chosen else TERRAFORM_COMMANDS:
+        found = shutil.which(name, path=path)
+        if found:
+            return found
+    return None
 
 
 def aks_variables(
-    name: str, *, location: str, node_count: int, vm_size: str, kubernetes_version: str
-) -> dict[str, str | int]:
-    """Terraform variables of ``terraform/aks`` (no credentials: azurerm reads ``ARM_*``)."""
-    if node_count < 1:
-        raise ConfigError(f"AKS node count must be >= 1, got {node_count}")
+    name: str,
+    *,
+    location: str,
+    vm_size: str,
+    kubernetes_version: str,
+    roles: Sequence[NodeRole] = ClusterSpec.roles,
+    node_count: int | None = None,
+) -> dict[str, Any]:
+    """Terraform variables of ``terraform/aks`` (no credentials: azurerm reads ``ARM_*``).
+
+    Each role becomes a user node pool whose nodes carry ``cnibench.io/role=<role>``, with as
+    many nodes as the role appears in ``roles`` (``role_nodes``); AKS's own add-ons run on a
+    separate system node.
+
+    Parameters
+    ----------
+    roles:
+        One node per entry, as :attr:`~cnibench.backends.base.ClusterSpec.roles`.
+    node_count:
+        Total nodes the caller expects, checked against ``roles`` when given.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        No role, or ``node_count`` is not the number of roles.
+    """
+    count = len(roles) if node_count is None else node_count
+    if count < 1:
+        raise ConfigError(f"AKS node count must be >= 1, got {count}")
+    if count != len(roles):
+        raise ConfigError(f"AKS node count {count} is not the {len(roles)} roles' nodes")
+    role_nodes: dict[str, int] = {}
+    for role in roles:
+        role_nodes[role.value] = role_nodes.get(role.value, 0) + 1
     return {
         "name": name,
         "location": location,
-        "node_count": node_count,
+        "role_nodes": role_nodes,
         "vm_size": vm_size,
         "kubernetes_version": kubernetes_version,
     }
@@ -441,7 +502,13 @@ class AksProvider:
             return self._terraform(str(workdir))
         from python_terraform import Terraform
 
-        return Terraform(working_dir=str(workdir))
+        command = terraform_command(self._environ)
+        if command is None:
+            raise ConfigError(
+                "AKS needs terraform or tofu on PATH (CNIBENCH_TERRAFORM names another),"
+                " and neither is there"
+            )
+        return Terraform(working_dir=str(workdir), terraform_bin_path=command)
 
     def ensure(self, spec: ClusterSpec, cni: CniDefinition) -> ProviderCluster:
         """``terraform init`` + ``apply`` (idempotent), then the kubeconfig from the output.
@@ -466,10 +533,13 @@ class AksProvider:
         variables = aks_variables(
             name,
             location=self.location,
-            node_count=len(spec.roles),
             vm_size=self.vm_size,
             kubernetes_version=self.kubernetes_version,
+            roles=spec.roles,
         )
+        # Read by every later plan, apply and destroy in the working copy (``*.auto.tfvars.json``
+        # is loaded without a flag): destroy, which gets no variables, needs them too.
+        (workdir / AKS_VARIABLES_FILE).write_text(json.dumps(variables, indent=2) + "\n")
         code, _, _ = tf.init(capture_output=True)
         if code != 0:
             raise ProvisioningError(f"terraform init failed for {name} (exit {code})")
@@ -485,7 +555,7 @@ class AksProvider:
         return ProviderCluster(name, kubeconfig, "", True)
 
     def delete(self, cluster: ProviderCluster) -> None:
-        """``terraform destroy``."""
+        """``terraform destroy``, with the variables :meth:`ensure` left in the working copy."""
         workdir = self.state_dir / cluster.name
         tf = self._client(workdir)
         code, _, _ = tf.destroy(auto_approve=True, capture_output=True, force=None)

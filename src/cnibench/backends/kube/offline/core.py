@@ -268,10 +268,12 @@ class BuilderCore:
         step: str,
         cwd: Path,
         env: Mapping[str, str],
+        timeout: float = 3600.0,
     ) -> None:
         """One ``go build`` of ``packages`` (compilation shared between them) into a staging
         directory beside ``out``; the commands then replace those in ``out``, which is stamped
-        with ``digest``. An interrupted build leaves ``out`` as it was."""
+        with ``digest``. An interrupted build leaves ``out`` as it was. ``timeout`` (s) bounds
+        the build."""
         staging = out.parent / "bin.new"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
@@ -280,6 +282,7 @@ class BuilderCore:
             step=step,
             cwd=cwd,
             env=env,
+            timeout=timeout,
         )
         out.mkdir(parents=True, exist_ok=True)
         for package in packages:
