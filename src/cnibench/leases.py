@@ -31,6 +31,7 @@ __all__ = [
     "lease_name",
     "leases_root",
     "live_holders",
+    "live_kind_holders",
     "process_start_time",
 ]
 
@@ -138,3 +139,18 @@ def live_holders(
             continue
         alive.append(pid)
     return tuple(alive)
+
+
+def live_kind_holders(
+    kind: str, *, root: Path | None = None, exclude_self: bool = True
+) -> tuple[int, ...]:
+    """The PIDs of the live processes that hold any name of ``kind`` (this process left out
+    unless ``exclude_self`` is false): "is any kind cluster in use?"."""
+    try:
+        names = sorted(d.name for d in (root or leases_root()).joinpath(lease_name(kind)).iterdir())
+    except OSError:
+        return ()
+    pids: set[int] = set()
+    for name in names:
+        pids.update(live_holders(kind, name, root=root, exclude_self=exclude_self))
+    return tuple(sorted(pids))

@@ -224,3 +224,48 @@ def test_a_kept_cluster_is_no_longer_held_once_its_session_forgets_it(
     provider.forget(cluster)
     assert leases.live_holders(KIND_CLUSTER_LEASE, name, exclude_self=False) == ()
     provider.forget(cluster)  # safe to repeat
+
+
+def test_lib_modules_stays_while_another_live_process_holds_a_kind_cluster(
+    root: Path, tmp_path: Path
+) -> None:
+    """The /lib/modules cnibench made for kind outlived `cnibench clean` once: a removal ran
+    while another process was about to create a cluster, and dockerd then made the directory
+    again without cnibench's marker. A live holder of any kind cluster (or engine) keeps it."""
+    from cnibench.backends.kube.providers import release_lib_modules
+
+    state, modules = tmp_path / "state", tmp_path / "lib-modules"
+    state.mkdir()
+    modules.mkdir()
+    (state / "created-lib-modules").write_text("made for kind\n")
+    for kind in (KIND_CLUSTER_LEASE, ENGINE_LEASE):
+        child = _holder(kind, "cnibench-other", root)
+        try:
+            assert not release_lib_modules(state, modules_dir=modules)
+        finally:
+            child.kill()
+            child.wait()
+        assert modules.is_dir()
+        assert (state / "created-lib-modules").is_file()
+    # Its holders gone (their lease files now name dead processes), it goes with its marker.
+    assert release_lib_modules(state, modules_dir=modules)
+    assert not modules.exists()
+    assert not (state / "created-lib-modules").exists()
+
+
+def test_lib_modules_marker_is_looked_up_in_the_environment_given(
+    root: Path, tmp_path: Path
+) -> None:
+    """engine_down(environ=...) of a test's own engine must not reach the user's real marker:
+    the state directory comes from the environment it is given."""
+    from cnibench.backends.kube.providers import release_lib_modules
+
+    home, modules = tmp_path / "home", tmp_path / "lib-modules"
+    modules.mkdir()
+    marker = home / ".cache" / "cnibench" / "kind" / "created-lib-modules"
+    assert not release_lib_modules(modules_dir=modules, environ={"HOME": str(home)})
+    marker.parent.mkdir(parents=True)
+    marker.write_text("made for kind\n")
+    assert release_lib_modules(modules_dir=modules, environ={"HOME": str(home)})
+    assert not modules.exists()
+    assert not marker.exists()

@@ -585,7 +585,7 @@ def engine_down(
     if not running_engines(environ=environ):
         # No engine left, so no kind cluster of cnibench's can use the /lib/modules it made
         # for kind: however the engine was stopped (`engine down`, `clean`, a test), it goes.
-        release_lib_modules()
+        release_lib_modules(environ=environ)
     return True
 
 

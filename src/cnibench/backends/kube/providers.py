@@ -9,13 +9,15 @@ methods run anything.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,7 +31,7 @@ from cnibench.backends.kube.offline import offline_bin_dir, pod_image_tags
 from cnibench.backends.kube.render import kind_cluster_config
 from cnibench.backends.kube.resources import data_tree
 from cnibench.errors import ConfigError, ProvisioningError
-from cnibench.leases import Lease, hold, live_holders
+from cnibench.leases import Lease, hold, live_holders, live_kind_holders
 
 __all__ = [
     "AKS_CREDENTIAL_VARIABLES",
@@ -336,10 +338,11 @@ class KindProvider:
     def _ensure_lib_modules(self) -> None:
         """kind bind-mounts ``/lib/modules`` into every node; a kernel with everything built
         in has none. Create it empty and remember to remove it with the last cluster."""
-        if self.modules_dir.exists():
-            return
-        self.modules_dir.mkdir(parents=True)
-        self._lib_modules_marker.write_text("cnibench created /lib/modules for kind\n")
+        with _lib_modules_lock(self.state_dir):
+            if self.modules_dir.exists():
+                return
+            self.modules_dir.mkdir(parents=True)
+            self._lib_modules_marker.write_text("cnibench created /lib/modules for kind\n")
 
     def _release_lib_modules(self) -> None:
         """Remove the ``/lib/modules`` cnibench created once no cnibench cluster is left."""
@@ -566,21 +569,51 @@ class AksProvider:
         """AKS clusters hold no lease on this machine: nothing to release."""
 
 
-def release_lib_modules(state_dir: Path | None = None, *, modules_dir: Path = LIB_MODULES) -> bool:
+@contextlib.contextmanager
+def _lib_modules_lock(state_dir: Path) -> Iterator[None]:
+    """Serialise making ``/lib/modules`` with removing it: a removal between another
+    process's "it exists" and its ``kind create`` would leave dockerd to make it again,
+    without the marker that says it is cnibench's."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with (state_dir / "lib-modules.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def release_lib_modules(
+    state_dir: Path | None = None,
+    *,
+    modules_dir: Path = LIB_MODULES,
+    environ: Mapping[str, str] | None = None,
+) -> bool:
     """Remove ``/lib/modules`` if cnibench created it for kind (see
     :meth:`KindProvider._ensure_lib_modules`) and it is still empty; whether it was removed.
-    Call it once no cnibench kind cluster is left."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    marker = (state_dir or cache / "cnibench" / "kind") / "created-lib-modules"
+    Call it once no cnibench kind cluster is left. It stays while another live process holds
+    a kind cluster or an engine (:mod:`cnibench.leases`): a session in another shell, or a
+    kind test tier between its clusters, may be about to make one that needs it.
+
+    ``state_dir`` defaults to ``~/.cache/cnibench/kind`` of ``environ`` (``os.environ``)."""
+    env = os.environ if environ is None else environ
+    cache = Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME") or Path.home()) / ".cache")
+    state = state_dir or cache / "cnibench" / "kind"
+    marker = state / "created-lib-modules"
     if not marker.is_file():
         return False
-    try:
-        modules_dir.rmdir()
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return False  # no longer empty: something else uses it now
-    marker.unlink()
+    with _lib_modules_lock(state):
+        if live_kind_holders(KIND_CLUSTER_LEASE) or live_kind_holders(ENGINE_LEASE):
+            return False
+        if not marker.is_file():
+            return False
+        try:
+            modules_dir.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False  # no longer empty: something else uses it now
+        marker.unlink()
     return True
 
 
