@@ -215,7 +215,9 @@ def test_the_toy_go_build_follows_its_recipe(toy: ToyDriver, tmp_path: Path) -> 
     )
     ran: list[list[str]] = []
 
-    def fake_run(argv: Sequence[str], *, step: str, cwd: Path, env: Mapping[str, str]) -> str:
+    def fake_run(
+        argv: Sequence[str], *, step: str, cwd: Path, env: Mapping[str, str], timeout: float
+    ) -> str:
         ran.append(list(argv))
         out = Path(argv[argv.index("-o") + 1])
         (out / "toy-agent").write_text("binary")

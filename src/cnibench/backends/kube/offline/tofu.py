@@ -248,28 +248,40 @@ def check_module(
     env = toolchain.environment(os.environ if environ is None else environ)
     steps: list[StepResult] = []
     for command in CHECK_COMMANDS:
-        argv = check_argv(toolchain.tofu, command)
-        start = time.monotonic()
-        try:
-            done = subprocess.run(
-                argv,
-                cwd=workdir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ProvisioningError(f"tofu {command} in {workdir} did not run: {exc}") from exc
-        steps.append(
-            StepResult(command, tuple(argv), done.returncode, done.stdout, time.monotonic() - start)
-        )
-        if done.returncode != 0:
+        step = _check_step(toolchain, command, workdir, env, timeout)
+        steps.append(step)
+        if step.returncode != 0:
             break
     return ModuleCheck(workdir, tuple(steps))
+
+
+def _check_step(
+    toolchain: TofuToolchain, command: str, workdir: Path, env: Mapping[str, str], timeout: float
+) -> StepResult:
+    """One ``tofu COMMAND`` in ``workdir``, with how long it took.
+
+    Raises
+    ------
+    cnibench.errors.ProvisioningError
+        tofu could not be run or did not end within ``timeout`` seconds.
+    """
+    argv = check_argv(toolchain.tofu, command)
+    start = time.monotonic()
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ProvisioningError(f"tofu {command} in {workdir} did not run: {exc}") from exc
+    return StepResult(command, tuple(argv), done.returncode, done.stdout, time.monotonic() - start)
 
 
 class TofuBuilds(BuilderCore):
