@@ -175,6 +175,26 @@ def test_a_labelled_node_still_becoming_ready_is_kept() -> None:
     assert _placed(choice)[0] == ("client", "kind-worker", "label")
 
 
+def test_a_labelled_node_whose_cilium_agent_is_still_starting_is_kept() -> None:
+    """Cilium taints a node until its agent there is ready (the kind tier's Cilium run in
+    kube-proxy mode met it): the taint goes by itself, so a labelled node keeps its role."""
+    node = _node(
+        "kind-worker",
+        labels={"cnibench.io/role": "client"},
+        taints=(Taint("node.cilium.io/agent-not-ready", "", "NoSchedule"),),
+    )
+    choice = choose_nodes([node, _node("w1"), _node("w2")], ROLES)
+    assert _placed(choice)[0] == ("client", "kind-worker", "label")
+    # Unlabelled, such a node is not chosen while another is free of the taint.
+    unlabelled = _node("a0", taints=(Taint("node.cilium.io/agent-not-ready", "", "NoSchedule"),))
+    assert "a0" not in {
+        name
+        for _, name, _ in _placed(
+            choose_nodes([unlabelled, _node("w1"), _node("w2"), _node("w3")], ROLES)
+        )
+    }
+
+
 def test_a_node_labelled_for_another_role_is_not_chosen_for_this_one() -> None:
     nodes = [_node("a", labels={"cnibench.io/role": "egress-gw"}), _node("b"), _node("c")]
     assert _placed(choose_nodes(nodes, ROLES)) == [

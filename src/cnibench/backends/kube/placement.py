@@ -40,6 +40,9 @@ _LIFECYCLE_TAINTS = (
     "node.kubernetes.io/not-ready",
     "node.kubernetes.io/unreachable",
     "node.kubernetes.io/network-unavailable",
+    # Cilium taints a node until its agent there is ready and then removes the taint itself:
+    # a cluster right after Cilium's install can still show it on a labelled node.
+    "node.cilium.io/agent-not-ready",
 )
 """Taints the control plane sets while a node is not Ready yet and removes by itself: they
 keep a node from being chosen, but not a labelled one (a kind node right after its CNI
