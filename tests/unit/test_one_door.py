@@ -94,7 +94,7 @@ def test_a_kind_run_whose_images_are_not_built_is_refused_before_anything_is_cre
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # restored after: the provider may extend it
     for variable in ("CNIBENCH_IMAGES", "CNIBENCH_ENGINE_RUN", "XDG_CACHE_HOME"):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setattr("cnibench.session.container_engine", lambda: "docker")
+    monkeypatch.setattr("cnibench.session.choice.container_engine", lambda: "docker")
     _NoProcess.started = []
     monkeypatch.setattr(subprocess, "Popen", _NoProcess)
     results = tmp_path / "results"
@@ -230,7 +230,7 @@ def test_the_plugin_asks_the_container_engine_once(
     the engine is asked once (it was asked twice: once to parametrize, once for the session).
     Faked: the probe, which counts its calls and finds no engine (none may run here)."""
     asked: list[str] = []
-    monkeypatch.setattr("cnibench.session.container_engine", lambda: asked.append("?") or "")
+    monkeypatch.setattr("cnibench.session.choice.container_engine", lambda: asked.append("?") or "")
     pytester.makepyfile(
         test_suite=textwrap.dedent(
             """

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from cnibench import cli, session
+from cnibench import cli
 from cnibench.backends.base import ClusterSpec
 from cnibench.backends.lab import LabBackend
 from cnibench.errors import ConfigError, UnsupportedError
-from cnibench.session import BenchSession, ClusterChoice, SessionConfig, plan_conditions
+from cnibench.session import BenchSession, ClusterChoice, SessionConfig, config, plan_conditions
 
 pytest_plugins = ["pytester"]
 
@@ -54,7 +54,7 @@ class _Counted:
             raise UnsupportedError(f"lab/{spec.label} lacks everything (faked)")
 
         monkeypatch.setattr(ClusterSpec, "from_label", classmethod(from_label))
-        monkeypatch.setattr(session, "CLUSTER_CHOICES", Choices(session.CLUSTER_CHOICES))
+        monkeypatch.setattr(config, "CLUSTER_CHOICES", Choices(config.CLUSTER_CHOICES))
         monkeypatch.setattr(LabBackend, "provision", provision)
 
 

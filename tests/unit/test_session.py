@@ -124,11 +124,11 @@ def test_an_unknown_name_without_an_engine_is_unknown_not_a_missing_cluster() ->
 
 
 def test_a_lab_datapath_on_kind_names_the_lab() -> None:
-    class Kube:
-        name = "kube"
+    from cnibench.backends.kube import ExistingProvider, KubeBackend
 
+    kube = KubeBackend(ExistingProvider())  # checks names only: no cluster is reached
     with pytest.raises(ConfigError, match="'vxlan' is a lab datapath and a Kubernetes cluster"):
-        validate_cnis(Kube(), CniRequest.parse(["vxlan"]))  # type: ignore[arg-type]
+        validate_cnis(kube, CniRequest.parse(["vxlan"]))
 
 
 def test_cni_values_are_parsed_once_into_specs() -> None:

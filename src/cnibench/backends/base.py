@@ -730,9 +730,21 @@ class Backend(Protocol):
         """What a policy condition may choose on this backend's clusters: the lab offers its
         engines and which packets the rules see; a Kubernetes CNI chooses both itself."""
 
-    def preflight(self) -> None:
-        """Refuse, before anything is started, what cannot work here at all (e.g. kind with no
-        container engine answering).
+    def validate(self, specs: Sequence[ClusterSpec]) -> tuple[ClusterSpec, ...]:
+        """``specs`` (the session's ``--cni`` values, parsed once) checked against what this
+        backend runs, each name's options and features by its own rules; this backend's
+        default CNIs when ``specs`` is empty. The specs are returned as given, not parsed
+        again.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            One line naming the value and what to choose instead.
+        """
+
+    def preflight(self, specs: Sequence[ClusterSpec]) -> None:
+        """Refuse, before anything is started, what cannot work here at all for ``specs``
+        (e.g. kind with no container engine answering, or its offline images not built).
 
         Raises
         ------

@@ -14,7 +14,7 @@ from cnibench.backends.base import Capability, ClusterSpec, NodePins, PolicyChoi
 from cnibench.backends.kube.addons import AddonVersions, install_cni, install_metallb, wait_rollouts
 from cnibench.backends.kube.cluster import KubeCluster, Timeouts
 from cnibench.backends.kube.cni import CniDefinition, CniVersions, cni_definition
-from cnibench.backends.kube.cnis import DRIVERS
+from cnibench.backends.kube.cnis import DRIVERS, cni_names
 from cnibench.backends.kube.detect import agent_daemonsets, check_cni, detect_cnis, list_daemonsets
 from cnibench.backends.kube.engine import answering_engine
 from cnibench.backends.kube.external import (
@@ -31,6 +31,7 @@ from cnibench.backends.kube.external import (
 from cnibench.backends.kube.images import Images, require_pullable
 from cnibench.backends.kube.node_usage import KindNodeUsage
 from cnibench.backends.kube.offline.plan import not_offline_reason
+from cnibench.backends.kube.offline.status import missing_build
 from cnibench.backends.kube.providers import Provider, terraform_command
 from cnibench.backends.kube.render import KUBE_SESSION_LEASE
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError, UnsupportedError
@@ -215,18 +216,35 @@ class KubeBackend:
             return False, f"missing tools: {', '.join(missing)}"
         return True, f"provider {self.provider.name}"
 
-    def preflight(self) -> None:
-        """kind: the ``kind`` command is on PATH and a container engine answers
-        (``docker info``, through ``DOCKER_HOST`` when set); the other providers check their
-        own prerequisites when they are made.
+    def validate(self, specs: Sequence[ClusterSpec]) -> tuple[ClusterSpec, ...]:
+        """Each spec's driver takes its options and features (:func:`cni_definition`); the
+        first registered CNI, kind's own, when ``specs`` is empty (what a plain kind cluster
+        runs).
 
         Raises
         ------
         cnibench.errors.ConfigError
-            kind or the engine is missing.
+            An unknown name, or an option or feature its driver refuses (one line).
+        """
+        for spec in specs:
+            cni_definition(spec)  # the driver refuses options and features it does not take
+        return tuple(specs) or (ClusterSpec(cni=cni_names()[0]),)
+
+    def preflight(self, specs: Sequence[ClusterSpec]) -> None:
+        """kind: the ``kind`` command is on PATH, a container engine answers (``docker info``,
+        through ``DOCKER_HOST`` when set), and with the offline image set the images of
+        ``specs`` (their CNIs and gateways) are built; the other providers check their own
+        prerequisites when they are made.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            kind or the engine is missing, or the offline images are not built (the line names
+            the ``cnibench images build`` to run).
         """
         if self.provider.name != "kind":
             return
+        self._require_offline_build(specs)
         if shutil.which("kind") is None:
             raise ConfigError(
                 "--cluster kind needs the kind command on PATH, and it is not there (install"
@@ -265,6 +283,21 @@ class KubeBackend:
             return None
         runner = getattr(self.provider, "run", None)
         return KindNodeUsage(runner) if callable(runner) else None
+
+    def _require_offline_build(self, specs: Sequence[ClusterSpec]) -> None:
+        """With the offline image set, refuse before any cluster is created when the images
+        are not built: the line names the ``cnibench images build`` to run. Builds nothing."""
+        if not self.images.offline:
+            return
+        names = [spec.cni for spec in specs] + [
+            spec.options["gateway"] for spec in specs if spec.options.get("gateway")
+        ]
+        command = missing_build(self.images, names)
+        if command:
+            raise ConfigError(
+                f"the offline images of this kind run are not built yet: run {command} (once per"
+                " engine; nothing was created)"
+            )
 
     def provision(self, spec: ClusterSpec) -> KubeCluster:
         """Get a cluster from the provider, install the CNI (kind/aks), start a session.

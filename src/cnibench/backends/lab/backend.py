@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cnibench.backends.base import ClusterSpec, PolicyChoices
 from cnibench.backends.lab.cluster import LabCluster
 from cnibench.backends.lab.features import FeatureCheck, check_available, doctor_rows
-from cnibench.backends.lab.plan import new_lab_id, plan_lab
+from cnibench.backends.lab.plan import LabDatapath, napi_option, new_lab_id, plan_lab
 from cnibench.backends.lab.runner import namespace_inode
-from cnibench.errors import ProvisioningError
+from cnibench.errors import ConfigError, ProvisioningError
 from cnibench.policy import PolicyEngine, RulesSee
 
 __all__ = ["DEFAULT_STATE_ROOT", "LabBackend"]
@@ -55,7 +56,28 @@ class LabBackend:
         not."""
         return check_available()
 
-    def preflight(self) -> None:
+    def validate(self, specs: Sequence[ClusterSpec]) -> tuple[ClusterSpec, ...]:
+        """Each spec names a datapath and takes only the options the lab honours (``napi``);
+        every datapath when ``specs`` is empty.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            A name that is no datapath, or an option the lab does not take (one line).
+        """
+        datapaths = tuple(datapath.value for datapath in LabDatapath)
+        for spec in specs:
+            if spec.cni not in datapaths:
+                raise ConfigError(
+                    f"unknown --cni {spec.cni!r} for the lab: choose one of {', '.join(datapaths)}"
+                )
+            try:
+                napi_option(spec.options)
+            except ConfigError as exc:
+                raise ConfigError(f"--cni {spec.label!r}: {exc}") from None
+        return tuple(specs) or tuple(ClusterSpec(cni=name) for name in datapaths)
+
+    def preflight(self, specs: Sequence[ClusterSpec]) -> None:
         """Nothing up front: a host that cannot run labs fails at the first provision, with
         the reason (see :meth:`available`)."""
 

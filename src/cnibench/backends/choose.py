@@ -1,0 +1,163 @@
+"""Which backend serves a ``--cluster`` request, and the ``--cni`` names each one runs.
+
+The one module above the concrete backends that knows them: a session asks it for a backend
+(:func:`make_backend`), for the names (:func:`lab_datapaths`, :func:`kube_cni_names`) and for
+an engine (:func:`container_engine`), and imports neither backend package itself (an
+import-linter contract in pyproject.toml). Each backend then checks its own ``--cni`` values
+(:meth:`~cnibench.backends.base.Backend.validate`) and what it needs before anything starts
+(:meth:`~cnibench.backends.base.Backend.preflight`). Only the chosen backend's package is
+imported, and the kube registry only when a name is not a lab datapath.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from cnibench.backends.base import Backend, ClusterSpec, NodePins
+from cnibench.backends.lab.plan import LabDatapath
+from cnibench.errors import ConfigError
+
+__all__ = [
+    "BACKEND_CLUSTERS",
+    "check_names",
+    "container_engine",
+    "kube_cni_names",
+    "lab_datapaths",
+    "make_backend",
+]
+
+BACKEND_CLUSTERS = ("lab", "kind", "aks", "existing")
+"""The ``--cluster`` values that name a backend (``auto`` is the session's to resolve)."""
+
+
+def lab_datapaths() -> tuple[str, ...]:
+    """The datapaths the lab offers as ``--cni`` (``("routed", "vxlan")``)."""
+    return tuple(datapath.value for datapath in LabDatapath)
+
+
+def kube_cni_names() -> tuple[str, ...]:
+    """Every ``--cni`` name the kube backend knows, in registration order (the first is what a
+    plain kind cluster runs). Imports the kube registry."""
+    from cnibench.backends.kube.cnis import cni_names
+
+    return cni_names()
+
+
+def container_engine(timeout: float = 5.0) -> str:
+    """Name of a container engine that answers (``docker``/``podman``), or ``""``."""
+    from cnibench.backends.kube.engine import answering_engine
+
+    return answering_engine(timeout=timeout)
+
+
+def check_names(specs: Sequence[ClusterSpec], *, backend: str) -> None:
+    """Refuse a ``--cni`` name that ``backend`` (``"lab"``, ``"kube"``, or ``""`` while none
+    could be chosen) cannot run, in one line saying what to choose instead: a Kubernetes CNI
+    on the lab, a lab datapath on a cluster, or a name neither knows. Imports the kube
+    registry only for a name that is not a lab datapath.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        One line naming the value and the choices.
+    """
+    datapaths = lab_datapaths()
+    others = [spec.cni for spec in specs if spec.cni not in datapaths]
+    if backend == "lab":
+        if not others:
+            return
+        name = others[0]
+        if name in kube_cni_names():
+            raise ConfigError(
+                f"--cni {name!r} is a Kubernetes CNI and --cluster lab runs lab"
+                f" datapaths: choose --cni {' / '.join(datapaths)}, or --cluster"
+                " kind or existing"
+            )
+        raise ConfigError(
+            f"unknown --cni {name!r} for the lab: choose one of {', '.join(datapaths)}"
+        )
+    known = kube_cni_names()
+    for spec in specs:
+        if backend and spec.cni in datapaths:
+            raise ConfigError(
+                f"--cni {spec.cni!r} is a lab datapath and a Kubernetes cluster runs"
+                f" Kubernetes CNIs: choose --cluster lab, or --cni {' / '.join(known)}"
+            )
+        if spec.cni not in known and spec.cni not in datapaths:
+            choices = f"one of {', '.join(known)}"
+            if not backend:
+                choices = (
+                    f"a lab datapath ({', '.join(datapaths)}) or a Kubernetes CNI"
+                    f" ({', '.join(known)})"
+                )
+            raise ConfigError(f"unknown --cni {spec.cni!r}: choose {choices}")
+
+
+def make_backend(
+    cluster: str,
+    *,
+    keep_cluster: bool = False,
+    recreate_cluster: bool = False,
+    nodes: NodePins | None = None,
+) -> Backend:
+    """The backend of ``cluster`` (one of :data:`BACKEND_CLUSTERS`), made with what it needs
+    from the environment (kind's image set, AKS's credentials, the existing cluster's
+    kubeconfig), each checked here in one line before anything starts.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        ``nodes`` (``--nodes``) on the lab, which has no Kubernetes nodes to name; AKS without
+        Terraform/OpenTofu or credentials; an existing cluster without a kubeconfig; an
+        unknown ``cluster``.
+    """
+    if cluster not in BACKEND_CLUSTERS:
+        raise ConfigError(f"--cluster {cluster!r}: choose one of {', '.join(BACKEND_CLUSTERS)}")
+    if cluster == "lab":
+        if nodes:
+            raise ConfigError(
+                f"--nodes {nodes.text}: names Kubernetes nodes, and this session runs on the lab"
+                " (use --cluster existing, kind or aks)"
+            )
+        from cnibench.backends.lab import LabBackend
+
+        return LabBackend()
+    from cnibench.backends.kube import AksProvider, ExistingProvider, KindProvider, KubeBackend
+
+    images = None
+    provider: KindProvider | AksProvider | ExistingProvider
+    if cluster == "kind":
+        from cnibench.backends.kube.images import Images, default_image_set
+
+        # On cnibench's own engine the offline set is kind's default (CNIBENCH_IMAGES wins).
+        images = Images.from_environment(os.environ, default=default_image_set(os.environ))
+        provider = KindProvider(images=images, recreate=recreate_cluster)
+    elif cluster == "aks":
+        _check_aks_prerequisites()
+        provider = AksProvider()
+    else:
+        provider = ExistingProvider()
+        if not provider.kubeconfig.is_file():
+            raise ConfigError(
+                f"--cluster existing: kubeconfig {provider.kubeconfig} does not exist"
+                " (set KUBECONFIG to a readable kubeconfig)"
+            )
+    return KubeBackend(provider, images=images, keep_cluster=keep_cluster, nodes=nodes)
+
+
+def _check_aks_prerequisites() -> None:
+    """Fail before anything starts when ``--cluster aks`` cannot work here (one-line error)."""
+    from cnibench.backends.kube.providers import AKS_CREDENTIAL_VARIABLES, terraform_command
+
+    if terraform_command() is None:
+        raise ConfigError(
+            "--cluster aks needs terraform or tofu on PATH (or CNIBENCH_TERRAFORM naming one),"
+            " and neither is there (install Terraform or OpenTofu, or choose --cluster lab, kind"
+            " or existing)"
+        )
+    missing = [name for name in AKS_CREDENTIAL_VARIABLES if not os.environ.get(name)]
+    if missing:
+        raise ConfigError(
+            f"--cluster aks needs Azure credentials in the environment: {', '.join(missing)}"
+        )
