@@ -224,7 +224,7 @@ def test_the_toy_go_build_follows_its_recipe(toy: ToyDriver, tmp_path: Path) -> 
         return ""
 
     fake: Any = fake_run
-    builder._run = fake
+    builder.context.commands.run = fake  # the one seam every command of a build goes through
     out = builder.build_cni("toy")
     assert out == tmp_path / "offline" / "toy" / "v0.0.7" / "bin"
     assert (out / "toy-agent").read_text() == "binary"

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cnibench.backends.kube.build_recipes import ImageRecipe
-from cnibench.backends.kube.offline.core import BuilderCore
+from cnibench.backends.kube.offline.core import BuildContext
+from cnibench.backends.kube.offline.gobuilds import GoBuilds
 from cnibench.backends.kube.offline.recipes import (
     ROOTFS_PACKAGES,
     OfflineVersions,
@@ -22,6 +23,7 @@ from cnibench.backends.kube.offline.recipes import (
     recipe_digest,
     runtime_images,
 )
+from cnibench.backends.kube.offline.rootfs import RootFilesystems
 from cnibench.errors import ProvisioningError
 
 __all__ = ["ImageAssembly", "base_image_tag"]
@@ -51,22 +53,38 @@ volumeBindingMode: WaitForFirstConsumer
 """
 
 
-class ImageAssembly(BuilderCore):
-    """The image steps of :class:`~.builder.OfflineBuilder` (they need an engine)."""
+class ImageAssembly:
+    """The image steps of :class:`~.builder.OfflineBuilder` (they need an engine).
+
+    Parameters
+    ----------
+    context:
+        The build's cache, versions, images and commands.
+    go:
+        The Go builds, whose artefacts go into the images.
+    rootfs:
+        The root filesystems the images are made from.
+    """
+
+    def __init__(self, context: BuildContext, go: GoBuilds, rootfs: RootFilesystems) -> None:
+        self.context = context
+        self._commands = context.commands
+        self._go = go
+        self._rootfs = rootfs
 
     def import_image(self, recipe: ImageRecipe) -> None:
         """``docker import`` of the recipe's root filesystem plus files, unless present."""
-        if self.image_exists(recipe.tag):
-            self.report.reused.append(recipe.tag)
+        if self._commands.image_exists(recipe.tag):
+            self.context.report.reused.append(recipe.tag)
             return
-        artefacts = self.artefacts()
+        artefacts = self._go.artefacts()
         with (
-            self._step(f"image {recipe.tag}"),
-            tempfile.TemporaryDirectory(dir=self.offline) as tmp,
+            self.context.step(f"image {recipe.tag}"),
+            tempfile.TemporaryDirectory(dir=self.context.offline) as tmp,
         ):
             tar_path = Path(tmp) / "image.tar"
             removed = {p.strip("/") for p in recipe.remove}
-            base = self.rootfs(recipe.rootfs) if recipe.rootfs else None
+            base = self._rootfs.rootfs(recipe.rootfs) if recipe.rootfs else None
             with tarfile.open(tar_path, "w") as tar:
                 if base is not None:
 
@@ -77,7 +95,7 @@ class ImageAssembly(BuilderCore):
                     tar.add(base, arcname=".", filter=keep)
                 for inside, artefact in sorted(recipe.files.items()):
                     _add_parents(tar, inside, present=base)
-                    path = self.artefact(artefact, artefacts)
+                    path = self._go.artefact(artefact, artefacts)
                     info = tar.gettarinfo(str(path), arcname=inside.lstrip("/"))
                     info.mode = 0o755
                     info.uid = info.gid = 0
@@ -87,7 +105,7 @@ class ImageAssembly(BuilderCore):
                 for inside, artefact in sorted(recipe.trees.items()):
                     _add_parents(tar, inside, present=base)
                     tar.add(
-                        self.artefact(artefact, artefacts),
+                        self._go.artefact(artefact, artefacts),
                         arcname=inside.strip("/"),
                         filter=_owned_by_root,
                     )
@@ -99,30 +117,34 @@ class ImageAssembly(BuilderCore):
                     info.mode = 0o777
                     tar.addfile(info)
             changes = [arg for change in recipe.changes() for arg in ("--change", change)]
-            self._docker("import", *changes, str(tar_path), recipe.tag, step="images")
-        self.report.built.append(recipe.tag)
+            self._commands.docker("import", *changes, str(tar_path), recipe.tag, step="images")
+        self.context.report.built.append(recipe.tag)
 
     def _add_stopsignal(self, source: str, tag: str) -> None:
         # `docker import/commit --change` refuse STOPSIGNAL; a one-line build adds it.
-        with tempfile.TemporaryDirectory(dir=self.offline) as context:
+        with tempfile.TemporaryDirectory(dir=self.context.offline) as context:
             Path(context, "Dockerfile").write_text(f"FROM {source}\nSTOPSIGNAL SIGRTMIN+3\n")
-            self._docker("build", "--network", "none", "-q", "-t", tag, context, step="images")
+            self._commands.docker(
+                "build", "--network", "none", "-q", "-t", tag, context, step="images"
+            )
 
     def base_image(self) -> str:
         """kind's base image (``images/base`` of the kind module) on a Debian node rootfs."""
-        v = self.versions
-        kind_files = self.module_dir("sigs.k8s.io/kind", v.kind) / "images" / "base" / "files"
+        v = self.context.versions
+        kind_files = (
+            self._commands.module_dir("sigs.k8s.io/kind", v.kind) / "images" / "base" / "files"
+        )
         tag = base_image_tag(v)
         digest = tag.rpartition(":")[2]
-        if self.image_exists(tag):
-            self.report.reused.append(tag)
+        if self._commands.image_exists(tag):
+            self.context.report.reused.append(tag)
             return tag
-        with self._step("kind base image"):
-            rootfs = self.rootfs("node")
-            work = self.offline / "work" / f"base-{digest}"
+        with self.context.step("kind base image"):
+            rootfs = self._rootfs.rootfs("node")
+            work = self.context.offline / "work" / f"base-{digest}"
             shutil.rmtree(work, ignore_errors=True)
             work.parent.mkdir(parents=True, exist_ok=True)
-            self._run(["cp", "-a", str(rootfs), str(work)], step="base")
+            self._commands.run(["cp", "-a", str(rootfs), str(work)], step="base")
             _install_kind_base_files(kind_files, work)
             config = containerd_config(
                 (kind_files / "etc/containerd/config.toml").read_text(), pause_tag=v.pause
@@ -131,7 +153,9 @@ class ImageAssembly(BuilderCore):
             for name in ("containerd", "containerd-shim-runc-v2", "ctr"):
                 _symlink(work / "usr/local/bin" / name, f"/usr/bin/{name}")
             _symlink(work / "usr/local/sbin/runc", "/usr/sbin/runc")
-            spec = json.loads(self._run(["chroot", str(work), "ctr", "oci", "spec"], step="base"))
+            spec = json.loads(
+                self._commands.run(["chroot", str(work), "ctr", "oci", "spec"], step="base")
+            )
             spec.setdefault("hooks", {}).setdefault("createContainer", []).append(
                 {"path": "/kind/bin/mount-product-files.sh"}
             )
@@ -139,10 +163,12 @@ class ImageAssembly(BuilderCore):
             (work / "etc/containerd/cri-base.json").write_text(json.dumps(spec, indent=2))
             cni_dir = work / "opt/cni/bin"
             cni_dir.mkdir(parents=True, exist_ok=True)
-            for name, path in self.artefacts().items():
+            for name, path in self._go.artefacts().items():
                 if name.startswith("cni/"):
                     shutil.copy2(path, cni_dir / name.removeprefix("cni/"))
-            self._run(["chroot", str(work), "/bin/bash", "-c", _SYSTEMD_SETUP], step="base")
+            self._commands.run(
+                ["chroot", str(work), "/bin/bash", "-c", _SYSTEMD_SETUP], step="base"
+            )
             stage = f"localhost/cnibench-kind-base-stage:{digest}"
             self._import_dir(
                 work,
@@ -150,9 +176,9 @@ class ImageAssembly(BuilderCore):
                 ["ENV container=docker", 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]'],
             )
             self._add_stopsignal(stage, tag)
-            self._docker("rmi", stage, step="images")
+            self._commands.docker("rmi", stage, step="images")
             shutil.rmtree(work, ignore_errors=True)
-        self.report.built.append(tag)
+        self.context.report.built.append(tag)
         return tag
 
     def _import_dir(self, directory: Path, tag: str, changes: Sequence[str]) -> None:
@@ -161,11 +187,11 @@ class ImageAssembly(BuilderCore):
 
     def _pipe(self, producer: Sequence[str], docker_args: Sequence[str], step: str) -> None:
         """``producer | docker <docker_args>``; either failing fails the step."""
-        env = dict(self.environ, DOCKER_HOST=self.docker_host)
+        env = dict(self.context.environ, DOCKER_HOST=self._commands.docker_host)
         source = subprocess.Popen(list(producer), stdout=subprocess.PIPE, env=env)
         try:
             assert source.stdout is not None
-            self._docker(*docker_args, step=step, stdin=source.stdout.fileno())
+            self._commands.docker(*docker_args, step=step, stdin=source.stdout.fileno())
         finally:
             if source.stdout is not None:
                 source.stdout.close()
@@ -177,18 +203,18 @@ class ImageAssembly(BuilderCore):
     def node_image(self) -> str:
         """The kind node image: base + kubelet/kubeadm/kubectl + the runtime images imported
         into its containerd (what ``kind build node-image`` does)."""
-        tag = self.images.kind_node
-        if self.image_exists(tag):
-            self.report.reused.append(tag)
+        tag = self.context.images.kind_node
+        if self._commands.image_exists(tag):
+            self.context.report.reused.append(tag)
             return tag
         base = self.base_image()
-        for recipe in runtime_images(self.versions):
+        for recipe in runtime_images(self.context.versions):
             self.import_image(recipe)
-        with self._step(f"node image {tag}"):
+        with self.context.step(f"node image {tag}"):
             builder = f"cnibench-node-build-{os.getpid()}"
-            if self._inspectable("container", builder):  # left by an interrupted build
-                self._docker("rm", "-f", "-v", builder, step="node-image")
-            self._docker(
+            if self._commands.inspectable("container", builder):  # left by an interrupted build
+                self._commands.docker("rm", "-f", "-v", builder, step="node-image")
+            self._commands.docker(
                 "run",
                 "-d",
                 "--pull",
@@ -205,35 +231,37 @@ class ImageAssembly(BuilderCore):
                 step="node-image",
             )
             try:
-                bins = self.kubernetes_bin
+                bins = self.context.kubernetes_bin
                 for command in ("kubelet", "kubeadm", "kubectl"):
-                    self._docker(
+                    self._commands.docker(
                         "cp",
                         str(bins / command),
                         f"{builder}:/usr/bin/{command}",
                         step="node-image",
                     )
-                with tempfile.NamedTemporaryFile("w", dir=self.offline, suffix=".yaml") as storage:
+                with tempfile.NamedTemporaryFile(
+                    "w", dir=self.context.offline, suffix=".yaml"
+                ) as storage:
                     storage.write(_STORAGE_CLASS)
                     storage.flush()
-                    self._docker(
+                    self._commands.docker(
                         "exec", builder, "mkdir", "-p", "/kind/manifests", step="node-image"
                     )
-                    self._docker(
+                    self._commands.docker(
                         "cp",
                         storage.name,
                         f"{builder}:/kind/manifests/default-storage.yaml",
                         step="node-image",
                     )
-                self._docker(
+                self._commands.docker(
                     "exec",
                     builder,
                     "sh",
                     "-c",
-                    f"printf %s {self.versions.kubernetes} > /kind/version",
+                    f"printf %s {self.context.versions.kubernetes} > /kind/version",
                     step="node-image",
                 )
-                self._docker(
+                self._commands.docker(
                     "exec",
                     "-d",
                     builder,
@@ -242,7 +270,7 @@ class ImageAssembly(BuilderCore):
                     "containerd > /tmp/containerd.log 2>&1",
                     step="node-image",
                 )
-                self._docker(
+                self._commands.docker(
                     "exec",
                     builder,
                     "sh",
@@ -251,9 +279,9 @@ class ImageAssembly(BuilderCore):
                     " exit 1",
                     step="node-image",
                 )
-                for recipe in runtime_images(self.versions):
+                for recipe in runtime_images(self.context.versions):
                     self._pipe_image(recipe.tag, builder)
-                self._docker(
+                self._commands.docker(
                     "exec",
                     builder,
                     "sh",
@@ -263,7 +291,7 @@ class ImageAssembly(BuilderCore):
                     step="node-image",
                 )
                 stage = f"{tag}-stage"
-                self._docker(
+                self._commands.docker(
                     "commit",
                     "--change",
                     'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]',
@@ -274,10 +302,10 @@ class ImageAssembly(BuilderCore):
                     step="node-image",
                 )
             finally:
-                self._docker("rm", "-f", "-v", builder, step="node-image")
+                self._commands.docker("rm", "-f", "-v", builder, step="node-image")
             self._add_stopsignal(stage, tag)
-            self._docker("rmi", stage, step="node-image")
-        self.report.built.append(tag)
+            self._commands.docker("rmi", stage, step="node-image")
+        self.context.report.built.append(tag)
         return tag
 
     def _pipe_image(self, tag: str, container: str) -> None:

@@ -1,11 +1,12 @@
 """Build the offline image set: Go modules and Debian packages in, images in a Docker engine out.
 
-:class:`OfflineBuilder` is the façade over the image families, one module each:
-:mod:`.gobuilds` (Kubernetes' commands, the shared Go step, each CNI's build as its driver
-declares it, Traefik, helm), :mod:`.rootfs` (Debian root filesystems) and :mod:`.assembly`
-(pod images, kind's base and node images), on :mod:`.core` (cache, stamps, commands). What
-goes in is in :mod:`.recipes` (shared) and in the CNI drivers' offline recipes
-(:mod:`.plan` gathers them).
+:class:`OfflineBuilder` is a thin façade: it plans and sequences the steps, and delegates each
+to a feature object of its own module, all sharing one :class:`~.core.BuildContext` (cache,
+versions, commands, step log) by composition: :mod:`.gobuilds` (Kubernetes' commands, the
+shared Go step, each CNI's build as its driver declares it, Traefik, helm), :mod:`.rootfs`
+(Debian root filesystems) and :mod:`.assembly` (pod images, kind's base and node images, from
+the other two's outputs). What goes in is in :mod:`.recipes` (shared) and in the CNI drivers'
+offline recipes (:mod:`.plan` gathers them).
 
 Every artefact is cached by version outside the repository next to a stamp holding the digest
 of its recipe, so a second run rebuilds nothing and a changed recipe rebuilds only what it
@@ -17,7 +18,7 @@ images.OFFLINE_IMAGES`).
 from __future__ import annotations
 
 import fcntl
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,8 +27,10 @@ from pathlib import Path
 
 from cnibench.backends.kube.build_recipes import ImageRecipe, OfflineRecipe
 from cnibench.backends.kube.gomodules import module_cache_dir
+from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
 from cnibench.backends.kube.offline.assembly import ImageAssembly
 from cnibench.backends.kube.offline.core import (
+    BuildContext,
     BuildReport,
     WouldBuildError,
     cache_root,
@@ -44,7 +47,7 @@ from cnibench.backends.kube.offline.plan import (
     rootfs_packages,
     wanted_recipes,
 )
-from cnibench.backends.kube.offline.recipes import ROOTFS_PACKAGES
+from cnibench.backends.kube.offline.recipes import ROOTFS_PACKAGES, OfflineVersions
 from cnibench.backends.kube.offline.rootfs import RootFilesystems
 
 __all__ = ["BuildReport", "OfflineBuilder", "cache_root", "module_cache_dir", "offline_bin_dir"]
@@ -62,9 +65,14 @@ class _Plan:
     helm: bool
 
 
-class OfflineBuilder(GoBuilds, RootFilesystems, ImageAssembly):
+class OfflineBuilder:
     """Builds :data:`~cnibench.backends.kube.images.OFFLINE_IMAGES` (and the images of every
     registered CNI with an offline recipe) into a Docker engine.
+
+    A façade: it sequences the steps (:meth:`build`, :meth:`prepared`) and delegates each in
+    one line to a feature object sharing one :class:`~.core.BuildContext`:
+    :class:`~.gobuilds.GoBuilds`, :class:`~.rootfs.RootFilesystems` and
+    :class:`~.assembly.ImageAssembly`.
 
     Parameters
     ----------
@@ -81,6 +89,158 @@ class OfflineBuilder(GoBuilds, RootFilesystems, ImageAssembly):
     environ:
         Environment of the Go and Docker commands.
     """
+
+    def __init__(
+        self,
+        *,
+        docker_host: str | None = None,
+        versions: OfflineVersions | None = None,
+        images: Images = OFFLINE_IMAGES,
+        root: Path | None = None,
+        log: Callable[[str], None] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.context = BuildContext.create(
+            docker_host=docker_host,
+            versions=versions,
+            images=images,
+            root=root,
+            log=log,
+            environ=environ,
+        )
+        self._go = GoBuilds(self.context)
+        self._rootfs = RootFilesystems(self.context)
+        self._assembly = ImageAssembly(self.context, self._go, self._rootfs)
+
+    # -- what the build shares --------------------------------------------------------------
+
+    @property
+    def versions(self) -> OfflineVersions:
+        """What is built."""
+        return self.context.versions
+
+    @property
+    def images(self) -> Images:
+        """Tags produced."""
+        return self.context.images
+
+    @property
+    def docker_host(self) -> str:
+        """The engine (``""``: none known)."""
+        return self.context.commands.docker_host
+
+    @property
+    def environ(self) -> dict[str, str]:
+        """Environment of the Go and Docker commands."""
+        return self.context.environ
+
+    @property
+    def root(self) -> Path:
+        """Cache root."""
+        return self.context.root
+
+    @property
+    def offline(self) -> Path:
+        """``<cache>/offline``."""
+        return self.context.offline
+
+    @property
+    def logs(self) -> Path:
+        """The step logs."""
+        return self.context.logs
+
+    @property
+    def report(self) -> BuildReport:
+        """What this builder built so far."""
+        return self.context.report
+
+    @property
+    def kubernetes_bin(self) -> Path:
+        """Kubernetes' commands (see :attr:`.BuildContext.kubernetes_bin`)."""
+        return self.context.kubernetes_bin
+
+    @property
+    def go_bin(self) -> Path:
+        """The shared Go step's binaries, per version set."""
+        return self.context.go_bin
+
+    def go_digest(self) -> str:
+        """Digest of the shared Go step (see :meth:`.BuildContext.go_digest`)."""
+        return self.context.go_digest()
+
+    def shared_cni_recipes(self) -> list[OfflineRecipe]:
+        """CNI recipes built in the shared Go step."""
+        return self.context.shared_cni_recipes()
+
+    def image_exists(self, tag: str) -> bool:
+        """Whether the engine holds ``tag``."""
+        return self.context.commands.image_exists(tag)
+
+    def module_dir(self, module: str, version: str) -> Path:
+        """The module's directory in the Go module cache (downloaded if missing)."""
+        return self.context.commands.module_dir(module, version)
+
+    # -- Go builds (:mod:`.gobuilds`) -------------------------------------------------------
+
+    @property
+    def traefik_bin(self) -> Path:
+        """Traefik's command, per release."""
+        return self._go.traefik_bin
+
+    @property
+    def helm_bin(self) -> Path:
+        """Directory of helm (see :attr:`.GoBuilds.helm_bin`)."""
+        return self._go.helm_bin
+
+    def cni_bin(self, cni: str) -> Path:
+        """The commands of ``cni``'s own build, per release."""
+        return self._go.cni_bin(cni)
+
+    def artefacts(self) -> dict[str, Path]:
+        """Name -> built file (see :meth:`.GoBuilds.artefacts`)."""
+        return self._go.artefacts()
+
+    def artefact(self, name: str, found: Mapping[str, Path]) -> Path:
+        """A built artefact, or a path inside a CNI's module (see :meth:`.GoBuilds.artefact`)."""
+        return self._go.artefact(name, found)
+
+    def build_kubernetes(self) -> Path:
+        """Kubernetes' commands; returns their bin directory."""
+        return self._go.build_kubernetes()
+
+    def build_go_binaries(self) -> Path:
+        """The shared Go step; returns its bin directory."""
+        return self._go.build_go_binaries()
+
+    def build_cni(self, cni: str) -> Path:
+        """``cni``'s own Go build; returns its bin directory."""
+        return self._go.build_cni(cni)
+
+    def build_traefik(self) -> Path:
+        """Traefik's Go build; returns its bin directory."""
+        return self._go.build_traefik()
+
+    def build_helm(self) -> Path:
+        """helm, unless there; returns its directory."""
+        return self._go.build_helm()
+
+    # -- root filesystems (:mod:`.rootfs`) and images (:mod:`.assembly`) --------------------
+
+    def rootfs(self, name: str) -> Path:
+        """The Debian root filesystem ``name`` (see :meth:`.RootFilesystems.rootfs`)."""
+        return self._rootfs.rootfs(name)
+
+    def import_image(self, recipe: ImageRecipe) -> None:
+        """One pod image into the engine, unless present."""
+        self._assembly.import_image(recipe)
+
+    def base_image(self) -> str:
+        """kind's base image; returns its tag."""
+        return self._assembly.base_image()
+
+    def node_image(self) -> str:
+        """The kind node image; returns its tag."""
+        return self._assembly.node_image()
 
     # -- everything -------------------------------------------------------------------------
 
@@ -125,20 +285,20 @@ class OfflineBuilder(GoBuilds, RootFilesystems, ImageAssembly):
             # not wait for another one preparing other CNIs on the same cache (CI's background
             # prepare of Cilium while the kind tier starts with flannel and kube-router).
             return self._build_all(wanted, images=images)
-        with _exclusive(self.offline / ".build.lock", self._log):
+        with _exclusive(self.offline / ".build.lock", self.context.log):
             return self._build_all(wanted, images=images)
 
     def prepared(self, cnis: frozenset[str]) -> bool:
         """Whether every Go build and root filesystem the images of ``cnis`` need is current
         (nothing would be built: each step is asked and refuses instead of starting). Reads
         recipe stamps only; builds and downloads nothing."""
-        self._checking = True
+        self.context.checking = True
         try:
             self._prepare(cnis)
         except WouldBuildError:
             return False
         finally:
-            self._checking = False
+            self.context.checking = False
         return True
 
     def _plan(self, cnis: frozenset[str]) -> _Plan:

@@ -1,6 +1,7 @@
-"""The part of the offline builder every image family shares: the cache and its recipe
-stamps, running commands (``go``, ``docker``) with their output in step logs, and the Go
-environment.
+"""What every feature of the offline builder shares, by composition: the
+:class:`BuildContext` (cache, versions, the step log and report) each feature object is given,
+its :class:`BuildCommands` (running ``go``, ``docker`` and the others with their output in step
+logs, the Go environment, Go modules), and the recipe stamps.
 
 Every artefact is cached by version outside the repository (``$CNIBENCH_CACHE``, else
 ``$XDG_CACHE_HOME/cnibench``, else ``~/.cache/cnibench``) next to a stamp holding the digest of
@@ -20,14 +21,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cnibench.backends.kube.build_recipes import ImageRecipe, OfflineRecipe
+from cnibench.backends.kube.build_recipes import OfflineRecipe
 from cnibench.backends.kube.gomodules import go_env_value
 from cnibench.backends.kube.images import OFFLINE_IMAGES, Images
 from cnibench.backends.kube.offline.plan import cni_recipes
 from cnibench.backends.kube.offline.recipes import OfflineVersions, go_proxy, recipe_digest
 from cnibench.errors import ConfigError, ProvisioningError
 
-__all__ = ["BuildReport", "BuilderCore", "WouldBuildError", "cache_root", "offline_bin_dir"]
+__all__ = [
+    "BuildCommands",
+    "BuildContext",
+    "BuildReport",
+    "WouldBuildError",
+    "cache_root",
+    "is_current",
+    "offline_bin_dir",
+    "stamp",
+]
 
 GO_RECIPE = "go-1"
 """Recipe number of the shared Go step (bumped when the way it builds changes without its
@@ -78,103 +88,40 @@ class BuildReport:
 
 
 class WouldBuildError(Exception):
-    """Raised by a step asked only whether it is current (:meth:`BuilderCore.prepared`)."""
+    """Raised by a step asked only whether it is current (:attr:`BuildContext.checking`)."""
 
 
-class BuilderCore:
-    """What every step of the offline build shares (see :class:`~.builder.OfflineBuilder`
-    for the parameters)."""
+def is_current(directory: Path, digest: str) -> bool:
+    """Whether ``directory`` holds the stamp of the recipe whose digest is ``digest``."""
+    path = directory / ".cnibench-recipe"
+    return path.is_file() and path.read_text().strip() == digest
 
-    def __init__(
-        self,
-        *,
-        docker_host: str | None = None,
-        versions: OfflineVersions | None = None,
-        images: Images = OFFLINE_IMAGES,
-        root: Path | None = None,
-        log: Callable[[str], None] | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        self.environ = dict(os.environ if environ is None else environ)
-        self.docker_host = docker_host or self.environ.get("DOCKER_HOST", "")
-        self.versions = versions or OfflineVersions()
-        self.images = images
-        self.root = root or cache_root(self.environ)
-        self.offline = self.root / "offline"
-        self.logs = self.offline / "logs"
-        self._log = log or (lambda line: print(f"[images] {line}", flush=True))
-        self.report = BuildReport()
-        self._checking = False
 
-    # -- paths and stamps -------------------------------------------------------------------
+def stamp(directory: Path, digest: str) -> None:
+    """Mark ``directory`` as built by the recipe whose digest is ``digest``."""
+    (directory / ".cnibench-recipe").write_text(digest + "\n")
 
-    @property
-    def kubernetes_bin(self) -> Path:
-        """``<cache>/kube/<version>/bin``: Kubernetes' commands (shared with the kube tier;
-        ``$CNIBENCH_KUBE_CACHE`` moves ``<cache>/kube`` as for ``scripts/kube-tier.sh``)."""
-        kube = self.environ.get("CNIBENCH_KUBE_CACHE") or str(self.root / "kube")
-        return Path(kube) / self.versions.kubernetes / "bin"
 
-    @property
-    def go_bin(self) -> Path:
-        """Binaries from the other Go modules (and pause), per version set."""
-        return self.offline / "go" / self.go_digest()
+class BuildCommands:
+    """Runs the commands of a build (``go``, ``docker``, ``gcc``, ``debootstrap``), each one's
+    output appended to its step's log, and fetches Go modules.
 
-    def go_digest(self) -> str:
-        """Digest of the shared Go step: the version set (whose ``flannel`` names the one CNI
-        built there), and what any other CNI built there adds."""
-        extra = [
-            part for recipe in self.shared_cni_recipes() for part in recipe.build.digest_inputs
-        ]
-        return recipe_digest(GO_RECIPE, self.versions, *extra)
+    Parameters
+    ----------
+    environ:
+        Environment of the commands.
+    docker_host:
+        The engine (``unix://...``); ``""``: none, and a ``docker`` command fails.
+    logs:
+        Directory of the step logs (``<step>.log``).
+    """
 
-    def shared_cni_recipes(self) -> list[OfflineRecipe]:
-        """CNI recipes built in the shared Go step (``always``), in registration order."""
-        return [recipe for recipe in cni_recipes().values() if recipe.always]
+    def __init__(self, *, environ: Mapping[str, str], docker_host: str, logs: Path) -> None:
+        self.environ = dict(environ)
+        self.docker_host = docker_host
+        self.logs = logs
 
-    @staticmethod
-    def _current(directory: Path, digest: str) -> bool:
-        stamp = directory / ".cnibench-recipe"
-        return stamp.is_file() and stamp.read_text().strip() == digest
-
-    @staticmethod
-    def _stamp(directory: Path, digest: str) -> None:
-        (directory / ".cnibench-recipe").write_text(digest + "\n")
-
-    @contextmanager
-    def _step(self, name: str) -> Iterator[None]:
-        if self._checking:
-            raise WouldBuildError(name)
-        start = time.monotonic()
-        self._log(f"{name} ...")
-        yield
-        took = time.monotonic() - start
-        self.report.seconds[name] = self.report.seconds.get(name, 0.0) + took
-        self._log(f"{name}: done in {took:.0f} s")
-
-    # -- what the other families provide ----------------------------------------------------
-
-    def artefacts(self) -> dict[str, Path]:
-        """Name (as :class:`~cnibench.backends.kube.build_recipes.ImageRecipe` ``files`` use
-        it) -> built file (see :class:`~.gobuilds.GoBuilds`)."""
-        raise NotImplementedError
-
-    def artefact(self, name: str, found: Mapping[str, Path]) -> Path:
-        """A built artefact, or a path inside a CNI's module (see
-        :class:`~.gobuilds.GoBuilds`)."""
-        raise NotImplementedError
-
-    def rootfs(self, name: str) -> Path:
-        """A Debian root filesystem (see :class:`~.rootfs.RootFilesystems`)."""
-        raise NotImplementedError
-
-    def import_image(self, recipe: ImageRecipe) -> None:
-        """An image into the engine (see :class:`~.assembly.ImageAssembly`)."""
-        raise NotImplementedError
-
-    # -- running things ---------------------------------------------------------------------
-
-    def _run(
+    def run(
         self,
         argv: Sequence[str],
         *,
@@ -184,7 +131,15 @@ class BuilderCore:
         stdin: int | None = None,
         timeout: float = 3600.0,
     ) -> str:
-        """Run ``argv``, its output appended to ``logs/<step>.log``; stdout returned."""
+        """Run ``argv``, its output appended to ``logs/<step>.log``; stdout returned.
+        ``timeout`` in s.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            The command is missing, ran over ``timeout`` or failed (the message names its last
+            error line and its log).
+        """
         self.logs.mkdir(parents=True, exist_ok=True)
         log_path = self.logs / f"{step}.log"
         with log_path.open("a") as log_file:
@@ -214,7 +169,15 @@ class BuilderCore:
             )
         return done.stdout
 
-    def _go_env(self) -> dict[str, str]:
+    def go_env(self) -> dict[str, str]:
+        """The environment of a Go command: the configured module proxy (never ``direct``),
+        ``-mod=mod``, no cgo, the local toolchain.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            ``GOPROXY`` names no module proxy.
+        """
         env = dict(self.environ)
         configured = env.get("GOPROXY") or go_env_value("GOPROXY", env)
         proxy = go_proxy(configured)
@@ -229,36 +192,50 @@ class BuilderCore:
         )
         return env
 
-    def _docker(self, *args: str, step: str, stdin: int | None = None) -> str:
+    def module_go_env(self) -> dict[str, str]:
+        """:meth:`go_env` for a build inside a module's own directory: the module cache is
+        read-only, so its own go.mod and go.sum must do."""
+        env = self.go_env()
+        env["GOFLAGS"] = env["GOFLAGS"].replace("-mod=mod", "-mod=readonly")
+        return env
+
+    def docker(self, *args: str, step: str, stdin: int | None = None) -> str:
+        """``docker <args>`` on the engine (as :meth:`run`).
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            No engine is known, or the command failed.
+        """
         if not self.docker_host:
             raise ProvisioningError(
                 'no container engine: run eval "$(cnibench engine up)" or set DOCKER_HOST'
             )
         env = dict(self.environ, DOCKER_HOST=self.docker_host, DOCKER_BUILDKIT="0")
-        return self._run(["docker", *args], step=step, env=env, stdin=stdin)
+        return self.run(["docker", *args], step=step, env=env, stdin=stdin)
 
     def image_exists(self, tag: str) -> bool:
         """Whether the engine holds ``tag``."""
-        return self._inspectable("image", tag)
+        return self.inspectable("image", tag)
 
-    def _inspectable(self, kind: str, name: str) -> bool:
+    def inspectable(self, kind: str, name: str) -> bool:
         """Whether ``docker <kind> inspect <name>`` finds it."""
         try:
-            self._docker(kind, "inspect", "--format", "{{.Id}}", name, step="inspect")
+            self.docker(kind, "inspect", "--format", "{{.Id}}", name, step="inspect")
         except ProvisioningError:
             return False
         return True
 
     def module_dir(self, module: str, version: str) -> Path:
         """The module's directory in the Go module cache (downloaded if missing)."""
-        out = self._run(
+        out = self.run(
             ["go", "mod", "download", "-json", f"{module}@{version}"],
             step="go-download",
-            env=self._go_env(),
+            env=self.go_env(),
         )
         return Path(json.loads(out)["Dir"])
 
-    def _go_build_into(
+    def go_build_into(
         self,
         out: Path,
         packages: Sequence[str],
@@ -277,7 +254,7 @@ class BuilderCore:
         staging = out.parent / "bin.new"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        self._run(
+        self.run(
             ["go", "build", *flags, "-o", str(staging) + "/", *packages],
             step=step,
             cwd=cwd,
@@ -289,7 +266,114 @@ class BuilderCore:
             name = package.rsplit("/", 1)[-1]
             os.replace(staging / name, out / name)
         shutil.rmtree(staging, ignore_errors=True)
-        self._stamp(out, digest)
+        stamp(out, digest)
+
+
+@dataclass
+class BuildContext:
+    """What the features of one offline build share (:class:`~.gobuilds.GoBuilds`,
+    :class:`~.rootfs.RootFilesystems`, :class:`~.assembly.ImageAssembly`, and
+    :class:`~.tofu.TofuBuilds`): the cache, the versions, the commands and the step log.
+    :meth:`create` makes one as :class:`~.builder.OfflineBuilder` documents its parameters."""
+
+    versions: OfflineVersions
+    """What to build."""
+    images: Images
+    """Tags to produce."""
+    root: Path
+    """Cache root (see :func:`cache_root`)."""
+    environ: dict[str, str]
+    """Environment of the Go and Docker commands (and of ``$CNIBENCH_KUBE_CACHE``)."""
+    commands: BuildCommands
+    """Runs the commands, their output in the step logs under :attr:`logs`."""
+    log: Callable[[str], None]
+    """Receives one line per step."""
+    report: BuildReport = field(default_factory=BuildReport)
+    """What the build did so far."""
+    checking: bool = False
+    """Only asking whether every step is current: a step that would build raises
+    :class:`WouldBuildError` instead of starting."""
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        docker_host: str | None = None,
+        versions: OfflineVersions | None = None,
+        images: Images = OFFLINE_IMAGES,
+        root: Path | None = None,
+        log: Callable[[str], None] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> BuildContext:
+        """A context with the defaults of the environment (``$DOCKER_HOST``, the cache root
+        of :func:`cache_root`, a log on stdout)."""
+        env = dict(os.environ if environ is None else environ)
+        root = root or cache_root(env)
+        commands = BuildCommands(
+            environ=env,
+            docker_host=docker_host or env.get("DOCKER_HOST", ""),
+            logs=root / "offline" / "logs",
+        )
+        return cls(
+            versions=versions or OfflineVersions(),
+            images=images,
+            root=root,
+            environ=env,
+            commands=commands,
+            log=log or (lambda line: print(f"[images] {line}", flush=True)),
+        )
+
+    @property
+    def offline(self) -> Path:
+        """``<cache>/offline``: every artefact of the offline build but Kubernetes'."""
+        return self.root / "offline"
+
+    @property
+    def logs(self) -> Path:
+        """The step logs (``<step>.log``)."""
+        return self.commands.logs
+
+    @property
+    def kubernetes_bin(self) -> Path:
+        """``<cache>/kube/<version>/bin``: Kubernetes' commands (shared with the kube tier;
+        ``$CNIBENCH_KUBE_CACHE`` moves ``<cache>/kube`` as for ``scripts/kube-tier.sh``)."""
+        kube = self.environ.get("CNIBENCH_KUBE_CACHE") or str(self.root / "kube")
+        return Path(kube) / self.versions.kubernetes / "bin"
+
+    @property
+    def go_bin(self) -> Path:
+        """Binaries from the other Go modules (and pause), per version set."""
+        return self.offline / "go" / self.go_digest()
+
+    def go_digest(self) -> str:
+        """Digest of the shared Go step: the version set (whose ``flannel`` names the one CNI
+        built there), and what any other CNI built there adds."""
+        extra = [
+            part for recipe in self.shared_cni_recipes() for part in recipe.build.digest_inputs
+        ]
+        return recipe_digest(GO_RECIPE, self.versions, *extra)
+
+    def shared_cni_recipes(self) -> list[OfflineRecipe]:
+        """CNI recipes built in the shared Go step (``always``), in registration order."""
+        return [recipe for recipe in cni_recipes().values() if recipe.always]
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """One step of the build: logged, timed into :attr:`report` (s).
+
+        Raises
+        ------
+        WouldBuildError
+            :attr:`checking`: the step would start.
+        """
+        if self.checking:
+            raise WouldBuildError(name)
+        start = time.monotonic()
+        self.log(f"{name} ...")
+        yield
+        took = time.monotonic() - start
+        self.report.seconds[name] = self.report.seconds.get(name, 0.0) + took
+        self.log(f"{name}: done in {took:.0f} s")
 
 
 def _last_line(path: Path) -> str:

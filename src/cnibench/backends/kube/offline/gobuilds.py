@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cnibench.backends.kube.build_recipes import OfflineRecipe
-from cnibench.backends.kube.offline.core import BuilderCore
+from cnibench.backends.kube.offline.core import BuildContext, is_current, stamp
 from cnibench.backends.kube.offline.plan import cni_recipes
 from cnibench.backends.kube.offline.recipes import (
     CNI_PLUGINS,
@@ -38,21 +38,31 @@ a build of several steps runs the shortest first)."""
 HELM_BUILD_MINUTES = 1.0
 
 
-class GoBuilds(BuilderCore):
-    """The Go builds (and pause, with ``gcc``) of :class:`~.builder.OfflineBuilder`."""
+class GoBuilds:
+    """The Go builds (and pause, with ``gcc``) of :class:`~.builder.OfflineBuilder`.
+
+    Parameters
+    ----------
+    context:
+        The build's cache, versions and commands.
+    """
+
+    def __init__(self, context: BuildContext) -> None:
+        self.context = context
+        self._commands = context.commands
 
     def artefacts(self) -> dict[str, Path]:
         """Name (as :class:`~cnibench.backends.kube.build_recipes.ImageRecipe` ``files`` use
         it) -> built file."""
-        found = {c: self.kubernetes_bin / c for c in KUBERNETES_COMMANDS}
+        found = {c: self.context.kubernetes_bin / c for c in KUBERNETES_COMMANDS}
         for name in ("etcd", "coredns", "pause", "kind"):
-            found[name] = self.go_bin / name
+            found[name] = self.context.go_bin / name
         for plugin in CNI_PLUGINS:
             name = plugin.rsplit("/", 1)[1]
-            found[f"cni/{name}"] = self.go_bin / "cni" / name
+            found[f"cni/{name}"] = self.context.go_bin / "cni" / name
         for cni, recipe in cni_recipes().items():
             if recipe.always:
-                found[recipe.build.binary] = self.go_bin / recipe.build.binary
+                found[recipe.build.binary] = self.context.go_bin / recipe.build.binary
                 continue
             for package in recipe.build.packages:
                 name = package.rsplit("/", 1)[-1]
@@ -63,13 +73,13 @@ class GoBuilds(BuilderCore):
     @property
     def traefik_bin(self) -> Path:
         """Traefik's command, per release."""
-        return self.offline / "traefik" / self.versions.traefik / "bin"
+        return self.context.offline / "traefik" / self.context.versions.traefik / "bin"
 
     def cni_bin(self, cni: str) -> Path:
         """The commands of ``cni``'s own build, per release
         (``<cache>/offline/<recipe>/<version>/bin``)."""
         recipe = cni_recipes()[cni]
-        return self.offline / recipe.recipe / recipe.version / "bin"
+        return self.context.offline / recipe.recipe / recipe.version / "bin"
 
     def artefact(self, name: str, found: Mapping[str, Path]) -> Path:
         """A built artefact, or a path inside a CNI's module (its recipe's
@@ -77,23 +87,23 @@ class GoBuilds(BuilderCore):
         cache."""
         for recipe in cni_recipes().values():
             if recipe.source_prefix and name.startswith(recipe.source_prefix):
-                module = self.module_dir(recipe.build.module, recipe.version)
+                module = self._commands.module_dir(recipe.build.module, recipe.version)
                 return module / name.removeprefix(recipe.source_prefix)
         return found[name]
 
     def build_kubernetes(self) -> Path:
         """Kubernetes' seven commands in one ``go build`` (see :func:`~.recipes.
         kubernetes_go_mod`); returns the bin directory."""
-        v = self.versions
+        v = self.context.versions
         digest = recipe_digest(_KUBERNETES_RECIPE, v.kubernetes, version_ldflags(v.kubernetes))
-        out = self.kubernetes_bin
-        if self._current(out, digest) and all((out / c).is_file() for c in KUBERNETES_COMMANDS):
+        out = self.context.kubernetes_bin
+        if is_current(out, digest) and all((out / c).is_file() for c in KUBERNETES_COMMANDS):
             return out
-        with self._step(
+        with self.context.step(
             f"kubernetes {v.kubernetes}: go build of {len(KUBERNETES_COMMANDS)} commands"
         ):
-            env = self._go_env()
-            upstream = self._run(
+            env = self._commands.go_env()
+            upstream = self._commands.run(
                 ["go", "mod", "download", "-json", f"k8s.io/kubernetes@{v.kubernetes}"],
                 step="kubernetes",
                 env=env,
@@ -103,8 +113,8 @@ class GoBuilds(BuilderCore):
             work.mkdir(parents=True, exist_ok=True)
             (work / "go.mod").write_text(kubernetes_go_mod(v, go_mod_text))
             (work / "tools.go").write_text(KUBERNETES_IMPORTS)
-            self._run(["go", "mod", "tidy"], step="kubernetes", cwd=work, env=env)
-            self._go_build_into(
+            self._commands.run(["go", "mod", "tidy"], step="kubernetes", cwd=work, env=env)
+            self._commands.go_build_into(
                 out,
                 [f"k8s.io/kubernetes/cmd/{c}" for c in KUBERNETES_COMMANDS],
                 ["-trimpath", "-ldflags", version_ldflags(v.kubernetes)],
@@ -117,19 +127,19 @@ class GoBuilds(BuilderCore):
 
     def build_go_binaries(self) -> Path:
         """kind, etcd, CoreDNS, the reference CNI plugins, pause, and the CNIs built with every
-        offline set (flanneld: see :meth:`shared_cni_recipes`)."""
-        v = self.versions
-        out = self.go_bin
-        digest = self.go_digest()
-        if self._current(out, digest):
+        offline set (flanneld: see :meth:`.BuildContext.shared_cni_recipes`)."""
+        v = self.context.versions
+        out = self.context.go_bin
+        digest = self.context.go_digest()
+        if is_current(out, digest):
             return out
-        with self._step("kind, etcd, CoreDNS, flannel, CNI plugins, pause: go build"):
-            env = self._go_env()
+        with self.context.step("kind, etcd, CoreDNS, flannel, CNI plugins, pause: go build"):
+            env = self._commands.go_env()
             out.mkdir(parents=True, exist_ok=True)
             ldflags = ["-trimpath", "-ldflags", "-s -w"]
 
             def install(package: str, target: Path) -> None:
-                self._run(
+                self._commands.run(
                     ["go", "install", *ldflags, package],
                     step="go-binaries",
                     env=dict(env, GOBIN=str(target)),
@@ -142,25 +152,26 @@ class GoBuilds(BuilderCore):
                     f"github.com/containernetworking/plugins/plugins/{plugin}@{v.cni_plugins}",
                     out / "cni",
                 )
-            for recipe in self.shared_cni_recipes():
+            for recipe in self.context.shared_cni_recipes():
                 self._build_shared(recipe, out, env)
-            work = self.offline / "src" / f"etcd-{v.etcd}"
+            work = self.context.offline / "src" / f"etcd-{v.etcd}"
             work.mkdir(parents=True, exist_ok=True)
             (work / "go.mod").write_text(etcd_go_mod(v))
             (work / "etcd.go").write_text(
                 '//go:build tools\n\npackage etcd\n\nimport _ "go.etcd.io/etcd/server/v3"\n'
             )
-            self._run(["go", "mod", "tidy"], step="go-binaries", cwd=work, env=env)
-            self._run(
+            self._commands.run(["go", "mod", "tidy"], step="go-binaries", cwd=work, env=env)
+            self._commands.run(
                 ["go", "build", *ldflags, "-o", str(out / "etcd"), "go.etcd.io/etcd/server/v3"],
                 step="go-binaries",
                 cwd=work,
                 env=env,
             )
             pause_c = (
-                self.module_dir("k8s.io/kubernetes", v.kubernetes) / "build/pause/linux/pause.c"
+                self._commands.module_dir("k8s.io/kubernetes", v.kubernetes)
+                / "build/pause/linux/pause.c"
             )
-            self._run(
+            self._commands.run(
                 [
                     "gcc",
                     "-Os",
@@ -172,16 +183,16 @@ class GoBuilds(BuilderCore):
                 ],
                 step="go-binaries",
             )
-            self._stamp(out, digest)
+            stamp(out, digest)
         return out
 
     def _build_shared(self, recipe: OfflineRecipe, out: Path, env: Mapping[str, str]) -> None:
         """A CNI built in the shared Go step (flanneld) through its wrapper module, into
         ``out``."""
         build = recipe.build
-        work = self.offline / "src" / f"{recipe.recipe}-{recipe.version}"
+        work = self.context.offline / "src" / f"{recipe.recipe}-{recipe.version}"
         self._write_wrapper(recipe, work)
-        self._run(
+        self._commands.run(
             ["go", "build", *build.flags, "-o", str(out / build.binary), *build.packages],
             step="go-binaries",
             cwd=work,
@@ -190,7 +201,9 @@ class GoBuilds(BuilderCore):
 
     def _write_wrapper(self, recipe: OfflineRecipe, work: Path) -> None:
         build = recipe.build
-        module = self.module_dir(build.module, recipe.version) if build.reads_module else None
+        module = (
+            self._commands.module_dir(build.module, recipe.version) if build.reads_module else None
+        )
         for relative, text in build.wrapper(recipe.version, module).items():
             path = work / relative
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -204,17 +217,17 @@ class GoBuilds(BuilderCore):
         digest = recipe_digest(*build.digest_inputs)
         out = self.cni_bin(cni)
         names = [package.rsplit("/", 1)[-1] for package in build.packages]
-        if self._current(out, digest) and all((out / name).is_file() for name in names):
+        if is_current(out, digest) and all((out / name).is_file() for name in names):
             return out
         what = f" of {len(names)} commands" if len(names) > 1 else ""
-        with self._step(f"{recipe.recipe} {recipe.version}: go build{what}"):
-            env = self._go_env()
-            work = self.offline / "src" / f"{recipe.recipe}-{recipe.version}"
+        with self.context.step(f"{recipe.recipe} {recipe.version}: go build{what}"):
+            env = self._commands.go_env()
+            work = self.context.offline / "src" / f"{recipe.recipe}-{recipe.version}"
             work.mkdir(parents=True, exist_ok=True)
             self._write_wrapper(recipe, work)
             # Main packages of a dependency: -mod=mod (from _go_env) lets the build complete
             # go.mod and go.sum.
-            self._go_build_into(
+            self._commands.go_build_into(
                 out,
                 list(build.packages),
                 [*build.flags],
@@ -233,18 +246,17 @@ class GoBuilds(BuilderCore):
         The web UI embeds ``webui/static``, which holds a placeholder in the module: no npm
         build is needed.
         """
-        v = self.versions
+        v = self.context.versions
         digest = recipe_digest(_TRAEFIK_RECIPE, v.traefik, v.gateway_api)
         out = self.traefik_bin
-        if self._current(out, digest) and (out / "traefik").is_file():
+        if is_current(out, digest) and (out / "traefik").is_file():
             return out
-        with self._step(f"traefik {v.traefik}: go build"):
-            self.module_dir(GATEWAY_API_MODULE, v.gateway_api)
-            module = self.module_dir(TRAEFIK_MODULE, v.traefik)
+        with self.context.step(f"traefik {v.traefik}: go build"):
+            self._commands.module_dir(GATEWAY_API_MODULE, v.gateway_api)
+            module = self._commands.module_dir(TRAEFIK_MODULE, v.traefik)
             # The module cache is read-only: its own go.mod and go.sum must do.
-            env = dict(self._go_env())
-            env["GOFLAGS"] = env["GOFLAGS"].replace("-mod=mod", "-mod=readonly")
-            self._go_build_into(
+            env = self._commands.module_go_env()
+            self._commands.go_build_into(
                 out,
                 ["./cmd/traefik"],
                 [
@@ -263,7 +275,7 @@ class GoBuilds(BuilderCore):
     def helm_bin(self) -> Path:
         """Directory of the helm that installs Cilium's chart: the Kubernetes bin directory,
         where ``scripts/kube-tier.sh`` installs the same release, so one build serves both."""
-        return self.kubernetes_bin
+        return self.context.kubernetes_bin
 
     def build_helm(self) -> Path:
         """helm (``go install``) into :attr:`helm_bin` unless one is there; returns the
@@ -271,18 +283,18 @@ class GoBuilds(BuilderCore):
         out = self.helm_bin
         if (out / "helm").is_file():
             return out
-        with self._step(f"helm {self.versions.helm}: go install"):
+        with self.context.step(f"helm {self.context.versions.helm}: go install"):
             out.mkdir(parents=True, exist_ok=True)
-            self._run(
+            self._commands.run(
                 [
                     "go",
                     "install",
                     "-trimpath",
                     "-ldflags",
                     "-s -w",
-                    f"helm.sh/helm/v3/cmd/helm@{self.versions.helm}",
+                    f"helm.sh/helm/v3/cmd/helm@{self.context.versions.helm}",
                 ],
                 step="helm",
-                env=dict(self._go_env(), GOBIN=str(out)),
+                env=dict(self._commands.go_env(), GOBIN=str(out)),
             )
         return out

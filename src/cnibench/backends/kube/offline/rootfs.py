@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from cnibench.backends.kube.offline.core import BuilderCore
+from cnibench.backends.kube.offline.core import BuildContext, is_current, stamp
 from cnibench.backends.kube.offline.plan import rootfs_packages
 from cnibench.backends.kube.offline.recipes import debian_mirror, debootstrap_argv, recipe_digest
 from cnibench.errors import ProvisioningError
@@ -17,26 +17,36 @@ _ROOTFS_RECIPE = "rootfs-1"
 """Bumped when the way a root filesystem is made changes without its packages changing."""
 
 
-class RootFilesystems(BuilderCore):
-    """The root filesystems of :class:`~.builder.OfflineBuilder`."""
+class RootFilesystems:
+    """The root filesystems of :class:`~.builder.OfflineBuilder`.
+
+    Parameters
+    ----------
+    context:
+        The build's cache, versions and commands.
+    """
+
+    def __init__(self, context: BuildContext) -> None:
+        self.context = context
+        self._commands = context.commands
 
     def rootfs(self, name: str) -> Path:
         """A Debian root filesystem with the packages :func:`~.plan.rootfs_packages` lists
         for ``name`` (shared, or a CNI's own)."""
         packages = rootfs_packages()[name]
-        digest = recipe_digest(_ROOTFS_RECIPE, self.versions.debian, packages)
-        target = self.offline / "rootfs" / f"{name}-{digest}"
-        if self._current(target, digest):
+        digest = recipe_digest(_ROOTFS_RECIPE, self.context.versions.debian, packages)
+        target = self.context.offline / "rootfs" / f"{name}-{digest}"
+        if is_current(target, digest):
             return target
-        with self._step(f"root filesystem {name!r} ({len(packages)} Debian packages)"):
+        with self.context.step(f"root filesystem {name!r} ({len(packages)} Debian packages)"):
             mirror = self._mirror()
             shutil.rmtree(target, ignore_errors=True)
-            debcache = self.offline / "debcache"
+            debcache = self.context.offline / "debcache"
             debcache.mkdir(parents=True, exist_ok=True)
-            self._run(
+            self._commands.run(
                 debootstrap_argv(
                     str(target),
-                    suite=self.versions.debian,
+                    suite=self.context.versions.debian,
                     mirror=mirror,
                     packages=packages,
                     cache_dir=str(debcache),
@@ -49,7 +59,7 @@ class RootFilesystems(BuilderCore):
                         entry.unlink()
             for docs in ("usr/share/doc", "usr/share/man", "usr/share/locale"):
                 shutil.rmtree(target / docs, ignore_errors=True)
-            self._stamp(target, digest)
+            stamp(target, digest)
         return target
 
     def _mirror(self) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cnibench.backends.kube.offline.core import BuilderCore
+from cnibench.backends.kube.offline.core import BuildContext, is_current
 from cnibench.backends.kube.offline.recipes import recipe_digest
 from cnibench.errors import ProvisioningError
 
@@ -284,8 +284,9 @@ def _check_step(
     return StepResult(command, tuple(argv), done.returncode, done.stdout, time.monotonic() - start)
 
 
-class TofuBuilds(BuilderCore):
-    """Builds ``tofu`` and azurerm (or finds them current in the cache) and lays out the mirror.
+class TofuBuilds:
+    """Builds ``tofu`` and azurerm (or finds them current in the cache) and lays out the mirror,
+    on a :class:`~cnibench.backends.kube.offline.core.BuildContext` of its own.
 
     Parameters
     ----------
@@ -304,20 +305,19 @@ class TofuBuilds(BuilderCore):
         environ: Mapping[str, str] | None = None,
     ) -> None:
         log = log or (lambda line: print(f"[tofu] {line}", flush=True))
-        super().__init__(root=root, log=log, environ=environ)
+        self.context = BuildContext.create(root=root, log=log, environ=environ)
+        self._commands = self.context.commands
         self.tofu_versions = tofu_versions or TofuVersions()
+
+    @property
+    def offline(self) -> Path:
+        """``<cache>/offline``, where the builds and the mirror are kept."""
+        return self.context.offline
 
     @property
     def mirror(self) -> Path:
         """Root of the filesystem mirror (and of the CLI configuration beside it)."""
         return self.offline / "tofu-mirror"
-
-    def _module_env(self) -> dict[str, str]:
-        """The Go environment for a build inside a module's own directory: the module cache is
-        read-only, so its own go.mod and go.sum must do."""
-        env = self._go_env()
-        env["GOFLAGS"] = env["GOFLAGS"].replace("-mod=mod", "-mod=readonly")
-        return env
 
     def build_tofu(self) -> Path:
         """``tofu`` (``./cmd/tofu``, built in the module's directory: its go.mod replaces hcl);
@@ -326,18 +326,18 @@ class TofuBuilds(BuilderCore):
         flags = ["-trimpath", "-ldflags", "-s -w -X github.com/opentofu/opentofu/version.dev=no"]
         digest = recipe_digest(_TOFU_RECIPE, version, flags)
         out = self.offline / "tofu" / version / "bin"
-        if self._current(out, digest) and (out / "tofu").is_file():
+        if is_current(out, digest) and (out / "tofu").is_file():
             return out / "tofu"
-        with self._step(f"opentofu {version}: go build"):
-            module = self.module_dir(TOFU_MODULE, version)
-            self._go_build_into(
+        with self.context.step(f"opentofu {version}: go build"):
+            module = self._commands.module_dir(TOFU_MODULE, version)
+            self._commands.go_build_into(
                 out,
                 [f"{TOFU_MODULE}/cmd/tofu"],
                 flags,
                 digest=digest,
                 step="tofu",
                 cwd=module,
-                env=self._module_env(),
+                env=self._commands.module_go_env(),
             )
         return out / "tofu"
 
@@ -351,22 +351,22 @@ class TofuBuilds(BuilderCore):
         release_file = out / "provider-version"
         if release_file.is_file():
             release = release_file.read_text().strip()
-            if self._current(out, self._azurerm_digest(release)) and binary.is_file():
+            if is_current(out, self._azurerm_digest(release)) and binary.is_file():
                 return binary, release
-        module = self.module_dir(AZURERM_MODULE, module_version)
+        module = self._commands.module_dir(AZURERM_MODULE, module_version)
         release = provider_version((module / "version" / "VERSION").read_text())
         digest = self._azurerm_digest(release)
-        if self._current(out, digest) and binary.is_file():
+        if is_current(out, digest) and binary.is_file():
             return binary, release
-        with self._step(f"azurerm {release} ({module_version}): go build"):
-            self._go_build_into(
+        with self.context.step(f"azurerm {release} ({module_version}): go build"):
+            self._commands.go_build_into(
                 out,
                 [AZURERM_MODULE],
                 self._azurerm_flags(release),
                 digest=digest,
                 step="azurerm",
                 cwd=module,
-                env=self._module_env(),
+                env=self._commands.module_go_env(),
                 timeout=_AZURERM_TIMEOUT,
             )
             release_file.write_text(release + "\n")
