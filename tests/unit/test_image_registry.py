@@ -59,8 +59,8 @@ def test_every_local_image_moves_into_the_registry_and_nothing_else() -> None:
 def test_clusters_that_pull_refuse_local_images_and_take_the_registry_ones() -> None:
     for provider in ("existing", "aks"):
         with pytest.raises(ConfigError, match="cnibench images push REGISTRY"):
-            require_pullable(OFFLINE_IMAGES, provider)
-        require_pullable(OFFLINE_IMAGES.in_registry(REGISTRY), provider)
+            require_pullable(Images(), provider)
+        require_pullable(Images().in_registry(REGISTRY), provider)
 
 
 @pytest.mark.parametrize(
