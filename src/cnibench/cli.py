@@ -277,7 +277,10 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="the offline image set: every image kind and cnibench's pods need, built locally",
     )
     actions = images.add_subparsers(
-        dest="images_command", metavar="{build,list,prune}", required=True, parser_class=_Parser
+        dest="images_command",
+        metavar="{build,list,push,prune}",
+        required=True,
+        parser_class=_Parser,
     )
     build = actions.add_parser(
         "build",
@@ -312,6 +315,21 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         " makes the images from them in seconds",
     )
     actions.add_parser("list", help="the offline image tags and whether the engine has them")
+    push = actions.add_parser(
+        "push",
+        help="push the images build made to REGISTRY, for clusters that pull (AKS, existing);"
+        " prints the CNIBENCH_IMAGE_* exports that point a run at them (or run with"
+        " --image-registry REGISTRY)",
+    )
+    push.add_argument("registry", metavar="REGISTRY", help="HOST[:PORT][/PATH], no scheme")
+    push.add_argument(
+        "--cni",
+        action="append",
+        default=[],
+        metavar="CNI",
+        dest="cnis",
+        help="also push this CNI's own images (for a kind cluster that pulls). Repeatable",
+    )
     prune = actions.add_parser(
         "prune",
         help="remove from $DOCKER_HOST the cnibench image tags no current recipe names (old"
@@ -862,6 +880,8 @@ def _images(args: argparse.Namespace) -> int:
     builder = OfflineBuilder(log=lambda line: print(f"cnibench: {line}", file=sys.stderr))
     if args.images_command == "prune":
         return _prune(builder, dry_run=args.dry_run)
+    if args.images_command == "push":
+        return _push(builder, args.registry, cnis)
     tags = [builder.images.kind_node, *pod_image_tags(builder.images, cnis=cnis)]
     if args.images_command == "build":
         report = builder.build(cnis=cnis, images=not args.prepare)
@@ -880,6 +900,31 @@ def _images(args: argparse.Namespace) -> int:
         missing += not present
         print(f"{tag}\t{'present' if present else 'missing'}")
     return EXIT_OK if not missing else EXIT_FAILED
+
+
+def _push(builder: OfflineBuilder, registry: str, cnis: Sequence[str]) -> int:
+    """``cnibench images push REGISTRY``: progress on stderr, the exports on stdout."""
+    from cnibench.backends.kube.offline import pod_image_tags
+    from cnibench.backends.kube.registry import check_registry, image_variables, push_images
+
+    registry = check_registry(registry)
+    if not builder.docker_host:
+        raise ConfigError(
+            "images push: DOCKER_HOST is not set; point it at the engine that built them"
+            ' (eval "$(cnibench engine up)")'
+        )
+    report = push_images(
+        builder.docker_host,
+        pod_image_tags(builder.images, cnis=cnis),
+        registry,
+        log=lambda line: print(f"cnibench: {line}", file=sys.stderr),
+    )
+    print(f"cnibench: {report.summary().splitlines()[-1]}", file=sys.stderr)
+    pushed = {remote for _, remote in report.pushed}
+    for variable, ref in image_variables(builder.images.in_registry(registry)).items():
+        if ref in pushed:
+            print(f"export {variable}={ref}")
+    return EXIT_OK
 
 
 def _prune(builder: OfflineBuilder, *, dry_run: bool) -> int:

@@ -12,6 +12,7 @@ image set has no Envoy, so L7 and Cilium's own traffic splitting are skipped, wi
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ import pandas as pd
 import pytest
 
 from cnibench.backends.base import ClusterSpec, NodeRole
+from cnibench.backends.kube.external import inspect_docker_network
 from cnibench.backends.kube.filters import PRIORITY_SETTLE
 from cnibench.backends.kube.render import ROLE_LABEL
 from cnibench.results import load_results
@@ -270,6 +272,48 @@ def test_what_offline_cilium_cannot_run_is_skipped_with_the_reason(
     }
     for key, words in NOT_HERE.items():
         assert words in skips.get(key, ""), (key, skips)
+
+
+def test_the_kept_cilium_cluster_reached_by_its_kubeconfig_runs_egress_and_policy(
+    kpr_run: tuple[pd.DataFrame, str, Path],
+    cilium_images: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """The same cluster as a platform team has it: only its kubeconfig, --cluster existing.
+    Cilium is found and named; a --cni that disagrees is refused in one line; egress (to an
+    external server on this host, at the kind network's gateway) and policy are verified."""
+    (kept,) = cnibench_clusters(cilium_images)
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kind("get", "kubeconfig", "--name", kept, env=cilium_images))
+    gateway = inspect_docker_network(
+        runner=lambda argv: (
+            subprocess.run(
+                list(argv), env=cilium_images, capture_output=True, text=True, check=True
+            ).stdout
+        )
+    ).gateway
+    env = {**cilium_images, "KUBECONFIG": str(kubeconfig), "CNIBENCH_EXTERNAL_ADDRESS": gateway}
+    results = tmp_path / "results"
+    common = ["run", "--cluster", "existing", "--profile", "smoke", "--results-dir", str(results)]
+    wrong = cnibench(*common, "--cni", "flannel", env=env, check=False, timeout=600)
+    assert wrong.returncode == 2, wrong.stdout + wrong.stderr
+    refusals = [line for line in wrong.stderr.splitlines() if "this cluster runs" in line]
+    assert len(refusals) == 1, wrong.stderr
+    assert "--cni flannel: this cluster runs cilium" in refusals[0]
+    assert "Traceback" not in wrong.stderr
+    assert not results.exists() or not list(results.rglob("*.jsonl"))
+    args = [*common, "--cni", "cilium", "--scenario", "egress", "--scenario", "policy"]
+    args += condition_args(EGRESS_CONDITIONS + POLICY_CONDITIONS)
+    done = cnibench(*args, env=env, check=False, timeout=1800)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+    assert "CNI: this cluster runs cilium" in output
+    df = load_results(results)
+    assert set(df["scenario"]) == {"egress", "policy"}
+    assert set(df["condition"]) == set(EGRESS_CONDITIONS + POLICY_CONDITIONS)
+    assert bool(df["verified"].all())
+    assert set(df["status"]) == {"ok"}
+    assert cnibench_clusters(cilium_images) == [kept]  # an existing cluster is never removed
 
 
 def test_the_policy_check_fails_on_cilium_when_the_policy_is_not_applied(

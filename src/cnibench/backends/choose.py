@@ -100,6 +100,7 @@ def make_backend(
     keep_cluster: bool = False,
     recreate_cluster: bool = False,
     nodes: NodePins | None = None,
+    image_registry: str = "",
 ) -> Backend:
     """The backend of ``cluster`` (one of :data:`BACKEND_CLUSTERS`), made with what it needs
     from the environment (kind's image set, AKS's credentials, the existing cluster's
@@ -108,13 +109,20 @@ def make_backend(
     Raises
     ------
     cnibench.errors.ConfigError
-        ``nodes`` (``--nodes``) on the lab, which has no Kubernetes nodes to name; AKS without
+        ``nodes`` (``--nodes``) or ``image_registry`` (``--image-registry``: cnibench's own
+        images pulled from it, pushed there first from ``DOCKER_HOST`` when one is set) on the
+        lab, which has neither Kubernetes nodes nor pods; AKS without
         Terraform/OpenTofu or credentials; an existing cluster without a kubeconfig; an
         unknown ``cluster``.
     """
     if cluster not in BACKEND_CLUSTERS:
         raise ConfigError(f"--cluster {cluster!r}: choose one of {', '.join(BACKEND_CLUSTERS)}")
     if cluster == "lab":
+        if image_registry:
+            raise ConfigError(
+                f"--image-registry {image_registry}: the lab runs no pods (use --cluster"
+                " existing, kind or aks)"
+            )
         if nodes:
             raise ConfigError(
                 f"--nodes {nodes.text}: names Kubernetes nodes, and this session runs on the lab"
@@ -124,14 +132,20 @@ def make_backend(
 
         return LabBackend()
     from cnibench.backends.kube import AksProvider, ExistingProvider, KindProvider, KubeBackend
+    from cnibench.backends.kube.images import Images, default_image_set
 
     images = None
+    if cluster == "kind" or image_registry:
+        # On cnibench's own engine the offline set is kind's default (CNIBENCH_IMAGES wins),
+        # and what a registry is given from.
+        images = Images.from_environment(os.environ, default=default_image_set(os.environ))
+    if image_registry:
+        from cnibench.backends.kube.registry import check_registry
+
+        assert images is not None
+        images = images.in_registry(check_registry(image_registry))
     provider: KindProvider | AksProvider | ExistingProvider
     if cluster == "kind":
-        from cnibench.backends.kube.images import Images, default_image_set
-
-        # On cnibench's own engine the offline set is kind's default (CNIBENCH_IMAGES wins).
-        images = Images.from_environment(os.environ, default=default_image_set(os.environ))
         provider = KindProvider(images=images, recreate=recreate_cluster)
     elif cluster == "aks":
         _check_aks_prerequisites()

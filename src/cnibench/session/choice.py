@@ -71,6 +71,7 @@ def select_backend(
     recreate_cluster: bool = False,
     engine: Callable[[], str] | None = None,
     nodes: NodePins | None = None,
+    image_registry: str = "",
 ) -> tuple[Backend, str]:
     """The backend for ``--cluster`` and ``cnis`` (see :func:`choose_cluster`) and a sentence
     saying what was picked and why. Only the chosen backend's package is imported.
@@ -83,7 +84,11 @@ def select_backend(
     """
     cluster, reason = choose_cluster(cluster, cnis or CniRequest(), engine=engine)
     backend = choose.make_backend(
-        cluster, keep_cluster=keep_cluster, recreate_cluster=recreate_cluster, nodes=nodes
+        cluster,
+        keep_cluster=keep_cluster,
+        recreate_cluster=recreate_cluster,
+        nodes=nodes,
+        image_registry=image_registry,
     )
     return backend, reason
 
@@ -145,6 +150,7 @@ def choose_backend(
         recreate_cluster=config.recreate_cluster,
         engine=engine,
         nodes=config.nodes,
+        image_registry=config.image_registry,
     )
     choice = BackendChoice(backend, reason, validate_cnis(backend, config.cnis))
     if config.reference is not None and config.reference not in choice.cnis:

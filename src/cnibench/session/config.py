@@ -145,6 +145,10 @@ class SessionConfig:
     nodes:
         ``--nodes``: Kubernetes nodes named for roles (``ROLE=NODE,...``; labels accepted and
         parsed on construction); the other roles' nodes are chosen by the backend.
+    image_registry:
+        ``--image-registry``: the registry a cluster pulls cnibench's own images from
+        (``HOST[:PORT][/PATH]``, ``""``: none; kind then loads them); they are pushed there
+        first from the engine of ``DOCKER_HOST`` when one is set.
     """
 
     cluster: ClusterChoice = ClusterChoice.AUTO
@@ -161,6 +165,7 @@ class SessionConfig:
     reference: str | None = None
     all_metrics: bool = False
     nodes: NodePins = field(default_factory=NodePins)
+    image_registry: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.cluster, ClusterChoice):  # --cluster text, as a notebook writes it

@@ -87,6 +87,14 @@ def add_session_options(add: Callable[..., object]) -> None:
         " schedulable Ready workers chosen by cnibench; nothing is written to any node)",
     )
     add(
+        "--image-registry",
+        default=None,
+        metavar="REGISTRY",
+        help="pull cnibench's own images (tools, and with the offline set every pod image)"
+        " from REGISTRY (HOST[:PORT][/PATH]) instead of loading them into kind; they are"
+        " pushed there first from $DOCKER_HOST's engine when set (cnibench images push)",
+    )
+    add(
         "--keep-cluster",
         action="store_true",
         help="leave Kubernetes clusters running after the session",
@@ -130,6 +138,7 @@ SESSION_OPTIONS = (
     "keep_cluster",
     "recreate_cluster",
     "nodes",
+    "image_registry",
     "report",
     "reference",
     "all_metrics",
@@ -193,6 +202,7 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         reference=None if values.get("reference") is None else str(values["reference"]),
         all_metrics=bool(values.get("all_metrics")),
         nodes=NodePins.parse(values.get("nodes")),
+        image_registry=str(values.get("image_registry") or ""),
     )
 
 

@@ -28,7 +28,7 @@ from cnibench.backends.kube.external import (
     ranges_overlap,
     top_of_subnet_range,
 )
-from cnibench.backends.kube.images import Images, require_pullable
+from cnibench.backends.kube.images import OFFLINE_IMAGES, Images, require_pullable
 from cnibench.backends.kube.node_usage import KindNodeUsage
 from cnibench.backends.kube.offline.plan import not_offline_reason
 from cnibench.backends.kube.offline.status import missing_build
@@ -242,6 +242,7 @@ class KubeBackend:
             kind or the engine is missing, or the offline images are not built (the line names
             the ``cnibench images build`` to run).
         """
+        self._push_to_registry(specs)
         if self.provider.name != "kind":
             return
         self._require_offline_build(specs)
@@ -284,6 +285,23 @@ class KubeBackend:
         runner = getattr(self.provider, "run", None)
         return KindNodeUsage(runner) if callable(runner) else None
 
+    def _push_to_registry(self, specs: Sequence[ClusterSpec]) -> None:
+        """``--image-registry``: push cnibench's own images of ``specs`` from the engine of
+        ``DOCKER_HOST`` to the registry the pods will pull them from. Without a
+        ``DOCKER_HOST`` they are taken as pushed already (``cnibench images push``)."""
+        registry = self.images.registry
+        docker_host = os.environ.get("DOCKER_HOST", "")
+        if not registry or not docker_host:
+            return
+        from cnibench.backends.kube.registry import push_images, pushable_tags
+
+        cnis = [spec.cni for spec in specs] + [
+            spec.options["gateway"] for spec in specs if spec.options.get("gateway")
+        ]
+        if self.provider.name != "kind":
+            cnis = []  # the cluster runs its own CNI: only the pods' images are needed
+        push_images(docker_host, pushable_tags(self.images, cnis), registry)
+
     def _require_offline_build(self, specs: Sequence[ClusterSpec]) -> None:
         """With the offline image set, refuse before any cluster is created when the images
         are not built: the line names the ``cnibench images build`` to run. Builds nothing."""
@@ -292,7 +310,8 @@ class KubeBackend:
         names = [spec.cni for spec in specs] + [
             spec.options["gateway"] for spec in specs if spec.options.get("gateway")
         ]
-        command = missing_build(self.images, names)
+        # With a registry the builds are still looked for under their own names in the engine.
+        command = missing_build(OFFLINE_IMAGES if self.images.registry else self.images, names)
         if command:
             raise ConfigError(
                 f"the offline images of this kind run are not built yet: run {command} (once per"

@@ -27,6 +27,7 @@ __all__ = [
     "CNI_IMAGES",
     "IMAGE_SETS",
     "LOCAL_BUILDS",
+    "LOCAL_PREFIX",
     "LOCAL_TOOLS_IMAGE",
     "OFFLINE_IMAGES",
     "CniImage",
@@ -37,6 +38,10 @@ __all__ = [
     "require_pullable",
     "unregister_cni_image",
 ]
+
+LOCAL_PREFIX = "localhost/"
+"""Every image cnibench builds itself is named under it: no registry serves it (``kind load``
+brings it to a kind cluster; ``cnibench images push`` to a registry)."""
 
 LOCAL_TOOLS_IMAGE = "localhost/cnibench-tools:bookworm-1"
 """The tools image cnibench builds from ``images/tools/Dockerfile`` (bump the tag suffix when
@@ -84,7 +89,7 @@ class CniImage:
         return f"CNIBENCH_IMAGE_{self.name.upper()}"
 
 
-_NOT_IMAGES = frozenset({"cni_set", "cni_overrides"})
+_NOT_IMAGES = frozenset({"cni_set", "cni_overrides", "registry"})
 """Fields of :class:`Images` that are not image references."""
 
 
@@ -120,6 +125,9 @@ class Images:
         Which reference of each CNI's own image the set takes: ``"public"`` or ``"offline"``.
     cni_overrides:
         CNI images set otherwise, by :attr:`CniImage.name` (``CNIBENCH_IMAGE_<NAME>``).
+    registry:
+        The registry cnibench's own images are pulled from (:meth:`in_registry`), ``""`` when
+        they are not: kind then gets them with ``kind load``.
     """
 
     tools: str = LOCAL_TOOLS_IMAGE
@@ -134,6 +142,7 @@ class Images:
     )
     cni_set: str = "public"
     cni_overrides: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    registry: str = ""
 
     def __post_init__(self) -> None:
         if self.cni_set not in ("public", "offline"):
@@ -141,7 +150,14 @@ class Images:
 
     def __hash__(self) -> int:
         # Hashable like any frozen set of settings, though the overrides are a mapping.
-        return hash((*self.shared().values(), self.cni_set, *sorted(self.cni_overrides.items())))
+        return hash(
+            (
+                *self.shared().values(),
+                self.cni_set,
+                *sorted(self.cni_overrides.items()),
+                self.registry,
+            )
+        )
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str], *, default: str = "public") -> Images:
@@ -187,8 +203,32 @@ class Images:
 
     @property
     def offline(self) -> bool:
-        """Whether every image is one ``cnibench images build`` makes (nothing to pull)."""
+        """Whether every image is one ``cnibench images build`` makes: nothing to pull, or,
+        with :attr:`registry`, everything pulled from the registry they were pushed to."""
+        if self.registry:
+            return self == OFFLINE_IMAGES.in_registry(self.registry)
         return self == OFFLINE_IMAGES
+
+    def in_registry(self, registry: str) -> Images:
+        """This set with every image cnibench builds itself (``localhost/...``: shared, and
+        each registered CNI's own) named in ``registry`` instead, as ``cnibench images push
+        registry`` pushes it (``localhost/cnibench-tools:offline-1`` becomes
+        ``registry/cnibench-tools:offline-1``); public references and the kind node image
+        stay. ``registry`` is a host with an optional port and path, no scheme."""
+
+        def moved(ref: str) -> str:
+            if not ref.startswith(LOCAL_PREFIX):
+                return ref
+            return f"{registry}/{ref.removeprefix(LOCAL_PREFIX)}"
+
+        shared = {name: moved(ref) for name, ref in self.shared().items() if name != "kind_node"}
+        cnis = {image.name: moved(self.cni_image(image)) for image in CNI_IMAGES.values()}
+        overrides = {
+            name: ref
+            for name, ref in cnis.items()
+            if ref != self.cni_image(CNI_IMAGES[name]) or name in self.cni_overrides
+        }
+        return dataclasses.replace(self, **shared, cni_overrides=overrides, registry=registry)
 
     def local_builds(self) -> tuple[str, ...]:
         """The distinct images in use that cnibench builds itself (see :data:`LOCAL_BUILDS`),
@@ -241,13 +281,15 @@ def require_pullable(images: Images, provider: str) -> None:
     if provider == "kind":
         return
     named = {**images.shared(), **images.cni_overrides}
+    # Only what no engine holds under that name unless cnibench built it there: an offline tag
+    # set on purpose (a kind cluster that holds it already, reached as an existing one) stays.
     local = [name for name, image in named.items() if image in LOCAL_BUILDS]
     if local:
         variables = ", ".join(f"CNIBENCH_IMAGE_{name.upper()}" for name in local)
         raise ConfigError(
-            f"--cluster {provider} cannot use the locally built {LOCAL_TOOLS_IMAGE}: build"
-            f" images/tools/Dockerfile, push it to a registry the cluster pulls from and set"
-            f" {variables}"
+            f"--cluster {provider} cannot use the locally built {named[local[0]]}: push"
+            " cnibench's images to a registry the cluster pulls from (cnibench images push"
+            f" REGISTRY) and run with --image-registry REGISTRY, or set {variables}"
         )
 
 

@@ -306,6 +306,8 @@ class KindProvider:
         cnibench.errors.ProvisioningError
             ``docker build`` or ``kind load`` failed (their last error line).
         """
+        if self.images.registry:
+            return  # the nodes pull them from the registry (--image-registry)
         if self.images.offline:
             shared = set(pod_image_tags(self.images, cnis=[]))
             own = set(pod_image_tags(self.images, cnis=[cni] if cni else [])) - shared
