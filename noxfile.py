@@ -46,8 +46,9 @@ def _python(session: nox.Session) -> str:
         return "python3"
 
 
-def _system(session: nox.Session) -> None:
-    session.run("python", "-m", "cnibench.system", "--install")
+def _system(session: nox.Session, *purpose: str) -> None:
+    """Install the system packages (only those ``--for`` ``purpose``, when given)."""
+    session.run("python", "-m", "cnibench.system", "--install", *purpose)
 
 
 @nox.session(python=PYTHON)
@@ -235,9 +236,10 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
-    """Set-up, then the main job on the embedded default (lab backend), quick profile."""
+    """Set-up, then the main job on the embedded default (lab backend), quick profile: only
+    the lab's system packages (no browser, compiler or container engine)."""
     _install(session)
-    _system(session)
+    _system(session, "--for", "lab")
     session.run(
         "cnibench",
         "run",

@@ -1,7 +1,9 @@
 """System tools cnibench drives, the Debian packages that provide them, and their installation.
 
 ``python -m cnibench.system --install`` installs what is missing with apt when running as root
-(what ``nox -s tests`` and ``nox -s demo`` do first) and names what it could not install. The
+(what ``nox -s tests`` does first; ``nox -s demo`` asks ``--for lab``: only what the lab backend
+runs, not the test tiers' browser, compiler or container engine) and names what it could not
+install. The
 same table feeds ``cnibench doctor``. The measurement tools' entries come from their own
 declarations (:data:`cnibench.tools.registry.TOOLS`); the rest are the host tools of the lab, its
 servers and the test tiers.
@@ -18,7 +20,11 @@ from dataclasses import dataclass
 
 from cnibench.tools import TOOLS
 
-__all__ = ["SYSTEM_TOOLS", "SystemTool", "install_missing", "missing_tools"]
+__all__ = ["PURPOSES", "SYSTEM_TOOLS", "SystemTool", "install_missing", "missing_tools"]
+
+PURPOSES = ("lab", "tests", "kind")
+"""What a tool is installed for: ``lab`` (the embedded backend and the demo), ``tests`` (the
+test tiers' own tools), ``kind`` (the private engine and the offline image builds)."""
 
 
 @dataclass(frozen=True)
@@ -33,11 +39,18 @@ class SystemTool:
         Debian package that provides it.
     purpose:
         What cnibench uses it for (shown by ``cnibench doctor``).
+    needed_for:
+        Which of :data:`PURPOSES` it is installed for (``lab``: also by the demo).
     """
 
     binary: str
     package: str
     purpose: str
+    needed_for: str = "lab"
+
+    def __post_init__(self) -> None:
+        if self.needed_for not in PURPOSES:
+            raise ValueError(f"needed_for must be one of {PURPOSES}, not {self.needed_for!r}")
 
 
 SYSTEM_TOOLS: tuple[SystemTool, ...] = (
@@ -51,22 +64,29 @@ SYSTEM_TOOLS: tuple[SystemTool, ...] = (
     SystemTool("wireguard-go", "wireguard-go", "lab: WireGuard without the kernel module"),
     # The measurement tools, as registered when this module was imported.
     *(SystemTool(tool.binary, tool.package, tool.purpose) for tool in TOOLS.values()),
-    SystemTool("hey", "hey", "HTTP load, reference for the locust runner benchmark"),
+    SystemTool(
+        "hey", "hey", "tests: HTTP load, reference for the locust runner benchmark", "tests"
+    ),
     SystemTool("nginx", "nginx-light", "HTTP servers, echo backends, weighted split proxy"),
     SystemTool("haproxy", "haproxy", "L7 policy proxy"),
     SystemTool("prometheus", "prometheus", "metrics store"),
     SystemTool("prometheus-node-exporter", "prometheus-node-exporter", "per-node metrics"),
-    SystemTool("chromium", "chromium", "tests: render the HTML report headless"),
+    SystemTool("chromium", "chromium", "tests: render the HTML report headless", "tests"),
     SystemTool(
         "/usr/lib/cni/host-local",
         "containernetworking-plugins",
         "tests: flannel's CNI config read by the reference CNI plugins",
+        "tests",
     ),
-    SystemTool("dockerd", "docker.io", "kind: the private container engine (cnibench engine up)"),
-    SystemTool("containerd", "containerd", "kind: the private engine's runtime"),
-    SystemTool("runc", "runc", "kind: the private engine's OCI runtime"),
-    SystemTool("debootstrap", "debootstrap", "kind: root filesystems of the offline images"),
-    SystemTool("gcc", "gcc", "kind: the static pause binary of the offline images"),
+    SystemTool(
+        "dockerd", "docker.io", "kind: the private container engine (cnibench engine up)", "kind"
+    ),
+    SystemTool("containerd", "containerd", "kind: the private engine's runtime", "kind"),
+    SystemTool("runc", "runc", "kind: the private engine's OCI runtime", "kind"),
+    SystemTool(
+        "debootstrap", "debootstrap", "kind: root filesystems of the offline images", "kind"
+    ),
+    SystemTool("gcc", "gcc", "kind: the static pause binary of the offline images", "kind"),
 )
 """Every executable cnibench or its tests run, with its package: the lab's host tools, each
 measurement tool of :data:`cnibench.tools.registry.TOOLS` registered by the time this module is
@@ -77,14 +97,20 @@ def _present(tool: SystemTool) -> bool:
     return shutil.which(tool.binary) is not None
 
 
-def missing_tools() -> list[SystemTool]:
-    """Tools from :data:`SYSTEM_TOOLS` that are not on ``PATH``."""
-    return [tool for tool in SYSTEM_TOOLS if not _present(tool)]
+def missing_tools(purpose: str = "") -> list[SystemTool]:
+    """Tools from :data:`SYSTEM_TOOLS` that are not on ``PATH`` (only those needed for
+    ``purpose``, one of :data:`PURPOSES`, when given)."""
+    return [
+        tool
+        for tool in SYSTEM_TOOLS
+        if not _present(tool) and (not purpose or tool.needed_for == purpose)
+    ]
 
 
-def install_missing(*, quiet: bool = False) -> list[SystemTool]:
-    """Install missing tools with apt when root; return what is still missing afterwards."""
-    missing = missing_tools()
+def install_missing(*, quiet: bool = False, purpose: str = "") -> list[SystemTool]:
+    """Install missing tools (those for ``purpose`` only, when given) with apt when root;
+    return what is still missing afterwards."""
+    missing = missing_tools(purpose)
     if not missing:
         return []
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
@@ -99,15 +125,24 @@ def install_missing(*, quiet: bool = False) -> list[SystemTool]:
         env=env,
         stdout=out,
     )
-    return missing_tools()
+    return missing_tools(purpose)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: report (and with ``--install`` install) missing system tools."""
     parser = argparse.ArgumentParser(prog="python -m cnibench.system")
     parser.add_argument("--install", action="store_true", help="apt-get install what is missing")
+    parser.add_argument(
+        "--for",
+        dest="purpose",
+        choices=PURPOSES,
+        default="",
+        help="only the tools needed for this (lab: the embedded backend and the demo;"
+        " default: everything, the test tiers included)",
+    )
     args = parser.parse_args(argv)
-    still_missing = install_missing() if args.install else missing_tools()
+    purpose = args.purpose
+    still_missing = install_missing(purpose=purpose) if args.install else missing_tools(purpose)
     for tool in still_missing:
         print(f"missing: {tool.binary} (Debian package {tool.package}) needed for {tool.purpose}")
     if not still_missing:

@@ -647,13 +647,18 @@ class Runner:
         machines = len({node.name for node in cluster.nodes})
         client.wait_until_ready(METRICS_READY_TIMEOUT, expected_targets=machines)
         # A run's rates (irate) need two scrapes within their window from its first moment.
-        client.wait_for_rates([node.name for node in cluster.nodes], timeout=METRICS_READY_TIMEOUT)
+        distinct = list(dict.fromkeys(node.name for node in cluster.nodes))
+        client.wait_for_rates(distinct, timeout=METRICS_READY_TIMEOUT)
         self._metrics_checked.add(id(cluster))
 
     def _per_node_resources(
         self, client: MetricsClient, cluster: Cluster, start: float, end: float
     ) -> list[Measurement]:
-        names = {node.name: node.role.value for node in cluster.nodes}
+        # A node holding several roles (same-node placement) is named after all of them.
+        names: dict[str, str] = {}
+        for node in cluster.nodes:
+            held = names.get(node.name)
+            names[node.name] = f"{held}+{node.role.value}" if held else node.role.value
         per_node = client.run_metrics(start, max(end, start + 1.0), instances=names)
         out = [m for m in per_node if m.metric.startswith("receive_rate@")]
         for metric, unit in (("cpu", "%"), ("ram", "MB")):
