@@ -110,3 +110,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return group, int(tier == "kind" and Path(str(item.path)).name in KIND_LAST)
 
     items.sort(key=rank)  # stable: the order inside each group is kept
+
+
+STAND_IN_TIERS = ("unit", "integration")
+"""Tiers that drive kind, engines and ``cnibench clean`` with stand-ins only."""
+
+
+@pytest.fixture(autouse=True)
+def _stand_ins_keep_off_the_hosts_kind_state(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The kind tier runs beside the others (nox -s tests): a test here whose stand-in kind
+    "creates" a cluster must not hold a lease on a real cluster's name, and one whose stand-in
+    clean "removes" every cluster must not remove the /lib/modules the kind tier made. Their
+    leases and kind state go to a directory of this run's own."""
+    if _tier(request.node) not in STAND_IN_TIERS:
+        return
+    base = tmp_path_factory.getbasetemp()
+    monkeypatch.setenv("CNIBENCH_LEASES", str(base / "stand-in-leases"))
+    monkeypatch.setenv("CNIBENCH_KIND_STATE", str(base / "stand-in-kind-state"))

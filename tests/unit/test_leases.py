@@ -269,3 +269,25 @@ def test_lib_modules_marker_is_looked_up_in_the_environment_given(
     assert release_lib_modules(modules_dir=modules, environ={"HOME": str(home)})
     assert not modules.exists()
     assert not marker.exists()
+
+
+def test_kind_state_comes_from_its_variable_else_the_cache(tmp_path: Path) -> None:
+    from cnibench.backends.kube.providers import kind_state_dir
+
+    chosen = tmp_path / "state"
+    assert kind_state_dir({"CNIBENCH_KIND_STATE": str(chosen)}) == chosen
+    assert kind_state_dir({"HOME": str(tmp_path)}) == tmp_path / ".cache/cnibench/kind"
+    assert kind_state_dir({"XDG_CACHE_HOME": str(chosen)}) == chosen / "cnibench/kind"
+
+
+def test_stand_in_tiers_never_see_the_hosts_leases() -> None:
+    """tests/conftest.py gives unit and integration tests a leases root and kind state of the
+    run's own (the kind tier runs beside them)."""
+    import os
+
+    from cnibench.backends.kube.providers import kind_state_dir
+
+    assert leases.leases_root() != leases.SYSTEM_ROOT
+    assert "stand-in-leases" in str(leases.leases_root())
+    assert "stand-in-kind-state" in os.environ["CNIBENCH_KIND_STATE"]
+    assert kind_state_dir() == Path(os.environ["CNIBENCH_KIND_STATE"])

@@ -49,6 +49,7 @@ __all__ = [
     "cluster_hash",
     "kind_create_argv",
     "kind_delete_argv",
+    "kind_state_dir",
     "release_lib_modules",
     "terraform_command",
     "terraform_dir",
@@ -203,6 +204,22 @@ ENGINE_LEASE = "engine"
 """The lease kind held on the container engine (its ``DOCKER_HOST``) a session's clusters run
 in."""
 
+KIND_STATE_VARIABLE = "CNIBENCH_KIND_STATE"
+"""Environment variable naming kind's state directory (configs, kubeconfigs, the marker of a
+``/lib/modules`` cnibench made); tests that drive kind with stand-ins give it their own."""
+
+
+def kind_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$CNIBENCH_KIND_STATE``, else ``~/.cache/cnibench/kind`` (``XDG_CACHE_HOME`` and
+    ``HOME`` of ``environ``, default ``os.environ``)."""
+    env = os.environ if environ is None else environ
+    chosen = env.get(KIND_STATE_VARIABLE)
+    if chosen:
+        return Path(chosen)
+    cache = Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME") or Path.home()) / ".cache")
+    return cache / "cnibench" / "kind"
+
+
 LIB_MODULES = Path("/lib/modules")
 """What kind bind-mounts into every node (tests of the provider pass another directory)."""
 
@@ -213,7 +230,7 @@ class KindProvider:
     Parameters
     ----------
     state_dir:
-        Where configs and kubeconfigs are kept (``~/.cache/cnibench/kind`` by default).
+        Where configs and kubeconfigs are kept (:func:`kind_state_dir` by default).
     images:
         Node image and the images loaded into clusters (``CNIBENCH_IMAGES`` and
         ``CNIBENCH_IMAGE_<NAME>`` when ``None``, as the backend reads them).
@@ -235,8 +252,7 @@ class KindProvider:
         runner: Any = None,
         modules_dir: Path = LIB_MODULES,
     ) -> None:
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-        self.state_dir = state_dir or cache / "cnibench" / "kind"
+        self.state_dir = state_dir or kind_state_dir()
         self.modules_dir = modules_dir
         self.images = images or Images.from_environment(os.environ)
         self.recreate = recreate
@@ -597,10 +613,8 @@ def release_lib_modules(
     a kind cluster or an engine (:mod:`cnibench.leases`): a session in another shell, or a
     kind test tier between its clusters, may be about to make one that needs it.
 
-    ``state_dir`` defaults to ``~/.cache/cnibench/kind`` of ``environ`` (``os.environ``)."""
-    env = os.environ if environ is None else environ
-    cache = Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME") or Path.home()) / ".cache")
-    state = state_dir or cache / "cnibench" / "kind"
+    ``state_dir`` defaults to :func:`kind_state_dir` of ``environ`` (``os.environ``)."""
+    state = state_dir or kind_state_dir(environ)
     marker = state / "created-lib-modules"
     if not marker.is_file():
         return False
