@@ -68,7 +68,7 @@ from scipy import stats as sps
 
 from cnibench import stats
 from cnibench.errors import ConfigError, InsufficientDataError, ResultsError
-from cnibench.report.data import LEVEL, ok_runs
+from cnibench.report.data import LEVEL, ok_runs, run_values
 from cnibench.report.gate_plan import (
     MAX_SESSIONS,
     GatePlan,
@@ -706,7 +706,7 @@ def failed_candidate_runs(candidate: pd.DataFrame) -> list[FailedRun]:
     """
     if candidate.empty:
         return []
-    frame = candidate.reset_index(drop=True)
+    frame = run_values(candidate).reset_index(drop=True)
     keys = frame[list(MATCH_COLUMNS)].astype(str).itertuples(index=False, name=None)
     statuses = frame["status"].astype(str).to_numpy()
     run_ids = frame["run_id"].astype(str).to_numpy()
