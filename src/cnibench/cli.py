@@ -424,7 +424,7 @@ def _run(args: argparse.Namespace) -> int:
     # "egress" runs on every --cni; "baseline@vxlan" or "egress@routed+vxlan" only on those.
     # Condition ids are checked once it is: some depend on it (a Kubernetes CNI's policy
     # conditions name no engine).
-    plan_conditions(registry, args.scenario)
+    plan_conditions(registry, args.scenario, pairs=config.scenario_options.pairs)
     console = Console(stderr=True)
     bar = Progress(
         TextColumn("{task.description}"),
@@ -451,7 +451,12 @@ def _run(args: argparse.Namespace) -> int:
 
     # The session validates every option and picks the backend before anything is shown.
     with BenchSession(config, scenarios=registry) as session:
-        planned = plan_conditions(session.scenarios, args.scenario, args.condition or ())
+        planned = plan_conditions(
+            session.scenarios,
+            args.scenario,
+            args.condition or (),
+            pairs=config.scenario_options.pairs,
+        )
         try:
             outcome = session.run(planned, interleave=not args.sequential, progress=show)
         finally:
