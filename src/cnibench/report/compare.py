@@ -178,6 +178,10 @@ METRIC_DIRECTIONS: Mapping[str, Direction] = MappingProxyType(
         "latency_mean": _LOWER,
         "latency_p50": _LOWER,
         "latency_p99": _LOWER,
+        # sockperf during a --pairs run's iperf3 streams (µs).
+        "latency_under_load_avg": _LOWER,
+        "latency_under_load_p50": _LOWER,
+        "latency_under_load_p99": _LOWER,
         "time_per_request": _LOWER,
         "rtt_mean": _LOWER,
         "rr_mean": _LOWER,

@@ -128,7 +128,14 @@ class BaselineScenario(Scenario):
     """Pod-to-pod datapath cost without any feature switched on, to the pod or a Service."""
 
     name = "baseline"
-    primary_metrics = ("throughput", "latency_avg", "requests_per_second", "cpu", "ram")
+    primary_metrics = (
+        "throughput",
+        "latency_avg",
+        "latency_under_load_avg",
+        "requests_per_second",
+        "cpu",
+        "ram",
+    )
     contrasts = (
         Contrast(
             "cross-node", treatment={"placement": "cross-node"}, control={"placement": "same-node"}
