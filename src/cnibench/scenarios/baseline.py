@@ -118,9 +118,6 @@ thousands of objects (1000 and 5000 took minutes each way on kind, docs/findings
 a condition runs all its repetitions on one set-up (:meth:`BaselineScenario.sequential_reason`)."""
 _LOAD_CONNECTIONS = 50
 _LOAD_THREADS = 2
-UNDER_LOAD_PREFIX = "latency_under_load_"
-"""Prefix of the latency probe's metrics during a ``--pairs`` iperf3 run: sockperf's
-``latency_avg`` is recorded as ``latency_under_load_avg``."""
 PROBE = "latency probe"
 
 
@@ -506,10 +503,12 @@ def _measure_pairs(
     if probe:
         probe_out = _output(done[pairs])
         raw["latency-under-load-sockperf.txt"] = probe_out[0]
+        seen = {m.metric: m.value for m in sockperf.sockperf_measurements(*probe_out)}
         measurements += [
-            Measurement(m.metric.replace("latency_", UNDER_LOAD_PREFIX, 1), m.value, m.unit)
-            for m in sockperf.sockperf_measurements(*probe_out)
-            if m.metric.startswith("latency_")
+            Measurement("latency_under_load_avg", seen["latency_avg"], "us"),
+            Measurement("latency_under_load_p50", seen["latency_p50"], "us"),
+            Measurement("latency_under_load_p99", seen["latency_p99"], "us"),
+            Measurement("latency_under_load_p999", seen["latency_p999"], "us"),
         ]
     for pair, (stream, output) in enumerate(zip(done, outputs, strict=False)):
         measurements += [
