@@ -26,7 +26,7 @@ from cnibench.report.data import ok_runs, pair_rows, run_values
 from cnibench.results import ResultsStore, load_results
 from cnibench.scenarios import build_scenarios
 from cnibench.scenarios.base import Condition, Prepared, Verification
-from cnibench.scenarios.baseline import BaselineScenario
+from cnibench.scenarios.baseline import PROBE_LEAD, BaselineScenario
 from cnibench.scenarios.options import MAX_PAIRS, parse_pairs, parse_scenario_options
 from cnibench.scenarios.pairs import StreamJob, StreamRun, overlap_problem, run_together
 from cnibench.scenarios.profiles import profile_named
@@ -206,6 +206,32 @@ def test_a_stream_that_overlapped_too_little_fails() -> None:
     assert "at least 50 % needed" in problem
 
 
+def test_a_probe_that_outlasts_the_streams_fails() -> None:
+    """sockperf measures from 2 s after it starts: a probe ending after the streams measured
+    part of its latency without their load."""
+    probe = StreamRun("latency probe", 1000.0, 1004.3, None, inside=True)
+    runs = [_stream("pair 0", 0.0, 2.0), _stream("pair 1", 0.0, 2.0), probe]
+    problem, _ = overlap_problem(runs, min_share=0.4)
+    assert problem.startswith("latency probe ended at 4.30 s, after the others' common end")
+    inside = StreamRun("latency probe", 1000.0, 1004.3, None, inside=True)
+    longer = [_stream("pair 0", 0.0, 5.0), _stream("pair 1", 0.0, 5.1), inside]
+    assert overlap_problem(longer)[0] == ""
+
+
+def test_streams_outlast_the_probe_by_its_lead() -> None:
+    scenario = BaselineScenario(parse_scenario_options(pairs="2"))
+    condition = next(c for c in scenario.conditions() if c.id == "cross-node-idle-iperf3-2pairs")
+    prepared = _paired(2, concurrent=3)
+    profile = profile_named("smoke")
+    scenario.measure(None, prepared, condition, profile, 0)  # type: ignore[arg-type]
+    iperf3 = prepared.endpoints["client-1"].calls[0]
+    sockperf = next(c for c in prepared.endpoints["client"].calls if c[0] == "sockperf")
+    stream_seconds = float(iperf3[iperf3.index("-t") + 1])
+    probe_seconds = float(sockperf[sockperf.index("-t") + 1])
+    assert stream_seconds == profile.duration + PROBE_LEAD
+    assert probe_seconds == profile.duration
+
+
 def test_one_stream_has_nothing_to_overlap() -> None:
     assert overlap_problem([_stream("pair 0", 0.0, 2.0)]) == ("", pytest.approx(2.0))
 
@@ -228,7 +254,8 @@ class _CannedPod:
     def run(self, argv: Sequence[str], *, timeout: float) -> CommandResult:
         self.calls.append(tuple(argv))
         self.gate.wait(timeout)
-        threading.Event().wait(0.2)
+        # Streams outlast the probe, as PROBE_LEAD makes them on a real cluster.
+        threading.Event().wait(0.4 if argv[0] == "iperf3" else 0.2)
         if argv[0] == "iperf3":
             out = IPERF3_TCP
         elif argv[0] == "sockperf":

@@ -32,12 +32,14 @@ records' ``pair``), their aggregate as the run's value (``pair`` ``None``: the s
 throughputs; what statistics use) and each pair's ``pair_start``/``pair_end``; a run whose
 streams did not overlap fails with the reason. Under iperf3 a sockperf ping-pong probe runs
 from the first pair's client during the streams, recorded as ``latency_under_load_avg``,
-``_p50``, ``_p99`` and ``_p999``. The other tools (wrk, ab, curl: many connections of their
-own) keep one client.
+``_p50``, ``_p99`` and ``_p999``; the streams then last :data:`PROBE_LEAD` seconds more than
+the profile's duration, so the probe's measurement lies within them. The other tools (wrk, ab,
+curl: many connections of their own) keep one client.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -119,6 +121,13 @@ a condition runs all its repetitions on one set-up (:meth:`BaselineScenario.sequ
 _LOAD_CONNECTIONS = 50
 _LOAD_THREADS = 2
 PROBE = "latency probe"
+PROBE_LEAD = 3.0
+"""Seconds a ``--pairs`` iperf3 run's streams last beyond the profile's duration when a
+latency probe runs beside them: sockperf waits 2 s after it connects before it starts
+measuring (seen on the lab: "Starting test" 2.0 s after its warm-up line), so streams of the
+probe's own length would end as its measurement began. With the lead, the probe's whole
+measurement lies within the streams, which :func:`overlap_problem` checks (the probe must end
+first)."""
 
 
 class BaselineScenario(Scenario):
@@ -465,6 +474,8 @@ def _measure_pairs(
     if run is None or run.combine is None:
         raise ConfigError(f"baseline tool {tool!r} does not run client/server pairs")
     kind = _server_kind(tool, run)
+    probe = tool != sockperf.TOOL
+    streams = dataclasses.replace(profile, duration=profile.duration + PROBE_LEAD)
     jobs = []
     for pair in range(pairs):
         server: Endpoint = prepared.endpoints[_role("server", pair)]
@@ -473,11 +484,10 @@ def _measure_pairs(
             StreamJob(
                 f"pair {pair}",
                 prepared.endpoints[_role("client", pair)],
-                run.argv(target, profile),
-                run.timeout(profile),
+                run.argv(target, streams if probe else profile),
+                run.timeout(streams if probe else profile),
             )
         )
-    probe = tool != sockperf.TOOL
     if probe:
         server0: Endpoint = prepared.endpoints["server"]
         target = ToolTarget(server0.ip, DEFAULT_PORTS[WorkloadKind.SOCKPERF_SERVER])
@@ -489,6 +499,7 @@ def _measure_pairs(
                 prepared.endpoints["client"],
                 probe_run.argv(target, profile),
                 probe_run.timeout(profile),
+                inside=True,
             )
         )
     done = run_together(jobs)

@@ -55,12 +55,15 @@ class StreamJob:
         The command.
     timeout:
         Seconds it may take (then the backend kills it: :meth:`Endpoint.run`).
+    inside:
+        Whether it must end before every other job does (a probe of the others' load).
     """
 
     name: str
     client: Endpoint
     argv: Sequence[str]
     timeout: float
+    inside: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ class StreamRun:
         Its output, or ``None`` when it failed.
     error:
         Why it failed (``None`` when it ran).
+    inside:
+        :attr:`StreamJob.inside`.
     """
 
     name: str
@@ -85,6 +90,7 @@ class StreamRun:
     ended: float
     result: CommandResult | None
     error: CnibenchError | None = None
+    inside: bool = False
 
     @property
     def seconds(self) -> float:
@@ -120,16 +126,21 @@ def run_together(jobs: Sequence[StreamJob]) -> list[StreamRun]:
         except threading.BrokenBarrierError:
             now = time.time()
             runs[index] = StreamRun(
-                job.name, now, now, None, ToolError(f"{job.name} never started: a thread lagged")
+                job.name,
+                now,
+                now,
+                None,
+                ToolError(f"{job.name} never started: a thread lagged"),
+                job.inside,
             )
             return
         started = time.time()
         try:
             result = job.client.run(job.argv, timeout=job.timeout)
         except CnibenchError as exc:
-            runs[index] = StreamRun(job.name, started, time.time(), None, exc)
+            runs[index] = StreamRun(job.name, started, time.time(), None, exc, job.inside)
             return
-        runs[index] = StreamRun(job.name, started, time.time(), result)
+        runs[index] = StreamRun(job.name, started, time.time(), result, None, job.inside)
 
     threads = [
         threading.Thread(target=work, args=(i, job), name=f"cnibench-{job.name}", daemon=True)
@@ -155,7 +166,8 @@ def overlap_problem(
     runs:
         The streams of one run (their ``started``/``ended``).
     min_share:
-        Share of its own length each stream must overlap the window all the others shared.
+        Share of its own length each stream must overlap the window all the others shared;
+        a stream marked ``inside`` (a probe) must moreover end before all the others do.
 
     Returns
     -------
@@ -182,6 +194,12 @@ def overlap_problem(
         low = max(r.started for r in others)
         high = min(r.ended for r in others)
         common = max(0.0, min(high, run.ended) - max(low, run.started))
+        if run.inside and run.ended > high:
+            return (
+                f"{run.name} ended at {run.ended - origin:.2f} s, after the others' common end"
+                f" at {high - origin:.2f} s: part of it ran without their load",
+                shared,
+            )
         if run.seconds <= 0 or common < min_share * run.seconds:
             share = 0.0 if run.seconds <= 0 else common / run.seconds
             return (
