@@ -442,7 +442,7 @@ def _run(args: argparse.Namespace) -> int:
     # "egress" runs on every --cni; "baseline@vxlan" or "egress@routed+vxlan" only on those.
     # Condition ids are checked once it is: some depend on it (a Kubernetes CNI's policy
     # conditions name no engine).
-    plan_conditions(registry, args.scenario)
+    plan_conditions(registry, args.scenario, pairs=config.scenario_options.pairs)
     console = Console(stderr=True)
     bar = Progress(
         TextColumn("{task.description}"),
@@ -469,7 +469,12 @@ def _run(args: argparse.Namespace) -> int:
 
     # The session validates every option and picks the backend before anything is shown.
     with BenchSession(config, scenarios=registry) as session:
-        planned = plan_conditions(session.scenarios, args.scenario, args.condition or ())
+        planned = plan_conditions(
+            session.scenarios,
+            args.scenario,
+            args.condition or (),
+            pairs=config.scenario_options.pairs,
+        )
         try:
             outcome = session.run(planned, interleave=not args.sequential, progress=show)
         finally:
@@ -501,7 +506,9 @@ def _print_table(
 ) -> None:
     """The estimate and interval of each condition's headline metrics
     (:meth:`Scenario.headline_metrics`), in the order the scenario gives them: the geometric
-    mean of a positive quantity, the mean of a signed one, ``k/n`` of a yes/no one."""
+    mean of a positive quantity, the mean of a signed one, ``k/n`` of a yes/no one. A
+    ``--pairs`` condition's row is its runs' aggregates, with the smallest and largest single
+    pair's value beside it (``pairs 1.2G–1.4G``)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -541,6 +548,12 @@ def _print_table(
                 else f"[{format_number(summary.low)}, {format_number(summary.high)}]"
             )
             shown = format_number(summary.estimate)
+            per_pair = result.pair_values(metric)
+            spread = (
+                f", pairs {format_number(min(per_pair))}–{format_number(max(per_pair))}"
+                if per_pair
+                else ""
+            )
             if summary.successes >= 0:
                 shown = f"{summary.successes}/{summary.n} = {format_number(summary.estimate)}"
             table.add_row(
@@ -554,7 +567,8 @@ def _print_table(
                 summary.unit,
                 ("verified" if result.verified else "NOT verified")
                 + (f", {failed} failed" if failed else "")
-                + (f", {summary.flagged} outlying run(s) flagged" if summary.flagged else ""),
+                + (f", {summary.flagged} outlying run(s) flagged" if summary.flagged else "")
+                + spread,
             )
     console.print(table)
     for result in results:

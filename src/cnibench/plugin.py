@@ -325,11 +325,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "condition" in metafunc.fixturenames and not _parametrizes(metafunc, "condition"):
         # A test marked with a scenario gets every condition of that scenario as configured
         # by --weights/--users/--rules/--clients/--engine, planned as cnibench run plans.
+        from cnibench.errors import ConfigError
         from cnibench.session import plan_conditions
 
         names = [m.name for m in metafunc.definition.iter_markers() if m.name in SCENARIO_MARKERS]
         if names:
-            planned = plan_conditions(_scenarios(metafunc.config), [names[0]])
+            pairs = _session_config(metafunc.config).scenario_options.pairs
+            try:
+                planned = plan_conditions(_scenarios(metafunc.config), [names[0]], pairs=pairs)
+            except ConfigError as exc:  # --pairs N for a scenario of one pair
+                raise pytest.UsageError(str(exc)) from None
             conditions = [p.condition for p in planned]
             metafunc.parametrize("condition", conditions, ids=[c.id for c in conditions])
 

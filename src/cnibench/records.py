@@ -67,11 +67,16 @@ class Measurement:
         The value in ``unit``; ``nan`` for a failed run.
     unit:
         Unit of ``value``, e.g. ``"bits/s"``, ``"us"``, ``"%"``, ``"MB"``, ``"requests/s"``.
+    pair:
+        With ``--pairs``: the 0-based client/server pair that measured it (one of several
+        streams run at once); ``None`` for the run's own value (the aggregate of its pairs,
+        or the one client of a run without pairs), the only value statistics use.
     """
 
     metric: str
     value: float
     unit: str
+    pair: int | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,12 @@ class RunRecord:
         Key of the session's :class:`Environment` fingerprint.
     options:
         Backend options that shaped the set-up (encryption, mode, ...).
+    pair:
+        :attr:`Measurement.pair`: the 0-based client/server pair of a ``--pairs`` run that
+        measured this value, or ``None`` for the run's value (its aggregate over the pairs,
+        or a run without pairs). Statistics, verdicts and comparisons read only ``None``
+        rows, so one run is one sample however many pairs it ran; files written before the
+        field existed load with ``None``.
     """
 
     session_id: str
@@ -135,6 +146,7 @@ class RunRecord:
     reason: str = ""
     environment_id: str = ""
     options: Mapping[str, ParamValue] = field(default_factory=dict)
+    pair: int | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         """Plain-JSON form (what the results store writes)."""
@@ -150,6 +162,8 @@ class RunRecord:
         values = dict(data)
         values["status"] = RunStatus(values.get("status", "ok"))
         values["value"] = float("nan") if values["value"] is None else float(values["value"])
+        pair = values.get("pair")
+        values["pair"] = None if pair is None else int(pair)
         return cls(**values)
 
 

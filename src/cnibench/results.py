@@ -96,6 +96,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "scenario",
     "condition",
     "repetition",
+    "pair",
     "metric",
     "value",
     "unit",
@@ -108,9 +109,12 @@ RESULT_COLUMNS: tuple[str, ...] = (
 )
 """Fixed leading columns of :func:`load_results`, in order.
 
-``time`` is ``datetime64[ns, UTC]``, ``repetition`` int64, ``value`` float64 (``NaN`` for
-failed runs), ``verified`` bool, ``options`` and ``parameters`` JSON text (keys sorted); the
-other columns are text. They are followed by one ``param_<name>`` column per scenario parameter,
+``time`` is ``datetime64[ns, UTC]``, ``repetition`` int64, ``pair`` nullable Int64 (the
+client/server pair of a ``--pairs`` run that measured a per-pair value; ``<NA>`` for the run's
+own value, its aggregate, which is the only one statistics read:
+:func:`cnibench.report.data.ok_runs`), ``value`` float64 (``NaN`` for failed runs),
+``verified`` bool, ``options`` and ``parameters`` JSON text (keys sorted); the other columns
+are text. They are followed by one ``param_<name>`` column per scenario parameter,
 sorted by name.
 
 ``run_id`` names one run in the frame. A run's id is unique within its session (its file is
@@ -151,7 +155,9 @@ OnError = Literal["raise", "warn"]
 _SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TEMP_RE = re.compile(r"^\.(?P<name>.+)\.tmp-(?P<pid>[0-9]+)-[0-9a-f]+$")
 _STRING_COLUMNS = tuple(
-    column for column in RESULT_COLUMNS if column not in {"time", "repetition", "value", "verified"}
+    column
+    for column in RESULT_COLUMNS
+    if column not in {"time", "repetition", "pair", "value", "verified"}
 )
 
 
@@ -770,6 +776,7 @@ def _records_frame(rows: list[dict[str, Any]], param_names: Sequence[str]) -> pd
         pd.to_datetime([row["time"] for row in rows], utc=True), dtype="datetime64[ns, UTC]"
     )
     columns["repetition"] = pd.Series([row["repetition"] for row in rows], dtype="int64")
+    columns["pair"] = pd.Series([row["pair"] for row in rows], dtype="Int64")
     columns["value"] = pd.Series([row["value"] for row in rows], dtype="float64")
     columns["verified"] = pd.Series([row["verified"] for row in rows], dtype="bool")
     frame = pd.DataFrame({column: columns[column] for column in RESULT_COLUMNS})
@@ -928,6 +935,7 @@ def load_results(
                         "scenario": record.scenario,
                         "condition": record.condition,
                         "repetition": record.repetition,
+                        "pair": record.pair,
                         "metric": record.metric,
                         "value": record.value,
                         "unit": record.unit,

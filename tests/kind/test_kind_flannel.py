@@ -18,7 +18,7 @@ import pytest
 
 from cnibench.backends.kube.providers import ENGINE_LEASE, KIND_CLUSTER_LEASE
 from cnibench.errors import SetupError
-from cnibench.results import load_results
+from cnibench.results import load_environments, load_results
 from cnibench.session import BenchSession, SessionConfig
 
 from .kind_support import (
@@ -154,6 +154,94 @@ def test_a_pod_never_ready_fails_its_condition_with_the_reason_and_the_session_g
     assert set(failed_rows.condition) == {first.id}
     assert failed_rows.reason.str.contains("ErrImageNeverPull").all()
     assert set(frame[frame.status == "ok"].condition) == {second.id}
+
+
+PAIRED = ("cross-node-idle-iperf3", "cross-node-idle-sockperf")
+"""The conditions ``--pairs`` runs as N client/server pairs (iperf3's throughput and the
+latency condition), across nodes."""
+
+
+@pytest.fixture(scope="module", params=[1, 4], ids=["1pair", "4pairs"])
+def flannel_pairs(
+    request: pytest.FixtureRequest,
+    flannel_baseline: pd.DataFrame,
+    offline_images: dict[str, str],
+    kind_results: Path,
+) -> tuple[int, pd.DataFrame, Path]:
+    """``cnibench run --pairs N`` of the paired cross-node conditions on the kept cluster."""
+    pairs: int = request.param
+    suffix = f"-{pairs}pair{'s' if pairs != 1 else ''}"
+    results = kind_results / f"flannel-pairs-{pairs}"
+    cnibench(
+        *_run_args(
+            results, "--scenario", "baseline", "--pairs", str(pairs),
+            *condition_args(c + suffix for c in PAIRED),
+        ),
+        env=offline_images,
+        timeout=1800,
+    )  # fmt: skip
+    return pairs, load_results(results), results
+
+
+def test_pairs_record_each_pair_beside_their_sum(
+    flannel_pairs: tuple[int, pd.DataFrame, Path],
+) -> None:
+    pairs, frame, _ = flannel_pairs
+    assert set(frame["status"]) == {"ok"}
+    assert bool(frame["verified"].all())
+    iperf3 = frame[frame["condition"].str.contains("iperf3")]
+    assert set(iperf3["param_pairs"].astype(int)) == {pairs}
+    for run_id, run in iperf3.groupby("run_id"):
+        throughput = run[run["metric"] == "throughput"]
+        per_pair = throughput[throughput["pair"].notna()]
+        (aggregate,) = throughput[throughput["pair"].isna()]["value"]
+        assert sorted(per_pair["pair"].astype(int)) == list(range(pairs)), run_id
+        assert aggregate == pytest.approx(per_pair["value"].sum(), rel=1e-9), run_id
+        assert (per_pair["value"] / 1e9).between(0.01, 400).all(), per_pair["value"].tolist()
+        probe = run[(run["metric"] == "latency_under_load_avg") & run["pair"].isna()]
+        assert probe["value"].between(1, 1_000_000).all()
+        assert len(probe) == 1
+    sockperf = frame[frame["condition"].str.contains("sockperf")]
+    for run_id, run in sockperf.groupby("run_id"):
+        latency = run[run["metric"] == "latency_avg"]
+        assert sorted(latency["pair"].dropna().astype(int)) == list(range(pairs)), run_id
+        assert latency["pair"].isna().sum() == 1
+
+
+def test_pairs_ran_at_the_same_time(flannel_pairs: tuple[int, pd.DataFrame, Path]) -> None:
+    pairs, frame, _ = flannel_pairs
+    for run_id, run in frame.groupby("run_id"):
+        starts = run[run["metric"] == "pair_start"].set_index("pair")["value"]
+        ends = run[run["metric"] == "pair_end"].set_index("pair")["value"]
+        assert len(starts) == len(ends) == pairs, run_id
+        assert starts.max() < ends.min(), run_id
+
+
+def test_each_pair_s_pods_sit_on_the_nodes_the_placement_names(
+    flannel_pairs: tuple[int, pd.DataFrame, Path],
+) -> None:
+    """The environment file names each node's role (placement.py's choice); every pair's
+    client pod ran on the client node and its server pod on the server node, as the
+    verification observed them (the node a pod runs on, read back, not assumed)."""
+    pairs, _, results = flannel_pairs
+    (environment,) = load_environments(results).itertuples()
+    roles = {name: node["role"] for name, node in json.loads(environment.nodes).items()}
+    client_nodes = [name for name, role in roles.items() if "client" in role.split("+")]
+    server_nodes = [name for name, role in roles.items() if "server" in role.split("+")]
+    assert len(client_nodes) == 1
+    assert len(server_nodes) == 1
+    assert client_nodes != server_nodes
+    for condition in PAIRED:
+        suffix = f"-{pairs}pair{'s' if pairs != 1 else ''}"
+        (proof,) = results.glob(f"*/verification-baseline-*-{condition}{suffix}.json")
+        evidence = json.loads(proof.read_text())
+        assert evidence["ok"] is True, evidence
+        assert evidence["pairs"] == pairs
+        for pair in range(pairs):
+            assert evidence[f"pair{pair}_client_node"] == client_nodes[0], evidence
+            assert evidence[f"pair{pair}_server_node"] == server_nodes[0], evidence
+            assert evidence[f"pair{pair}_client_pod"] == f"bl-cli-p{pair}"
+            assert evidence[f"pair{pair}_server_pod"] == f"bl-srv-p{pair}"
 
 
 SKIPPED_HERE = {

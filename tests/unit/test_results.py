@@ -43,6 +43,7 @@ FIXED_COLUMNS = [
     "scenario",
     "condition",
     "repetition",
+    "pair",
     "metric",
     "value",
     "unit",

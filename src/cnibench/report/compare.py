@@ -68,7 +68,7 @@ from scipy import stats as sps
 
 from cnibench import stats
 from cnibench.errors import ConfigError, InsufficientDataError, ResultsError
-from cnibench.report.data import LEVEL, ok_runs
+from cnibench.report.data import LEVEL, ok_runs, run_values
 from cnibench.report.gate_plan import (
     MAX_SESSIONS,
     GatePlan,
@@ -178,6 +178,10 @@ METRIC_DIRECTIONS: Mapping[str, Direction] = MappingProxyType(
         "latency_mean": _LOWER,
         "latency_p50": _LOWER,
         "latency_p99": _LOWER,
+        # sockperf during a --pairs run's iperf3 streams (µs).
+        "latency_under_load_avg": _LOWER,
+        "latency_under_load_p50": _LOWER,
+        "latency_under_load_p99": _LOWER,
         "time_per_request": _LOWER,
         "rtt_mean": _LOWER,
         "rr_mean": _LOWER,
@@ -706,7 +710,7 @@ def failed_candidate_runs(candidate: pd.DataFrame) -> list[FailedRun]:
     """
     if candidate.empty:
         return []
-    frame = candidate.reset_index(drop=True)
+    frame = run_values(candidate).reset_index(drop=True)
     keys = frame[list(MATCH_COLUMNS)].astype(str).itertuples(index=False, name=None)
     statuses = frame["status"].astype(str).to_numpy()
     run_ids = frame["run_id"].astype(str).to_numpy()

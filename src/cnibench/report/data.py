@@ -40,7 +40,9 @@ __all__ = [
     "load_split_records",
     "metric_unit",
     "ok_runs",
+    "pair_rows",
     "request_time_summary",
+    "run_values",
     "session_dirs",
 ]
 
@@ -85,8 +87,30 @@ def _require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> 
         raise ConfigError(f"{what} needs column(s) {missing}; got {list(frame.columns)}")
 
 
+def run_values(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows holding a run's own value: every row but the per-pair values of a ``--pairs``
+    run (``pair`` set), so one run is one sample whatever its number of pairs (its value is
+    the aggregate of its pairs). A frame without a ``pair`` column (older exports) is all run
+    values."""
+    if "pair" not in df.columns:
+        return df
+    rows: pd.DataFrame = df[df["pair"].isna().to_numpy(dtype=bool)]
+    return rows
+
+
+def pair_rows(df: pd.DataFrame) -> Any:
+    """The per-pair values of ``--pairs`` runs (``pair`` set): the spread across pairs shown
+    beside a run's aggregate, never a sample of any statistic."""
+    if "pair" not in df.columns:
+        return df.iloc[0:0]
+    return df[df["pair"].notna().to_numpy(dtype=bool)]
+
+
 def ok_runs(df: pd.DataFrame, *, scenario: str | None = None, metric: str | None = None) -> Any:
     """Rows of successful runs with a finite value, optionally of one scenario and metric.
+
+    Only run values (:func:`run_values`): the per-pair values of a ``--pairs`` run never
+    enter a statistic, its aggregate does.
 
     Parameters
     ----------
@@ -102,6 +126,8 @@ def ok_runs(df: pd.DataFrame, *, scenario: str | None = None, metric: str | None
     """
     _require_columns(df, ("status", "value", "scenario", "metric"), "ok_runs")
     mask = (df["status"] == "ok") & np.isfinite(df["value"].to_numpy(dtype=np.float64))
+    if "pair" in df.columns:
+        mask &= df["pair"].isna().to_numpy(dtype=bool)
     if scenario is not None:
         mask &= df["scenario"] == scenario
     if metric is not None:

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from cnibench.backends.base import NodeRole
+from cnibench.report.data import run_values
 
 __all__ = [
     "AGENT_METRICS",
@@ -104,12 +105,14 @@ def with_derived_metrics(df: pd.DataFrame) -> pd.DataFrame:
     if metrics.isin(DERIVED).any():
         return df
     wanted = metrics.str.contains("@", regex=False) | metrics.isin([w for _, w, *_ in WORK_UNITS])
+    if "pair" in df.columns:  # a --pairs run's per-pair values are not the run's
+        wanted &= df["pair"].isna().to_numpy(dtype=bool)
     candidates = df[wanted & (df["status"] == "ok")] if "status" in df.columns else df[wanted]
     if candidates.empty:
         return df
     # A run is (session, run id): two sessions of one configuration repeat run ids.
     key = ["session_id", "run_id"] if "session_id" in df.columns else ["run_id"]
-    first = df.drop_duplicates(key).set_index(key)
+    first = run_values(df).drop_duplicates(key).set_index(key)
     added: list[dict[str, object]] = []
     for run_key, run in candidates.groupby(key, sort=False):
         values = {str(m): float(v) for m, v in zip(run["metric"], run["value"], strict=True)}

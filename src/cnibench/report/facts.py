@@ -143,11 +143,12 @@ class Facts:
     def of(cls, directory: Path, *, reference: str | None = None) -> Facts:
         """The facts of a results directory (every session, as a study pools them)."""
         from cnibench.report import verdict
+        from cnibench.report.data import run_values
         from cnibench.report.derived import with_derived_metrics
         from cnibench.results import load_environments, load_results
 
         df = load_results(directory, sessions="all")
-        ok = df[(df["status"] == "ok") & df["verified"]]
+        ok = run_values(df[(df["status"] == "ok") & df["verified"]])
         account = directory / "study.json"
         wall = json.loads(account.read_text()).get("wall_seconds") if account.exists() else None
         return cls(

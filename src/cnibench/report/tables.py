@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cnibench.errors import ConfigError, InsufficientDataError
-from cnibench.report.data import high_retransmit_runs, ok_runs
+from cnibench.report.data import high_retransmit_runs, ok_runs, pair_rows
 from cnibench.scenarios.base import with_companions
 
 __all__ = [
@@ -29,6 +29,10 @@ __all__ = [
 
 AVG_ROW = "Avg"
 STD_ROW = "Std Dev"
+PAIR_SPREAD_METRICS = ("throughput", "latency_avg")
+"""Metrics of a ``--pairs`` run whose spread across its pairs :func:`table_runs` shows beside
+the run's aggregate (``"throughput CV across pairs"``)."""
+PAIR_SPREAD_SUFFIX = " CV across pairs"
 
 
 def table_runs(
@@ -59,7 +63,10 @@ def table_runs(
     pandas.DataFrame
         Index ``"Run 1"`` ... ``"Run n"`` (successful runs by run time), then ``"Avg"`` and
         ``"Std Dev"`` (sample std, ddof=1; NaN with one run); columns ``"<metric> [<unit>]"``,
-        values in the recorded unit. A run whose retransmit rate exceeds
+        values in the recorded unit. A run of several client/server pairs (``--pairs``) is
+        one row with its aggregate; beside each of :data:`PAIR_SPREAD_METRICS` a column
+        ``"<metric> CV across pairs"`` gives the spread of its pairs (sample std over mean,
+        ddof=1; NaN with one pair). A run whose retransmit rate exceeds
         :data:`~cnibench.report.data.RETRANSMIT_RATE_BOUND` is marked in its label
         (``"Run 3 ⚠ retransmits 13 %"``, :func:`retransmit_mark`).
         ``df.attrs["run_ids"]`` lists the run ids of the rows. Failed runs are not rows: they
@@ -97,6 +104,7 @@ def table_runs(
     order = rows.drop_duplicates("run_id").sort_values(["time", "run_id"])["run_id"].tolist()
     wide = rows.pivot_table(index="run_id", columns="metric", values="value", aggfunc="mean")
     wide = wide.reindex(index=order, columns=chosen)
+    chosen, wide = _with_pair_spread(df, rows, chosen, wide, scenario, condition)
     values = wide.to_numpy(dtype=np.float64)
     mean = np.nanmean(values, axis=0) if len(order) else np.full(len(chosen), math.nan)
     counts = np.sum(np.isfinite(values), axis=0)
@@ -124,6 +132,47 @@ def table_runs(
     )
     table.attrs["run_ids"] = order
     return table
+
+
+def _with_pair_spread(
+    df: pd.DataFrame,
+    rows: pd.DataFrame,
+    chosen: list[str],
+    wide: pd.DataFrame,
+    scenario: str,
+    condition: str,
+) -> tuple[list[str], pd.DataFrame]:
+    """``chosen`` and ``wide`` with a ``"<metric> CV across pairs"`` column after each of
+    :data:`PAIR_SPREAD_METRICS` whose runs (``rows``' run ids) recorded per-pair values."""
+    pairs = pair_rows(df)
+    if pairs.empty:
+        return chosen, wide
+    pairs = pairs[
+        (pairs["status"] == "ok")
+        & (pairs["scenario"] == scenario)
+        & (pairs["condition"] == condition)
+        & pairs["run_id"].isin(rows["run_id"])
+    ]
+    out_columns: list[str] = []
+    for metric in chosen:
+        out_columns.append(metric)
+        per_pair = pairs[pairs["metric"] == metric]
+        if metric not in PAIR_SPREAD_METRICS or per_pair.empty:
+            continue
+        spread = per_pair.groupby("run_id")["value"].agg(_coefficient_of_variation)
+        name = metric + PAIR_SPREAD_SUFFIX
+        wide = wide.assign(**{name: spread.reindex(wide.index)})
+        out_columns.append(name)
+    return out_columns, wide[out_columns]
+
+
+def _coefficient_of_variation(values: pd.Series) -> float:
+    """Sample std (ddof=1) over the mean; NaN for one value or a mean of 0."""
+    array = values.to_numpy(dtype=np.float64)
+    mean = float(np.mean(array)) if len(array) else math.nan
+    if len(array) < 2 or mean == 0:
+        return math.nan
+    return float(np.std(array, ddof=1)) / mean
 
 
 def retransmit_mark(rate: float) -> str:

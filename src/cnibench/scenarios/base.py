@@ -256,6 +256,11 @@ class Scenario(abc.ABC):
     """Whether the verdict compares each backend's observed share (``share@<backend>``) with
     its configured weight (``split``); the condition's ``weights`` parameter holds them."""
 
+    runs_pairs: bool = False
+    """Whether the scenario runs several client/server pairs at once with ``--pairs N``
+    (N > 1; the baseline's iperf3 and sockperf conditions). Planning refuses ``--pairs`` above
+    1 for every scenario that does not (:func:`cnibench.session.plan_conditions`)."""
+
     def headline_metrics(self, condition: Condition) -> tuple[str, ...]:
         """Metrics ``cnibench run``'s table shows for ``condition``, in order: what the
         scenario exists to measure. Default :attr:`primary_metrics` with

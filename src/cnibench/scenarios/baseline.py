@@ -22,14 +22,28 @@ bulk, and the measured one last, so the time from the measured Service stored (i
 endpoint) until it answers is how long the proxy took to program the batch:
 ``service_programming_time``, beside ``service_creation_time`` (the API calls), once per set-up,
 with the first run.
+
+With ``--pairs N`` (:attr:`ScenarioOptions.pairs`) the conditions of every tool that can
+combine clients (:attr:`ClientMeasurement.combine`: iperf3, sockperf) run N client/server
+pairs at once, e.g. ``cross-node-idle-iperf3-4pairs`` with the parameter ``pairs`` 4: N server
+pods on the server node, N client pods on the client node (or the server's), all clients
+started together (:mod:`cnibench.scenarios.pairs`). A run records each pair's values (the
+records' ``pair``), their aggregate as the run's value (``pair`` ``None``: the sum of the
+throughputs; what statistics use) and each pair's ``pair_start``/``pair_end``; a run whose
+streams did not overlap fails with the reason. Under iperf3 a sockperf ping-pong probe runs
+from the first pair's client during the streams, recorded as ``latency_under_load_avg``,
+``_p50``, ``_p99`` and ``_p999``; the streams then last :data:`PROBE_LEAD` seconds more than
+the profile's duration, so the probe's measurement lies within them. The other tools (wrk, ab,
+curl: many connections of their own) keep one client.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cnibench.backends.base import (
@@ -42,7 +56,7 @@ from cnibench.backends.base import (
     WorkloadKind,
     WorkloadSpec,
 )
-from cnibench.errors import CnibenchError, ConfigError
+from cnibench.errors import CnibenchError, ConfigError, ToolError
 from cnibench.records import Measurement, ParamValue
 from cnibench.scenarios.base import (
     OTHER_THAN_CONTROL,
@@ -54,8 +68,9 @@ from cnibench.scenarios.base import (
     Verification,
 )
 from cnibench.scenarios.options import DEFAULT_OPTIONS, ScenarioOptions
+from cnibench.scenarios.pairs import StreamJob, StreamRun, overlap_problem, run_together
 from cnibench.scenarios.profiles import Profile
-from cnibench.tools import wrk
+from cnibench.tools import sockperf, wrk
 from cnibench.tools.registry import ClientMeasurement, ToolTarget, client_tools
 from cnibench.waiting import poll_until
 
@@ -105,13 +120,28 @@ thousands of objects (1000 and 5000 took minutes each way on kind, docs/findings
 a condition runs all its repetitions on one set-up (:meth:`BaselineScenario.sequential_reason`)."""
 _LOAD_CONNECTIONS = 50
 _LOAD_THREADS = 2
+PROBE = "latency probe"
+PROBE_LEAD = 3.0
+"""Seconds a ``--pairs`` iperf3 run's streams last beyond the profile's duration when a
+latency probe runs beside them: sockperf waits 2 s after it connects before it starts
+measuring (seen on the lab: "Starting test" 2.0 s after its warm-up line), so streams of the
+probe's own length would end as its measurement began. With the lead, the probe's whole
+measurement lies within the streams, which :func:`overlap_problem` checks (the probe must end
+first)."""
 
 
 class BaselineScenario(Scenario):
     """Pod-to-pod datapath cost without any feature switched on, to the pod or a Service."""
 
     name = "baseline"
-    primary_metrics = ("throughput", "latency_avg", "requests_per_second", "cpu", "ram")
+    primary_metrics = (
+        "throughput",
+        "latency_avg",
+        "latency_under_load_avg",
+        "requests_per_second",
+        "cpu",
+        "ram",
+    )
     contrasts = (
         Contrast(
             "cross-node", treatment={"placement": "cross-node"}, control={"placement": "same-node"}
@@ -134,17 +164,36 @@ class BaselineScenario(Scenario):
         ),
     )
 
+    runs_pairs = True
+
     def __init__(self, options: ScenarioOptions | None = None) -> None:
         self.options = options or DEFAULT_OPTIONS
 
     def conditions(self) -> list[Condition]:
         """(placement, load, tool) combinations, e.g. ``cross-node-idle-iperf3``, each to the
         pod and through every Service target, proxy and table size asked for, e.g.
-        ``cross-node-idle-iperf3-service-nftables-5000svc``."""
+        ``cross-node-idle-iperf3-service-nftables-5000svc``; with ``--pairs N`` a tool that
+        combines clients runs N pairs to the pod, e.g. ``cross-node-idle-iperf3-4pairs``."""
         out = []
-        for placement, load, tool in itertools.product(PLACEMENTS, LOADS, _client_runs()):
+        runs = _client_runs()
+        for placement, load, tool in itertools.product(PLACEMENTS, LOADS, runs):
             base = f"{placement}-{load}-{tool}"
-            parameters = {"placement": placement, "load": load, "tool": tool}
+            parameters: dict[str, ParamValue] = {
+                "placement": placement,
+                "load": load,
+                "tool": tool,
+            }
+            pairs = self.options.pairs
+            if pairs is not None and runs[tool].combine is not None:
+                # --pairs measures pod to pod only (parse_scenario_options).
+                out.append(
+                    Condition(
+                        self.name,
+                        f"{base}-{pairs}pair{'s' if pairs != 1 else ''}",
+                        {**parameters, "pairs": pairs},
+                    )
+                )
+                continue
             for target in self.options.targets:
                 if target == "pod":
                     out.append(Condition(self.name, base, parameters))
@@ -189,12 +238,24 @@ class BaselineScenario(Scenario):
         prepared = Prepared()
         same = condition.parameters["placement"] == "same-node"
         servers = _server_workloads()
-        prepared.endpoints["server"] = cluster.place(
-            "bl-srv", role=NodeRole.SERVER, workloads=servers
-        )
-        prepared.endpoints["client"] = cluster.place(
-            "bl-cli", role=NodeRole.SERVER if same else NodeRole.CLIENT
-        )
+        pairs = _pairs(condition)
+        if pairs is None:
+            prepared.endpoints["server"] = cluster.place(
+                "bl-srv", role=NodeRole.SERVER, workloads=servers
+            )
+            prepared.endpoints["client"] = cluster.place(
+                "bl-cli", role=NodeRole.SERVER if same else NodeRole.CLIENT
+            )
+        else:
+            # Every server first (each listening once placed), then every client.
+            for pair in range(pairs):
+                prepared.endpoints[_role("server", pair)] = cluster.place(
+                    f"bl-srv-p{pair}", role=NodeRole.SERVER, workloads=servers
+                )
+            for pair in range(pairs):
+                prepared.endpoints[_role("client", pair)] = cluster.place(
+                    f"bl-cli-p{pair}", role=NodeRole.SERVER if same else NodeRole.CLIENT
+                )
         if condition.parameters["load"] == "loaded":
             prepared.endpoints["load-server"] = cluster.place(
                 "bl-lsrv",
@@ -234,7 +295,11 @@ class BaselineScenario(Scenario):
         super().cleanup(cluster, prepared)
 
     def verify(self, cluster: Cluster, prepared: Prepared, condition: Condition) -> Verification:
-        """Pods run on the intended nodes and the client reaches the server."""
+        """Pods run on the intended nodes and the client reaches the server (every pair's,
+        with ``--pairs``)."""
+        pairs = _pairs(condition)
+        if pairs is not None:
+            return _verify_pairs(prepared, condition, pairs)
         server: Endpoint = prepared.endpoints["server"]
         client: Endpoint = prepared.endpoints["client"]
         want_same = condition.parameters["placement"] == "same-node"
@@ -301,11 +366,16 @@ class BaselineScenario(Scenario):
         tool = str(condition.parameters["tool"])
         client: Endpoint = prepared.endpoints["client"]
         server = _Target.of(prepared)
+        pairs = _pairs(condition)
         background = (
             _BackgroundLoad.start(prepared) if "load-client" in prepared.endpoints else None
         )
+        verification: Verification | None = None
         try:
-            measurements, raw = _measure(tool, client, server, profile)
+            if pairs is None:
+                measurements, raw = _measure(tool, client, server, profile)
+            else:
+                measurements, raw, verification = _measure_pairs(tool, prepared, pairs, profile)
         finally:
             if background is not None:
                 background.stop()
@@ -320,7 +390,168 @@ class BaselineScenario(Scenario):
                 Measurement("service_creation_time", float(prepared.expected[_CREATED]), "s"),
                 Measurement("service_programming_time", float(programmed), "s"),
             ]
-        return RunOutput(measurements, raw)
+        return RunOutput(measurements, raw, verification)
+
+
+def _pairs(condition: Condition) -> int | None:
+    """The condition's number of client/server pairs, ``None`` for one client without
+    ``--pairs``."""
+    pairs = condition.parameters.get("pairs")
+    return None if pairs is None else int(pairs)
+
+
+def _role(role: str, pair: int) -> str:
+    """The key of ``pair``'s ``role`` endpoint in :attr:`Prepared.endpoints`: the first pair's
+    are ``server`` and ``client`` (what a single-client condition names them), the others'
+    ``server-1``, ``client-1``, ..."""
+    return role if pair == 0 else f"{role}-{pair}"
+
+
+def _verify_pairs(prepared: Prepared, condition: Condition, pairs: int) -> Verification:
+    """Every pair's server on a server node, its client on the node the placement asks for,
+    and each client reaching its own server's HTTP echo, which names that server pod."""
+    want_same = condition.parameters["placement"] == "same-node"
+    evidence: dict[str, ParamValue] = {"pairs": pairs}
+    for pair in range(pairs):
+        server: Endpoint = prepared.endpoints[_role("server", pair)]
+        client: Endpoint = prepared.endpoints[_role("client", pair)]
+        evidence[f"pair{pair}_server_node"] = server.node.name
+        evidence[f"pair{pair}_client_node"] = client.node.name
+        evidence[f"pair{pair}_server_pod"] = server.name
+        evidence[f"pair{pair}_client_pod"] = client.name
+        if pair == 0:
+            evidence.update(server_node=server.node.name, client_node=client.node.name)
+        if server.node.role is not NodeRole.SERVER:
+            return Verification(
+                False, f"pair {pair}: server pod landed on {server.node.name}", evidence
+            )
+        if want_same != (server.node.name == client.node.name):
+            where = "different nodes" if want_same else "the same node"
+            return Verification(False, f"pair {pair}: client and server are on {where}", evidence)
+        url = _url(server)
+        probe = client.run(
+            ["curl", "-sS", "-w", "\n%{http_code}", "--max-time", "3", url], timeout=10
+        )
+        body, _, code = probe.stdout.strip().rpartition("\n")
+        if code != "200" or body.strip() != server.name:
+            return Verification(
+                False,
+                f"pair {pair}: client {client.name} did not get {server.name}'s answer at {url}:"
+                f" status {code or '-'}, {body.strip()[:80]!r} {probe.stderr.strip()[:120]}",
+                evidence,
+            )
+    first: Endpoint = prepared.endpoints["client"]
+    server0: Endpoint = prepared.endpoints["server"]
+    return Verification(
+        True,
+        f"{pairs} pair(s): clients on {first.node.name}, servers on {server0.node.name},"
+        " each answered by its own server",
+        evidence,
+    )
+
+
+def _measure_pairs(
+    tool: str, prepared: Prepared, pairs: int, profile: Profile
+) -> tuple[list[Measurement], dict[str, str], Verification]:
+    """One run of ``pairs`` clients of ``tool`` at once, each against its own server, plus,
+    for a tool other than sockperf, a sockperf probe from the first client to the first
+    server during the streams.
+
+    Returns the aggregate (``pair`` ``None``), the probe's ``latency_under_load_*``, each
+    pair's measurements and ``pair_start``/``pair_end`` (s since the epoch; ``pair`` set), the
+    raw outputs, and the proof that every stream overlapped the others
+    (:func:`~cnibench.scenarios.pairs.overlap_problem`).
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        ``tool`` is no registered client tool, or it cannot combine pairs.
+    cnibench.errors.ToolError
+        A client failed (the pair named); its output is kept.
+    """
+    runs = _client_runs()
+    run = runs.get(tool)
+    if run is None or run.combine is None:
+        raise ConfigError(f"baseline tool {tool!r} does not run client/server pairs")
+    kind = _server_kind(tool, run)
+    probe = tool != sockperf.TOOL
+    streams = dataclasses.replace(profile, duration=profile.duration + PROBE_LEAD)
+    jobs = []
+    for pair in range(pairs):
+        server: Endpoint = prepared.endpoints[_role("server", pair)]
+        target = ToolTarget(server.ip, DEFAULT_PORTS[kind])
+        jobs.append(
+            StreamJob(
+                f"pair {pair}",
+                prepared.endpoints[_role("client", pair)],
+                run.argv(target, streams if probe else profile),
+                run.timeout(streams if probe else profile),
+            )
+        )
+    if probe:
+        server0: Endpoint = prepared.endpoints["server"]
+        target = ToolTarget(server0.ip, DEFAULT_PORTS[WorkloadKind.SOCKPERF_SERVER])
+        probe_run = sockperf.SOCKPERF.client
+        assert probe_run is not None
+        jobs.append(
+            StreamJob(
+                PROBE,
+                prepared.endpoints["client"],
+                probe_run.argv(target, profile),
+                probe_run.timeout(profile),
+                inside=True,
+            )
+        )
+    done = run_together(jobs)
+    raw = {
+        f"pair{i}-{run.raw_file}": stream.result.stdout
+        for i, stream in enumerate(done[:pairs])
+        if stream.result is not None
+    }
+    _raise_first_failure(done, tool)
+    outputs = [_output(stream) for stream in done[:pairs]]
+    measurements = list(run.combine(outputs))
+    if probe:
+        probe_out = _output(done[pairs])
+        raw["latency-under-load-sockperf.txt"] = probe_out[0]
+        seen = {m.metric: m.value for m in sockperf.sockperf_measurements(*probe_out)}
+        measurements += [
+            Measurement("latency_under_load_avg", seen["latency_avg"], "us"),
+            Measurement("latency_under_load_p50", seen["latency_p50"], "us"),
+            Measurement("latency_under_load_p99", seen["latency_p99"], "us"),
+            Measurement("latency_under_load_p999", seen["latency_p999"], "us"),
+        ]
+    for pair, (stream, output) in enumerate(zip(done, outputs, strict=False)):
+        measurements += [
+            Measurement(m.metric, m.value, m.unit, pair=pair) for m in run.measurements(*output)
+        ]
+        measurements += [
+            Measurement("pair_start", stream.started, "s", pair=pair),
+            Measurement("pair_end", stream.ended, "s", pair=pair),
+        ]
+    problem, shared = overlap_problem(done)
+    evidence: dict[str, ParamValue] = {"pairs": pairs, "shared_seconds": round(shared, 3)}
+    if problem:
+        return (
+            measurements,
+            raw,
+            Verification(False, f"streams did not overlap: {problem}", evidence),
+        )
+    return measurements, raw, Verification(True, f"{len(done)} streams overlapped", evidence)
+
+
+def _output(stream: StreamRun) -> tuple[str, str]:
+    """A stream's ``(stdout, stderr)`` (it ran: :func:`_raise_first_failure` checked)."""
+    assert stream.result is not None
+    return stream.result.stdout, stream.result.stderr
+
+
+def _raise_first_failure(done: Sequence[StreamRun], tool: str) -> None:
+    """Raise the first stream's error, naming the stream, its output kept."""
+    for stream in done:
+        if stream.error is not None:
+            output = getattr(stream.error, "output", "")
+            raise ToolError(f"{stream.name}: {stream.error}", tool=tool, output=output)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """Scenario parameters shared by ``cnibench run`` and the pytest plugin.
 
 ``--weights v1=60,v2=40 --users 1,10,100,1000 --rules 0,100 --clients 1,50 --engine nftables-set
---load-engine locust`` are parsed here, once, into a frozen :class:`ScenarioOptions` that the
-split, policy and l7 scenarios take in their constructors. Every parser raises a one-line
-:class:`~cnibench.errors.ConfigError` naming the bad value and what is allowed.
+--load-engine locust --pairs 4`` are parsed here, once, into a frozen :class:`ScenarioOptions`
+that the baseline, split, policy and l7 scenarios take in their constructors. Every parser
+raises a one-line :class:`~cnibench.errors.ConfigError` naming the bad value and what is
+allowed.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ __all__ = [
     "DEFAULT_OPTIONS",
     "DEFAULT_POLICY_ENGINES",
     "MAX_CLIENTS",
+    "MAX_PAIRS",
     "ScenarioOptions",
     "parse_engines",
     "parse_int_list",
     "parse_load_engine",
+    "parse_pairs",
     "parse_proxies",
     "parse_scenario_options",
     "parse_targets",
@@ -37,6 +40,9 @@ TARGETS = ("pod", "service", "nodeport")
 NodePort on the server's node."""
 
 MAX_CLIENTS = 500
+MAX_PAIRS = 64
+"""Most client/server pairs ``--pairs`` runs at once (128 pods; beyond that a node's pod limit,
+110 by default on Kubernetes, is the bound, not the datapath)."""
 MAX_USERS = 5000
 _BACKEND_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 _DEFAULT_WEIGHTS: tuple[Mapping[str, int], ...] = tuple(
@@ -77,6 +83,13 @@ class ScenarioOptions:
         What drives the split scenario's virtual users
         (:data:`cnibench.tools.locust_runner.ENGINES`): cnibench's own ``epoll`` client (the
         default) or ``locust``. Each split run records it as its ``load_engine`` parameter.
+    pairs:
+        ``--pairs``: client/server pairs the baseline's iperf3 and sockperf conditions run at
+        once (1 to :data:`MAX_PAIRS`), each pair's values and their aggregate recorded, and a
+        latency probe under the iperf3 streams (:mod:`cnibench.scenarios.pairs`); such a
+        condition has a ``pairs`` parameter. ``None`` (not given): one client, no per-pair
+        records, conditions and results as before the option. Only the baseline takes more
+        than one pair (:meth:`cnibench.scenarios.base.Scenario.runs_pairs`).
     """
 
     weights: tuple[Mapping[str, int], ...] = field(default=_DEFAULT_WEIGHTS)
@@ -88,6 +101,7 @@ class ScenarioOptions:
     proxies: tuple[ServiceProxy, ...] = (ServiceProxy.IPTABLES, ServiceProxy.NFTABLES)
     services: tuple[int, ...] = (0,)
     load_engine: str = LOAD_ENGINES[0]
+    pairs: int | None = None
 
 
 DEFAULT_POLICY_ENGINES = (PolicyEngine.IPTABLES, PolicyEngine.NFTABLES_SET)
@@ -204,6 +218,26 @@ def parse_load_engine(text: str) -> str:
     return name
 
 
+def parse_pairs(text: str) -> int:
+    """``"4"`` -> 4: the ``--pairs`` value, a whole number from 1 to :data:`MAX_PAIRS`.
+
+    Raises
+    ------
+    ConfigError
+        Anything else, in one line.
+    """
+    item = text.strip()
+    try:
+        value = int(item)
+    except ValueError:
+        raise ConfigError(
+            f"--pairs: {item!r} is not a whole number (use 1 to {MAX_PAIRS})"
+        ) from None
+    if not 1 <= value <= MAX_PAIRS:
+        raise ConfigError(f"--pairs: {value} is outside 1..{MAX_PAIRS}")
+    return value
+
+
 def parse_targets(text: str) -> tuple[str, ...]:
     """``"pod,service"`` -> ``("pod", "service")`` (``all``: every target)."""
     return _choices(text, TARGETS, "target")
@@ -227,6 +261,7 @@ def parse_scenario_options(
     proxy: str | None = None,
     services: str | None = None,
     load_engine: str | None = None,
+    pairs: str | int | None = None,
 ) -> ScenarioOptions:
     """Options from command-line strings; ``None`` keeps the default of that field.
 
@@ -239,13 +274,23 @@ def parse_scenario_options(
         ``--target`` / ``--proxy`` / ``--services`` values.
     load_engine:
         The ``--load-engine`` value.
+    pairs:
+        The ``--pairs`` value.
 
     Raises
     ------
     ConfigError
-        From the individual parsers.
+        From the individual parsers, and ``--pairs`` with a Service target (each pair would
+        need its own Service; ``--pairs`` measures pod to pod).
     """
     options = DEFAULT_OPTIONS
+    chosen_pairs = None if pairs is None else parse_pairs(str(pairs))
+    chosen_targets = parse_targets(target) if target else options.targets
+    if chosen_pairs is not None and chosen_targets != ("pod",):
+        raise ConfigError(
+            f"--pairs {chosen_pairs} measures pod to pod: it cannot be combined with --target"
+            f" {','.join(chosen_targets)}"
+        )
     return ScenarioOptions(
         weights=tuple(parse_weights(w) for w in weights) if weights else options.weights,
         users=parse_int_list(users, name="users", low=1, high=MAX_USERS)
@@ -258,10 +303,11 @@ def parse_scenario_options(
         if clients
         else options.clients,
         engines=parse_engines(engine) if engine else options.engines,
-        targets=parse_targets(target) if target else options.targets,
+        targets=chosen_targets,
         proxies=parse_proxies(proxy) if proxy else options.proxies,
         services=parse_int_list(services, name="services", low=0, high=MAX_OTHER_SERVICES)
         if services
         else options.services,
         load_engine=parse_load_engine(load_engine) if load_engine else options.load_engine,
+        pairs=chosen_pairs,
     )

@@ -181,8 +181,24 @@ class ConditionResult:
         )
 
     def values(self, metric: str) -> list[float]:
-        """Values of ``metric`` over the ok runs, in repetition order."""
-        return [m.value for run in self.ok_runs for m in run.measurements if m.metric == metric]
+        """Values of ``metric`` over the ok runs, in repetition order: one per run, the
+        aggregate of a ``--pairs`` run (its per-pair values never count as runs)."""
+        return [
+            m.value
+            for run in self.ok_runs
+            for m in run.measurements
+            if m.metric == metric and m.pair is None
+        ]
+
+    def pair_values(self, metric: str) -> list[float]:
+        """Each pair's value of ``metric`` over the ok runs of a ``--pairs`` condition (empty
+        without pairs): the spread shown beside the aggregate, never a sample of it."""
+        return [
+            m.value
+            for run in self.ok_runs
+            for m in run.measurements
+            if m.metric == metric and m.pair is not None
+        ]
 
     def summaries(self) -> list[MetricSummary]:
         """One :class:`MetricSummary` per metric measured in the ok runs: the report's own
@@ -190,7 +206,8 @@ class ConditionResult:
         units: dict[str, str] = {}
         for run in self.ok_runs:
             for m in run.measurements:
-                units.setdefault(m.metric, m.unit)
+                if m.pair is None:
+                    units.setdefault(m.metric, m.unit)
         out = []
         for metric, unit in units.items():
             try:
@@ -246,7 +263,9 @@ def precision_reached(
     ok = [run for run in runs if run.status is RunStatus.OK]
     widths: dict[str, float] = {}
     for metric in metrics:
-        values = [m.value for run in ok for m in run.measurements if m.metric == metric]
+        values = [
+            m.value for run in ok for m in run.measurements if m.metric == metric and m.pair is None
+        ]
         finite = [v for v in values if math.isfinite(v)]
         if len(finite) < 2 or min(finite) <= 0:
             continue
@@ -741,7 +760,7 @@ class Runner:
             records = [base]
         else:
             records = [
-                dataclasses.replace(base, metric=m.metric, value=m.value, unit=m.unit)
+                dataclasses.replace(base, metric=m.metric, value=m.value, unit=m.unit, pair=m.pair)
                 for m in measurements
             ]
         self.store.write_run(run_id, records, raw)

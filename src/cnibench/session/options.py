@@ -151,6 +151,7 @@ SESSION_OPTIONS = (
     "proxy",
     "services",
     "load_engine",
+    "pairs",
 )
 """Destination names of :func:`add_session_options`, the keys :func:`session_config` reads."""
 
@@ -180,6 +181,7 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         proxy=values.get("proxy"),
         services=values.get("services"),
         load_engine=values.get("load_engine"),
+        pairs=values.get("pairs"),
     )
     precision = _precision(values.get("precision"))
     max_runs = _integer("--max-runs", values.get("max_runs"))
@@ -288,4 +290,12 @@ def add_scenario_options(add: Callable[..., object]) -> None:
         default=None,
         metavar="NAME",
         help="what drives the split scenario's users: epoll (cnibench's own, default) or locust",
+    )
+    add(
+        "--pairs",
+        default=None,
+        metavar="N",
+        help="run the baseline's iperf3 and sockperf conditions with N client/server pairs at"
+        " once (1-64; pod target only): each pair's values, their aggregate (the run's value)"
+        " and iperf3's latency_under_load_* are recorded; other scenarios refuse N > 1",
     )

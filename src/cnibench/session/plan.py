@@ -240,6 +240,8 @@ def plan_conditions(
     registry: Mapping[str, Scenario],
     items: Sequence[str] = (),
     conditions: Sequence[str] = (),
+    *,
+    pairs: int | None = None,
 ) -> list[PlannedCondition]:
     """The conditions a session runs, from scenario items and condition ids; pure (no backend).
 
@@ -248,6 +250,9 @@ def plan_conditions(
     the backend by :meth:`BenchSession.plan`); none means every scenario of ``registry``.
     ``conditions`` keeps only the conditions with those ids; none keeps all.
 
+    ``pairs`` is ``--pairs`` (:attr:`ScenarioOptions.pairs`): above 1, every chosen scenario
+    must run pairs (:attr:`Scenario.runs_pairs`).
+
     Both front ends call this: ``cnibench run`` before a backend is chosen (so a misspelt name
     is reported before "no engine answers"), the pytest plugin for each test marked with a
     scenario.
@@ -255,8 +260,9 @@ def plan_conditions(
     Raises
     ------
     cnibench.errors.ConfigError
-        An unknown scenario, a CNI after ``@`` that is not ``NAME[:OPTION,...]``, or no
-        condition matching ``conditions`` (the choices listed).
+        An unknown scenario, a CNI after ``@`` that is not ``NAME[:OPTION,...]``, no
+        condition matching ``conditions`` (the choices listed), or ``pairs`` above 1 for a
+        scenario that runs one client (named).
     """
     names = [item for arg in items for item in arg.split(",") if item] or list(registry)
     chosen = []
@@ -265,6 +271,15 @@ def plan_conditions(
         chosen.append(
             (scenario_named(name, registry), CniRequest.parse(c for c in only.split("+") if c))
         )
+    if pairs is not None and pairs > 1:
+        single = [scenario.name for scenario, _ in chosen if not scenario.runs_pairs]
+        if single:
+            takes = [s.name for s in registry.values() if s.runs_pairs]
+            raise ConfigError(
+                f"--pairs {pairs}: {', '.join(dict.fromkeys(single))} run(s) one client/server"
+                f" pair; only {' and '.join(takes) or 'no scenario'} runs several"
+                " (choose it with --scenario, or leave --pairs out)"
+            )
     planned = [
         PlannedCondition(scenario, condition, only)
         for scenario, only in chosen

@@ -44,6 +44,7 @@ __all__ = [
     "Iperf3TestStart",
     "iperf3_client_argv",
     "iperf3_measurements",
+    "iperf3_pairs_measurements",
     "iperf3_result_measurements",
     "iperf3_server_argv",
     "parse_iperf3",
@@ -540,6 +541,46 @@ def iperf3_measurements(stdout: str, stderr: str) -> list[Measurement]:
     return iperf3_result_measurements(parse_iperf3(stdout, stderr=stderr))
 
 
+def iperf3_pairs_measurements(outputs: Sequence[tuple[str, str]]) -> list[Measurement]:
+    """The aggregate of several iperf3 clients run at once (``--pairs``), from each one's
+    ``(stdout, stderr)``: ``throughput`` and ``throughput_sender`` are the sums of the
+    clients' (bits/s), ``retransmits`` the sum (count), ``retransmit_rate`` the retransmitted
+    over the sent segments of all clients together (ratio), ``rtt_mean`` the mean of the
+    clients' means (µs), ``datagram_loss`` (UDP) the mean of their losses (ratio). A metric
+    is given only when every client reported it.
+
+    Raises
+    ------
+    cnibench.errors.ToolError, cnibench.errors.ParseError
+        From :func:`parse_iperf3` of any client's output.
+    ValueError
+        No output at all.
+    """
+    if not outputs:
+        raise ValueError("iperf3_pairs_measurements needs at least one client's output")
+    parsed = [parse_iperf3(stdout, stderr=stderr) for stdout, stderr in outputs]
+    out = [
+        Measurement("throughput", sum(p.received_bits_per_second for p in parsed), "bits/s"),
+        Measurement("throughput_sender", sum(p.sent_bits_per_second for p in parsed), "bits/s"),
+    ]
+    retransmits = [p.retransmits for p in parsed]
+    if all(r is not None for r in retransmits):
+        total = float(sum(r for r in retransmits if r is not None))
+        out.append(Measurement("retransmits", total, "count"))
+        segments = [p.segments_sent for p in parsed]
+        sent = sum(s for s in segments if s is not None)
+        if all(s is not None for s in segments) and sent > 0:
+            out.append(Measurement("retransmit_rate", total / sent, "ratio"))
+    rtts = [p.mean_rtt_us for p in parsed]
+    if all(r is not None for r in rtts):
+        out.append(Measurement("rtt_mean", sum(r for r in rtts if r is not None) / len(rtts), "us"))
+    losses = [p.lost_percent for p in parsed]
+    if all(loss is not None for loss in losses):
+        mean_loss = sum(loss for loss in losses if loss is not None) / len(losses)
+        out.append(Measurement("datagram_loss", mean_loss / 100.0, "ratio"))
+    return out
+
+
 IPERF3 = MeasurementTool(
     name=TOOL,
     package="iperf3",
@@ -551,6 +592,7 @@ IPERF3 = MeasurementTool(
         timeout=lambda profile: profile.duration + 30,
         measurements=iperf3_measurements,
         raw_file="iperf3.json",
+        combine=iperf3_pairs_measurements,
     ),
 )
 """iperf3 in the registry: one TCP stream to the pod's iperf3 server for the profile's

@@ -130,6 +130,11 @@ class ClientMeasurement:
         :class:`~cnibench.errors.ParseError` when its output cannot be understood.
     raw_file:
         File name the run's stdout is kept under beside the records (``"iperf3.json"``).
+    combine:
+        The run's value from several clients run at once (``--pairs``): each pair's
+        ``(stdout, stderr)`` in pair order to the aggregate measurements (e.g. the sum of the
+        pairs' throughput), or ``None`` for a tool whose runs are not paired (the baseline
+        then runs it with one client and gives its condition no ``pairs`` parameter).
     """
 
     server: str
@@ -137,6 +142,7 @@ class ClientMeasurement:
     timeout: Callable[[MeasurementProfile], float]
     measurements: Callable[[str, str], Sequence[Measurement]]
     raw_file: str
+    combine: Callable[[Sequence[tuple[str, str]]], Sequence[Measurement]] | None = None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ its error lines instead.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -40,6 +40,7 @@ __all__ = [
     "SockperfResult",
     "parse_sockperf",
     "sockperf_measurements",
+    "sockperf_pairs_measurements",
     "sockperf_pingpong_argv",
     "sockperf_server_argv",
 ]
@@ -313,6 +314,44 @@ def sockperf_measurements(stdout: str, stderr: str) -> list[Measurement]:
     return out
 
 
+def sockperf_pairs_measurements(outputs: Sequence[tuple[str, str]]) -> list[Measurement]:
+    """The aggregate of several sockperf ping-pong clients run at once (``--pairs``), from
+    each one's ``(stdout, stderr)``: ``latency_avg`` is the mean over every round trip of all
+    clients (each client's mean weighted by its observations, µs); ``latency_p50``,
+    ``latency_p99`` and ``latency_p999`` the largest of the clients' (µs: the pooled
+    percentile lies between the clients' smallest and largest, and the largest is the bound
+    a user of the slowest pair sees); ``dropped_messages`` the sum (count) and
+    ``message_loss`` the dropped over the sent messages of all clients (ratio).
+
+    Raises
+    ------
+    cnibench.errors.ToolError, cnibench.errors.ParseError
+        From :func:`parse_sockperf` of any client's output.
+    ValueError
+        No output at all.
+    """
+    if not outputs:
+        raise ValueError("sockperf_pairs_measurements needs at least one client's output")
+    parsed = [parse_sockperf(stdout, stderr=stderr) for stdout, stderr in outputs]
+    observations = sum(p.observations for p in parsed)
+    if observations > 0:
+        mean = sum(p.avg_latency_us * p.observations for p in parsed) / observations
+    else:
+        mean = sum(p.avg_latency_us for p in parsed) / len(parsed)
+    dropped = sum(p.dropped_messages for p in parsed)
+    sent = sum(p.sent_messages for p in parsed)
+    out = [
+        Measurement("latency_avg", mean, "us"),
+        Measurement("latency_p50", max(p.p50_us for p in parsed), "us"),
+        Measurement("latency_p99", max(p.p99_us for p in parsed), "us"),
+        Measurement("latency_p999", max(p.p999_us for p in parsed), "us"),
+        Measurement("dropped_messages", float(dropped), "count"),
+    ]
+    if sent > 0:
+        out.append(Measurement("message_loss", dropped / sent, "ratio"))
+    return out
+
+
 SOCKPERF = MeasurementTool(
     name=TOOL,
     package="sockperf",
@@ -324,6 +363,7 @@ SOCKPERF = MeasurementTool(
         timeout=lambda profile: profile.duration + 30,
         measurements=sockperf_measurements,
         raw_file="sockperf.txt",
+        combine=sockperf_pairs_measurements,
     ),
 )
 """sockperf in the registry: ping-pong against the pod's sockperf server for the profile's
