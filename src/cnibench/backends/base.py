@@ -752,6 +752,13 @@ class Backend(Protocol):
             One line naming what is missing and what to do.
         """
 
+    def unsupported(self, spec: ClusterSpec) -> str:
+        """Why this backend makes no cluster of ``spec`` at all, in one line naming the
+        setting (e.g. ``napi=threaded: --cluster existing never changes the cluster's CNI or
+        kube-proxy settings``), or ``""`` when it makes one. The session asks it for each
+        planned condition's cluster (:meth:`Scenario.cluster_spec`) before any cluster is
+        made, and skips a condition with a reason up front. Pure: asks no cluster."""
+
     def provision(self, spec: ClusterSpec) -> Cluster:
         """Create (or reuse) a cluster for ``spec``.
 
