@@ -10,6 +10,7 @@ that nothing was provisioned. Nothing is faked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from cnibench.backends.kube import ExistingProvider, KindProvider, KubeBackend
 from cnibench.backends.kube.existing import NEVER_CHANGES, existing_refusal
 from cnibench.backends.lab import LabBackend
 from cnibench.errors import ConfigError
+from cnibench.scenarios.runner import ClusterPool
 from cnibench.session import (
     BackendChoice,
     BenchSession,
@@ -165,3 +167,52 @@ def test_the_session_refuses_up_front_and_provisions_only_the_rest(
     assert events[1].runs == 2 * config.profile.runs
     assert kinds[2] is EventKind.CONDITION
     assert events[2].text.startswith("wireguard calico off-")
+
+
+class _SayingCluster:
+    """Stand-in for a provisioned cluster (none can be made here): it has notes, and says a
+    line later through what :meth:`listen` was given, as a kube cluster on an existing
+    cluster does before it creates a cluster-wide object."""
+
+    notes = ("CNI: calico (DaemonSet calico-system/calico-node)",)
+
+    def __init__(self) -> None:
+        self.listener: Callable[[str], None] | None = None
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        self.listener = listener
+
+    def say(self, line: str) -> None:
+        assert self.listener is not None, "the pool never listened"
+        self.listener(line)
+
+
+class _OneClusterBackend:
+    """Stand-in backend giving :class:`_SayingCluster` (the pool's only use of it)."""
+
+    def __init__(self) -> None:
+        self.cluster = _SayingCluster()
+
+    def provision(self, spec: ClusterSpec) -> _SayingCluster:
+        return self.cluster
+
+
+def test_the_pool_passes_on_what_a_cluster_says_later_to_whoever_listens_then() -> None:
+    """Issue 33, item 2: the announcement of a cluster-wide object reaches the session's
+    progress (CLUSTER lines) at the moment it is made, prefixed with the cluster's --cni."""
+    backend = _OneClusterBackend()
+    pool = ClusterPool(backend)  # type: ignore[arg-type]
+    heard: list[str] = []
+    pool.notice = heard.append
+    pool.get(ClusterSpec("calico"))
+    backend.cluster.say("creating cluster-wide ClusterRole cnibench-1-prometheus for Prometheus")
+    assert heard == [
+        "calico: CNI: calico (DaemonSet calico-system/calico-node)",
+        "calico: creating cluster-wide ClusterRole cnibench-1-prometheus for Prometheus",
+    ]
+    pool.notice = None  # between two run()s of a session nobody listens: nothing breaks
+    backend.cluster.say("said to nobody")
+    pool.notice = heard.append
+    backend.cluster.say("heard again")
+    assert heard[-1] == "calico: heard again"
+    assert len(heard) == 3

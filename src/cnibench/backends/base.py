@@ -23,7 +23,7 @@ built by :mod:`cnibench.tools`, which both backends can execute as is.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -524,6 +524,11 @@ class ClusterIdentity(Protocol):
         """What a reader of the run must be told about this cluster, one line each (on an
         existing cluster: the CNI found running, which node holds which role and whether
         roles share a node); empty when there is nothing to say."""
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        """Have ``listener`` told, one line each, what a reader must know before it happens
+        while the cluster is used: on a cluster cnibench did not create, each cluster-wide
+        object right before it is created there (the pool calls it once per cluster)."""
 
     def teardown(self) -> None:
         """Remove everything this cluster created. Safe to call twice."""
