@@ -31,6 +31,8 @@ from cnibench.session import (
     plan_conditions,
 )
 
+pytest_plugins = ["pytester"]
+
 _UNREACHABLE = """\
 apiVersion: v1
 kind: Config
@@ -216,3 +218,36 @@ def test_the_pool_passes_on_what_a_cluster_says_later_to_whoever_listens_then() 
     backend.cluster.say("heard again")
     assert heard[-1] == "calico: heard again"
     assert len(heard) == 3
+
+
+USER_SUITE = """
+import pytest
+
+def test_my_own_check(cluster):
+    raise AssertionError("ran on a cluster that would have to change")
+
+@pytest.mark.egress
+def test_my_egress(bench, cni, condition):
+    bench.run("egress", condition)
+"""
+
+
+def test_the_plugin_skips_what_the_existing_cluster_would_have_to_change(
+    kubeconfig: Path, pytester: pytest.Pytester
+) -> None:
+    """A user's suite on ``--cluster existing --cni flannel:napi=threaded``: the ``cluster``
+    fixture and every ``bench.run`` skip with the reason before anything is provisioned (a
+    provision would have errored: no server answers, no registry image is named)."""
+    pytester.makepyfile(test_user=USER_SUITE)
+    result = pytester.runpytest_subprocess(
+        "-rs", "--cluster=existing", "--cni=flannel:napi=threaded", "--profile=smoke"
+    )
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == 0, output
+    result.assert_outcomes(skipped=3)
+    reason = f"napi=threaded: {NEVER_CHANGES}"
+    skips = [line for line in result.outlines if line.startswith("SKIPPED")]
+    assert skips, output
+    assert all(line.endswith(reason) for line in skips), output
+    # The fixture's skip names the --cni it was asked for (bench.run's are per condition).
+    assert any(line.endswith(f"test_user.py:3: flannel:napi=threaded: {reason}") for line in skips)
