@@ -222,8 +222,9 @@ def test_clean_kubeconfig_after_a_killed_existing_run_leaves_the_cluster_as_it_w
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Issue 33, item 3: a ``cnibench run --cluster existing`` SIGKILLed once it has made
-    its namespace and Prometheus's cluster-wide RBAC (nothing of it can clean up) leaves
-    them; ``clean_kube_leftovers(kubeconfig=...)``, the API half of ``cnibench clean
+    its namespace, Prometheus's cluster-wide RBAC and node-exporter's DaemonSet (the last of
+    the monitoring objects; nothing of it can clean up) leaves them;
+    ``clean_kube_leftovers(kubeconfig=...)``, the API half of ``cnibench clean
     --kubeconfig`` (its kind half is faked: no engine may be touched here), removes exactly
     those: namespaces, cluster-wide objects, node labels and taints are as before the run,
     the owner's role labels and the bystander's taint included."""
@@ -247,7 +248,7 @@ def test_clean_kubeconfig_after_a_killed_existing_run_leaves_the_cluster_as_it_w
         leases.LEASES_VARIABLE: str(tmp_path / "leases"),
     }
     before = _cluster_state(api_client)
-    rbac: Any = client.RbacAuthorizationV1Api(api_client)
+    apps: Any = client.AppsV1Api(api_client)
     core: Any = client.CoreV1Api(api_client)
     argv = [sys.executable, "-m", "cnibench.cli", "run", "--cluster", "existing",
             "--cni", "calico", "--scenario", "baseline", "--runs", "1",
@@ -257,7 +258,7 @@ def test_clean_kubeconfig_after_a_killed_existing_run_leaves_the_cluster_as_it_w
     try:
         deadline = time.monotonic() + 120
         while child.poll() is None and time.monotonic() < deadline:
-            if rbac.list_cluster_role_binding(label_selector=SESSION_LABEL).items:
+            if apps.list_daemon_set_for_all_namespaces(label_selector=SESSION_LABEL).items:
                 child.kill()  # SIGKILL: no teardown, no handler
                 break
             time.sleep(0.05)
@@ -272,9 +273,18 @@ def test_clean_kubeconfig_after_a_killed_existing_run_leaves_the_cluster_as_it_w
     (namespace,) = made["namespaces"]
     assert namespace.startswith("cnibench-"), made
     assert made["clusterroles"] == {f"{namespace}-prometheus"}, made
-    # Nothing ran on the bystander: node-exporter goes only to the nodes a role holds.
-    pods = core.list_pod_for_all_namespaces(label_selector=SESSION_LABEL).items
-    assert BYSTANDER not in {p.spec.node_name for p in pods}
+    # node-exporter tolerates every taint, yet goes only to the nodes a role holds: the
+    # DaemonSet controller (still running) places its pods after the kill.
+    exporters = f"{SESSION_LABEL},app.kubernetes.io/name=node-exporter"
+    placed: set[str] = set()
+    deadline = time.monotonic() + 60
+    while len(placed) < len(calico_cluster) and time.monotonic() < deadline:
+        time.sleep(0.25)
+        pods = core.list_namespaced_pod(namespace, label_selector=exporters).items
+        placed = {str(p.spec.node_name) for p in pods if p.spec.node_name}
+    assert placed == set(calico_cluster)
+    (daemonset,) = apps.list_namespaced_daemon_set(namespace, label_selector=SESSION_LABEL).items
+    assert daemonset.status.desired_number_scheduled == len(calico_cluster)
     assert left["nodes"] == before["nodes"]  # a run writes nothing to a node
 
     report = clean_kube_leftovers(kubeconfig=kubeconfig, runner=_no_kind_clusters, timeout=90)
