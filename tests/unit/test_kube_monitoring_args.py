@@ -64,8 +64,11 @@ def test_node_exporter_runs_only_on_the_nodes_prometheus_scrapes() -> None:
     (nor its host port); its pods are pinned by node name, the scraped targets' names."""
     affinity = _exporter_affinity({"w2": "172.18.0.3", "w1": "172.18.0.2"})
     terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    # One term per node: the API server takes one value per field selector (the kube tier
+    # refused ["w1", "w2"] in one term).
     assert terms["nodeSelectorTerms"] == [
-        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["w1", "w2"]}]}
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}
+        for name in ("w1", "w2")
     ]
 
 

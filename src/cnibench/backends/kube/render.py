@@ -629,13 +629,15 @@ def monitoring_manifests(
         },
     )
     if node_addresses:
-        # By name (a field every node has), as the DaemonSet controller itself pins its pods.
-        only = {"key": "metadata.name", "operator": "In", "values": sorted(node_addresses)}
+        # By name (a field every node has), as the DaemonSet controller itself pins its pods;
+        # a field selector takes one value, so one term per node (terms are ORed).
+        terms = [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}
+            for name in sorted(node_addresses)
+        ]
         exporters["spec"]["template"]["spec"]["affinity"] = {
             "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchFields": [only]}]
-                }
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
             }
         }
     return [
