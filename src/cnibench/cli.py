@@ -455,6 +455,8 @@ def _run(args: argparse.Namespace) -> int:
     )
     task = bar.add_task("starting", total=None)
 
+    said: set[str] = set()
+
     def show(event: ProgressEvent) -> None:
         if event.kind is EventKind.PLANNED:  # every option and the plan checked: show it all
             console.print(session.backend_reason)
@@ -462,6 +464,10 @@ def _run(args: argparse.Namespace) -> int:
             bar.start()
         elif event.kind in (EventKind.DESIGN, EventKind.CLUSTER):  # one line each
             console.print(event.text, markup=False, highlight=False, soft_wrap=True)
+        elif event.kind is EventKind.REFUSED:  # skipped up front: said before anything runs
+            console.print(event.text, markup=False, highlight=False, soft_wrap=True)
+            said.add(event.text)
+            bar.update(task, advance=event.runs)
         elif event.kind is EventKind.CONDITION:
             bar.update(task, description=event.text)
         else:
@@ -484,6 +490,8 @@ def _run(args: argparse.Namespace) -> int:
         if outcome.session_dir.is_dir():
             _print_verdict(outcome.session_dir, config.reference, args.margin)
     for line in outcome.lines():
+        if line in said:
+            continue  # a condition skipped up front was said before anything ran
         # One line each, however narrow the terminal: people grep these.
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"results written to {outcome.session_dir}")

@@ -354,8 +354,14 @@ def cnibench_session(request: pytest.FixtureRequest) -> BenchSession:
 
 @pytest.fixture(scope="session")
 def cluster(cnibench_session: BenchSession, cni: str) -> Cluster:
-    """The cluster for ``cni`` with the default spec (provisioned once per session)."""
-    return cnibench_session.pool.get(cnibench_session.spec(cni))
+    """The cluster for ``cni`` with the default spec (provisioned once per session); the
+    test is skipped with the backend's reason when it makes no such cluster (e.g. a setting
+    an existing cluster would have to change), before anything is created."""
+    spec = cnibench_session.spec(cni)
+    refusal = cnibench_session.backend.unsupported(spec)
+    if refusal:
+        pytest.skip(f"{spec.label}: {refusal}")
+    return cnibench_session.pool.get(spec)
 
 
 class Bench:

@@ -485,3 +485,30 @@ def kube_proxy_configmap(core: Any, mode: str) -> Iterator[None]:
         yield
     finally:
         core.delete_namespaced_config_map("kube-proxy", "kube-system")
+
+
+@contextlib.contextmanager
+def cni_stand_in(api_client: Any, cni: str, *, timeout: float = 90.0) -> Iterator[None]:
+    """What cnibench waits on for ``cni`` (its readiness workloads, in their namespaces),
+    rolled out on the kwok nodes with the placeholder image; the namespaces are deleted on
+    exit. The tier's stand-in for a cluster that already runs that CNI."""
+    from kubernetes import client
+
+    from cnibench.backends.base import ClusterSpec
+    from cnibench.backends.kube.addons import install_manifests, wait_rollouts
+    from cnibench.backends.kube.cni import cni_definition
+
+    readiness = cni_definition(ClusterSpec(cni=cni)).readiness
+    namespaces = sorted({item.namespace for item in readiness})
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces
+    ]
+    objects += [stand_in_workload(item.kind, item.namespace, item.name) for item in readiness]
+    core: Any = client.CoreV1Api(api_client)
+    try:
+        install_manifests(api_client, objects, timeout=10)
+        wait_rollouts(api_client, readiness, timeout=timeout, owner=f"{cni} stand-in")
+        yield
+    finally:
+        for ns in namespaces:
+            core.delete_namespace(ns)

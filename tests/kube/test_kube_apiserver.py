@@ -532,6 +532,11 @@ class _FakeApplier:
         self.log.append(("delete", manifest["kind"]))
         return True
 
+    def namespaced(self, manifest: dict[str, Any]) -> bool:
+        """What the server's discovery would say: Antrea's Egress and ExternalIPPool
+        (crd.antrea.io/v1beta1) are cluster-scoped."""
+        return manifest["kind"] not in ("Egress", "ExternalIPPool")
+
 
 @pytest.fixture
 def antrea_cluster(api_client: Any, kwok_nodes: list[str]) -> Iterator[KubeCluster]:
@@ -562,7 +567,15 @@ def test_antrea_egress_returns_the_egress_ip_and_labels_clients(
     pod = antrea_cluster.place("eg-cli", role=NodeRole.CLIENT)
     fake = _FakeApplier()
     antrea_cluster._runtime.applier = fake  # type: ignore[assignment]
+    heard: list[str] = []
+    antrea_cluster.listen(heard.append)
     source = antrea_cluster.enable_egress_gateway([pod], destination="172.18.0.1/32")
+    # An existing cluster: both cluster-wide objects are named before they are applied.
+    assert heard == [
+        "creating cluster-wide ExternalIPPool cnibench-pool-kwok03, Egress"
+        " cnibench-egress-kwok03 for antrea's egress gateway (labelled"
+        " cnibench.io/session=kwok03; removed at teardown)"
+    ]
     core: Any = client.CoreV1Api(api_client)
     labels = core.read_namespaced_pod("eg-cli", antrea_cluster.namespace).metadata.labels
     assert source == "172.18.255.251"

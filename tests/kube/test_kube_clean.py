@@ -10,6 +10,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from kube_support import (
+    PLACEHOLDER_IMAGE,
+    cni_stand_in,
+    kwok_node,
+    role_nodes,
+    wait_kwok_nodes_ready,
+)
 
 from cnibench.backends.kube import render
 from cnibench.backends.kube.api import Applier
@@ -160,3 +167,133 @@ def test_clean_keeps_the_namespace_of_a_live_session_in_another_process(
         holder.kill()
         holder.wait()
         applier.delete(live)
+
+
+# -- a killed `cnibench run --cluster existing`, then clean --kubeconfig ----------------------
+
+BYSTANDER = "cbt-clean-bystander"
+"""A node of the cluster's own that no role holds: tainted and labelled by its owner."""
+BYSTANDER_TAINT = {"key": "team", "value": "db", "effect": "NoSchedule"}
+
+
+@pytest.fixture(scope="module")
+def calico_cluster(api_client: Any) -> Iterator[list[str]]:
+    """An "existing" cluster: three role-labelled kwok nodes (labels its owner set), a
+    tainted bystander node, and Calico's workloads rolled out (a stand-in); removed after."""
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api_client)
+    with role_nodes(core, "cbt-clean") as names:
+        core.create_node(kwok_node(BYSTANDER, address="127.0.0.5", labels={"team": "db"}))
+        try:
+            wait_kwok_nodes_ready(core, [BYSTANDER], taints=[BYSTANDER_TAINT])
+            with cni_stand_in(api_client, "calico"):
+                yield names
+        finally:
+            core.delete_node(BYSTANDER)
+
+
+def _cluster_state(api_client: Any) -> dict[str, Any]:
+    """What a session could leave in a cluster's own space: namespaces (not terminating),
+    ClusterRoles and bindings, and every node's labels and taints."""
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api_client)
+    rbac: Any = client.RbacAuthorizationV1Api(api_client)
+    return {
+        "namespaces": _existing(api_client),
+        "clusterroles": {r.metadata.name for r in rbac.list_cluster_role().items},
+        "clusterrolebindings": {r.metadata.name for r in rbac.list_cluster_role_binding().items},
+        "nodes": {
+            n.metadata.name: (
+                dict(n.metadata.labels or {}),
+                sorted((t.key, t.value or "", t.effect) for t in n.spec.taints or []),
+            )
+            for n in core.list_node().items
+        },
+    }
+
+
+def test_clean_kubeconfig_after_a_killed_existing_run_leaves_the_cluster_as_it_was(
+    api_client: Any,
+    kubeconfig: Any,
+    calico_cluster: list[str],
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 33, item 3: a ``cnibench run --cluster existing`` SIGKILLed once it has made
+    its namespace, Prometheus's cluster-wide RBAC and node-exporter's DaemonSet (the last of
+    the monitoring objects; nothing of it can clean up) leaves them;
+    ``clean_kube_leftovers(kubeconfig=...)``, the API half of ``cnibench clean
+    --kubeconfig`` (its kind half is faked: no engine may be touched here), removes exactly
+    those: namespaces, cluster-wide objects, node labels and taints are as before the run,
+    the owner's role labels and the bystander's taint included."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from kubernetes import client
+
+    from cnibench import leases
+    from cnibench.backends.kube.render import SESSION_LABEL
+
+    monkeypatch.setenv(leases.LEASES_VARIABLE, str(tmp_path / "leases"))
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(kubeconfig),
+        # An existing cluster pulls from registries: name one (kwok never pulls it).
+        "CNIBENCH_IMAGE_TOOLS": PLACEHOLDER_IMAGE,
+        "CNIBENCH_IMAGE_SOCKPERF": PLACEHOLDER_IMAGE,
+        leases.LEASES_VARIABLE: str(tmp_path / "leases"),
+    }
+    before = _cluster_state(api_client)
+    apps: Any = client.AppsV1Api(api_client)
+    core: Any = client.CoreV1Api(api_client)
+    argv = [sys.executable, "-m", "cnibench.cli", "run", "--cluster", "existing",
+            "--cni", "calico", "--scenario", "baseline", "--runs", "1",
+            "--condition", "same-node-idle-iperf3",
+            "--results-dir", str(tmp_path / "r")]  # fmt: skip
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while child.poll() is None and time.monotonic() < deadline:
+            if apps.list_daemon_set_for_all_namespaces(label_selector=SESSION_LABEL).items:
+                child.kill()  # SIGKILL: no teardown, no handler
+                break
+            time.sleep(0.05)
+        _, stderr = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == -9, stderr.decode(errors="replace")
+    left = _cluster_state(api_client)
+    made = {key: left[key] - before[key] for key in ("namespaces", "clusterroles")}
+    (namespace,) = made["namespaces"]
+    assert namespace.startswith("cnibench-"), made
+    assert made["clusterroles"] == {f"{namespace}-prometheus"}, made
+    # node-exporter tolerates every taint, yet goes only to the nodes a role holds: the
+    # DaemonSet controller (still running) places its pods after the kill.
+    exporters = f"{SESSION_LABEL},app.kubernetes.io/name=node-exporter"
+    placed: set[str] = set()
+    deadline = time.monotonic() + 60
+    while len(placed) < len(calico_cluster) and time.monotonic() < deadline:
+        time.sleep(0.25)
+        pods = core.list_namespaced_pod(namespace, label_selector=exporters).items
+        placed = {str(p.spec.node_name) for p in pods if p.spec.node_name}
+    assert placed == set(calico_cluster)
+    (daemonset,) = apps.list_namespaced_daemon_set(namespace, label_selector=SESSION_LABEL).items
+    assert daemonset.status.desired_number_scheduled == len(calico_cluster)
+    assert left["nodes"] == before["nodes"]  # a run writes nothing to a node
+
+    report = clean_kube_leftovers(kubeconfig=kubeconfig, runner=_no_kind_clusters, timeout=90)
+
+    assert not report.failed, report.summary()
+    removed = {(i.kind, i.name) for i in report.items if i.outcome == "removed"}
+    assert {
+        ("namespace", namespace),
+        ("clusterrole", f"{namespace}-prometheus"),
+        ("clusterrolebinding", f"{namespace}-prometheus"),
+    } <= removed, report.summary()
+    assert _cluster_state(api_client) == before

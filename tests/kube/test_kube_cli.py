@@ -28,10 +28,10 @@ import pytest
 from kube_support import (
     K8S_VERSION,
     PLACEHOLDER_IMAGE,
+    cni_stand_in,
     delete_and_wait_gone,
     free_port,
     kube_proxy_configmap,
-    stand_in_workload,
 )
 from kube_support import role_nodes as kube_role_nodes
 
@@ -58,26 +58,8 @@ def role_nodes(api_client: Any) -> Iterator[list[str]]:
 @pytest.fixture(scope="module")
 def calico_stand_in(api_client: Any, role_nodes: list[str]) -> Iterator[None]:
     """What cnibench waits on for Calico, rolled out on the kwok nodes."""
-    from kubernetes import client
-
-    from cnibench.backends.base import ClusterSpec
-    from cnibench.backends.kube.addons import install_manifests, wait_rollouts
-    from cnibench.backends.kube.cni import cni_definition
-
-    readiness = cni_definition(ClusterSpec(cni="calico")).readiness
-    namespaces = sorted({item.namespace for item in readiness})
-    objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces
-    ]
-    objects += [stand_in_workload(item.kind, item.namespace, item.name) for item in readiness]
-    core: Any = client.CoreV1Api(api_client)
-    try:
-        install_manifests(api_client, objects, timeout=10)
-        wait_rollouts(api_client, readiness, timeout=ROLLOUT_TIMEOUT, owner="calico stand-in")
+    with cni_stand_in(api_client, "calico", timeout=ROLLOUT_TIMEOUT):
         yield
-    finally:
-        for ns in namespaces:
-            core.delete_namespace(ns)
 
 
 @pytest.fixture
@@ -267,6 +249,71 @@ def test_cluster_that_cannot_port_forward_fails_with_the_reason(
     assert ":9090 failed: error dialing backend: dial tcp 127.0.0." in error, error
     assert "audit-id" not in error  # the server's message, not the handshake's headers
     assert "connection refused" in error, error
+    assert _wait_namespaces_gone(api_client) == []
+
+
+def test_settings_the_cluster_would_need_changed_are_skipped_before_it_is_touched(
+    api_client: Any, kubeconfig: Path, calico_stand_in: None, tmp_path: Path
+) -> None:
+    """Issue 33, item 1: ``napi=threaded`` and the wireguard scenario's encryption would
+    change an existing cluster's settings. Their conditions are skipped up front, each group
+    in one line said right after the backend line, before the cluster is looked at (no
+    ``CNI:`` line, which the first provision prints), and no namespace is ever made."""
+    from cnibench.backends.kube.existing import NEVER_CHANGES
+
+    done = _run_cli(
+        kubeconfig, tmp_path / "results", "--cni", "calico:napi=threaded",
+        "--scenario", "egress,wireguard",
+    )  # fmt: skip
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    skips = [line for line in lines if line.startswith("skipped ")]
+    threaded = f"napi=threaded: {NEVER_CHANGES}"
+    assert skips == [
+        f"skipped egress/calico:napi=threaded (2 of 2 conditions: gateway-off, gateway-on):"
+        f" {threaded}",
+        f"skipped wireguard/calico:napi=threaded (2 of 4 conditions: off-rr, off-iperf3):"
+        f" {threaded}",
+        "skipped wireguard/calico:napi=threaded (2 of 4 conditions: on-rr, on-iperf3):"
+        f" encryption wireguard: {NEVER_CHANGES}",
+    ], done.stderr
+    assert lines.index(skips[0]) == 1, done.stderr  # right after "--cluster existing"
+    assert not [line for line in lines if ": CNI: " in line], done.stderr
+    assert "nothing was measured: every condition was skipped" in lines
+    assert "cnibench: error:" not in done.stderr
+    assert _session_namespaces(api_client) == []
+
+
+def test_cluster_wide_objects_are_said_before_they_are_made_and_removed_after(
+    api_client: Any, kubeconfig: Path, calico_stand_in: None, tmp_path: Path
+) -> None:
+    """Issue 33, item 2: baseline needs Prometheus, whose ClusterRole and binding live
+    outside the session namespace. On an existing cluster the run says so, naming both and
+    the session label, before the run goes on (here it ends at the port-forward kwok cannot
+    serve); at the end neither is left, nor any other session-labelled cluster-wide object."""
+    from kubernetes import client
+
+    done = _run_cli(
+        kubeconfig, tmp_path / "results", "--cni", "calico", "--scenario", "baseline",
+        "--runs", "1", "--condition", "same-node-idle-iperf3",
+    )  # fmt: skip
+    lines = done.stderr.splitlines()
+    said = [line for line in lines if "creating cluster-wide" in line]
+    assert len(said) == 1, done.stderr
+    session = said[0].rsplit(f"{render.SESSION_LABEL}=", 1)[1].split(";", 1)[0]
+    assert said[0] == (
+        f"calico: creating cluster-wide ClusterRole cnibench-{session}-prometheus,"
+        f" ClusterRoleBinding cnibench-{session}-prometheus for Prometheus to find"
+        " node-exporter (CPU and memory per run) (labelled"
+        f" {render.SESSION_LABEL}={session}; removed at teardown)"
+    )
+    error = _the_one_error_line(done)
+    assert lines.index(said[0]) < lines.index(error)
+    assert lines.index(said[0]) > next(i for i, line in enumerate(lines) if ": CNI: " in line)
+    rbac: Any = client.RbacAuthorizationV1Api(api_client)
+    for listed in (rbac.list_cluster_role, rbac.list_cluster_role_binding):
+        assert listed(label_selector=render.SESSION_LABEL).items == []
     assert _wait_namespaces_gone(api_client) == []
 
 

@@ -51,3 +51,29 @@ def test_static_targets_name_each_node_for_any_prometheus_build() -> None:
         {"targets": [f"[fd00::2]:{NODE_EXPORTER_PORT}"], "labels": {"instance": "w1"}},
         {"targets": [f"172.18.0.3:{NODE_EXPORTER_PORT}"], "labels": {"instance": "w2"}},
     ]
+
+
+def _exporter_affinity(node_addresses: dict[str, str] | None) -> Any:
+    documents = monitoring_manifests(namespace="ns", session="s", node_addresses=node_addresses)
+    (exporter,) = [d for d in documents if d["kind"] == "DaemonSet"]
+    return exporter["spec"]["template"]["spec"].get("affinity")
+
+
+def test_node_exporter_runs_only_on_the_nodes_prometheus_scrapes() -> None:
+    """Issue 33, item 2: on an existing cluster the nodes no role holds get no node-exporter
+    (nor its host port); its pods are pinned by node name, the scraped targets' names."""
+    affinity = _exporter_affinity({"w2": "172.18.0.3", "w1": "172.18.0.2"})
+    terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    # One term per node: the API server takes one value per field selector (the kube tier
+    # refused ["w1", "w2"] in one term).
+    assert terms["nodeSelectorTerms"] == [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}
+        for name in ("w1", "w2")
+    ]
+
+
+@pytest.mark.parametrize("node_addresses", [None, {}], ids=["discovered-targets", "no-nodes-yet"])
+def test_node_exporter_without_static_targets_is_not_pinned(
+    node_addresses: dict[str, str] | None,
+) -> None:
+    assert _exporter_affinity(node_addresses) is None

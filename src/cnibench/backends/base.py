@@ -23,7 +23,7 @@ built by :mod:`cnibench.tools`, which both backends can execute as is.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -525,6 +525,11 @@ class ClusterIdentity(Protocol):
         existing cluster: the CNI found running, which node holds which role and whether
         roles share a node); empty when there is nothing to say."""
 
+    def listen(self, listener: Callable[[str], None]) -> None:
+        """Have ``listener`` told, one line each, what a reader must know before it happens
+        while the cluster is used: on a cluster cnibench did not create, each cluster-wide
+        object right before it is created there (the pool calls it once per cluster)."""
+
     def teardown(self) -> None:
         """Remove everything this cluster created. Safe to call twice."""
 
@@ -751,6 +756,13 @@ class Backend(Protocol):
         cnibench.errors.ConfigError
             One line naming what is missing and what to do.
         """
+
+    def unsupported(self, spec: ClusterSpec) -> str:
+        """Why this backend makes no cluster of ``spec`` at all, in one line naming the
+        setting (e.g. ``napi=threaded: --cluster existing never changes the cluster's CNI or
+        kube-proxy settings``), or ``""`` when it makes one. The session asks it for each
+        planned condition's cluster (:meth:`Scenario.cluster_spec`) before any cluster is
+        made, and skips a condition with a reason up front. Pure: asks no cluster."""
 
     def provision(self, spec: ClusterSpec) -> Cluster:
         """Create (or reuse) a cluster for ``spec``.

@@ -12,6 +12,7 @@ and raises.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import time
@@ -298,7 +299,9 @@ class ClusterPool:
     """Clusters by spec, provisioned on first use and torn down together (also on Ctrl-C).
 
     ``notice``, when set, is called with each line of a new cluster's
-    :attr:`~cnibench.backends.base.ClusterIdentity.notes` once it is provisioned.
+    :attr:`~cnibench.backends.base.ClusterIdentity.notes` once it is provisioned, and with
+    each line the cluster tells later (:meth:`~cnibench.backends.base.ClusterIdentity.listen`),
+    each prefixed with the cluster's ``--cni`` label.
     """
 
     def __init__(self, backend: Backend) -> None:
@@ -312,11 +315,17 @@ class ClusterPool:
         if cluster is None:
             cluster = self.backend.provision(spec)
             self._clusters[spec.key] = cluster
-            notice = self.notice
-            if notice is not None:
-                for line in cluster.notes:
-                    notice(f"{spec.label}: {line}")
+            for line in cluster.notes:
+                self._tell(spec.label, line)
+            # What the cluster says later (a cluster-wide object about to be created on a
+            # cluster cnibench did not create) goes to whoever listens then.
+            cluster.listen(functools.partial(self._tell, spec.label))
         return cluster
+
+    def _tell(self, label: str, line: str) -> None:
+        notice = self.notice
+        if notice is not None:
+            notice(f"{label}: {line}")
 
     def teardown(self) -> None:
         """Tear every cluster down; errors of one do not stop the others."""

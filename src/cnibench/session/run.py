@@ -54,6 +54,11 @@ class EventKind(enum.Enum):
     DESIGN = "design"
     """Some conditions run sequentially, not interleaved; ``text`` says which and why
     (:meth:`RunDesign.sequential_line`), once, right after :attr:`PLANNED`."""
+    REFUSED = "refused"
+    """Conditions the backend makes no cluster for (:meth:`Backend.unsupported
+    <cnibench.backends.base.Backend.unsupported>`), skipped before any cluster is made;
+    ``text`` is their skip line (:meth:`Skipped.line`), ``runs`` the repetitions they had.
+    Sent right after :attr:`PLANNED`, one per scenario, CNI and reason."""
     CLUSTER = "cluster"
     """A cluster was provisioned; ``text`` is one line of what it found worth telling
     (:attr:`~cnibench.backends.base.ClusterIdentity.notes`: the CNI running on an existing
@@ -250,9 +255,13 @@ class BenchSession:
         """Run ``planned`` (default: every condition of every scenario) on the session's CNIs
         and say what came of it.
 
-        A condition the cluster cannot run is skipped (with the reason); one that cannot be
-        set up or verified is recorded as not proven and the session goes on with the next;
-        a failed repetition is kept, flagged, and never averaged in.
+        A condition the backend makes no cluster for (:meth:`Backend.unsupported
+        <cnibench.backends.base.Backend.unsupported>`, e.g. a setting an existing cluster
+        would have to change) is skipped before any cluster is made, and said at once
+        (:attr:`EventKind.REFUSED`); one the cluster cannot run is skipped when its cluster
+        is there (with the reason); one that cannot be set up or verified is recorded as not
+        proven and the session goes on with the next; a failed repetition is kept, flagged,
+        and never averaged in.
 
         Parameters
         ----------
@@ -276,11 +285,18 @@ class BenchSession:
         """
         plan = self.plan(plan_conditions(self.scenarios) if planned is None else planned)
         runs = self.config.profile.runs
-        design = run_design(plan, runs, sequential=not interleave)
+        # Conditions the backend makes no cluster for are skipped here, before any is made.
+        skipped: dict[tuple[str, str, str], list[str]] = {}
+        for p in plan:
+            refusal = self.backend.unsupported(p.scenario.cluster_spec(p.spec, p.condition))
+            if refusal:
+                skipped.setdefault((p.scenario.name, p.cni, refusal), []).append(p.condition.id)
+        refused = {(name, cni, c) for (name, cni, _), ids in skipped.items() for c in ids}
+        runnable = [p for p in plan if run_key(p) not in refused]
+        design = run_design(runnable, runs, sequential=not interleave)
         tell = progress or (lambda event: None)
         merged: dict[tuple[str, str, str], ConditionResult] = {}
         given_up: set[tuple[str, str, str]] = set()
-        skipped: dict[tuple[str, str, str], list[str]] = {}
         not_proven: list[str] = []
         ran: list[tuple[int, PlannedRun]] = []
 
@@ -317,7 +333,11 @@ class BenchSession:
                 else dataclasses.replace(earlier, runs=(*earlier.runs, *result.runs))
             )
 
+        planned_per = Counter((p.scenario.name, p.cni) for p in plan)
         tell(ProgressEvent(EventKind.PLANNED, f"{len(plan)} conditions", len(plan) * runs))
+        for (name, cni, reason), ids in skipped.items():
+            line = Skipped(name, cni, reason, tuple(ids), planned_per[(name, cni)]).line()
+            tell(ProgressEvent(EventKind.REFUSED, line, len(ids) * runs))
         line = design.sequential_line()
         if line:
             tell(ProgressEvent(EventKind.DESIGN, line))
@@ -343,7 +363,6 @@ class BenchSession:
             }
             for number, p in ran
         ]
-        planned_per = Counter((p.scenario.name, p.cni) for p in plan)
         self._skipped += [
             {
                 "scenario": name,

@@ -131,6 +131,17 @@ class Applier:
                     f"the API server does not serve {kind} ({api_version}): is its CRD installed?"
                 ) from exc
 
+    def namespaced(self, manifest: Mapping[str, Any]) -> bool:
+        """Whether the server keeps objects of ``manifest``'s kind in a namespace (from its
+        discovery, so a CRD's scope is the CRD's own).
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            The server does not know the kind.
+        """
+        return bool(self._resource(manifest).namespaced)
+
     def apply(self, manifest: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         """Server-side apply ``manifest``; returns the object as the server stored (or would
         store) it.

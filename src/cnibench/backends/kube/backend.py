@@ -17,6 +17,7 @@ from cnibench.backends.kube.cni import CniDefinition, CniVersions, cni_definitio
 from cnibench.backends.kube.cnis import DRIVERS, cni_names
 from cnibench.backends.kube.detect import agent_daemonsets, check_cni, detect_cnis, list_daemonsets
 from cnibench.backends.kube.engine import answering_engine
+from cnibench.backends.kube.existing import existing_refusal
 from cnibench.backends.kube.external import (
     EGRESS_IP_RANGE_ENV,
     DockerNetwork,
@@ -257,6 +258,22 @@ class KubeBackend:
                 f" (DOCKER_HOST={os.environ.get('DOCKER_HOST', 'unset')}): start one with"
                 ' eval "$(cnibench engine up)", or choose --cluster lab or existing'
             )
+
+    def unsupported(self, spec: ClusterSpec) -> str:
+        """On an existing cluster, a setting cnibench would have to change there
+        (:func:`~cnibench.backends.kube.existing.existing_refusal`: ``napi``, ``kube-proxy``,
+        ``gateway``, encryption); elsewhere ``napi=threaded`` off kind, whose nodes are the
+        only ones on this machine. ``""`` otherwise. Pure: asks no cluster."""
+        if self.provider.name == "existing":
+            refusal = existing_refusal(spec)
+            if refusal:
+                return refusal
+        if spec.options.get("napi") == "threaded" and self.provider.name != "kind":
+            return (
+                f"napi=threaded needs --cluster kind (the nodes must be containers on this"
+                f" machine; --cluster {self.provider.name})"
+            )
+        return ""
 
     def load_balancer_range(
         self, network: DockerNetwork, egress_range: tuple[str, str] | None

@@ -8,7 +8,11 @@ and, in any cluster a kubeconfig reaches, namespaces and cluster-scoped objects 
 (:func:`cluster_scoped_kinds`: what each CNI driver declares, e.g. egress gateway objects and
 cluster-wide policies). A kind whose CRD the cluster does not serve is skipped. Anything else
 is never touched: unlabelled objects, clusters with other names, AKS
-resources (``terraform destroy`` in the state directory).
+resources (``terraform destroy`` in the state directory), and nodes: a session writes no label
+or taint to any node (pods select theirs by its own ``kubernetes.io/hostname`` label), so a
+``cnibench.io/role`` label on a node of an existing cluster is its owner's and stays.
+``tests/unit/test_clean_knows_every_object.py`` checks that every object a session renders is
+in its namespace or of a kind looked for here.
 """
 
 from __future__ import annotations

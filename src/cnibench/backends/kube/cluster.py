@@ -160,6 +160,9 @@ class KubeCluster:
             tolerations=tolerations,
             timeouts=timeouts or Timeouts(),
             egress_ip_range=egress_ip_range,
+            # A cluster cnibench did not create: what lands outside the session namespace is
+            # said before it is created.
+            announces=provider == "existing",
         )
         self._api_client = api_client
         self._pykube: Any = None
@@ -300,6 +303,16 @@ class KubeCluster:
         which role, how it was found and whether roles share a node."""
         choice = self._runtime.choice
         return (*self._notes, choice.line()) if choice is not None else self._notes
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        """Tell ``listener`` each cluster-wide object right before it is created, on an
+        existing cluster (see :meth:`KubeRuntime.announce_cluster_wide`)."""
+        self._runtime.listener = listener
+
+    @property
+    def announced(self) -> tuple[str, ...]:
+        """Every cluster-wide object said so far (see :meth:`listen`), one line each."""
+        return tuple(self._runtime.announced)
 
     def _wait_default_service_account(self) -> None:
         from kubernetes.client.exceptions import ApiException

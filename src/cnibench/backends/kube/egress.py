@@ -79,6 +79,7 @@ class KubeEgressGateway:
         rt = self._runtime
         objects = self.manifests([c.name for c in clients], destination=destination)
         tag = {EGRESS_LABEL: objects[-1]["metadata"]["name"]}
+        rt.announce_cluster_wide(objects, why=f"{rt.cni.name}'s egress gateway")
         for endpoint in clients:
             rt.core.patch_namespaced_pod(endpoint.name, rt.namespace, {"metadata": {"labels": tag}})
             self._pods.append(endpoint.name)

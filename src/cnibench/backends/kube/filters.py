@@ -123,6 +123,8 @@ class KubeFilters:
             The API server rejected an object.
         """
         objects = self.priority_case_manifests(case, spec)
+        rt = self._runtime
+        rt.announce_cluster_wide(objects, why=f"{rt.cni.name}'s policy tiers (priority cases)")
         self.remove_priority_case()
         for manifest in objects:
             self._priority_objects.append(manifest)
@@ -164,6 +166,7 @@ class KubeFilters:
             path=path,
         )
         self.remove_l7_policy()
+        rt.announce_cluster_wide([manifest], why=f"{rt.cni.name}'s L7 policy")
         rt.applier.apply(manifest)
         self._l7_objects.append(manifest)
 

@@ -55,16 +55,18 @@ class KubeMonitoring:
         """
         rt = self._runtime
         if self._forward is None:
-            rt.applier.apply_all(
-                render.monitoring_manifests(
-                    namespace=rt.namespace,
-                    session=rt.session,
-                    images=rt.images,
-                    tolerations=rt.tolerations,
-                    node_addresses={node.name: node.ip for node in rt.nodes},
-                    prometheus_node=rt.target(NodeRole.SERVER),
-                )
+            manifests = render.monitoring_manifests(
+                namespace=rt.namespace,
+                session=rt.session,
+                images=rt.images,
+                tolerations=rt.tolerations,
+                node_addresses={node.name: node.ip for node in rt.nodes},
+                prometheus_node=rt.target(NodeRole.SERVER),
             )
+            rt.announce_cluster_wide(
+                manifests, why="Prometheus to find node-exporter (CPU and memory per run)"
+            )
+            rt.applier.apply_all(manifests)
             self._cluster_objects.extend(
                 m
                 for m in render.monitoring_manifests(namespace=rt.namespace, session=rt.session)

@@ -606,14 +606,40 @@ def monitoring_manifests(
 
     Cluster-scoped RBAC objects are named after ``namespace`` so sessions never collide.
     ``node_addresses`` (node name -> address) makes the targets static (see
-    :func:`prometheus_config`). Prometheus runs on ``prometheus_node`` (default: the node
-    labelled ``prometheus_role``).
+    :func:`prometheus_config`) and runs node-exporter on those nodes only: on a cluster
+    cnibench did not create, nodes no role holds get nothing (nor its host port). Prometheus
+    runs on ``prometheus_node`` (default: the node labelled ``prometheus_role``).
     """
     images = images or Images()
     labels = session_labels(session)
     prom = {"app.kubernetes.io/name": "prometheus", SESSION_LABEL: session}
     exporter = {"app.kubernetes.io/name": "node-exporter", SESSION_LABEL: session}
     rbac_name = f"{namespace}-prometheus"
+    exporters = render_template(
+        "monitoring/node-exporter.yaml",
+        {
+            "name": "node-exporter",
+            "namespace": namespace,
+            "labels": labels,
+            "selector": exporter,
+            "pod_labels": {**labels, **exporter},
+            "image": images.node_exporter,
+            "port": NODE_EXPORTER_PORT,
+            "listen_argument": f"--web.listen-address=:{NODE_EXPORTER_PORT}",
+        },
+    )
+    if node_addresses:
+        # By name (a field every node has), as the DaemonSet controller itself pins its pods;
+        # a field selector takes one value, so one term per node (terms are ORed).
+        terms = [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}
+            for name in sorted(node_addresses)
+        ]
+        exporters["spec"]["template"]["spec"]["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+            }
+        }
     return [
         render_template(
             "monitoring/service-account.yaml",
@@ -662,19 +688,7 @@ def monitoring_manifests(
             ),
             prometheus_node or NodeTarget.role(prometheus_role),
         ),
-        render_template(
-            "monitoring/node-exporter.yaml",
-            {
-                "name": "node-exporter",
-                "namespace": namespace,
-                "labels": labels,
-                "selector": exporter,
-                "pod_labels": {**labels, **exporter},
-                "image": images.node_exporter,
-                "port": NODE_EXPORTER_PORT,
-                "listen_argument": f"--web.listen-address=:{NODE_EXPORTER_PORT}",
-            },
-        ),
+        exporters,
     ]
 
 

@@ -20,7 +20,7 @@ from cnibench.backends.kube.cnis import DRIVERS, CniDriver
 from cnibench.backends.kube.cnis.base import ObjectScope
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.placement import NodeChoice
-from cnibench.backends.kube.render import NodeTarget
+from cnibench.backends.kube.render import SESSION_LABEL, NodeTarget
 from cnibench.errors import ConfigError, ProvisioningError
 from cnibench.waiting import wait_for
 
@@ -67,6 +67,9 @@ class KubeRuntime:
         Operation timeouts.
     egress_ip_range:
         ``(first, last)`` IPv4 egress IPs on the egress-gw node, or ``None``.
+    announces:
+        Whether cluster-wide objects are said before they are created
+        (:meth:`announce_cluster_wide`): on a cluster cnibench did not create.
     """
 
     def __init__(
@@ -80,6 +83,7 @@ class KubeRuntime:
         tolerations: Sequence[Mapping[str, Any]],
         timeouts: Timeouts,
         egress_ip_range: tuple[str, str] | None,
+        announces: bool = False,
     ) -> None:
         from kubernetes import client
 
@@ -99,6 +103,44 @@ class KubeRuntime:
         """The role nodes in the order of ``spec.roles``; empty until the cluster started."""
         self.choice: NodeChoice | None = None
         """Which node holds each role and how it was found; ``None`` until started."""
+        self.announces = announces
+        self.listener: Callable[[str], None] | None = None
+        """Told each line of :meth:`announce_cluster_wide` (the session's progress)."""
+        self.announced: list[str] = []
+        """Every line :meth:`announce_cluster_wide` said, in order."""
+        self._said: set[tuple[str, str]] = set()
+
+    def announce_cluster_wide(self, manifests: Sequence[Mapping[str, Any]], *, why: str) -> None:
+        """On a cluster cnibench did not create (:attr:`announces`), say which cluster-scoped
+        objects of ``manifests`` are about to be created, and ``why``, before they are: they
+        live outside the session's namespace, in the cluster's own space. Each object is said
+        once per session; namespaced ones (in the session's namespace) are not said. Each is
+        removed at teardown, and by ``cnibench clean --kubeconfig`` after a killed session
+        (it carries the session label). Call it before applying ``manifests``.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            The server does not know an object's kind (applying it would fail the same way).
+        """
+        if not self.announces:
+            return
+        named: list[str] = []
+        for manifest in manifests:
+            key = (str(manifest["kind"]), str(manifest["metadata"]["name"]))
+            if key in self._said or self.applier.namespaced(manifest):
+                continue
+            self._said.add(key)
+            named.append(" ".join(key))
+        if not named:
+            return
+        line = (
+            f"creating cluster-wide {', '.join(named)} for {why} (labelled"
+            f" {SESSION_LABEL}={self.session}; removed at teardown)"
+        )
+        self.announced.append(line)
+        if self.listener is not None:
+            self.listener(line)
 
     @property
     def driver(self) -> CniDriver:

@@ -144,6 +144,7 @@ class KubeSplit:
         """
         rt = self._runtime
         objects = self.manifests({n: (e.name, w) for n, (e, w) in backends.items()}, port=port)
+        rt.announce_cluster_wide(objects, why="the traffic split")
         rt.applier.apply_all(objects)
         self._objects.extend(objects)
         seen = "no status yet"

@@ -81,6 +81,11 @@ class LabBackend:
         """Nothing up front: a host that cannot run labs fails at the first provision, with
         the reason (see :meth:`available`)."""
 
+    def unsupported(self, spec: ClusterSpec) -> str:
+        """Nothing: a lab is made for every spec :meth:`validate` accepts (each lab is new,
+        so no setting of anyone else's is changed)."""
+        return ""
+
     def doctor(self) -> list[FeatureCheck]:
         """Every kernel feature and tool the lab uses, usable or not and why (see
         :func:`cnibench.backends.lab.features.doctor_rows`)."""

@@ -25,7 +25,7 @@ import dataclasses
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -602,6 +602,10 @@ class LabCluster:
     def notes(self) -> tuple[str, ...]:
         """Nothing to tell: the lab makes one namespace per role itself."""
         return ()
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        """Nothing will be told: a lab is made for one session and changes nothing of this
+        host's own namespace."""
 
     def environment(self) -> Environment:
         """Fingerprint of the host and the lab (computed once)."""
