@@ -312,9 +312,7 @@ class KubeBackend:
             return
         from cnibench.backends.kube.registry import push_images, pushable_tags
 
-        cnis = [spec.cni for spec in specs] + [
-            spec.options["gateway"] for spec in specs if spec.options.get("gateway")
-        ]
+        cnis = _image_owners(specs)
         if self.provider.name != "kind":
             cnis = []  # the cluster runs its own CNI: only the pods' images are needed
         push_images(docker_host, pushable_tags(self.images, cnis), registry)
@@ -324,9 +322,7 @@ class KubeBackend:
         are not built: the line names the ``cnibench images build`` to run. Builds nothing."""
         if not self.images.offline:
             return
-        names = [spec.cni for spec in specs] + [
-            spec.options["gateway"] for spec in specs if spec.options.get("gateway")
-        ]
+        names = _image_owners(specs)
         # With a registry the builds are still looked for under their own names in the engine.
         command = missing_build(OFFLINE_IMAGES if self.images.registry else self.images, names)
         if command:
@@ -442,6 +438,13 @@ class KubeBackend:
                 self.provider.forget(made)
             raise
         return cluster
+
+
+def _image_owners(specs: Sequence[ClusterSpec]) -> list[str]:
+    """The CNIs of ``specs`` and the gateways they name: what owns images a run needs."""
+    return [spec.cni for spec in specs] + [
+        spec.options["gateway"] for spec in specs if spec.options.get("gateway")
+    ]
 
 
 def existing_cni(api_client: Any, spec: ClusterSpec) -> str:

@@ -35,6 +35,7 @@ __all__ = [
     "build_context",
     "default_image_set",
     "register_cni_image",
+    "registry_reference",
     "require_pullable",
     "unregister_cni_image",
 ]
@@ -216,13 +217,15 @@ class Images:
         ``registry/cnibench-tools:offline-1``); public references and the kind node image
         stay. ``registry`` is a host with an optional port and path, no scheme."""
 
-        def moved(ref: str) -> str:
-            if not ref.startswith(LOCAL_PREFIX):
-                return ref
-            return f"{registry}/{ref.removeprefix(LOCAL_PREFIX)}"
-
-        shared = {name: moved(ref) for name, ref in self.shared().items() if name != "kind_node"}
-        cnis = {image.name: moved(self.cni_image(image)) for image in CNI_IMAGES.values()}
+        shared = {
+            name: registry_reference(ref, registry)
+            for name, ref in self.shared().items()
+            if name != "kind_node"
+        }
+        cnis = {
+            image.name: registry_reference(self.cni_image(image), registry)
+            for image in CNI_IMAGES.values()
+        }
         overrides = {
             name: ref
             for name, ref in cnis.items()
@@ -235,6 +238,15 @@ class Images:
         in field order, then any CNI image overridden with one."""
         found = (*self.shared().values(), *self.cni_overrides.values())
         return tuple(dict.fromkeys(image for image in found if image in LOCAL_BUILDS))
+
+
+def registry_reference(ref: str, registry: str) -> str:
+    """``ref`` as ``cnibench images push registry`` names it: an image cnibench built
+    (``localhost/x:t``) becomes ``registry/x:t``; any other reference, or any with no
+    ``registry``, stays as it is."""
+    if not registry or not ref.startswith(LOCAL_PREFIX):
+        return ref
+    return f"{registry}/{ref.removeprefix(LOCAL_PREFIX)}"
 
 
 _CNI_IMAGES: Registry[CniImage] = Registry("CNI image")

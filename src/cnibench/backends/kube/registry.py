@@ -22,6 +22,7 @@ from cnibench.backends.kube.images import (
     LOCAL_PREFIX,
     OFFLINE_IMAGES,
     Images,
+    registry_reference,
 )
 from cnibench.backends.kube.offline.plan import pod_image_tags
 from cnibench.errors import ConfigError, ProvisioningError
@@ -73,12 +74,8 @@ def pushable_tags(images: Images, cnis: Iterable[str] = ()) -> tuple[str, ...]:
     if images.offline:
         return pod_image_tags(OFFLINE_IMAGES, cnis=cnis)
     used = set(images.shared().values())
-    moved = {local: _moved(local, images.registry) for local in LOCAL_BUILDS}
+    moved = {local: registry_reference(local, images.registry) for local in LOCAL_BUILDS}
     return tuple(local for local, ref in moved.items() if ref in used or local in used)
-
-
-def _moved(local: str, registry: str) -> str:
-    return f"{registry}/{local.removeprefix(LOCAL_PREFIX)}" if registry else local
 
 
 @dataclass(frozen=True)
@@ -131,7 +128,7 @@ def push_images(
         raise ProvisioningError(f"engine at {docker_host} does not answer: {exc}") from exc
     try:
         for tag in wanted:
-            remote = _moved(tag, registry)
+            remote = registry_reference(tag, registry)
             repository, _, version = remote.rpartition(":")
             try:
                 client.images.get(tag).tag(repository, version)
