@@ -55,6 +55,7 @@ class SystemTool:
 
 SYSTEM_TOOLS: tuple[SystemTool, ...] = (
     SystemTool("ip", "iproute2", "lab: namespaces, veth, bridge, vxlan, routes"),
+    SystemTool("sysctl", "procps", "lab: forwarding and reverse-path filters in namespaces"),
     SystemTool("nft", "nftables", "lab: masquerade, egress SNAT, policy engines nftables/-set"),
     SystemTool("iptables", "iptables", "lab: policy engine iptables"),
     SystemTool("conntrack", "conntrack", "lab: flush connection tracking between runs"),
