@@ -114,21 +114,23 @@ def tests(session: nox.Session) -> None:
         _system(session)
         with open(system_done, "w"):
             pass
-        # First the tiers whose tests judge real lab measurements (significance at 1 %, a
-        # five-fold slowdown seen through a CPU quota): alone, since beside the kind tier's
-        # clusters their runs vary with its load (4 failures so measured, 2026-11-27).
-        measured = ("tests/integration", "tests/lab")
-        session.run("python", "-m", "pytest", *measured, *args[1:], env=env)
+        # First the tests that judge real lab measurements (marked `measured`: significance
+        # at 1 %, a five-fold slowdown seen through a CPU quota), alone: beside the kind
+        # tier's clusters their runs vary with its load (4 failures so measured, 2026-11-27).
+        lab_tiers = ("tests/integration", "tests/lab")
+        session.run("python", "-m", "pytest", *lab_tiers, "-m", "measured", *args[1:], env=env)
         # Then the kind tier, in a pytest of its own, beside everything else: it mostly waits
         # on clusters coming up, and the others' `cnibench clean` keeps what it holds
         # (cnibench.leases). Its output is printed when it ends.
         kind = _start_kind_tier(session, args[1:], env, os.path.join(tmp, "kind-tier.log"))
-        # The unit tier and the benchmark suite in two xdist workers (the suite on a lab of
-        # each worker's own, as `pytest tests/bench -n 2` gives a user); then the reliability
-        # and kube tiers in one process, in the order tests/conftest.py gives.
+        # Beside it: the rest of the integration and lab tiers; the unit tier and the
+        # benchmark suite in two xdist workers (the suite on a lab of each worker's own, as
+        # `pytest tests/bench -n 2` gives a user); then the reliability and kube tiers in one
+        # process, in the order tests/conftest.py gives.
+        session.run("python", "-m", "pytest", *lab_tiers, "-m", "not measured", *args[1:], env=env)
         parallel = ("tests/unit", "tests/bench")
         session.run("python", "-m", "pytest", *parallel, "-n", "2", *args[1:], env=env)
-        ignored = [f"--ignore={tier}" for tier in (*measured, *parallel, "tests/kind")]
+        ignored = [f"--ignore={tier}" for tier in (*lab_tiers, *parallel, "tests/kind")]
         session.run("python", "-m", "pytest", *args, *ignored, env=env)
         others_failed = False
     finally:

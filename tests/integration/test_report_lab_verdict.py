@@ -27,7 +27,7 @@ import cnibench
 from cnibench import report
 from cnibench.scenarios.egress import EgressScenario
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow]
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.measured]
 
 RUN_TIMEOUT_S = 900
 _LINE = re.compile(
