@@ -37,14 +37,29 @@ __all__ = ["exit_now", "raise_interrupt", "signals_deferred", "sigterm_raises_in
 _HELD = (signal.SIGINT, signal.SIGTERM)
 
 
-def raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    """Signal handler making a signal (SIGTERM) a :class:`KeyboardInterrupt`, as Ctrl-C.
+_IMPORT_BOOTSTRAP = "<frozen importlib._bootstrap>"
 
-    Raised inside a finalizer (``__del__``, e.g. a ``subprocess.Popen`` being collected) the
-    exception would be printed as "Exception ignored in ..." and dropped, and the command would
-    carry on; there the signal is delivered again, a moment later, instead.
+
+def _swallows_exceptions(frame: FrameType) -> bool:
+    """Whether an exception raised in ``frame`` would be printed as "Exception ignored in ..."
+    and dropped: a finalizer (``__del__``), or the weakref callback importlib runs when a
+    module lock is collected (``_get_module_lock.<locals>.cb``: a Ctrl-C 2 s into a run
+    landed there in CI, 2026-11-28, and the run went on to its end and exited 0)."""
+    code = frame.f_code
+    return code.co_name == "__del__" or (
+        code.co_name == "cb" and code.co_filename == _IMPORT_BOOTSTRAP
+    )
+
+
+def raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    """Signal handler making a signal (SIGINT, SIGTERM) a :class:`KeyboardInterrupt`.
+
+    Raised where Python drops exceptions (:func:`_swallows_exceptions`: a finalizer such as
+    ``subprocess.Popen.__del__``, importlib's module-lock callback) the exception would be
+    printed as "Exception ignored in ..." and the command would carry on; there the signal is
+    delivered again, a moment later, instead.
     """
-    if frame is not None and frame.f_code.co_name == "__del__":
+    if frame is not None and _swallows_exceptions(frame):
         threading.Timer(0.05, os.kill, (os.getpid(), signum)).start()
         return
     raise KeyboardInterrupt(f"signal {signum}")
@@ -56,16 +71,23 @@ def _in_main_thread() -> bool:
 
 @contextmanager
 def sigterm_raises_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`KeyboardInterrupt` (see :func:`raise_interrupt`);
-    the handler in place before is restored afterwards."""
+    """Within the block, SIGTERM raises :class:`KeyboardInterrupt` (see :func:`raise_interrupt`),
+    and so does SIGINT where Python's own Ctrl-C handler is in place (the same exception, but
+    sent again where Python would drop it); the handlers in place before are restored
+    afterwards."""
     if not _in_main_thread():
         yield
         return
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:
+        signal.signal(signal.SIGINT, raise_interrupt)
     previous = signal.signal(signal.SIGTERM, raise_interrupt)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous_int)
 
 
 @contextmanager

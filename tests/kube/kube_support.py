@@ -490,9 +490,10 @@ def kube_proxy_configmap(core: Any, mode: str) -> Iterator[None]:
 @contextlib.contextmanager
 def cni_stand_in(api_client: Any, cni: str, *, timeout: float = 90.0) -> Iterator[None]:
     """What cnibench waits on for ``cni`` (its readiness workloads, in their namespaces),
-    rolled out on the kwok nodes with the placeholder image; the namespaces are deleted on
-    exit. The tier's stand-in for a cluster that already runs that CNI."""
-    from kubernetes import client
+    rolled out on the kwok nodes with the placeholder image; on exit they are deleted and
+    waited for until gone, so the next module's stand-in of the same CNI does not meet a
+    Terminating namespace (which refuses new objects and then vanishes under them). The
+    tier's stand-in for a cluster that already runs that CNI."""
 
     from cnibench.backends.base import ClusterSpec
     from cnibench.backends.kube.addons import install_manifests, wait_rollouts
@@ -504,11 +505,9 @@ def cni_stand_in(api_client: Any, cni: str, *, timeout: float = 90.0) -> Iterato
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces
     ]
     objects += [stand_in_workload(item.kind, item.namespace, item.name) for item in readiness]
-    core: Any = client.CoreV1Api(api_client)
     try:
         install_manifests(api_client, objects, timeout=10)
         wait_rollouts(api_client, readiness, timeout=timeout, owner=f"{cni} stand-in")
         yield
     finally:
-        for ns in namespaces:
-            core.delete_namespace(ns)
+        delete_and_wait_gone(api_client, objects)

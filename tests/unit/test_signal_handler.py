@@ -44,6 +44,35 @@ def test_inside_a_finalizer_the_signal_is_sent_again_instead(
     assert sent == [(os.getpid(), 15)]
 
 
+def test_inside_importlib_s_module_lock_callback_the_signal_is_sent_again_instead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CI, 2026-11-28: a Ctrl-C 2 s into a run raised inside ``_get_module_lock``'s weakref
+    callback; Python printed "Exception ignored in: <function _get_module_lock.<locals>.cb>"
+    and the run went on to exit 0. A frame of that name and file is what the handler sees."""
+    namespace: dict[str, object] = {"sys": sys}
+    exec(
+        compile("def cb():\n    return sys._getframe()\n", "<frozen importlib._bootstrap>", "exec"),
+        namespace,
+    )
+    frame = namespace["cb"]()  # type: ignore[operator]
+    sent: list[tuple[int, int]] = []
+    monkeypatch.setattr(os, "kill", lambda pid, signum: sent.append((pid, signum)))
+    raise_interrupt(2, frame)  # returns: nothing raised inside the callback
+    deadline = time.monotonic() + 5
+    while not sent and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sent == [(os.getpid(), 2)]
+
+
+def test_a_function_named_cb_elsewhere_is_interrupted_at_once() -> None:
+    def cb() -> FrameType:
+        return sys._getframe()
+
+    with pytest.raises(KeyboardInterrupt, match="signal 2"):
+        raise_interrupt(2, cb())
+
+
 # --- the helpers, each in a process of its own (signals reach the whole process) ---------------
 
 
