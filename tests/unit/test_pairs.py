@@ -239,10 +239,15 @@ def test_one_stream_has_nothing_to_overlap() -> None:
 # --- running pairs together -----------------------------------------------------------------
 
 
+_STREAM_SECONDS = 1.6
+_PROBE_SECONDS = 1.2
+
+
 @dataclass
 class _CannedPod:
     """An endpoint whose commands give captured output, each held until every pod of the
-    run is inside its command (so the run really is concurrent) and then 0.2 s more."""
+    run is inside its command (so the run really is concurrent) and then
+    :data:`_STREAM_SECONDS` (iperf3) or :data:`_PROBE_SECONDS` (the others) more."""
 
     name: str
     node: Node
@@ -254,8 +259,11 @@ class _CannedPod:
     def run(self, argv: Sequence[str], *, timeout: float) -> CommandResult:
         self.calls.append(tuple(argv))
         self.gate.wait(timeout)
-        # Streams outlast the probe, as PROBE_LEAD makes them on a real cluster.
-        threading.Event().wait(0.4 if argv[0] == "iperf3" else 0.2)
+        # Streams outlast the probe, as PROBE_LEAD makes them on a real cluster, and the probe
+        # covers most of them, as there: each stream then shares 75 % of its time with all the
+        # others. With 0.4 s and 0.2 s it shared exactly the check's 50 %, and a thread woken
+        # late on a loaded machine made it fail.
+        threading.Event().wait(_STREAM_SECONDS if argv[0] == "iperf3" else _PROBE_SECONDS)
         if argv[0] == "iperf3":
             out = IPERF3_TCP
         elif argv[0] == "sockperf":
