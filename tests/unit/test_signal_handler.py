@@ -35,13 +35,21 @@ def test_outside_a_finalizer_the_signal_interrupts_at_once() -> None:
 def test_inside_a_finalizer_the_signal_is_sent_again_instead(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    assert _sent_again(monkeypatch, 15, __del__()) == [(os.getpid(), 15)]
+
+
+def _sent_again(
+    monkeypatch: pytest.MonkeyPatch, signum: int, frame: FrameType
+) -> list[tuple[int, int]]:
+    """What the handler, called in ``frame``, sends with ``os.kill`` within 5 s; it must
+    return, raising nothing there."""
     sent: list[tuple[int, int]] = []
-    monkeypatch.setattr(os, "kill", lambda pid, signum: sent.append((pid, signum)))
-    raise_interrupt(15, __del__())  # returns: nothing raised inside the finalizer
+    monkeypatch.setattr(os, "kill", lambda pid, sig: sent.append((pid, sig)))
+    raise_interrupt(signum, frame)
     deadline = time.monotonic() + 5
     while not sent and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert sent == [(os.getpid(), 15)]
+    return sent
 
 
 def test_inside_importlib_s_module_lock_callback_the_signal_is_sent_again_instead(
@@ -56,13 +64,7 @@ def test_inside_importlib_s_module_lock_callback_the_signal_is_sent_again_instea
         namespace,
     )
     frame = namespace["cb"]()  # type: ignore[operator]
-    sent: list[tuple[int, int]] = []
-    monkeypatch.setattr(os, "kill", lambda pid, signum: sent.append((pid, signum)))
-    raise_interrupt(2, frame)  # returns: nothing raised inside the callback
-    deadline = time.monotonic() + 5
-    while not sent and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert sent == [(os.getpid(), 2)]
+    assert _sent_again(monkeypatch, 2, frame) == [(os.getpid(), 2)]
 
 
 def test_a_function_named_cb_elsewhere_is_interrupted_at_once() -> None:
