@@ -90,6 +90,36 @@ def condition_args(conditions: Iterable[str]) -> list[str]:
     return [arg for condition in conditions for arg in ("--condition", condition)]
 
 
+def retried_to_ok(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the attempts that succeeded, once every repetition is shown to have one.
+
+    A tool that fails marks its attempt failed and the profile may retry it (SPEC section 9):
+    a failed attempt is kept, with its reason, and never averaged in. This checks exactly
+    that: each failed attempt names why, its repetition (same condition and CNI) ended with
+    an ``ok`` attempt, and failed attempts stay a minority of all attempts, so a path that
+    fails as a rule still fails the test. The reasons are printed,
+    so a retried failure is seen in the test's output.
+    """
+    runs = frame.drop_duplicates("run_id")
+    failed = runs[runs["status"] == "failed"]
+    for row in failed.itertuples():
+        print(f"retried: {row.run_id}: {row.reason}")
+    assert set(runs["status"]) <= {"ok", "failed"}
+    assert failed["reason"].str.strip().astype(bool).all(), failed["run_id"].tolist()
+    assert 2 * len(failed) < len(runs), failed["reason"].tolist()
+    key = ["cni", "condition", "repetition"]
+    ok = runs[runs["status"] == "ok"]
+    assert ok.duplicated(key).sum() == 0, "a repetition has two ok attempts"
+    ended_ok = set(ok[key].itertuples(index=False, name=None))
+    unretried = [
+        row.run_id
+        for row in failed.itertuples()
+        if (row.cni, row.condition, row.repetition) not in ended_ok
+    ]
+    assert not unretried, f"failed and never retried to ok: {unretried} {failed['reason'].tolist()}"
+    return frame[frame["status"] == "ok"]
+
+
 def check_baseline(
     df: pd.DataFrame, cni: str, conditions: Iterable[str] = BASELINE_CONDITIONS
 ) -> None:
@@ -97,10 +127,9 @@ def check_baseline(
     measurement is plausible in its unit: iperf3 in Gbit/s, sockperf in µs, CPU and memory
     from the cluster's Prometheus."""
     conditions = set(conditions)
-    df = df[(df["cni"] == cni) & (df["scenario"] == "baseline")]
+    df = retried_to_ok(df[(df["cni"] == cni) & (df["scenario"] == "baseline")])
     assert set(df["provider"]) == {"kind"}
     assert bool(df["verified"].all())
-    assert set(df["status"]) == {"ok"}
     assert set(df["condition"]) == conditions
     throughput = df[(df["metric"] == "throughput") & (df["unit"] == "bits/s")]
     assert len(throughput) >= 2 * sum(c.endswith("iperf3") for c in conditions)  # >= 2 runs each

@@ -35,6 +35,7 @@ from .kind_support import (
     condition_args,
     core_api,
     kind,
+    retried_to_ok,
     run_args,
 )
 
@@ -178,10 +179,9 @@ def test_the_external_server_sees_the_client_node_then_the_gateway_node(
     """Seed 000's check on a real Cilium: the iperf3 server on the kind network's host side
     sees the client node's address without the gateway and the gateway node's with it."""
     frame, _, results = kpr_run
-    egress = frame[frame["scenario"] == "egress"]
+    egress = retried_to_ok(frame[frame["scenario"] == "egress"])
     assert set(egress["condition"]) == set(EGRESS_CONDITIONS)
     assert bool(egress["verified"].all())
-    assert set(egress["status"]) == {"ok"}
     client_ip = _node_ip(cilium_images, NodeRole.CLIENT)
     gateway_ip = _node_ip(cilium_images, NodeRole.EGRESS_GW)
     assert client_ip != gateway_ip
@@ -308,11 +308,10 @@ def test_the_kept_cilium_cluster_reached_by_its_kubeconfig_runs_egress_and_polic
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
     assert "CNI: this cluster runs cilium" in output
-    df = load_results(results)
+    df = retried_to_ok(load_results(results))
     assert set(df["scenario"]) == {"egress", "policy"}
     assert set(df["condition"]) == set(EGRESS_CONDITIONS + POLICY_CONDITIONS)
     assert bool(df["verified"].all())
-    assert set(df["status"]) == {"ok"}
     assert cnibench_clusters(cilium_images) == [kept]  # an existing cluster is never removed
 
 

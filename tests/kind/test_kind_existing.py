@@ -32,7 +32,7 @@ from cnibench.backends.kube.offline import offline_bin_dir
 from cnibench.backends.kube.render import ROLE_LABEL
 from cnibench.results import load_results
 
-from .kind_support import cnibench, kind
+from .kind_support import cnibench, kind, retried_to_ok
 
 CLUSTER = "byo-flannel"
 """Not ``cnibench-*``: cnibench's clean never touches it; this module deletes it."""
@@ -247,11 +247,11 @@ def byo_run(
 def test_an_unlabelled_cluster_kind_made_is_measured_and_verified(
     byo_run: tuple[pd.DataFrame, str, Path, dict[str, object], dict[str, object]],
 ) -> None:
-    df, output, _, _, _ = byo_run
+    everything, output, _, _, _ = byo_run
+    df = retried_to_ok(everything)
     baseline = df[df["scenario"] == "baseline"]
     assert set(baseline["condition"]) == set(BASELINE)
     assert bool(df["verified"].all())
-    assert set(df["status"]) == {"ok"}
     assert set(baseline["provider"]) == {"existing"}
     gbits = baseline[baseline["metric"] == "throughput"]["value"] / 1e9
     assert len(gbits) >= 2
