@@ -417,7 +417,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """``cnibench run``: options to a session, :meth:`BenchSession.run` with a progress bar,
-    then the table, the verdict and the session's own lines."""
+    then the answer (feature matrix and verdict) and the per-condition table (the answer first
+    into a file or pipe, last on a terminal), and the session's own lines."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -486,9 +487,18 @@ def _run(args: argparse.Namespace) -> int:
         finally:
             bar.stop()
     if outcome.results:
-        _print_table(outcome.results, session.scenarios, Console(width=max(console.width, 150)))
+        # The answer goes where a reader looks first: at the top of a file or a pipe (CI logs,
+        # `| less`), at the bottom of a terminal (what stays on screen when the run ends). The
+        # per-condition table is the detail behind it.
+        details = Console(width=max(console.width, 150))
+        answer_first = not sys.stdout.isatty()
+        if not answer_first:
+            _print_table(outcome.results, session.scenarios, details)
         if outcome.session_dir.is_dir():
             _print_verdict(outcome.session_dir, config.reference, args.margin)
+        if answer_first:
+            print(flush=True)
+            _print_table(outcome.results, session.scenarios, details)
     for line in outcome.lines():
         if line in said:
             continue  # a condition skipped up front was said before anything ran

@@ -129,6 +129,16 @@ def test_report_opens_with_the_matrix_then_the_verdict(lab_session):
     assert "Verdict, egress: ratio and 95% CI per contrast" in verdict_html
 
 
+def test_run_printed_into_a_file_opens_with_the_answer(lab_session):
+    """Captured (not a terminal), ``cnibench run``'s first lines are the feature matrix, then
+    the verdict; the per-condition table, the detail, comes after both."""
+    stdout = lab_session["stdout"]
+    first = next(line for line in stdout.splitlines() if line.strip())
+    assert first.startswith("What each feature costs"), stdout[:2000]
+    table = stdout.index("95 % confidence interval per condition")
+    assert stdout.index("What each feature costs") < stdout.index("\nverdict: ") < table
+
+
 def test_number_of_contrasts_is_what_egress_declares(lab_session):
     df = cnibench.load_results(lab_session["results"])
     declared = [
@@ -208,8 +218,10 @@ def test_html_has_no_inf_nan_or_negative_bound(lab_session):
     assert all(float(low) > 0 and float(high) > 0 for low, high in bounds)
 
 
-def test_cnibench_run_ends_with_the_same_verdict_lines(lab_session):
+def test_cnibench_run_prints_the_same_verdict_lines(lab_session):
     stdout = lab_session["stdout"].splitlines()
     heading = next(i for i, line in enumerate(stdout) if line.startswith("verdict: "))
-    printed = [line.strip() for line in stdout[heading + 1 :] if line.startswith("  ")]
+    after = stdout[heading + 1 :]
+    end = next((i for i, line in enumerate(after) if not line.startswith("  ")), len(after))
+    printed = [line.strip() for line in after[:end]]
     assert printed == _verdict_lines(lab_session["markdown"].read_text())
