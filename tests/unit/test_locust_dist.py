@@ -19,18 +19,35 @@ from cnibench.tools.locust_dist import (
     parse_workers,
     require_workers,
     worker_argv,
+    write_locustfile_argv,
 )
 
-STATS = """\
-Type,Name,Request Count,Failure Count,Median Response Time,Average Response Time,Min Response Time,Max Response Time,Average Content Size,Requests/s,Failures/s,50%,66%,75%,80%,90%,95%,98%,99%,99.9%,99.99%,100%
+# Header rows as locust writes them (one line each, as long as they are).
+STATS_HEADER = (
+    "Type,Name,Request Count,Failure Count,Median Response Time,Average Response Time,"
+    "Min Response Time,Max Response Time,Average Content Size,Requests/s,Failures/s,"
+    "50%,66%,75%,80%,90%,95%,98%,99%,99.9%,99.99%,100%"
+)
+STATS = (
+    STATS_HEADER
+    + """
 GET,-failed-,7,7,3,3.5,1,9,0,0.35,0.35,3,3,4,4,9,9,9,9,9,9,9
 GET,split-v1-6f7c,600,0,2,2.25,1,40,13,30.0,0.0,2,2,3,3,4,5,8,12,40,40,40
 GET,split-v2-9a1b,400,0,2,2.5,1,35,13,20.0,0.0,2,2,3,3,4,5,8,12,35,35,35
 ,Aggregated,1007,7,2,2.36,1,40,13,50.35,0.35,2,2,3,3,4,5,8,12,40,40,40
 """
+)
 
-HISTORY = """\
-Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,66%,75%,80%,90%,95%,98%,99%,99.9%,99.99%,100%,Total Request Count,Total Failure Count,Total Median Response Time,Total Average Response Time,Total Min Response Time,Total Max Response Time,Total Average Content Size
+HISTORY_HEADER = (
+    "Timestamp,User Count,Type,Name,Requests/s,Failures/s,"
+    "50%,66%,75%,80%,90%,95%,98%,99%,99.9%,99.99%,100%,"
+    "Total Request Count,Total Failure Count,Total Median Response Time,"
+    "Total Average Response Time,Total Min Response Time,Total Max Response Time,"
+    "Total Average Content Size"
+)
+HISTORY = (
+    HISTORY_HEADER
+    + """
 1700000000,10,GET,split-v1-6f7c,0,0,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,0,0,0,0,0,0,0
 1700000000,10,,Aggregated,0,0,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A,0,0,0,0,0,0,0
 1700000003,10,GET,split-v1-6f7c,3,0,2,2,3,3,4,5,8,12,40,40,40,6,0,2,2.2,1,40,13
@@ -39,6 +56,7 @@ Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,66%,75%,80%,90%,95%,98%
 1700000006,10,GET,split-v1-6f7c,3,0,2,2,3,3,4,5,8,12,40,40,40,9,0,2,2.2,1,40,13
 1700000006,10,,Aggregated,5,0,2,2,3,3,4,5,8,12,40,40,40,14,1,2,2.3,1,40,13
 """
+)
 
 
 def test_the_locustfile_is_python_with_the_host_side_user() -> None:
@@ -139,7 +157,8 @@ def test_history_places_each_backends_gain_at_the_earlier_row() -> None:
     assert pairs.count((1700000000.0, "split-v1-6f7c")) == 6
     assert pairs.count((1700000003.0, "split-v2-9a1b")) == 4
     assert pairs.count((1700000003.0, "split-v1-6f7c")) == 3
-    assert FAILED_NAME not in names and "Aggregated" not in names
+    assert FAILED_NAME not in names
+    assert "Aggregated" not in names
     assert len(times) == 13
 
 
@@ -180,3 +199,13 @@ def test_fewer_workers_than_asked_fail_the_run_in_one_line() -> None:
     assert "\n" not in message
     assert message.startswith("only 1 of 2 locust workers reported to the master")
     assert "split-load-w1" in message
+
+
+def test_the_locustfile_is_written_by_sh_without_stdin(tmp_path) -> None:
+    import subprocess
+
+    text = locustfile("http://h/")
+    argv = write_locustfile_argv(text, directory=str(tmp_path / "l"))
+    subprocess.run(argv, check=True, timeout=10)
+    assert (tmp_path / "l" / "locustfile.py").read_text() == text
+    assert not (tmp_path / "l" / "__init__.py").exists()

@@ -39,6 +39,7 @@ from cnibench.tools._common import format_number, require_positive
 
 __all__ = [
     "FAILED_NAME",
+    "LOCUST_DIR",
     "MASTER_PORT",
     "MAX_WORKERS",
     "WORKERS_MARKER",
@@ -50,6 +51,7 @@ __all__ = [
     "parse_workers",
     "require_workers",
     "worker_argv",
+    "write_locustfile_argv",
 ]
 
 TOOL = "locust"
@@ -162,6 +164,18 @@ def locustfile(
         wait=float(wait),
         timeout=float(request_timeout),
     )
+
+
+LOCUST_DIR = "/tmp/cnibench-locust"
+"""Folder of the locustfile and the master's CSVs in a load pod (no ``__init__.py``: locust
+imports the file as a module of its own)."""
+
+
+def write_locustfile_argv(text: str, *, directory: str = LOCUST_DIR) -> list[str]:
+    """Command that writes ``text`` to ``<directory>/locustfile.py`` in a pod (through exec,
+    which has no standard input: the text is an argument of ``sh``)."""
+    script = 'mkdir -p "$1" && printf "%s" "$2" > "$1/locustfile.py"'
+    return ["sh", "-c", script, "sh", directory, text]
 
 
 def _check_workers(workers: int) -> None:
