@@ -39,6 +39,7 @@ from cnibench.backends.base import (
     CommandResult,
     Endpoint,
     NodeRole,
+    Placement,
     WorkloadKind,
     WorkloadSpec,
 )
@@ -359,7 +360,7 @@ def _output(
     return RunOutput(measurements, raw, verification)
 
 
-def _place_load(cluster: Cluster, prepared: Prepared, workers: int) -> None:
+def _place_load(cluster: Placement, prepared: Prepared, workers: int) -> None:
     """locust's master and ``workers`` worker pods on the client node, each holding the
     locustfile of ``prepared``'s gateway URL (registered in ``prepared`` as they come, so a
     failed set-up removes those placed)."""
