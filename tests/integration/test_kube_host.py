@@ -2,7 +2,8 @@
 
 Pure parsers run on hand-written samples; :class:`HostExternal` runs a real libiperf server and
 a real iperf3 client on loopback. kind and docker cannot run here (no container engine): where
-they would be called, a fake runner (named ``fake_*``) records the argv and answers.
+they would be called, a fake runner (named ``fake_*``) records the argv and answers, and a fake
+Docker SDK client (``engine_stand_in``) answers what cnibench asks the engine itself.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from cnibench.backends.kube.external import (
 )
 from cnibench.backends.kube.providers import ExistingProvider, KindProvider
 from cnibench.errors import ConfigError, ParseError, ProvisioningError, ToolError
+from engine_stand_in import FakeEngineClient, fake_engine
 
 DATA = Path(__file__).resolve().parents[2] / "fixtures" / "kind"
 KIND_NETWORK_JSON = (DATA / "docker-network-inspect-kind.json").read_text()
@@ -117,39 +119,45 @@ def test_antrea_accepts_only_the_egress_range_option() -> None:
         cni_definition(ClusterSpec(cni="antrea", options={"mode": "x"}))
 
 
-# -- KubeBackend.host_side: kind with a fake docker, others without ---------------------------
+# -- KubeBackend.host_side: kind with a fake engine, others without ---------------------------
 
 
-def _kind_backend(calls: list[list[str]], **options: str) -> KubeBackend:
-    def fake_docker(argv: Sequence[str]) -> str:
-        calls.append(list(argv))
-        return KIND_NETWORK_JSON
+def _kind_backend(client: FakeEngineClient, **options: str) -> KubeBackend:
+    def fake_kind(argv: Sequence[str]) -> str:
+        raise AssertionError(f"host_side ran {argv}")
 
-    return KubeBackend(KindProvider(runner=fake_docker), network_runner=fake_docker, **options)
+    provider = KindProvider(runner=fake_kind, engine=fake_engine(client))
+    return KubeBackend(provider, **options)
+
+
+def _kind_engine() -> FakeEngineClient:
+    """An engine whose ``kind`` network is the sample's (``docker network inspect`` prints
+    the list of what ``GET /networks/kind`` answers)."""
+    return FakeEngineClient(networks={"kind": json.loads(KIND_NETWORK_JSON)[0]})
 
 
 def test_kind_external_host_is_the_kind_gateway(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CNIBENCH_EXTERNAL_ADDRESS", raising=False)
     monkeypatch.delenv("CNIBENCH_EGRESS_IP_RANGE", raising=False)
-    calls: list[list[str]] = []
+    engine = _kind_engine()
     spec = ClusterSpec(cni="antrea")
-    external, egress = _kind_backend(calls).host_side(spec, cni_definition(spec))
+    external, egress = _kind_backend(engine).host_side(spec, cni_definition(spec))
     assert external is not None
     assert external.ip == "172.18.0.1"
     assert egress == ("172.18.255.251", "172.18.255.254")
-    assert calls == [["docker", "network", "inspect", "kind"]]
+    assert engine.asked == [("network", "kind")]
 
 
 def test_configured_addresses_skip_docker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CNIBENCH_EGRESS_IP_RANGE", raising=False)
-    calls: list[list[str]] = []
+    engine = _kind_engine()
     spec = ClusterSpec(cni="antrea", options={"egress-ip-range": "172.18.0.240-172.18.0.241"})
-    backend = _kind_backend(calls, external_address="198.18.0.5")
+    backend = _kind_backend(engine, external_address="198.18.0.5")
     external, egress = backend.host_side(spec, cni_definition(spec))
     assert external is not None
     assert external.ip == "198.18.0.5"
     assert egress == ("172.18.0.240", "172.18.0.241")
-    assert calls == []
+    assert engine.asked == []
 
 
 def test_existing_cluster_has_no_external_host_unless_configured(

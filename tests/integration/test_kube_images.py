@@ -19,6 +19,7 @@ from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, Workload
 from cnibench.backends.kube import render
 from cnibench.backends.kube.backend import KubeBackend
 from cnibench.backends.kube.cni import cni_definition
+from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.backends.kube.images import (
     LOCAL_TOOLS_IMAGE,
     Images,
@@ -28,6 +29,7 @@ from cnibench.backends.kube.images import (
 from cnibench.backends.kube.providers import ExistingProvider, KindProvider, check_kind_version
 from cnibench.errors import ConfigError, ProvisioningError
 from cnibench.system import SYSTEM_TOOLS
+from engine_stand_in import FAKE_DOCKER_HOST, FakeEngineClient
 
 POD_TOOLS = ("iperf3", "sockperf", "wrk", "ab", "curl", "tcpdump")
 """Commands the scenarios execute inside pods (clients, sockperf/iperf3 servers, captures)."""
@@ -96,20 +98,20 @@ def test_pods_use_the_tools_image_without_pulling_it() -> None:
 
 
 class _FakeHost:
-    """docker + kind as seen through KindProvider's runner: records argv, knows which images
-    the docker daemon holds."""
+    """docker + kind as seen through KindProvider's runner (records argv) and its engine (a
+    fake Docker SDK client holding the images built so far)."""
 
     def __init__(self, images: set[str], clusters: Sequence[str] = ()) -> None:
         self.images = images
         self.clusters = list(clusters)
         self.calls: list[list[str]] = []
+        self.engine = EngineReads(
+            FAKE_DOCKER_HOST,
+            connect=lambda host: FakeEngineClient(images=dict.fromkeys(self.images, "sha256:a")),
+        )
 
     def __call__(self, argv: Sequence[str]) -> str:
         self.calls.append(list(argv))
-        if argv[:3] == ["docker", "image", "inspect"]:
-            if argv[-1] not in self.images:
-                raise ProvisioningError(f"docker image inspect failed: No such image: {argv[-1]}")
-            return "sha256:abc\n"
         if argv[:2] == ["docker", "build"]:
             self.images.add(argv[argv.index("--tag") + 1])
         if argv[:3] == ["kind", "get", "clusters"]:
@@ -120,7 +122,7 @@ class _FakeHost:
 def test_kind_builds_the_tools_image_once_then_loads_it(tmp_path: Path) -> None:
     host = _FakeHost(images=set())
     spec = ClusterSpec(cni="cilium")
-    made = _kind(tmp_path, runner=host).ensure(spec, cni_definition(spec))
+    made = _kind(tmp_path, runner=host, engine=host.engine).ensure(spec, cni_definition(spec))
     builds = [c for c in host.calls if c[:2] == ["docker", "build"]]
     assert len(builds) == 1
     context = Path(builds[0][-1])
@@ -133,7 +135,7 @@ def test_kind_builds_the_tools_image_once_then_loads_it(tmp_path: Path) -> None:
 
     host.calls.clear()
     host.clusters = [made.name]
-    _kind(tmp_path, runner=host).ensure(spec, cni_definition(spec))
+    _kind(tmp_path, runner=host, engine=host.engine).ensure(spec, cni_definition(spec))
     assert not [c for c in host.calls if c[:2] == ["docker", "build"]]
     assert [c for c in host.calls if c[:3] == ["kind", "load", "docker-image"]] == loads
 
@@ -142,7 +144,9 @@ def test_kind_loads_nothing_when_every_image_is_overridden(tmp_path: Path) -> No
     host = _FakeHost(images=set())
     spec = ClusterSpec(cni="kindnet")
     images = Images(tools="registry.example/tools:1", sockperf="registry.example/tools:1")
-    _kind(tmp_path, images=images, runner=host).ensure(spec, cni_definition(spec))
+    _kind(tmp_path, images=images, runner=host, engine=host.engine).ensure(
+        spec, cni_definition(spec)
+    )
     assert not [c for c in host.calls if c[0] == "docker" or c[:2] == ["kind", "load"]]
 
 
@@ -165,7 +169,7 @@ def test_older_kind_is_refused_before_anything_is_created(tmp_path: Path, older:
 
     spec = ClusterSpec(cni="kindnet")
     with pytest.raises(ProvisioningError, match=f"kind {older} is older than v0.30.0"):
-        _kind(tmp_path, runner=runner).ensure(spec, cni_definition(spec))
+        _kind(tmp_path, runner=runner, engine=host.engine).ensure(spec, cni_definition(spec))
     assert not [c for c in host.calls if c[:2] in (["kind", "create"], ["docker", "build"])]
 
 

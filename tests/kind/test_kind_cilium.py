@@ -12,7 +12,6 @@ image set has no Envoy, so L7 and Cilium's own traffic splitting are skipped, wi
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ import pandas as pd
 import pytest
 
 from cnibench.backends.base import ClusterSpec, NodeRole
+from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.backends.kube.external import inspect_docker_network
 from cnibench.backends.kube.filters import PRIORITY_SETTLE
 from cnibench.backends.kube.render import ROLE_LABEL
@@ -285,13 +285,8 @@ def test_the_kept_cilium_cluster_reached_by_its_kubeconfig_runs_egress_and_polic
     (kept,) = cnibench_clusters(cilium_images)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(kind("get", "kubeconfig", "--name", kept, env=cilium_images))
-    gateway = inspect_docker_network(
-        runner=lambda argv: (
-            subprocess.run(
-                list(argv), env=cilium_images, capture_output=True, text=True, check=True
-            ).stdout
-        )
-    ).gateway
+    # The tier's engine is passed explicitly: the test process has no DOCKER_HOST of its own.
+    gateway = inspect_docker_network(reads=EngineReads(cilium_images["DOCKER_HOST"])).gateway
     env = {**cilium_images, "KUBECONFIG": str(kubeconfig), "CNIBENCH_EXTERNAL_ADDRESS": gateway}
     results = tmp_path / "results"
     common = ["run", "--cluster", "existing", "--profile", "smoke", "--results-dir", str(results)]

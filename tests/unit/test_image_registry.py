@@ -24,6 +24,7 @@ from cnibench.backends.kube.images import (
     Images,
     require_pullable,
 )
+from cnibench.backends.kube.offline.plan import pod_image_tags
 from cnibench.backends.kube.providers import KindProvider
 from cnibench.backends.kube.registry import (
     check_registry,
@@ -33,6 +34,7 @@ from cnibench.backends.kube.registry import (
 )
 from cnibench.errors import ConfigError
 from cnibench.session import SessionConfig, session_config
+from engine_stand_in import FakeEngineClient, fake_engine
 
 REGISTRY = "localhost:5000"
 
@@ -121,10 +123,12 @@ def test_a_kind_cluster_that_pulls_gets_nothing_loaded(tmp_path: Path) -> None:
     assert cni_definition(spec).name == "flannel"
     provider.load_local_images("cnibench-x", cni="flannel")
     assert calls == []
+    built = {tag: "sha256:0" for tag in pod_image_tags(OFFLINE_IMAGES, cnis=["flannel"])}
     loading = KindProvider(
         tmp_path,
         images=OFFLINE_IMAGES,
         runner=lambda argv: calls.append(list(argv)) or "",
+        engine=fake_engine(FakeEngineClient(images=built)),
         modules_dir=tmp_path / "m",
     )
     loading.load_local_images("cnibench-x", cni="flannel")

@@ -1,15 +1,16 @@
 """A kind node's and the CNI agent's own usage, read from cgroup trees laid out as the host
-shows them (fake /proc and cgroup files; the kind tier reads the real ones)."""
+shows them (fake /proc and cgroup files, and a fake Docker SDK client naming each node's
+container; the kind tier reads the real ones)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from cnibench.backends.base import ResourceUsage
 from cnibench.backends.cgroupfs import read_usage
+from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.backends.kube.node_usage import (
     AgentPod,
     KindNodeUsage,
@@ -18,6 +19,7 @@ from cnibench.backends.kube.node_usage import (
     sum_usage,
 )
 from cnibench.errors import ProvisioningError
+from engine_stand_in import FakeEngineClient, fake_engine, node_containers
 
 UID = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 SLICE = (
@@ -37,16 +39,17 @@ def _v1_cgroup(root: Path, relative: str, *, nanos: int, usage: int, inactive: i
     (memory / "memory.stat").write_text(f"cache 1\ntotal_inactive_file {inactive}\n")
 
 
-def _inspector(pids: dict[str, int], calls: list[list[str]] | None = None) -> Any:
-    """A stand-in for ``docker inspect``: a node container's init PID or its ID."""
+def _no_host_commands(argv: list[str]) -> str:
+    raise AssertionError(f"a reading ran a host command: {argv}")
 
-    def inspect(argv: list[str]) -> str:
-        if calls is not None:
-            calls.append(argv)
-        node = argv[-1]
-        return f"{node}id\n" if "{{.Id}}" in argv else f"{pids[node]}\n"
 
-    return inspect
+def _usage(
+    pids: dict[str, int], proc: Path, client: FakeEngineClient | None = None
+) -> KindNodeUsage:
+    """Node usage whose engine is a fake client holding ``pids``' node containers (unit tests
+    have no engine) and which runs no host command."""
+    engine = fake_engine(client or node_containers(pids))
+    return KindNodeUsage(_no_host_commands, engine=engine, proc=proc)
 
 
 def _fake_host(tmp_path: Path) -> tuple[Path, dict[str, int]]:
@@ -103,8 +106,8 @@ def test_a_pod_cgroup_is_found_by_its_uid_in_either_driver_naming(
 
 def test_each_node_and_the_agent_pods_are_read_from_the_node_containers(tmp_path: Path) -> None:
     proc, pids = _fake_host(tmp_path)
-    asked: list[list[str]] = []
-    usage = KindNodeUsage(_inspector(pids, asked), proc=proc).usage(
+    engine = node_containers(pids)
+    usage = _usage(pids, proc, engine).usage(
         {"kr-worker": "client", "kr-worker2": "server"},
         {"kube-router": [AgentPod("kr-worker", "kube-router-abcde", UID)], "traefik": []},
     )
@@ -112,14 +115,13 @@ def test_each_node_and_the_agent_pods_are_read_from_the_node_containers(tmp_path
     assert usage["client"] == ResourceUsage(None, 400)
     assert usage["server"] == ResourceUsage(None, 400)
     assert usage["kube-router"] == ResourceUsage(0.25, 80)
-    assert asked[0] == ["docker", "inspect", "--format", "{{.State.Pid}}", "kr-worker"]
+    # One request per node: its ID and PID together; the pod's node is known by then.
+    assert engine.asked == [("container", "kr-worker"), ("container", "kr-worker2")]
 
 
 def test_nodes_sharing_a_role_are_summed(tmp_path: Path) -> None:
     proc, pids = _fake_host(tmp_path)
-    usage = KindNodeUsage(_inspector(pids), proc=proc).usage(
-        {"kr-worker": "client", "kr-worker2": "client"}, {}
-    )
+    usage = _usage(pids, proc).usage({"kr-worker": "client", "kr-worker2": "client"}, {})
     assert usage == {"client": ResourceUsage(None, 800)}
 
 
@@ -137,8 +139,6 @@ def test_threaded_napi_counts_the_receive_threads_as_the_nodes_cpu(
 
     def run(argv: list[str]) -> str:
         ran.append(argv)
-        if argv[:2] == ["docker", "inspect"]:
-            return str(_inspector(pids)(argv))
         if argv[0] == "nsenter":
             return "1\n"  # the peer's ifindex: lo's, which every host has
         return ""
@@ -150,7 +150,8 @@ def test_threaded_napi_counts_the_receive_threads_as_the_nodes_cpu(
         return {"eth0": [777]}
 
     monkeypatch.setattr("cnibench.backends.kube.node_usage.napi_thread_pids", threads)
-    usage = KindNodeUsage(run, proc=proc, sys_class_net=sys_net)
+    engine = fake_engine(node_containers(pids))
+    usage = KindNodeUsage(run, engine=engine, proc=proc, sys_class_net=sys_net)
     assert usage.thread_napi("kr-worker") == [777]
     assert usage.threaded == {"kr-worker"}
     node_end = next(argv for argv in ran if argv[0] == "nsenter")
@@ -174,30 +175,34 @@ def test_threading_a_node_whose_kernel_has_no_threads_says_so(
         "cnibench.backends.kube.node_usage.napi_thread_pids", lambda netns, names: {"eth0": []}
     )
 
-    def run(argv: list[str]) -> str:
-        return str(pids[argv[-1]]) if argv[:2] == ["docker", "inspect"] else "1"
-
-    usage = KindNodeUsage(run, proc=proc, sys_class_net=tmp_path / "net")
+    engine = fake_engine(node_containers(pids))
+    usage = KindNodeUsage(
+        lambda argv: "1", engine=engine, proc=proc, sys_class_net=tmp_path / "net"
+    )
     with pytest.raises(ProvisioningError, match="kr-worker has no NAPI thread"):
         usage.thread_napi("kr-worker")
+    stopped = _usage({"kr-worker": 0}, proc)
     with pytest.raises(ProvisioningError, match="not a container of an engine on this machine"):
-        KindNodeUsage(lambda argv: "0", proc=proc).thread_napi("kr-worker")
+        stopped.thread_napi("kr-worker")
 
 
 def test_an_engine_elsewhere_gives_no_usage(tmp_path: Path) -> None:
-    """A PID that is not a process here (remote engine), or an engine that does not answer."""
+    """A PID that is not a process here (remote engine), a node the engine does not have, or
+    an engine that does not answer."""
     proc, _ = _fake_host(tmp_path)
-
-    def failing(argv: list[str]) -> str:
-        raise ProvisioningError("docker inspect failed")
-
-    assert KindNodeUsage(lambda argv: "999999", proc=proc).usage({"n": "client"}, {}) == {}
-    assert KindNodeUsage(failing, proc=proc).usage({"n": "client"}, {}) == {}
+    assert _usage({"n": 999999}, proc).usage({"n": "client"}, {}) == {}
+    assert _usage({}, proc).usage({"n": "client"}, {}) == {}
+    unreachable = KindNodeUsage(
+        _no_host_commands,
+        engine=EngineReads(f"unix://{tmp_path / 'none.sock'}", timeout=1),
+        proc=proc,
+    )
+    assert unreachable.usage({"n": "client"}, {}) == {}
 
 
 def test_an_agent_pod_that_cannot_be_found_leaves_the_agent_out(tmp_path: Path) -> None:
     proc, pids = _fake_host(tmp_path)
-    usage = KindNodeUsage(_inspector(pids), proc=proc).usage(
+    usage = _usage(pids, proc).usage(
         {"kr-worker": "client"}, {"kube-router": [AgentPod("kr-worker", "p", "other-uid")]}
     )
     assert set(usage) == {"client"}

@@ -36,6 +36,7 @@ from cnibench.backends.kube.providers import (
 )
 from cnibench.errors import ConfigError, ToolError, UnsupportedError
 from cnibench.policy import PolicyPeer, PolicySpec, PortRange, PriorityCase, PriorityLayer
+from engine_stand_in import fake_engine
 
 
 @pytest.mark.parametrize(
@@ -239,6 +240,7 @@ def test_kind_provider_reuses_a_cluster_with_the_same_hash(tmp_path: Path) -> No
     existing = KindProvider(
         tmp_path,
         runner=lambda argv: calls.append(list(argv)) or (name if argv[1] == "get" else ""),
+        engine=fake_engine(),  # no image there: the fake runner "builds" it
         modules_dir=tmp_path / "lib-modules",
     )
     made = existing.ensure(spec, cni_definition(spec))

@@ -20,6 +20,7 @@ from cnibench import leases
 from cnibench.backends.kube import clean as kube_clean
 from cnibench.backends.kube import engine as engine_module
 from cnibench.backends.kube.providers import ENGINE_LEASE, KIND_CLUSTER_LEASE
+from engine_stand_in import fake_engine
 
 
 @pytest.fixture
@@ -189,7 +190,10 @@ def test_a_session_ending_leaves_a_cluster_another_live_session_holds(
         calls.append(list(argv))
         return name if list(argv[:3]) == ["kind", "get", "clusters"] else ""
 
-    provider = KindProvider(tmp_path, runner=kind, modules_dir=tmp_path / "lib-modules")
+    # No image in the fake engine (unit tests have none): the stand-in kind "builds" them.
+    provider = KindProvider(
+        tmp_path, runner=kind, engine=fake_engine(), modules_dir=tmp_path / "lib-modules"
+    )
     cluster = provider.ensure(spec, cni_definition(spec))
     assert leases.live_holders(KIND_CLUSTER_LEASE, name, exclude_self=False)
     child = _holder(KIND_CLUSTER_LEASE, name, root)
@@ -217,7 +221,9 @@ def test_a_kept_cluster_is_no_longer_held_once_its_session_forgets_it(
     from cnibench.backends.kube.providers import KindProvider
 
     spec = ClusterSpec(cni="flannel")
-    provider = KindProvider(tmp_path, runner=lambda argv: "", modules_dir=tmp_path / "mods")
+    provider = KindProvider(
+        tmp_path, runner=lambda argv: "", engine=fake_engine(), modules_dir=tmp_path / "mods"
+    )
     name, _ = provider.plan(spec, cni_definition(spec))
     cluster = provider.ensure(spec, cni_definition(spec))
     assert leases.live_holders(KIND_CLUSTER_LEASE, name, exclude_self=False)

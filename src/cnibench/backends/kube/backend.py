@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from cnibench.backends.kube.cni import CniDefinition, CniVersions, cni_definitio
 from cnibench.backends.kube.cnis import DRIVERS, cni_names
 from cnibench.backends.kube.detect import agent_daemonsets, check_cni, detect_cnis, list_daemonsets
 from cnibench.backends.kube.engine import answering_engine
+from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.backends.kube.existing import existing_refusal
 from cnibench.backends.kube.external import (
     EGRESS_IP_RANGE_ENV,
@@ -113,8 +114,6 @@ class KubeBackend:
         ``FIRST-LAST`` egress IPs, for a CNI whose egress gateway needs them (overrides
         ``$CNIBENCH_EGRESS_IP_RANGE`` and the kind default; the cluster option
         ``egress-ip-range`` overrides all).
-    network_runner:
-        Runs ``docker network inspect`` (argv to stdout); tests pass a fake.
     addon_versions:
         Pinned versions of MetalLB (kind clusters get it for LoadBalancer addresses).
     nodes:
@@ -132,7 +131,6 @@ class KubeBackend:
         timeouts: Timeouts | None = None,
         external_address: str | None = None,
         egress_ip_range: str | None = None,
-        network_runner: Callable[[Sequence[str]], str] | None = None,
         addon_versions: AddonVersions | None = None,
         nodes: NodePins | None = None,
     ) -> None:
@@ -145,7 +143,6 @@ class KubeBackend:
         self.external_address = external_address_from(os.environ, external_address)
         configured_range = egress_ip_range or os.environ.get(EGRESS_IP_RANGE_ENV, "")
         self.egress_ip_range = parse_ip_range(configured_range) if configured_range else None
-        self._network_runner = network_runner
         self.addon_versions = addon_versions or AddonVersions()
 
     @property
@@ -184,7 +181,7 @@ class KubeBackend:
             and self.provider.name == "kind"
             and (not self.external_address or (needs_range and egress_range is None))
         ):
-            network = inspect_docker_network(runner=self._network_runner)
+            network = inspect_docker_network(reads=self._engine())
         address = self.external_address or (network.gateway if network else "")
         if needs_range and egress_range is None and network is not None:
             egress_range = top_of_subnet_range(network.subnet)
@@ -302,11 +299,18 @@ class KubeBackend:
 
     def _node_usage(self) -> KindNodeUsage | None:
         """kind's nodes are containers of an engine on this machine: their cgroups can be
-        read (the provider's runner asks the engine for each node's process)."""
+        read (the provider's engine names each node's process, its runner runs the host
+        commands that thread a node's receive)."""
         if self.provider.name != "kind":
             return None
         runner = getattr(self.provider, "run", None)
-        return KindNodeUsage(runner) if callable(runner) else None
+        return KindNodeUsage(runner, engine=self._engine()) if callable(runner) else None
+
+    def _engine(self) -> EngineReads:
+        """What cnibench asks kind's engine itself: the provider's (tests give it a fake
+        client), else the engine of ``$DOCKER_HOST``."""
+        engine = getattr(self.provider, "engine", None)
+        return engine if isinstance(engine, EngineReads) else EngineReads()
 
     def _push_to_registry(self, specs: Sequence[ClusterSpec]) -> None:
         """``--image-registry``: push cnibench's own images of ``specs`` from the engine of
@@ -385,7 +389,7 @@ class KubeBackend:
         try:
             network = None
             if self.provider.name == "kind":
-                network = inspect_docker_network(runner=self._network_runner)
+                network = inspect_docker_network(reads=self._engine())
             external, egress_range = self.host_side(spec, cni, network=network)
             api_client = api_client_for(made.kubeconfig, made.context)
             notes: list[str] = []

@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cnibench.backends.kube.engine_api import engine_failures
 from cnibench.backends.kube.host import (
     CAP_SYS_RESOURCE,
     ENGINE_RUN_ROOT,
@@ -742,15 +743,6 @@ def _client(sock: Path, timeout: float) -> DockerClient:
     )
 
 
-def _failures() -> tuple[type[Exception], ...]:
-    """What a Docker SDK call raises when the engine does not answer or refuses: its own
-    errors, and the ``requests`` connection errors it lets through."""
-    import requests
-    from docker.errors import DockerException
-
-    return (DockerException, requests.RequestException, OSError)
-
-
 def _ping(sock: Path, timeout: float = 2.0) -> bool:
     """Whether a Docker API answers ``GET /_ping`` on ``sock``."""
     if not sock.exists():
@@ -758,14 +750,14 @@ def _ping(sock: Path, timeout: float = 2.0) -> bool:
     try:
         with contextlib.closing(_client(sock, timeout)) as client:
             return bool(client.ping())
-    except _failures():
+    except engine_failures():
         return False
 
 
 def _bridges_after_prune(sock: Path, timeout: float = 30.0) -> list[str]:
     """Prune the engine's unused networks and return the host bridges of the networks it has
     (:func:`bridge_names`); best effort: what cannot be asked is left out."""
-    failures = _failures()
+    failures = engine_failures()
     try:
         client = _client(sock, timeout)
     except failures:

@@ -3,8 +3,10 @@
 For kind the external host is *this* host: kind's nodes are containers on the docker network
 ``kind``, whose gateway address belongs to this host, so a server bound to that address is
 outside the cluster yet reachable from every pod (through the node's masquerade or the egress
-gateway). :func:`parse_docker_network` reads that address (and the subnet, whose top addresses
-serve as egress IPs, see :func:`top_of_subnet_range`) from ``docker network inspect kind``.
+gateway). :func:`network_from_document` reads that address (and the subnet, whose top
+addresses serve as egress IPs, see :func:`top_of_subnet_range`) from the network as the engine
+describes it: asked through the Docker SDK (:func:`inspect_docker_network`), or from ``podman
+network inspect kind``, which the Docker SDK cannot ask where podman has no API socket.
 
 AKS and existing clusters have no such host unless one is configured (KubeBackend option
 ``external_address`` or ``$CNIBENCH_EXTERNAL_ADDRESS``); without it
@@ -20,8 +22,10 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cnibench.backends.base import CommandResult, EgressServerResult
+from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.errors import ConfigError, ParseError, ProvisioningError, ToolError
 from cnibench.tools.iperf3_server import InProcessIperf3Server
 
@@ -36,6 +40,7 @@ __all__ = [
     "external_address_from",
     "inspect_docker_network",
     "load_balancer_range",
+    "network_from_document",
     "parse_docker_network",
     "parse_ip_range",
     "ranges_overlap",
@@ -73,17 +78,15 @@ class DockerNetwork:
 def docker_network_inspect_argv(
     network: str = KIND_NETWORK, *, engine: str = "docker"
 ) -> list[str]:
-    """``docker network inspect NETWORK`` (``engine`` may be ``podman``, same JSON shape)."""
+    """``docker network inspect NETWORK`` (``engine`` may be ``podman``, same JSON shape); only
+    podman's is run (:func:`inspect_docker_network`)."""
     return [engine, "network", "inspect", network]
 
 
 def parse_docker_network(text: str) -> DockerNetwork:
-    """The IPv4 subnet and gateway of ``docker network inspect`` output.
-
-    Docker prints a JSON array with one object per network; its ``IPAM.Config`` lists one
-    ``{"Subnet", "Gateway"}`` entry per address family (kind's network is dual-stack, the IPv6
-    entry usually first). When ``Gateway`` is absent, docker uses the subnet's first host
-    address, and so does this function.
+    """The IPv4 subnet and gateway of ``docker network inspect`` output (or podman's, the same
+    shape): a JSON array with one object per network, the first read by
+    :func:`network_from_document`.
 
     Raises
     ------
@@ -99,7 +102,31 @@ def parse_docker_network(text: str) -> DockerNetwork:
     networks = document if isinstance(document, list) else [document]
     if not networks or not isinstance(networks[0], dict):
         raise ParseError("docker network inspect printed no network", tool="docker", output=text)
-    network = networks[0]
+    return network_from_document(networks[0], output=text)
+
+
+def network_from_document(network: Mapping[str, Any], *, output: str = "") -> DockerNetwork:
+    """The IPv4 subnet and gateway of one network as the engine describes it (``GET
+    /networks/{name}``, one element of ``docker network inspect``).
+
+    Its ``IPAM.Config`` lists one ``{"Subnet", "Gateway"}`` entry per address family (kind's
+    network is dual-stack, the IPv6 entry usually first). When ``Gateway`` is absent, docker
+    uses the subnet's first host address, and so does this function.
+
+    Parameters
+    ----------
+    network:
+        The network's document.
+    output:
+        The text it came from, kept on a :class:`~cnibench.errors.ParseError` (the
+        document as JSON when empty).
+
+    Raises
+    ------
+    cnibench.errors.ParseError
+        The network has no IPv4 subnet, or its gateway is not IPv4.
+    """
+    text = output or json.dumps(network, default=str)
     name = str(network.get("Name", ""))
     ipam = network.get("IPAM") or {}
     for entry in ipam.get("Config") or []:
@@ -128,15 +155,32 @@ def inspect_docker_network(
     network: str = KIND_NETWORK,
     *,
     engine: str = "docker",
+    reads: EngineReads | None = None,
     runner: Callable[[Sequence[str]], str] | None = None,
 ) -> DockerNetwork:
-    """Run ``docker network inspect`` and parse it (``runner``: argv to stdout, for tests).
+    """The IPv4 side of ``network``: asked of a docker engine through the Docker SDK, of
+    podman with ``podman network inspect``.
+
+    Parameters
+    ----------
+    engine:
+        ``"docker"`` or ``"podman"``. podman stays the CLI: rootless and CLI-only set-ups
+        have no Docker API socket for the SDK to reach.
+    reads:
+        The docker engine to ask (that of ``$DOCKER_HOST`` by default).
+    runner:
+        Runs podman's argv and returns its stdout (``subprocess.run`` by default).
 
     Raises
     ------
     cnibench.errors.ProvisioningError
-        The engine is missing or fails (e.g. the network does not exist).
+        The engine does not answer, the command fails or the network does not exist (one
+        line).
+    cnibench.errors.ParseError
+        The network has no IPv4 subnet.
     """
+    if engine == "docker":
+        return network_from_document((reads or EngineReads()).network(network))
     argv = docker_network_inspect_argv(network, engine=engine)
     if runner is not None:
         return parse_docker_network(runner(argv))

@@ -7,7 +7,8 @@ memory of one node, and of the pods of the CNI's agent. The numbers are exact an
 so a run's share is the difference of two readings, even for one-second runs (the kubelet's
 cAdvisor refreshes only every 10 s).
 
-A node's container is found by name (kind names nodes after their containers) and its init
+A node's container is found by name (kind names nodes after their containers; its ID and init
+PID asked of the engine through the Docker SDK, :class:`~.engine_api.EngineReads`) and its init
 process's ``/proc/<pid>/cgroup``; a pod by its UID in the cgroup directory's name (the
 kubelet's systemd driver writes ``...-pod<uid with _>.slice``, the cgroupfs driver
 ``pod<uid>``). Where the engine is not on this machine the PIDs are not ours and nothing is
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from cnibench.backends.base import ResourceUsage
 from cnibench.backends.cgroupfs import CgroupLayout, process_layout, read_usage
+from cnibench.backends.kube.engine_api import ContainerProcess, EngineReads
 from cnibench.backends.napi import napi_thread_pids
 from cnibench.errors import CnibenchError, ProvisioningError, ToolError
 
@@ -200,20 +202,26 @@ class KindNodeUsage:
 
     Parameters
     ----------
-    inspect:
-        Runs ``docker inspect`` argvs and returns stdout (the provider's runner).
+    run:
+        Runs a host command's argv (``nsenter``, ``ethtool``) and returns its stdout (the
+        provider's runner).
+    engine:
+        Where each node's container is looked up (its ID and init PID); by default the engine
+        of ``$DOCKER_HOST``, which kind made the nodes in.
     proc:
         The ``/proc`` to read (tests pass a fake tree).
     """
 
     def __init__(
         self,
-        inspect: Callable[[Sequence[str]], str],
+        run: Callable[[Sequence[str]], str],
         *,
+        engine: EngineReads | None = None,
         proc: Path = Path("/proc"),
         sys_class_net: Path = Path("/sys/class/net"),
     ) -> None:
-        self._inspect = inspect
+        self._run = run
+        self._engine = engine or EngineReads()
         self._proc = proc
         self._sys_class_net = sys_class_net
         self._layouts: dict[str, CgroupLayout] = {}
@@ -242,14 +250,14 @@ class KindNodeUsage:
                 f"napi=threaded: node {node} is not a container of an engine on this machine"
             )
         netns = str(self._proc / str(pid) / "ns" / "net")
-        out = self._inspect(["nsenter", f"--net={netns}", "sh", "-c", _THREAD_NODE_END])
+        out = self._run(["nsenter", f"--net={netns}", "sh", "-c", _THREAD_NODE_END])
         try:
             peer = socket.if_indextoname(int(out.split()[-1]))
         except (OSError, ValueError, IndexError) as exc:
             raise ProvisioningError(
                 f"napi=threaded: the host side of {node}'s {NODE_LINK} ({out.strip()!r}): {exc}"
             ) from exc
-        self._inspect(["ethtool", "-K", peer, "tso", "off", "gro", "on"])
+        self._run(["ethtool", "-K", peer, "tso", "off", "gro", "on"])
         try:
             (self._sys_class_net / peer / "threaded").write_text("1\n")
         except OSError as exc:
@@ -273,14 +281,19 @@ class KindNodeUsage:
                 return None
         return total / 1e9
 
-    def _pid(self, node: str) -> int | None:
+    def _container(self, node: str) -> ContainerProcess | None:
+        """The node's container, if it runs and its init process is one of this machine's."""
         try:
-            pid = int(self._inspect(["docker", "inspect", "--format", "{{.State.Pid}}", node]))
-        except (CnibenchError, ValueError):
+            found = self._engine.container(node)
+        except CnibenchError:
             return None
-        if pid <= 0 or not (self._proc / str(pid)).is_dir():
+        if found.pid <= 0 or not (self._proc / str(found.pid)).is_dir():
             return None  # not running, or the engine's processes are not on this machine
-        return pid
+        return found
+
+    def _pid(self, node: str) -> int | None:
+        found = self._container(node)
+        return None if found is None else found.pid
 
     def _layout(self, node: str) -> CgroupLayout | None:
         """The node container's own cgroups: its init process's, cut at the directory named
@@ -289,18 +302,14 @@ class KindNodeUsage:
         known = self._layouts.get(node)
         if known is not None and known.cpu is not None and known.cpu.is_dir():
             return known
-        pid = self._pid(node)
-        if pid is None:
+        container = self._container(node)
+        if container is None:
             return None
-        try:
-            container = self._inspect(["docker", "inspect", "--format", "{{.Id}}", node]).strip()
-        except CnibenchError:
-            return None
-        found = process_layout(pid, proc=self._proc)
+        found = process_layout(container.pid, proc=self._proc)
         layout = CgroupLayout(
-            cpu=container_root(found.cpu, container),
+            cpu=container_root(found.cpu, container.id),
             cpu_v2=found.cpu_v2,
-            memory=container_root(found.memory, container),
+            memory=container_root(found.memory, container.id),
         )
         if layout.cpu is None:
             return None

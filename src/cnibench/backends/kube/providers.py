@@ -26,6 +26,7 @@ import yaml
 
 from cnibench.backends.base import ClusterSpec, NodeRole
 from cnibench.backends.kube.cni_types import CniDefinition
+from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.backends.kube.images import Images, build_context
 from cnibench.backends.kube.offline import offline_bin_dir, pod_image_tags
 from cnibench.backends.kube.render import kind_cluster_config
@@ -239,6 +240,10 @@ class KindProvider:
     runner:
         Runs an argv and returns its stdout (``subprocess.run`` by default; tests pass a fake,
         since kind cannot create clusters without a container engine).
+    engine:
+        What cnibench itself asks the engine kind runs in (whether an image is there, the kind
+        network, each node's container): the engine of ``$DOCKER_HOST`` by default, as the
+        docker CLI kind runs sees it; tests pass one on a fake client.
     """
 
     name = "kind"
@@ -250,6 +255,7 @@ class KindProvider:
         images: Images | None = None,
         recreate: bool = False,
         runner: Any = None,
+        engine: EngineReads | None = None,
         modules_dir: Path = LIB_MODULES,
     ) -> None:
         self.state_dir = state_dir or kind_state_dir()
@@ -257,6 +263,7 @@ class KindProvider:
         self.images = images or Images.from_environment(os.environ)
         self.recreate = recreate
         self._run = runner or _run
+        self.engine = engine or EngineReads()
         self._leases: dict[str, list[Lease]] = {}
         if runner is None:
             add_offline_tools_to_path()
@@ -299,7 +306,7 @@ class KindProvider:
         return ProviderCluster(name, kubeconfig, f"kind-{name}", created)
 
     def run(self, argv: Sequence[str]) -> str:
-        """Run ``argv`` (a ``kind`` or ``docker`` command) as this provider does; its stdout.
+        """Run ``argv`` (a ``kind`` or host command) as this provider does; its stdout.
 
         Raises
         ------
@@ -327,10 +334,15 @@ class KindProvider:
         ``kind load`` skips nodes that already hold the same image, so a reused cluster costs
         one comparison per node.
 
+        Whether an image is there is asked of the engine (:meth:`EngineReads.image_id
+        <cnibench.backends.kube.engine_api.EngineReads.image_id>`); ``docker build`` stays the
+        CLI, whose BuildKit and progress output the SDK would only pass through.
+
         Raises
         ------
         cnibench.errors.ProvisioningError
-            ``docker build`` or ``kind load`` failed (their last error line).
+            The engine does not answer, an offline image is not in it, or ``docker build`` or
+            ``kind load`` failed (their last error line).
         """
         if self.images.registry:
             return  # the nodes pull them from the registry (--image-registry)
@@ -343,9 +355,7 @@ class KindProvider:
             if self._image_present(self.images.locust):
                 wanted.append("locust")
             for image in pod_image_tags(self.images, cnis=wanted):
-                try:
-                    self._run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
-                except ProvisioningError:
+                if self.engine.image_id(image) is None:
                     build = "cnibench images build"
                     if image in own:  # a CNI's own: built only when asked for
                         build += f" --cni {cni}"
@@ -355,13 +365,11 @@ class KindProvider:
                         build += f" --gateway {gateway}"
                     raise ProvisioningError(
                         f"offline image {image} is not in the engine: run {build}"
-                    ) from None
+                    )
                 self._run(["kind", "load", "docker-image", image, "--name", name])
             return
         for image in self.images.local_builds():
-            try:
-                self._run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
-            except ProvisioningError:
+            if self.engine.image_id(image) is None:
                 self._run(["docker", "build", "--tag", image, str(build_context(image))])
             self._run(["kind", "load", "docker-image", image, "--name", name])
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from cnibench.backends.kube.engine_api import engine_client, engine_failures
 from cnibench.backends.kube.images import (
     CNI_IMAGES,
     LOCAL_BUILDS,
@@ -110,9 +111,7 @@ def push_images(
     cnibench.errors.ProvisioningError
         The engine does not answer, or the registry refused a push (its message).
     """
-    import docker
-    import requests
-    from docker.errors import DockerException, ImageNotFound
+    from docker.errors import ImageNotFound
 
     registry = check_registry(registry)
     wanted = list(dict.fromkeys(tags))
@@ -122,28 +121,23 @@ def push_images(
             f"images push: {foreign[0]} is not an image cnibench built ({LOCAL_PREFIX}...)"
         )
     pushed: list[tuple[str, str]] = []
-    try:
-        client = docker.DockerClient(base_url=docker_host, version="auto", timeout=600)
-    except (DockerException, requests.RequestException, OSError) as exc:
-        raise ProvisioningError(f"engine at {docker_host} does not answer: {exc}") from exc
-    try:
-        for tag in wanted:
-            remote = registry_reference(tag, registry)
-            repository, _, version = remote.rpartition(":")
-            try:
-                client.images.get(tag).tag(repository, version)
-            except ImageNotFound:
-                raise ConfigError(
-                    f"images push: {tag} is not in the engine at {docker_host}: run cnibench"
-                    " images build first"
-                ) from None
-            log(f"pushing {remote}")
-            for event in client.api.push(repository, tag=version, stream=True, decode=True):
-                if isinstance(event, Mapping) and event.get("error"):
-                    raise ProvisioningError(f"push of {remote} refused: {event['error']}")
-            pushed.append((tag, remote))
-    except (DockerException, requests.RequestException, OSError) as exc:
-        raise ProvisioningError(f"images push to {registry}: {exc}") from exc
-    finally:
-        client.close()
+    with engine_client(docker_host, timeout=600) as client:
+        try:
+            for tag in wanted:
+                remote = registry_reference(tag, registry)
+                repository, _, version = remote.rpartition(":")
+                try:
+                    client.images.get(tag).tag(repository, version)
+                except ImageNotFound:
+                    raise ConfigError(
+                        f"images push: {tag} is not in the engine at {docker_host}: run"
+                        " cnibench images build first"
+                    ) from None
+                log(f"pushing {remote}")
+                for event in client.api.push(repository, tag=version, stream=True, decode=True):
+                    if isinstance(event, Mapping) and event.get("error"):
+                        raise ProvisioningError(f"push of {remote} refused: {event['error']}")
+                pushed.append((tag, remote))
+        except engine_failures() as exc:
+            raise ProvisioningError(f"images push to {registry}: {exc}") from exc
     return PushReport(tuple(pushed))

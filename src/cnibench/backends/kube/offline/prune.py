@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from cnibench.backends.kube.engine_api import engine_client, engine_failures
 from cnibench.backends.kube.images import LOCAL_BUILDS, Images
 from cnibench.backends.kube.offline.assembly import base_image_tag
 from cnibench.backends.kube.offline.plan import offline_cnis, pod_image_tags
@@ -106,22 +107,19 @@ def prune_images(
     cnibench.errors.ProvisioningError
         The engine does not answer.
     """
-    import docker
-    import requests
-    from docker.errors import APIError, DockerException, ImageNotFound
+    from docker.errors import APIError, ImageNotFound
 
-    try:
-        client = docker.DockerClient(base_url=docker_host, version="auto", timeout=120)
-        present = [tag for image in client.images.list() for tag in image.tags]
-        # A tag a container was made from (a kept kind cluster's node) stays, even where the
-        # engine would only untag it because the image has other tags.
-        used = {
-            c.attrs.get("Config", {}).get("Image", "") for c in client.containers.list(all=True)
-        }
-    except (DockerException, requests.RequestException, OSError) as exc:
-        raise ProvisioningError(f"engine at {docker_host} does not answer: {exc}") from exc
-    items: list[tuple[str, str]] = []
-    try:
+    with engine_client(docker_host, timeout=120) as client:
+        try:
+            present = [tag for image in client.images.list() for tag in image.tags]
+            # A tag a container was made from (a kept kind cluster's node) stays, even where
+            # the engine would only untag it because the image has other tags.
+            used = {
+                c.attrs.get("Config", {}).get("Image", "") for c in client.containers.list(all=True)
+            }
+        except engine_failures() as exc:
+            raise ProvisioningError(f"engine at {docker_host} does not answer: {exc}") from exc
+        items: list[tuple[str, str]] = []
         for tag in stale_tags(present, current):
             if tag in used:
                 items.append((tag, "kept: a container uses it"))
@@ -140,6 +138,4 @@ def prune_images(
                     items.append((tag, f"failed: {exc.explanation or exc}"))
             else:
                 items.append((tag, "removed"))
-    finally:
-        client.close()
     return PruneReport(tuple(items), kept_current=len(current.intersection(present)))
