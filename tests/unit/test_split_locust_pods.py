@@ -1,7 +1,7 @@
 """The split scenario's run of locust's own distribution in pods: the master's CSVs become the
 same measurements the host-side engine gives, and a run fewer workers made fails. The pods
 are stand-ins answering exec with output shaped as locust 2.12's (no cluster can run here;
-tests/kind/test_kind_locust.py runs the real thing)."""
+tests/kind/test_kind_kube_router.py runs the real thing)."""
 
 from __future__ import annotations
 
