@@ -316,14 +316,6 @@ class KindProvider:
         out: str = self._run(argv)
         return out
 
-    def _image_present(self, image: str) -> bool:
-        """Whether the engine holds ``image``."""
-        try:
-            self._run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
-        except ProvisioningError:
-            return False
-        return True
-
     def load_local_images(self, name: str, *, cni: str = "", gateway: str = "") -> None:
         """Build (once per host) and load into cluster ``name`` every image cnibench builds
         itself (:meth:`~cnibench.backends.kube.images.Images.local_builds`); with the offline
@@ -352,7 +344,7 @@ class KindProvider:
             wanted = [c for c in (cni, gateway) if c]
             # locust's image (built only with --load-engine locust) goes in when it was built.
             optional = set(pod_image_tags(self.images, cnis=["locust"])) - shared
-            if self._image_present(self.images.locust):
+            if self.engine.image_id(self.images.locust) is not None:
                 wanted.append("locust")
             for image in pod_image_tags(self.images, cnis=wanted):
                 if self.engine.image_id(image) is None:
