@@ -197,9 +197,13 @@ def test_rendered_lines_state_the_same_numbers(lab_session):
             assert float(match["ratio"]) == pytest.approx(ratio, rel=0.005, abs=0.01), line
             assert (int(match["n_t"]), int(match["n_c"])) == (n_t, n_c)
             continue
-        shown = [float(match["ratio"]), float(match["low"]), float(match["high"])]
-        # Bounds are rounded outwards (never narrower than the interval).
-        assert shown == pytest.approx([ratio, low, high], rel=0.005, abs=0.01), line
+        assert float(match["ratio"]) == pytest.approx(ratio, rel=0.005, abs=0.01), line
+        # Bounds are rounded outwards (never narrower than the interval), by less than one
+        # unit of their last printed digit, and a ratio's bound stays positive.
+        for text, value in ((match["low"], low), (match["high"], high)):
+            unit = 10.0 ** -len(text.partition(".")[2])
+            assert abs(float(text) - value) < unit, line
+            assert float(text) > 0, line
         assert float(match["low"]) <= low, line
         assert high <= float(match["high"]), line
         assert (int(match["n_t"]), int(match["n_c"])) == (n_t, n_c)

@@ -363,6 +363,14 @@ def test_an_interval_excluding_one_never_prints_as_if_it_contained_it():
     assert report.interval_text(0.4321, 2.2789, null=1.0) == "0.43-2.28"
 
 
+def test_a_bound_over_100_does_not_round_the_other_to_zero():
+    # Two runs of rtt under load in CI: ratio 2.79, 95 % CI 0.0689-113.08. Printed "0-114",
+    # the lower bound of a ratio read as zero (and as "no bound" in the HTML check).
+    assert report.interval_text(0.0689, 113.08, null=1.0) == "0.06-114"
+    assert report.interval_text(99.5, 250.2, null=1.0) == "99.50-251"
+    assert report.interval_text(-150.4, 0.031, null=0.0) == "-151 to 0.04"
+
+
 def test_a_uselessly_wide_interval_prints_plain_decimals():
     # Two runs that disagree by a factor of 30 (as rtt under load did in a smoke run): the
     # interval spans orders of magnitude and its low bound must not print as "8.5e-06".

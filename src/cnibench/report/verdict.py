@@ -1341,13 +1341,17 @@ def interval_text(low: float, high: float, *, null: float) -> str:
     --------
     >>> interval_text(1.0004, 1.0213, null=1.0)
     '1.0004-1.0213'
+    >>> interval_text(0.0689, 113.08, null=1.0)
+    '0.06-114'
     """
     digits = _digits(low, high)
-    if abs(low) >= 100 or abs(high) >= 100:
-        digits = 0
 
     def bound(value: float, d: int, rounding: Any) -> str:
-        if value != 0 and abs(value) < 0.01:
+        if abs(value) >= 100:
+            # No decimals on a bound this large, and only on it: a wide interval's other bound,
+            # 0.069 in "0.069-114", must not round outwards to 0 (a ratio's bound is positive).
+            d = 0
+        elif value != 0 and abs(value) < 0.01:
             # Two significant digits however small (never "0.00" for a positive bound).
             d = max(d, 1 - math.floor(math.log10(abs(value))))
         return _fixed(value, d, rounding)
