@@ -172,7 +172,11 @@ OFFLINE_LOAD_ENGINES = ("locust",)
 """Load engines whose in-pod image the offline set builds only when asked
 (``cnibench images build --load-engine locust``)."""
 
-LOAD_ENGINE_ROOTFS: Mapping[str, tuple[str, ...]] = {"locust": ("python3-locust",)}
+LOAD_ENGINE_ROOTFS: Mapping[str, tuple[str, ...]] = {
+    # python3-zmq (locust's master/worker link) needs python3-cffi-backend-api-min/max, virtual
+    # packages that debootstrap does not resolve: their provider is named here.
+    "locust": ("python3-locust", "python3-cffi-backend"),
+}
 """Root filesystems of the load engines' images, apart from :data:`ROOTFS_PACKAGES` (every one
 of which is built with every offline set): built only with their image, so the shared steps'
 digests, and CI's caches of them, stay as they were."""
