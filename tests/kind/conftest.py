@@ -79,9 +79,11 @@ def engine_env(host_before: dict[str, object]) -> Iterator[dict[str, str]]:
         yield env
     finally:
         release_engine()
-        tier.release()
         cleaned = cnibench("clean", env=env, check=False, timeout=600)
         down = cnibench("engine", "down", "--name", ENGINE_NAME, env=base, check=False, timeout=180)
+        # Held until the tier's own clean-up (which removes the /lib/modules it made) is over:
+        # a kube-tier test running beside it then knows that change is the kind tier's.
+        tier.release()
         after = _host_state()
         left = {k: v for k, v in after.items() if v != host_before[k]}
         if left or down.returncode != 0:
