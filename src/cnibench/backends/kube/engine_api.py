@@ -168,6 +168,25 @@ class EngineReads:
                     f"engine at {_where(host)}: reading {what} failed: {_one_line(exc)}"
                 ) from exc
 
+    def _attrs(self, kind: str, name: str) -> Mapping[str, Any]:
+        """What the engine says of its ``kind`` (``container``, ``network``) ``name``.
+
+        Raises
+        ------
+        cnibench.errors.ProvisioningError
+            No such object, or the engine does not answer.
+        """
+        from docker.errors import NotFound
+
+        with self._client(f"{kind} {name}") as client:
+            try:
+                attrs: Mapping[str, Any] = getattr(client, f"{kind}s").get(name).attrs
+            except NotFound:
+                raise ProvisioningError(
+                    f"no {kind} {name} in the engine at {_where(self.docker_host)}"
+                ) from None
+        return attrs
+
     def container(self, name: str) -> ContainerProcess:
         """The ID and init PID of container ``name`` (or ID).
 
@@ -176,15 +195,7 @@ class EngineReads:
         cnibench.errors.ProvisioningError
             No such container, or the engine does not answer.
         """
-        from docker.errors import NotFound
-
-        with self._client(f"container {name}") as client:
-            try:
-                attrs = client.containers.get(name).attrs
-            except NotFound:
-                raise ProvisioningError(
-                    f"no container {name} in the engine at {_where(self.docker_host)}"
-                ) from None
+        attrs = self._attrs("container", name)
         return ContainerProcess(id=str(attrs["Id"]), pid=int(attrs["State"]["Pid"] or 0))
 
     def image_id(self, reference: str) -> str | None:
@@ -212,13 +223,4 @@ class EngineReads:
         cnibench.errors.ProvisioningError
             No such network, or the engine does not answer.
         """
-        from docker.errors import NotFound
-
-        with self._client(f"network {name}") as client:
-            try:
-                attrs: Mapping[str, Any] = client.networks.get(name).attrs
-            except NotFound:
-                raise ProvisioningError(
-                    f"no network {name} in the engine at {_where(self.docker_host)}"
-                ) from None
-        return attrs
+        return self._attrs("network", name)
