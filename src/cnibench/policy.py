@@ -37,6 +37,7 @@ __all__ = [
     "PolicyAction",
     "PolicyEngine",
     "PolicyPeer",
+    "PolicyRuleLimit",
     "PolicySpec",
     "PortRange",
     "PriorityCase",
@@ -204,6 +205,23 @@ class PolicySpec:
     def rule_count(self) -> int:
         """Rules a linear engine evaluates before a packet is accepted (fillers + 1)."""
         return self.extra_rules + 1
+
+
+@dataclass(frozen=True)
+class PolicyRuleLimit:
+    """The most rules one policy may carry on a cluster, as its CNI is configured.
+
+    Attributes
+    ----------
+    rules:
+        The bound: a policy of more rules cannot be enforced as the CNI is set up.
+    reason:
+        Where the bound comes from, in a few words naming the setting and where it was read
+        (e.g. ``bpf-policy-map-max=4096 in kube-system/cilium-config``).
+    """
+
+    rules: int
+    reason: str
 
 
 def _filler_range(index: int) -> PortRange:

@@ -500,7 +500,8 @@ def cni_stand_in(api_client: Any, cni: str, *, timeout: float = 90.0) -> Iterato
     from cnibench.backends.kube.cni import cni_definition
 
     readiness = cni_definition(ClusterSpec(cni=cni)).readiness
-    namespaces = sorted({item.namespace for item in readiness})
+    # kube-system is always there and may not be deleted (Cilium's workloads live in it).
+    namespaces = sorted({item.namespace for item in readiness} - {"kube-system"})
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces
     ]

@@ -478,6 +478,57 @@ def test_service_targets_without_a_known_proxy_are_skipped_up_front_saying_why(
 
 
 @pytest.fixture
+def cilium_with_a_small_policy_map(api_client: Any, role_nodes: list[str]) -> Iterator[None]:
+    """Cilium's workloads rolled out on the kwok nodes, and its ConfigMap as an operator who
+    sized the policy map down to 4096 entries per endpoint would have written it."""
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(api_client)
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cilium-config", "namespace": "kube-system"},
+        "data": {"bpf-policy-map-max": "4096", "tunnel-protocol": "vxlan"},
+    }
+    with cni_stand_in(api_client, "cilium", timeout=ROLLOUT_TIMEOUT):
+        core.create_namespaced_config_map("kube-system", config)
+        try:
+            yield
+        finally:
+            core.delete_namespaced_config_map("cilium-config", "kube-system")
+
+
+def test_policies_beyond_what_the_cni_is_configured_for_are_skipped_naming_the_setting(
+    api_client: Any, kubeconfig: Path, cilium_with_a_small_policy_map: None, tmp_path: Path
+) -> None:
+    """Issue 33, item 1: "rule counts beyond what the cluster allows" are skipped. 5000
+    non-matching rules and the matching one need at least 5001 entries in the server pod's
+    policy map, and this Cilium holds 4096: the condition is skipped before anything of it is
+    placed (no Prometheus, no pod), naming the setting, its value and where it was read. The
+    1000-rule condition fits and goes on to its first exec, which kwok cannot serve."""
+    done = _run_cli(
+        kubeconfig, tmp_path / "results", "--cni", "cilium", "--scenario", "policy",
+        "--rules", "1000,5000", "--clients", "1",
+        "--condition", "on-cross-node-r1000-c1,on-cross-node-r5000-c1",
+    )  # fmt: skip
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "Traceback" not in output, output
+    skips = [line for line in done.stderr.splitlines() if line.startswith("skipped ")]
+    assert len(skips) == 1, output
+    assert skips[0].startswith("skipped policy/cilium (1 of 2 conditions: on-cross-node-r5000-c1)")
+    assert "a policy of 5001 rules" in skips[0]
+    assert "bpf-policy-map-max=4096 in kube-system/cilium-config" in skips[0]
+    assert "never changes a CNI's settings" in skips[0]
+    # The condition within the bound was set up: its first probe is what kwok refused.
+    not_verified = [line for line in output.splitlines() if line.startswith("NOT VERIFIED")]
+    assert [line.split(" on ")[0] for line in not_verified] == [
+        "NOT VERIFIED policy/on-cross-node-r1000-c1"
+    ], output
+    assert _wait_namespaces_gone(api_client) == []
+
+
+@pytest.fixture
 def kube_proxy_config(api_client: Any) -> Iterator[None]:
     from kubernetes import client
 

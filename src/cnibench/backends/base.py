@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from cnibench.errors import ConfigError
-from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase, RulesSee
+from cnibench.policy import PolicyEngine, PolicyRuleLimit, PolicySpec, PriorityCase, RulesSee
 from cnibench.records import Environment
 
 __all__ = [
@@ -603,6 +603,16 @@ class Policies(Protocol):
     def priority_settle_seconds(self) -> float:
         """Seconds to wait after :meth:`apply_priority_case` or :meth:`remove_priority_case`
         before probing (0: in force on return)."""
+
+    @property
+    def policy_rule_limit(self) -> PolicyRuleLimit | None:
+        """The most rules one policy may carry as this cluster's CNI is configured (e.g.
+        Cilium's per-endpoint policy map, ``bpf-policy-map-max``), or ``None`` where nothing
+        short of :data:`~cnibench.policy.MAX_EXTRA_RULES` bounds it or the bound cannot be
+        read. A condition whose policy carries more rules (:meth:`Scenario.policy_rules
+        <cnibench.scenarios.base.Scenario.policy_rules>`) is skipped before it is set up,
+        with :attr:`PolicyRuleLimit.reason`: cnibench does not change the CNI's settings to
+        make room."""
 
     def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine | None = None) -> None:
         """Enforce ``spec`` (ingress of ``spec.target``) with ``engine``; replaces any earlier

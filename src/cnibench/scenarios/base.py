@@ -290,6 +290,14 @@ class Scenario(abc.ABC):
         """Capabilities the cluster must offer for ``condition`` (else it is skipped)."""
         return frozenset()
 
+    def policy_rules(self, condition: Condition) -> int:
+        """Rules the largest policy ``condition`` applies carries, counted as
+        :attr:`PolicySpec.rule_count <cnibench.policy.PolicySpec.rule_count>` counts them
+        (0: no policy, or only a few rules). A cluster whose CNI is configured for fewer
+        (:attr:`Policies.policy_rule_limit <cnibench.backends.base.Policies.policy_rule_limit>`)
+        skips the condition before setting it up."""
+        return 0
+
     def sequential_reason(self, condition: Condition) -> str:
         """Why ``condition``'s set-up cannot be repeated cheaply, or ``""`` (the default: it
         can). ``cnibench run`` interleaves a scenario's conditions in rounds, setting each up

@@ -320,6 +320,12 @@ class PolicyScenario(Scenario):
             return frozenset({Capability.NETWORK_POLICY})
         return frozenset()
 
+    def policy_rules(self, condition: Condition) -> int:
+        """The non-matching rules plus the matching one, when the policy is on."""
+        if condition.parameters["policy"] != "on":
+            return 0
+        return int(condition.parameters["rules"]) + 1
+
     def prepare(self, cluster: Cluster, condition: Condition, profile: Profile) -> Prepared:
         """Server pod (HTTP echo + one iperf3 server per client pod), client pods, a pod the
         policy does not name, and the policy when on."""

@@ -451,7 +451,8 @@ class Runner:
         Raises
         ------
         UnsupportedError
-            The cluster lacks a capability the condition needs.
+            The cluster lacks a capability the condition needs, or its CNI is configured for
+            fewer policy rules than the condition applies (:meth:`Scenario.policy_rules`).
         VerificationError
             The set-up does not do what it claims, or a check of it could not run (recorded
             as a failed run first).
@@ -466,6 +467,13 @@ class Runner:
             hints = [h for h in (cluster.capability_hint(c) for c in sorted(missing)) if h]
             how = f" ({'; '.join(hints)})" if hints else ""
             raise UnsupportedError(f"{cluster.backend}/{cni.label} lacks {names}{how}")
+        rules = scenario.policy_rules(condition)
+        limit = cluster.policy_rule_limit if rules else None
+        if limit is not None and rules > limit.rules:
+            raise UnsupportedError(
+                f"{cluster.backend}/{cni.label}: a policy of {rules} rules is more than its CNI"
+                f" is configured for ({limit.reason}); cnibench never changes a CNI's settings"
+            )
         self._record_environment(cluster)
         if self.resource_metrics and scenario.resource_metrics:
             self._metrics_ready(cluster)

@@ -50,6 +50,7 @@ from cnibench.backends.kube.egress import KubeEgressGateway
 from cnibench.backends.kube.external import EXTERNAL_ADDRESS_ENV
 from cnibench.backends.kube.filters import POLICY_SETTLE, PRIORITY_SETTLE, KubeFilters
 from cnibench.backends.kube.images import Images
+from cnibench.backends.kube.limits import policy_rule_limit
 from cnibench.backends.kube.monitoring import METRICS_DEVICE_REGEX, KubeMonitoring
 from cnibench.backends.kube.node_usage import KindNodeUsage
 from cnibench.backends.kube.placement import NodeChoice, NodeFacts, choose_nodes
@@ -66,7 +67,7 @@ from cnibench.backends.kube.runtime import KubeRuntime, Timeouts
 from cnibench.backends.kube.services import KubeServices, proxy_hint, service_proxy
 from cnibench.backends.kube.split import KubeSplit
 from cnibench.errors import ProvisioningError, UnsupportedError
-from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
+from cnibench.policy import PolicyEngine, PolicyRuleLimit, PolicySpec, PriorityCase
 from cnibench.records import Environment
 from cnibench.results import environment_fingerprint
 from cnibench.waiting import wait_for
@@ -414,6 +415,14 @@ class KubeCluster:
     def priority_settle_seconds(self) -> float:
         """:data:`~cnibench.backends.kube.filters.PRIORITY_SETTLE`."""
         return PRIORITY_SETTLE
+
+    @property
+    def policy_rule_limit(self) -> PolicyRuleLimit | None:
+        """The bound the CNI's configuration sets, read from its ConfigMap
+        (:func:`~cnibench.backends.kube.limits.policy_rule_limit`); ``None`` for a CNI that
+        names none."""
+        limit = self._runtime.cni.policy_limit
+        return None if limit is None else policy_rule_limit(self._runtime.core, limit)
 
     def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine | None = None) -> None:
         """Apply a NetworkPolicy rendered from ``spec``; the CNI enforces it with its own

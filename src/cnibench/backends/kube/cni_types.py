@@ -29,6 +29,7 @@ __all__ = [
     "Agent",
     "CniDefinition",
     "CniVersions",
+    "ConfigLimit",
     "HelmChart",
     "Readiness",
     "check_options",
@@ -152,6 +153,32 @@ class Agent:
 
 
 @dataclass(frozen=True)
+class ConfigLimit:
+    """A bound the CNI's configuration sets on the rules of one policy, read from a key of
+    one of its ConfigMaps (:func:`~cnibench.backends.kube.limits.policy_rule_limit`).
+
+    Attributes
+    ----------
+    namespace, config_map, key:
+        Where the value is set.
+    default:
+        The value when the key is absent (the CNI's own default).
+    counts:
+        What the value counts, said after it, e.g. ``"entries in each endpoint's policy map
+        (one or more per rule)"``.
+    takes:
+        ``(lowest, highest)`` value the CNI takes; one outside is taken as the nearest.
+    """
+
+    namespace: str
+    config_map: str
+    key: str
+    default: int
+    counts: str
+    takes: tuple[int, int] = (0, 2**31 - 1)
+
+
+@dataclass(frozen=True)
 class CniDefinition:
     """How to install a CNI and what it offers.
 
@@ -202,6 +229,9 @@ class CniDefinition:
         A local directory of the Gateway API CRDs to apply instead of downloading
         :attr:`gateway_api_crds`' release manifest (the offline image set's, in the Go module
         cache).
+    policy_limit:
+        The bound the CNI's configuration sets on one policy's rules, or ``None`` where the
+        datapath has none a benchmark's policy could reach.
     """
 
     name: str
@@ -223,6 +253,7 @@ class CniDefinition:
     gateway_agent: Agent | None = None
     addon_manifests: tuple[Mapping[str, Any], ...] = ()
     gateway_api_crds_dir: str = ""
+    policy_limit: ConfigLimit | None = None
 
 
 def refuse_wireguard(spec: ClusterSpec) -> None:

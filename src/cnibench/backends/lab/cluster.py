@@ -85,7 +85,7 @@ from cnibench.backends.lab.wireguard import (
 )
 from cnibench.backends.napi import napi_thread_pids
 from cnibench.errors import CnibenchError, ProvisioningError
-from cnibench.policy import PolicyEngine, PolicySpec, PriorityCase
+from cnibench.policy import PolicyEngine, PolicyRuleLimit, PolicySpec, PriorityCase
 from cnibench.records import Environment
 from cnibench.results import environment_fingerprint
 from cnibench.signals import signals_deferred
@@ -445,6 +445,11 @@ class LabCluster:
     def priority_settle_seconds(self) -> float:
         """``0.0``: a priority case is in force on return."""
         return 0.0
+
+    @property
+    def policy_rule_limit(self) -> PolicyRuleLimit | None:
+        """``None``: an nftables chain or set holds every rule a policy may carry."""
+        return None
 
     def apply_policy(self, spec: PolicySpec, *, engine: PolicyEngine | None = None) -> None:
         """Enforce ``spec`` in the forward path of the target pod's node with ``engine`` (one

@@ -29,6 +29,7 @@ from cnibench.backends.kube.build_recipes import PATH_ENV, GoBuild, ImageRecipe,
 from cnibench.backends.kube.cni_types import (
     Agent,
     CniDefinition,
+    ConfigLimit,
     HelmChart,
     Readiness,
     check_options,
@@ -55,6 +56,7 @@ __all__ = [
     "CILIUM_MODULE",
     "CILIUM_OFFLINE",
     "CILIUM_PACKAGES",
+    "CILIUM_POLICY_MAP",
     "CILIUM_SOURCE",
     "GATEWAY_API_VERSION",
     "IMAGE",
@@ -574,6 +576,20 @@ the offline build (:data:`CILIUM_OFFLINE`) in the offline set. When ``images`` h
 without Envoy."""
 
 
+CILIUM_POLICY_MAP = ConfigLimit(
+    namespace="kube-system",
+    config_map="cilium-config",
+    key="bpf-policy-map-max",
+    default=16384,
+    counts="entries in each endpoint's policy map (one or more per rule)",
+    takes=(1 << 8, 1 << 16),
+)
+"""Cilium's per-endpoint policy map: one entry per allowed (identity, protocol, port prefix),
+so a rule of one peer and one port range aligned to its size (cnibench's non-matching rules:
+8 ports from a multiple of 8) takes one entry. 16384 by default (Cilium's eBPF maps table);
+the agent takes 256 to 65536 and raises or lowers a value outside to the nearest."""
+
+
 class CiliumDriver(DriverBase):
     """Cilium's driver (see the module docstring for its options).
 
@@ -687,6 +703,7 @@ class CiliumDriver(DriverBase):
             ),
             capability_hints=_feature_hints(features, mode, envoy=not own_image),
             agent=Agent("cilium-agent", "kube-system", "k8s-app=cilium"),
+            policy_limit=CILIUM_POLICY_MAP,
         )
 
     def egress_objects(
