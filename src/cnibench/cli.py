@@ -309,6 +309,16 @@ def _add_images_parser(commands: argparse._SubParsersAction[_Parser]) -> None:
         " a Go build of about 8 minutes on 2 cores, cold). Repeatable",
     )
     build.add_argument(
+        "--load-engine",
+        action="append",
+        choices=("locust",),
+        default=[],
+        metavar="ENGINE",
+        dest="cnis",
+        help="also build the image of this load engine's pods (locust, from Debian's"
+        " python3-locust, for run --load-engine locust on kind)",
+    )
+    build.add_argument(
         "--prepare",
         action="store_true",
         help="only the Go builds and root filesystems (no engine needed); a later build"
@@ -900,10 +910,10 @@ def _images(args: argparse.Namespace) -> int:
     """``cnibench images build|list``: progress on stderr, the image tags on stdout."""
     from cnibench.backends.kube.offline import OfflineBuilder, offline_bin_dir, pod_image_tags
     from cnibench.backends.kube.offline.plan import offline_cnis
-    from cnibench.backends.kube.offline.recipes import OFFLINE_GATEWAYS
+    from cnibench.backends.kube.offline.recipes import OFFLINE_GATEWAYS, OFFLINE_LOAD_ENGINES
 
     cnis = getattr(args, "cnis", [])
-    known = (*offline_cnis(), *OFFLINE_GATEWAYS)
+    known = (*offline_cnis(), *OFFLINE_GATEWAYS, *OFFLINE_LOAD_ENGINES)
     unknown = [name for name in cnis if name not in known]
     if unknown:
         raise ConfigError(

@@ -4,7 +4,8 @@ faults on a real cluster (the agent pod or the server pod deleted mid-run, Ctrl-
 points). kube-proxy runs in its nftables mode and Traefik is the Gateway API implementation
 (``--cni kube-router:gateway=traefik,kube-proxy=nftables``), so the same cluster measures a
 ClusterIP with 1000 further Services in nftables' verdict maps (the flannel cluster measures
-kube-proxy's iptables mode) and a real 60/40 split through a Gateway.
+kube-proxy's iptables mode) and a real 60/40 split through a Gateway, its load from this host
+and from locust's own master and workers in client pods (``--load-engine locust``).
 
 One cluster for the module: the policy run creates it with ``--keep-cluster``, every later test
 reuses it, and the last one removes it with ``cnibench clean``-equivalent ``kind delete``.
@@ -34,6 +35,7 @@ from cnibench.records import RunStatus
 from cnibench.results import load_results
 from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario
 from cnibench.scenarios.profiles import Profile
+from cnibench.scenarios.split import LOAD_SUMMARY_FILE, LOCUST_STATS_FILE
 from cnibench.session import BenchSession, SessionConfig
 
 from .conftest import BUILD_TIMEOUT
@@ -69,9 +71,10 @@ NOT_HERE_IDS = ("on-iperf3", "policy-on")
 
 @pytest.fixture(scope="module")
 def kube_router_images(offline_images: dict[str, str]) -> dict[str, str]:
-    """The offline set with kube-router's image (its Go build and root filesystem)."""
+    """The offline set with kube-router's image (its Go build and root filesystem), Traefik's,
+    and locust's (Debian's python3-locust) for the split run of locust's own distribution."""
     cnibench(
-        "images", "build", "--cni", AGENT, "--gateway", "traefik",
+        "images", "build", "--cni", AGENT, "--gateway", "traefik", "--load-engine", "locust",
         env=offline_images, timeout=BUILD_TIMEOUT,
     )  # fmt: skip
     return offline_images
@@ -226,6 +229,59 @@ def test_a_60_40_split_through_traefik_keeps_its_weights(
     evidence = json.loads(proof.read_text())
     assert evidence["ok"], evidence
     assert evidence["verify_v1"] > evidence["verify_v2"] > 0, evidence
+
+
+WORKER_PODS = ("load-worker-0", "load-worker-1")
+"""The pods of ``--load-workers 2`` (the scenario's names)."""
+
+
+@pytest.fixture(scope="module")
+def locust_run(
+    policy_run: tuple[pd.DataFrame, str, Path],
+    kube_router_images: dict[str, str],
+    kind_results: Path,
+) -> tuple[pd.DataFrame, Path]:
+    """On the kept cluster: ``cnibench run ... --scenario split --weights v1=60,v2=40 --users
+    10 --load-engine locust --load-workers 2``, locust's own master and two workers in client
+    pods instead of load from this host."""
+    results = kind_results / "kube-router-locust"
+    args = run_args(CNI, results, "--scenario", "split", "--weights", "v1=60,v2=40")
+    args += ["--users", "10", "--load-engine", "locust", "--load-workers", "2"]
+    args += condition_args([SPLIT])
+    done = cnibench(*args, env=kube_router_images, check=False, timeout=1800)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+    assert "Traceback" not in output
+    return load_results(results), results
+
+
+def test_locust_s_own_workers_in_client_pods_split_60_40(
+    locust_run: tuple[pd.DataFrame, Path],
+) -> None:
+    """The records are verified; the two workers the master heard from were the two worker
+    pods (a worker's id at the master starts with its pod's name, its hostname); both
+    backends answered, and each run's simultaneous interval covers the configured 60/40."""
+    frame, results = locust_run
+    split = retried_to_ok(frame[frame["scenario"] == "split"])
+    assert set(split["condition"]) == {SPLIT}
+    assert bool(split["verified"].all())
+    assert set(split["param_load_engine"]) == {"locust"}
+    assert set(split["param_load_workers"].astype(int)) == {2}
+    by_run = split.pivot_table(index="run_id", columns="metric", values="value")
+    assert len(by_run) == 2
+    assert (by_run["requests"] > 100).all(), by_run["requests"].tolist()
+    assert (by_run["share_low@v1"] <= 0.60).all(), by_run["share_low@v1"].tolist()
+    assert (by_run["share_high@v1"] >= 0.60).all(), by_run["share_high@v1"].tolist()
+    assert (by_run["share_low@v2"] <= 0.40).all()
+    assert (by_run["share_high@v2"] >= 0.40).all()
+    summaries = list(results.glob(f"*/raw/split-{SLUG}-{SPLIT}-*/{LOAD_SUMMARY_FILE}"))
+    assert len(summaries) >= 2, sorted(str(p) for p in results.rglob("*"))[:50]
+    for path in summaries:
+        summary = json.loads(path.read_text())
+        pods = sorted(worker.rsplit("_", 1)[0] for worker in summary["workers"])
+        assert pods == sorted(WORKER_PODS), summary
+        assert summary["master"] == "load-master"
+        assert ",Aggregated," in (path.parent / LOCUST_STATS_FILE).read_text()
 
 
 def test_what_kube_router_does_not_offer_is_skipped_with_the_reason(

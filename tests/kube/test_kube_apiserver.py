@@ -98,7 +98,8 @@ CORE_CASES: dict[str, Callable[[str], list[dict[str, Any]]]] = {
             session=SESSION,
             role=NodeRole.SERVER,
             workloads=[
-                WorkloadSpec(k, p) for k, p in zip(WorkloadKind, (5201, 11111, 80), strict=True)
+                WorkloadSpec(k, p)
+                for k, p in zip(WorkloadKind, (5201, 11111, 80, 5557), strict=True)
             ],
             images=IMAGES,
         )

@@ -167,3 +167,27 @@ def test_images_push_with_a_bad_registry_is_one_line_and_exit_2(tmp_path: Path) 
     assert "HOST[:PORT][/PATH]" in done.stderr
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("built_locust", [False, True], ids=["not-built", "built"])
+def test_the_locust_image_is_loaded_into_kind_only_when_it_was_built(
+    tmp_path: Path, built_locust: bool
+) -> None:
+    """``images build --load-engine locust`` is optional: a kind cluster gets locust's image
+    when the engine holds it, and is made without it (not refused) when it does not."""
+    calls: list[list[str]] = []
+    built = {tag: "sha256:0" for tag in pod_image_tags(OFFLINE_IMAGES, cnis=["flannel"])}
+    if built_locust:
+        built[OFFLINE_IMAGES.locust] = "sha256:1"
+    provider = KindProvider(
+        tmp_path,
+        images=OFFLINE_IMAGES,
+        runner=lambda argv: calls.append(list(argv)) or "",
+        engine=fake_engine(FakeEngineClient(images=built)),
+        modules_dir=tmp_path / "m",
+    )
+    provider.load_local_images("cnibench-x", cni="flannel")
+    loaded = [c for c in calls if c[:3] == ["kind", "load", "docker-image"]]
+    assert loaded
+    named = {arg for call in loaded for arg in call}
+    assert (OFFLINE_IMAGES.locust in named) is built_locust

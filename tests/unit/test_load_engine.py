@@ -38,3 +38,54 @@ def test_the_summary_names_the_engine_that_ran(engine: str) -> None:
         f' "users": 1, "engine": "{engine}", "backends": {{"v1": 3}}, "statuses": {{"200": 3}}}}'
     )
     assert parse_locust_summary(line).engine == engine
+
+
+# --- locust's own distribution in pods (--load-workers) -------------------------------------
+
+
+class _Backend:
+    def __init__(self, name: str, load_in_pods: bool) -> None:
+        self.name = name
+        self.load_in_pods = load_in_pods
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("0", "--load-workers: 0 is outside 1..64"),
+        ("65", "--load-workers: 65 is outside 1..64"),
+        ("two", "--load-workers: 'two' is not a whole number (use 1 to 64)"),
+    ],
+    ids=["zero", "over-64", "word"],
+)
+def test_load_workers_outside_the_range_are_one_line(text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_scenario_options(load_engine="locust", load_workers=text)
+    assert str(caught.value) == message
+
+
+def test_load_workers_without_locust_are_refused() -> None:
+    with pytest.raises(ConfigError, match=r"^--load-workers 3 needs --load-engine locust"):
+        parse_scenario_options(load_workers="3")
+
+
+def test_locust_on_a_backend_with_load_in_pods_runs_two_workers_by_default() -> None:
+    split = build_scenarios(parse_scenario_options(load_engine="locust", users="10"))["split"]
+    planned = split.on_backend(_Backend("kube", True))  # type: ignore[arg-type]
+    assert {c.parameters["load_workers"] for c in planned.conditions()} == {2}
+    assert [c.id for c in planned.conditions()] == [c.id for c in split.conditions()]
+
+
+def test_epoll_on_kube_stays_on_this_host() -> None:
+    split = build_scenarios(parse_scenario_options(users="10"))["split"]
+    planned = split.on_backend(_Backend("kube", True))  # type: ignore[arg-type]
+    assert all("load_workers" not in c.parameters for c in planned.conditions())
+
+
+def test_locust_on_the_lab_stays_on_this_host_and_refuses_workers() -> None:
+    options = parse_scenario_options(load_engine="locust", users="10")
+    planned = build_scenarios(options)["split"].on_backend(_Backend("lab", False))  # type: ignore[arg-type]
+    assert all("load_workers" not in c.parameters for c in planned.conditions())
+    asked = parse_scenario_options(load_engine="locust", users="10", load_workers="4")
+    with pytest.raises(ConfigError, match=r"^--load-workers 4: backend lab runs locust on this"):
+        build_scenarios(asked)["split"].on_backend(_Backend("lab", False))  # type: ignore[arg-type]

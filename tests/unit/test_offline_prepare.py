@@ -14,6 +14,7 @@ import pytest
 from cnibench import cli
 from cnibench.backends.kube.offline import OfflineBuilder
 from cnibench.backends.kube.offline.plan import rootfs_packages
+from cnibench.backends.kube.offline.recipes import LOAD_ENGINE_ROOTFS
 
 STEPS = (
     "build_kubernetes",
@@ -48,9 +49,16 @@ def test_prepare_runs_every_long_step_and_touches_no_engine(calls: list[str]) ->
     argv.append("--prepare")
     assert cli.main(argv) == 0
     assert set(STEPS) <= {c.split(":")[0] for c in calls}
-    assert {f"rootfs:{name}" for name in rootfs_packages()} <= set(calls)
+    asked = {name for name in rootfs_packages() if name not in LOAD_ENGINE_ROOTFS}
+    assert {f"rootfs:{name}" for name in asked} <= set(calls)
     assert {"build_cni:cilium", "build_cni:kube-router"} <= set(calls)
     assert not [c for c in calls if c.split(":")[0] in ENGINE_STEPS]
+    assert "rootfs:locust" not in calls  # only with --load-engine locust
+
+
+def test_locusts_image_is_built_only_when_asked(calls: list[str]) -> None:
+    assert cli.main(["images", "build", "--load-engine", "locust", "--prepare"]) == 0
+    assert "rootfs:locust" in calls
 
 
 def test_a_prepare_runs_the_optional_go_builds_shortest_first(calls: list[str]) -> None:

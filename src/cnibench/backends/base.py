@@ -106,6 +106,10 @@ class WorkloadKind(enum.StrEnum):
     SOCKPERF_SERVER = "sockperf-server"
     HTTP_ECHO = "http-echo"
     """An HTTP server answering every path with 200 and a body naming the pod."""
+    LOAD_GENERATOR = "load-generator"
+    """locust in a container of its own, idle until a command runs; the pod's commands
+    (:meth:`Endpoint.run`) run in it. Only on a backend with :attr:`Backend.load_in_pods`;
+    the port is where a locust master listens for its workers."""
 
 
 @dataclass(frozen=True)
@@ -744,6 +748,13 @@ class Backend(Protocol):
     def policy_choices(self) -> PolicyChoices:
         """What a policy condition may choose on this backend's clusters: the lab offers its
         engines and which packets the rules see; a Kubernetes CNI chooses both itself."""
+
+    @property
+    def load_in_pods(self) -> bool:
+        """Whether the split scenario's locust load runs as locust's own master/worker
+        distribution in client pods (:data:`WorkloadKind.LOAD_GENERATOR`, ``--load-workers``)
+        instead of from this host: true where pods can be placed as many as the load needs
+        (Kubernetes); the lab keeps locust on this host."""
 
     def validate(self, specs: Sequence[ClusterSpec]) -> tuple[ClusterSpec, ...]:
         """``specs`` (the session's ``--cni`` values, parsed once) checked against what this

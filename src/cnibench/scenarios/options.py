@@ -17,6 +17,7 @@ from types import MappingProxyType
 from cnibench.backends.base import MAX_OTHER_SERVICES, ServiceProxy
 from cnibench.errors import ConfigError
 from cnibench.policy import MAX_EXTRA_RULES, PolicyEngine
+from cnibench.tools.locust_dist import MAX_WORKERS as MAX_LOAD_WORKERS
 from cnibench.tools.locust_runner import ENGINES as LOAD_ENGINES
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "parse_engines",
     "parse_int_list",
     "parse_load_engine",
+    "parse_load_workers",
     "parse_pairs",
     "parse_proxies",
     "parse_scenario_options",
@@ -44,6 +46,8 @@ MAX_PAIRS = 64
 """Most client/server pairs ``--pairs`` runs at once (128 pods; beyond that a node's pod limit,
 110 by default on Kubernetes, is the bound, not the datapath)."""
 MAX_USERS = 5000
+DEFAULT_LOAD_WORKERS = 2
+"""Workers of locust's own distribution in pods when ``--load-workers`` is not given."""
 _BACKEND_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 _DEFAULT_WEIGHTS: tuple[Mapping[str, int], ...] = tuple(
     MappingProxyType({"v1": a, "v2": b})
@@ -83,6 +87,12 @@ class ScenarioOptions:
         What drives the split scenario's virtual users
         (:data:`cnibench.tools.locust_runner.ENGINES`): cnibench's own ``epoll`` client (the
         default) or ``locust``. Each split run records it as its ``load_engine`` parameter.
+    load_workers:
+        ``--load-workers``: workers of locust's own master/worker distribution, which runs in
+        client pods on a backend that says so (:attr:`cnibench.backends.base.Backend.
+        load_in_pods`, Kubernetes), each in a pod of its own; ``None`` (not given):
+        :data:`DEFAULT_LOAD_WORKERS` there. Only with ``load_engine`` ``locust`` (refused with
+        ``epoll``), and refused on a backend that keeps the load on this host (the lab).
     pairs:
         ``--pairs``: client/server pairs the baseline's iperf3 and sockperf conditions run at
         once (1 to :data:`MAX_PAIRS`), each pair's values and their aggregate recorded, and a
@@ -101,6 +111,7 @@ class ScenarioOptions:
     proxies: tuple[ServiceProxy, ...] = (ServiceProxy.IPTABLES, ServiceProxy.NFTABLES)
     services: tuple[int, ...] = (0,)
     load_engine: str = LOAD_ENGINES[0]
+    load_workers: int | None = None
     pairs: int | None = None
 
 
@@ -218,6 +229,27 @@ def parse_load_engine(text: str) -> str:
     return name
 
 
+def parse_load_workers(text: str) -> int:
+    """``"4"`` -> 4: the ``--load-workers`` value, a whole number from 1 to
+    :data:`cnibench.tools.locust_dist.MAX_WORKERS`.
+
+    Raises
+    ------
+    ConfigError
+        Anything else, in one line.
+    """
+    item = text.strip()
+    try:
+        value = int(item)
+    except ValueError:
+        raise ConfigError(
+            f"--load-workers: {item!r} is not a whole number (use 1 to {MAX_LOAD_WORKERS})"
+        ) from None
+    if not 1 <= value <= MAX_LOAD_WORKERS:
+        raise ConfigError(f"--load-workers: {value} is outside 1..{MAX_LOAD_WORKERS}")
+    return value
+
+
 def parse_pairs(text: str) -> int:
     """``"4"`` -> 4: the ``--pairs`` value, a whole number from 1 to :data:`MAX_PAIRS`.
 
@@ -262,6 +294,7 @@ def parse_scenario_options(
     services: str | None = None,
     load_engine: str | None = None,
     pairs: str | int | None = None,
+    load_workers: str | int | None = None,
 ) -> ScenarioOptions:
     """Options from command-line strings; ``None`` keeps the default of that field.
 
@@ -276,12 +309,15 @@ def parse_scenario_options(
         The ``--load-engine`` value.
     pairs:
         The ``--pairs`` value.
+    load_workers:
+        The ``--load-workers`` value.
 
     Raises
     ------
     ConfigError
-        From the individual parsers, and ``--pairs`` with a Service target (each pair would
-        need its own Service; ``--pairs`` measures pod to pod).
+        From the individual parsers, ``--pairs`` with a Service target (each pair would
+        need its own Service; ``--pairs`` measures pod to pod), and ``--load-workers`` without
+        ``--load-engine locust`` (the epoll engine has no workers).
     """
     options = DEFAULT_OPTIONS
     chosen_pairs = None if pairs is None else parse_pairs(str(pairs))
@@ -290,6 +326,13 @@ def parse_scenario_options(
         raise ConfigError(
             f"--pairs {chosen_pairs} measures pod to pod: it cannot be combined with --target"
             f" {','.join(chosen_targets)}"
+        )
+    chosen_engine = parse_load_engine(load_engine) if load_engine else options.load_engine
+    chosen_workers = None if load_workers is None else parse_load_workers(str(load_workers))
+    if chosen_workers is not None and chosen_engine != "locust":
+        raise ConfigError(
+            f"--load-workers {chosen_workers} needs --load-engine locust: the {chosen_engine}"
+            " engine runs on this host, without workers"
         )
     return ScenarioOptions(
         weights=tuple(parse_weights(w) for w in weights) if weights else options.weights,
@@ -308,6 +351,7 @@ def parse_scenario_options(
         services=parse_int_list(services, name="services", low=0, high=MAX_OTHER_SERVICES)
         if services
         else options.services,
-        load_engine=parse_load_engine(load_engine) if load_engine else options.load_engine,
+        load_engine=chosen_engine,
+        load_workers=chosen_workers,
         pairs=chosen_pairs,
     )

@@ -151,6 +151,7 @@ SESSION_OPTIONS = (
     "proxy",
     "services",
     "load_engine",
+    "load_workers",
     "pairs",
 )
 """Destination names of :func:`add_session_options`, the keys :func:`session_config` reads."""
@@ -182,6 +183,7 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         services=values.get("services"),
         load_engine=values.get("load_engine"),
         pairs=values.get("pairs"),
+        load_workers=values.get("load_workers"),
     )
     precision = _precision(values.get("precision"))
     max_runs = _integer("--max-runs", values.get("max_runs"))
@@ -289,7 +291,15 @@ def add_scenario_options(add: Callable[..., object]) -> None:
         "--load-engine",
         default=None,
         metavar="NAME",
-        help="what drives the split scenario's users: epoll (cnibench's own, default) or locust",
+        help="what drives the split scenario's users: epoll (cnibench's own, default) or locust"
+        " (on Kubernetes: locust's own master and workers in client pods)",
+    )
+    add(
+        "--load-workers",
+        default=None,
+        metavar="N",
+        help="with --load-engine locust on Kubernetes: locust workers, one client pod each"
+        " (1-64, default 2); refused with epoll and on the lab, whose locust runs on this host",
     )
     add(
         "--pairs",

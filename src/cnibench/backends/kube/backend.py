@@ -203,6 +203,12 @@ class KubeBackend:
         either would label one measurement with a choice that did not run."""
         return PolicyChoices()
 
+    @property
+    def load_in_pods(self) -> bool:
+        """True: ``--load-engine locust`` runs locust's master and ``--load-workers`` workers
+        in client pods (the locust image, :attr:`~cnibench.backends.kube.images.Images.locust`)."""
+        return True
+
     def available(self) -> tuple[bool, str]:
         """Whether the provider's tools are installed (``kind``/``terraform`` or ``tofu``,
         ``helm``)."""

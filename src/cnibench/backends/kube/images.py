@@ -118,6 +118,12 @@ class Images:
     traefik:
         Traefik (``/usr/local/bin/traefik``), the Gateway API implementation of
         ``gateway=traefik``.
+    locust:
+        locust (``locust`` on PATH, and ``sh``) for ``--load-engine locust`` in pods: the master
+        and workers of locust's own distribution (:mod:`cnibench.tools.locust_dist`). Public:
+        locust's own image of the release Debian bookworm ships (2.12.1); offline: built from
+        Debian's ``python3-locust`` only when asked (``cnibench images build --load-engine
+        locust``).
     kind_node:
         kind node image, pinned by tag and digest as the kind v0.30.0 release notes list it
         (the release that built it: use kind >= v0.30.0). Kubernetes v1.33, a minor every
@@ -137,6 +143,7 @@ class Images:
     prometheus: str = "quay.io/prometheus/prometheus:v3.5.0"
     node_exporter: str = "quay.io/prometheus/node-exporter:v1.9.1"
     traefik: str = "docker.io/library/traefik:v3.6.12"
+    locust: str = "docker.io/locustio/locust:2.12.1"
     kind_node: str = (
         "docker.io/kindest/node:v1.33.4"
         "@sha256:25a6018e48dfcaee478f4a59af81157a437f15e6e140bf103f85a2e7cd0cbbf2"
@@ -312,6 +319,7 @@ OFFLINE_IMAGES = Images(
     prometheus="localhost/cnibench-prometheus:offline-1",
     node_exporter="localhost/cnibench-node-exporter:offline-1",
     traefik="localhost/cnibench-traefik:v3.6.12-offline-1",
+    locust="localhost/cnibench-locust:2.12.1-offline-1",
     kind_node="localhost/cnibench-kind-node:v1.34.4-offline-1",
     cni_set="offline",
 )

@@ -111,10 +111,23 @@ class KubePod:
         ``status.podIP``.
     api_client:
         Client used for exec.
+    container:
+        The container commands run in: the tools container, or a load pod's locust container.
     """
 
-    def __init__(self, name: str, namespace: str, node: Node, ip: str, api_client: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        namespace: str,
+        node: Node,
+        ip: str,
+        api_client: Any,
+        *,
+        container: str = render.TOOLS_CONTAINER,
+    ) -> None:
         self._name = name
+        self.container = container
+        """Where :meth:`run` executes (:func:`~cnibench.backends.kube.render.command_container`)."""
         self.namespace = namespace
         self._node = node
         self._ip = ip
@@ -136,7 +149,8 @@ class KubePod:
         return self._ip
 
     def run(self, argv: Sequence[str], *, timeout: float) -> CommandResult:
-        """Run ``argv`` in the pod's tools container through the exec subresource.
+        """Run ``argv`` in the pod's tools container (a load pod's locust container) through
+        the exec subresource.
 
         Raises
         ------
@@ -154,7 +168,7 @@ class KubePod:
                 websocket_core_api(self._api_client).connect_get_namespaced_pod_exec,
                 self._name,
                 self.namespace,
-                container=render.TOOLS_CONTAINER,
+                container=self.container,
                 command=list(argv),
                 stdin=False,
                 stdout=True,
@@ -347,9 +361,15 @@ class KubePods:
             tolerations=rt.tolerations,
             node=rt.target(role),
         )
-        return self.start(manifest, role)
+        return self.start(manifest, role, container=render.command_container(workloads))
 
-    def start(self, manifest: Mapping[str, Any], role: NodeRole) -> KubePod:
+    def start(
+        self,
+        manifest: Mapping[str, Any],
+        role: NodeRole,
+        *,
+        container: str = render.TOOLS_CONTAINER,
+    ) -> KubePod:
         """Apply a pod manifest, wait until Ready, and check it runs on a ``role`` node
         (raises as :meth:`place`; a pod that never came up is deleted again)."""
         rt = self._runtime
@@ -373,7 +393,9 @@ class KubePods:
                     f"pod {name} runs on {node_name} whose role is {actual}, not {role.value}"
                 )
             node = Node(node_name, role, internal_ip(rt.core.read_node(node_name)))
-        return KubePod(name, rt.namespace, node, ready.status.pod_ip, rt.api_client)
+        return KubePod(
+            name, rt.namespace, node, ready.status.pod_ip, rt.api_client, container=container
+        )
 
     def _wait_ready(self, name: str) -> Any:
         """The pod once Ready with an IP; a pod that cannot get there raises with the reason

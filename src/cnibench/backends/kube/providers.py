@@ -319,7 +319,9 @@ class KindProvider:
     def load_local_images(self, name: str, *, cni: str = "", gateway: str = "") -> None:
         """Build (once per host) and load into cluster ``name`` every image cnibench builds
         itself (:meth:`~cnibench.backends.kube.images.Images.local_builds`); with the offline
-        set, every pod image of it, a CNI's own images only into a cluster of that ``cni``.
+        set, every pod image of it, a CNI's own images only into a cluster of that ``cni``, and
+        locust's (``--load-engine locust`` in pods) when ``cnibench images build --load-engine
+        locust`` made it.
 
         ``kind load`` skips nodes that already hold the same image, so a reused cluster costs
         one comparison per node.
@@ -340,11 +342,17 @@ class KindProvider:
             shared = set(pod_image_tags(self.images, cnis=[]))
             own = set(pod_image_tags(self.images, cnis=[cni] if cni else [])) - shared
             wanted = [c for c in (cni, gateway) if c]
+            # locust's image (built only with --load-engine locust) goes in when it was built.
+            optional = set(pod_image_tags(self.images, cnis=["locust"])) - shared
+            if self.engine.image_id(self.images.locust) is not None:
+                wanted.append("locust")
             for image in pod_image_tags(self.images, cnis=wanted):
                 if self.engine.image_id(image) is None:
                     build = "cnibench images build"
                     if image in own:  # a CNI's own: built only when asked for
                         build += f" --cni {cni}"
+                    elif image in optional:  # the load engine's
+                        build += " --load-engine locust"
                     elif image not in shared:  # the gateway's
                         build += f" --gateway {gateway}"
                     raise ProvisioningError(

@@ -73,6 +73,19 @@ ENDPOINT_LABEL = "cnibench.io/endpoint"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "cnibench"}
 TOOLS_CONTAINER = "tools"
 """Container of every pod in which :meth:`Endpoint.run` executes client commands."""
+LOAD_CONTAINER = "locust"
+"""Container of a load pod (:data:`WorkloadKind.LOAD_GENERATOR`): the locust image, idle; that
+pod's commands (locust's master or a worker) run in it instead of :data:`TOOLS_CONTAINER`."""
+
+
+def command_container(workloads: Sequence[WorkloadSpec]) -> str:
+    """The container :meth:`Endpoint.run` executes in for a pod running ``workloads``:
+    :data:`LOAD_CONTAINER` in a load pod, else :data:`TOOLS_CONTAINER`."""
+    if any(w.kind is WorkloadKind.LOAD_GENERATOR for w in workloads):
+        return LOAD_CONTAINER
+    return TOOLS_CONTAINER
+
+
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 """Label the kubelet puts on its node (usually, not always, the node's name)."""
 PROMETHEUS_PORT = 9090
@@ -200,6 +213,16 @@ def _tcp_ready(port: int) -> dict[str, Any]:
 
 def _workload_containers(workload: WorkloadSpec, images: Images) -> list[dict[str, Any]]:
     port = workload.port
+    if workload.kind is WorkloadKind.LOAD_GENERATOR:
+        # Idle until exec starts locust in it: a master listens on the port for its workers.
+        return [
+            {
+                "name": LOAD_CONTAINER,
+                "image": images.locust,
+                "command": ["sleep", "infinity"],
+                "ports": [{"containerPort": port, "protocol": "TCP"}],
+            }
+        ]
     if workload.kind is WorkloadKind.IPERF3_SERVER:
         return [
             {

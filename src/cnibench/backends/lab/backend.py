@@ -51,6 +51,12 @@ class LabBackend:
         (:mod:`cnibench.backends.lab.policy`)."""
         return PolicyChoices(engines=tuple(PolicyEngine), rules_see=tuple(RulesSee))
 
+    @property
+    def load_in_pods(self) -> bool:
+        """False: the lab's pods are namespaces of this host, so locust runs here
+        (``--load-workers`` is refused)."""
+        return False
+
     def available(self) -> tuple[bool, str]:
         """Whether labs can be provisioned here (root, ``ip netns``, required tools), and why
         not."""

@@ -1112,6 +1112,8 @@ def workload_processes(
     port = workload.port
     if not 0 < port < 65536:
         raise ConfigError(f"workload port {port} is outside 1..65535")
+    if workload.kind is WorkloadKind.LOAD_GENERATOR:
+        raise ConfigError("the lab runs locust on this host, never in a pod (load_in_pods)")
     if workload.kind is WorkloadKind.IPERF3_SERVER:
         return (
             WorkloadProcess(

@@ -14,7 +14,9 @@ from cnibench.backends.kube.build_recipes import ImageRecipe, OfflineRecipe
 from cnibench.backends.kube.cnis import DRIVERS
 from cnibench.backends.kube.images import OFFLINE_IMAGES, CniImage, Images
 from cnibench.backends.kube.offline.recipes import (
+    LOAD_ENGINE_ROOTFS,
     OFFLINE_GATEWAYS,
+    OFFLINE_LOAD_ENGINES,
     ROOTFS_PACKAGES,
     shared_image_recipes,
 )
@@ -69,7 +71,8 @@ def images_only_for() -> dict[str, str]:
     """Images only a cluster of one CNI or gateway needs (image name -> CNI or gateway): built
     and loaded only when that CNI is asked for (Cilium's image is 1.1 GB)."""
     found = {recipe.image_name: name for name, recipe in cni_recipes().items() if not recipe.always}
-    return {**found, **{gateway: gateway for gateway in OFFLINE_GATEWAYS}}
+    extras = (*OFFLINE_GATEWAYS, *OFFLINE_LOAD_ENGINES)
+    return {**found, **{name: name for name in extras}}
 
 
 def rootfs_packages() -> dict[str, tuple[str, ...]]:
@@ -81,6 +84,7 @@ def rootfs_packages() -> dict[str, tuple[str, ...]]:
     packages["tools"] = (*debian_packages(), *packages["tools"])
     for recipe in cni_recipes().values():
         packages.update(recipe.rootfs)
+    packages.update(LOAD_ENGINE_ROOTFS)
     return packages
 
 
@@ -130,7 +134,7 @@ def image_recipes(
     by_name: dict[str, ImageRecipe] = shared_image_recipes(images)
     shared = images.shared()
     del shared["kind_node"]
-    gateways = {name: shared.pop(name) for name in OFFLINE_GATEWAYS}
+    gateways = {name: shared.pop(name) for name in (*OFFLINE_GATEWAYS, *OFFLINE_LOAD_ENGINES)}
     tags = dict(shared)
     always_first = sorted(cni_recipes().items(), key=lambda item: not item[1].always)
     for cni, recipe in always_first:

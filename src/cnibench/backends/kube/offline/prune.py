@@ -19,7 +19,11 @@ from cnibench.backends.kube.engine_api import engine_client, engine_failures
 from cnibench.backends.kube.images import LOCAL_BUILDS, Images
 from cnibench.backends.kube.offline.assembly import base_image_tag
 from cnibench.backends.kube.offline.plan import offline_cnis, pod_image_tags
-from cnibench.backends.kube.offline.recipes import OFFLINE_GATEWAYS, OfflineVersions
+from cnibench.backends.kube.offline.recipes import (
+    OFFLINE_GATEWAYS,
+    OFFLINE_LOAD_ENGINES,
+    OfflineVersions,
+)
 from cnibench.errors import ProvisioningError
 
 __all__ = [
@@ -38,7 +42,7 @@ def current_tags(images: Images, versions: OfflineVersions) -> frozenset[str]:
     """Every tag a current recipe names: the node image, every pod image of every CNI and
     gateway with an offline recipe, the kind base image kept to rebuild the node, and the
     images built from ``images/`` folders."""
-    every = (*offline_cnis(), *OFFLINE_GATEWAYS)
+    every = (*offline_cnis(), *OFFLINE_GATEWAYS, *OFFLINE_LOAD_ENGINES)
     return frozenset(
         (
             images.kind_node,

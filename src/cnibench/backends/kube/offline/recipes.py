@@ -24,7 +24,9 @@ __all__ = [
     "GATEWAY_API_CRDS",
     "GATEWAY_API_MODULE",
     "KUBERNETES_COMMANDS",
+    "LOAD_ENGINE_ROOTFS",
     "OFFLINE_GATEWAYS",
+    "OFFLINE_LOAD_ENGINES",
     "ROOTFS_PACKAGES",
     "TRAEFIK_MODULE",
     "ImageRecipe",
@@ -165,6 +167,19 @@ CNI's own are in its driver's offline recipe
 
 OFFLINE_GATEWAYS = ("traefik",)
 """Gateway API implementations the offline image set builds (``--gateway traefik``)."""
+
+OFFLINE_LOAD_ENGINES = ("locust",)
+"""Load engines whose in-pod image the offline set builds only when asked
+(``cnibench images build --load-engine locust``)."""
+
+LOAD_ENGINE_ROOTFS: Mapping[str, tuple[str, ...]] = {
+    # python3-zmq (locust's master/worker link) needs python3-cffi-backend-api-min/max, virtual
+    # packages that debootstrap does not resolve: their provider is named here.
+    "locust": ("python3-locust", "python3-cffi-backend"),
+}
+"""Root filesystems of the load engines' images, apart from :data:`ROOTFS_PACKAGES` (every one
+of which is built with every offline set): built only with their image, so the shared steps'
+digests, and CI's caches of them, stay as they were."""
 
 
 def recipe_digest(*parts: object) -> str:
@@ -388,7 +403,8 @@ GATEWAY_API_CRDS = "config/crd/standard"
 def shared_image_recipes(images: Images) -> dict[str, ImageRecipe]:
     """Recipes of the images no CNI owns, by :class:`~cnibench.backends.kube.images.Images`
     field: the tools image (also sockperf's and the HTTP echo's in the offline set), the
-    monitoring images and Traefik (built only when ``gateway=traefik`` is asked for)."""
+    monitoring images, Traefik (built only when ``gateway=traefik`` is asked for) and locust
+    (only with ``--load-engine locust``)."""
     return {
         "tools": ImageRecipe(
             tag=images.tools,
@@ -416,5 +432,12 @@ def shared_image_recipes(images: Images) -> dict[str, ImageRecipe]:
             tag=images.traefik,
             files={"/usr/local/bin/traefik": "traefik"},
             entrypoint=("/usr/local/bin/traefik",),
+        ),
+        # Debian's locust (2.12.1 in bookworm) and its Python; the pods run it through exec.
+        "locust": ImageRecipe(
+            tag=images.locust,
+            rootfs="locust",
+            cmd=("sleep", "infinity"),
+            env=PATH_ENV,
         ),
     }

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.offline.builder import OfflineBuilder
 from cnibench.backends.kube.offline.plan import cni_recipes, pod_image_tags
-from cnibench.backends.kube.offline.recipes import OFFLINE_GATEWAYS
+from cnibench.backends.kube.offline.recipes import OFFLINE_GATEWAYS, OFFLINE_LOAD_ENGINES
 
 __all__ = ["build_command", "missing_build"]
 
@@ -26,6 +26,8 @@ def build_command(cnis: Iterable[str] = ()) -> str:
     for name in dict.fromkeys(cnis):
         if name in OFFLINE_GATEWAYS:
             words.append(f"--gateway {name}")
+        elif name in OFFLINE_LOAD_ENGINES:
+            words.append(f"--load-engine {name}")
         elif name in recipes and not recipes[name].always:
             words.append(f"--cni {name}")
     return " ".join(words)
