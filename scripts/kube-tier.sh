@@ -49,10 +49,11 @@ builder = OfflineBuilder(
     versions=OfflineVersions(kubernetes=sys.argv[1]),
     log=lambda line: print("[kube-tier]", line, file=sys.stderr),
 )
-builder.build_kubernetes()
-etcd = Path(sys.argv[2]) / "etcd"
-etcd.unlink(missing_ok=True)
-etcd.symlink_to(builder.build_go_binaries() / "etcd")
+with builder.exclusive():  # not beside an `images build` building the same commands
+    builder.build_kubernetes()
+    etcd = Path(sys.argv[2]) / "etcd"
+    etcd.unlink(missing_ok=True)
+    etcd.symlink_to(builder.build_go_binaries() / "etcd")
 print(etcd)
 PY
 }

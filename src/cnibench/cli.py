@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -640,22 +641,30 @@ def _print_answer(
     ``results``: their directory, for what its clusters could not run), then the verdict's
     lines (one each, however narrow the terminal: people grep these)."""
     from cnibench.report import verdict_summary
-    from cnibench.report.data import load_skipped
+    from cnibench.report.data import load_skipped, measured_on
     from cnibench.report.matrix import (
         cni_matrix,
         feature_matrix,
         matrix_text,
         not_possible_notes,
     )
+    from cnibench.results import load_environments
 
     skipped = None
+    where = ""
     if results is not None and runs is not None:
         skipped = load_skipped(results, sessions=set(runs["session_id"].astype(str)))
+        with warnings.catch_warnings():  # a fingerprint that cannot be read: no machine
+            warnings.simplefilter("ignore")
+            where = measured_on(runs, load_environments(results, on_error="warn"))
     features = feature_matrix(table, runs=runs, skipped=skipped)
     if not features.empty:
         notes = not_possible_notes(features, skipped)
         title = "What each feature costs"
-        for line in matrix_text(features, title=title, margin=margin, notes=notes):
+        lines = matrix_text(features, title=title, margin=margin, notes=notes)
+        if where:  # every number on this screen carries n (its cell), date and machine
+            lines.insert(1, f"  {where}")
+        for line in lines:
             print(line, flush=True)
         cnis = cni_matrix(table, runs=runs)
         if not cnis.empty:

@@ -139,6 +139,19 @@ def test_run_printed_into_a_file_opens_with_the_answer(lab_session):
     assert stdout.index("What each feature costs") < stdout.index("\nverdict: ") < table
 
 
+def test_the_answer_says_when_and_on_what_machine_it_was_measured(lab_session):
+    """The line under the matrix's title: the first and last run's UTC date and time, and this
+    machine (its logical CPUs and kernel, read here from the OS), with the backend."""
+    lines = [line for line in lab_session["stdout"].splitlines() if line.strip()]
+    where = lines[1].strip()
+    df = cnibench.load_results(lab_session["results"])
+    first = pd.to_datetime(df["time"], utc=True).min()
+    last = pd.to_datetime(df["time"], utc=True).max()
+    assert where.startswith(f"measured {first:%Y-%m-%d %H:%M}-{last:%H:%M} UTC on "), where
+    assert f"{os.cpu_count()} CPUs " in where, where
+    assert f"kernel {os.uname().release} (lab)" in where, where
+
+
 def test_number_of_contrasts_is_what_egress_declares(lab_session):
     df = cnibench.load_results(lab_session["results"])
     declared = [

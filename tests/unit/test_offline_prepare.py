@@ -100,3 +100,54 @@ def test_a_build_whose_long_steps_are_current_takes_no_lock(tmp_path: Path) -> N
         setattr(builder, name, lambda *args, _n=name: asked.append(_n))
     assert builder.prepared(frozenset({"cilium", "kube-router", "traefik"})) is True
     assert {"build_kubernetes", "build_cni", "build_traefik"} <= set(asked)
+
+
+def test_single_steps_under_the_lock_wait_for_a_build_of_the_same_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """scripts/kube-tier.sh builds Kubernetes' commands under :meth:`OfflineBuilder.exclusive`;
+    an `images build` of the same cache (the kind tier's, beside it in CI) waits for it instead
+    of building the same commands into the same staging directory (seen on a cold cache,
+    2026-11-28: one build moved the other's kubeadm away). The steps are recorders here."""
+    import threading
+
+    monkeypatch.setenv("CNIBENCH_CACHE", str(tmp_path))
+    order: list[str] = []
+    logged: list[str] = []
+    for name in ("build_kubernetes", "build_go_binaries"):
+        monkeypatch.setattr(OfflineBuilder, name, lambda self, name=name: order.append(name))
+    monkeypatch.setattr(OfflineBuilder, "prepared", lambda self, cnis: False)
+    monkeypatch.setattr(
+        OfflineBuilder, "_build_all", lambda self, cnis, images: order.append("images build")
+    )
+    script = OfflineBuilder(log=lambda line: None)
+    other = OfflineBuilder(log=logged.append)
+    holding = threading.Event()
+    release = threading.Event()
+
+    def kube_tier() -> None:
+        with script.exclusive():
+            holding.set()
+            release.wait(10)
+            script.build_kubernetes()
+            script.build_go_binaries()
+
+    thread = threading.Thread(target=kube_tier)
+    build = threading.Thread(target=lambda: other.build(images=False))
+    thread.start()
+    try:
+        assert holding.wait(10)
+        build.start()
+        for _ in range(100):  # until the build has said that it waits
+            if logged:
+                break
+            threading.Event().wait(0.05)
+        assert logged == ["another cnibench images build is running on this cache; waiting for it"]
+        assert order == []  # it waits: nothing of it ran while the lock is held
+    finally:
+        # Both threads end before the recorders are undone (never a real build).
+        release.set()
+        thread.join(10)
+        if build.is_alive() or build.ident is not None:
+            build.join(10)
+    assert order == ["build_kubernetes", "build_go_binaries", "images build"]

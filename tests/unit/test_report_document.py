@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import subprocess
 import sys
@@ -122,6 +123,10 @@ def test_report_opens_with_the_matrix_then_the_verdict_stating_the_gateway_cost(
     text = paths.markdown.read_text()
     sections = re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
     assert sections[:2] == ["What each feature costs", "Verdict"]
+    # Under the heading: when (the records' times) and where (this machine's fingerprint).
+    first = text.split("## What each feature costs", 1)[1].strip().splitlines()[0]
+    assert first.startswith("Measured 2026-11-22 10:00-10:09 UTC on "), first
+    assert f"kernel {os.uname().release} (lab)." in first, first
     # 30 % less throughput with 1 % noise: the ratio is 0.70 give or take a per cent.
     assert re.search(
         r"^- egress gateway on vxlan: throughput ×0\.(69|70|71)\d?"

@@ -38,6 +38,7 @@ __all__ = [
     "load_request_times",
     "load_skipped",
     "load_split_records",
+    "measured_on",
     "metric_unit",
     "ok_runs",
     "pair_rows",
@@ -513,6 +514,37 @@ def load_skipped(
                 }
             )
     return pd.DataFrame(rows, columns=list(SKIPPED_COLUMNS))
+
+
+def measured_on(runs: pd.DataFrame, environments: pd.DataFrame) -> str:
+    """When and where ``runs`` were measured, in one line for the first screen: the UTC dates
+    and times of their first and last run, then each distinct machine (logical CPUs, CPU model,
+    memory, kernel) of the sessions' fingerprints ``environments``
+    (:func:`cnibench.results.load_environments`), with the backends measured on it, e.g.
+    ``measured 2026-11-28 15:02-15:09 UTC on 2 CPUs Intel Xeon, 24 GiB, kernel 6.1.0 (lab)``.
+    ``""`` when ``runs`` is empty."""
+    if runs.empty or "time" not in runs:
+        return ""
+    times = pd.to_datetime(runs["time"], utc=True)
+    first, last = times.min(), times.max()
+    span = f"{first:%Y-%m-%d %H:%M}-{last:%H:%M}"
+    if f"{last:%Y-%m-%d}" != f"{first:%Y-%m-%d}":
+        span = f"{first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M}"
+    line = f"measured {span} UTC"
+    used = environments
+    if not used.empty and "session_id" in runs:
+        used = used[used["session_id"].isin(set(runs["session_id"].astype(str)))]
+    machines: dict[str, set[str]] = {}
+    for row in used.to_dict("records"):
+        machine = (
+            f"{row['cpu_count']} CPUs {str(row['cpu_model']).strip() or 'of unknown model'},"
+            f" {float(row['memory_bytes']) / 2**30:.0f} GiB, kernel {row['kernel']}"
+        )
+        machines.setdefault(machine, set()).add(str(row["backend"]) or "?")
+    if not machines:
+        return f"{line} (no machine fingerprint recorded)"
+    described = [f"{m} ({', '.join(sorted(b))})" for m, b in machines.items()]
+    return f"{line} on {'; '.join(described)}"
 
 
 def load_split_records(

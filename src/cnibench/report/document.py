@@ -40,6 +40,7 @@ from cnibench.report.data import (
     load_request_times,
     load_skipped,
     load_split_records,
+    measured_on,
     ok_runs,
     request_time_summary,
     session_dirs,
@@ -579,10 +580,14 @@ def _matrix_section(
     margin: float | None,
     runs: pd.DataFrame,
     skipped: pd.DataFrame,
+    where: str = "",
 ) -> None:
     """The first screen: each feature's cost per configuration, then each CNI against its
-    reference; host-wide figures are never here (they are in the tables)."""
+    reference; host-wide figures are never here (they are in the tables). ``where``: when and
+    on what machine the runs were measured (:func:`~cnibench.report.data.measured_on`)."""
     doc.heading(2, "What each feature costs", "matrix")
+    if where:
+        doc.paragraph(where[:1].upper() + where[1:] + ".")
     features = answer.feature_matrix(table, runs=runs, skipped=skipped)
     if features.empty:
         doc.paragraph("No feature was measured with its control in these results.", css="note")
@@ -788,7 +793,10 @@ def write_report(
         table = verdict(df, reference=reference, margin=margin)
     # The answer first (what each feature costs, per configuration), then where it came from.
     skipped = load_skipped(results_path, sessions=set(df["session_id"].astype(str)))
-    _matrix_section(doc, table, margin, df, skipped)
+    with warnings.catch_warnings():  # a fingerprint that cannot be read names no machine
+        warnings.simplefilter("ignore")
+        environments = load_environments(results_path, on_error="warn")
+    _matrix_section(doc, table, margin, df, skipped, measured_on(df, environments))
     doc.paragraph(f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC by cnibench.")
     _overview(doc, df, results_path)
     times = load_request_times(results_path, df=df)

@@ -288,6 +288,17 @@ class OfflineBuilder:
         with _exclusive(self.offline / ".build.lock", self.context.log):
             return self._build_all(wanted, images=images)
 
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold this cache's build lock, which :meth:`build` holds while it builds, for a
+        caller of single steps (``scripts/kube-tier.sh``: :meth:`build_kubernetes` and
+        :meth:`build_go_binaries`): two builds of one step would share its staging directory
+        (on a cold cache CI's kube-tier build and the kind tier's ``images build`` both built
+        Kubernetes, and one moved the other's commands away, 2026-11-28)."""
+        self.offline.mkdir(parents=True, exist_ok=True)
+        with _exclusive(self.offline / ".build.lock", self.context.log):
+            yield
+
     def prepared(self, cnis: frozenset[str]) -> bool:
         """Whether every Go build and root filesystem the images of ``cnis`` need is current
         (nothing would be built: each step is asked and refuses instead of starting). Reads
