@@ -215,13 +215,7 @@ def test_a_60_40_split_through_traefik_keeps_its_weights(
     split = retried_to_ok(frame[frame["scenario"] == "split"])
     assert set(split["condition"]) == {SPLIT}
     assert bool(split["verified"].all())
-    by_run = split.pivot_table(index="run_id", columns="metric", values="value")
-    assert len(by_run) == 2
-    assert (by_run["requests"] > 100).all(), by_run["requests"].tolist()
-    assert (by_run["share_low@v1"] <= 0.60).all(), by_run["share_low@v1"].tolist()
-    assert (by_run["share_high@v1"] >= 0.60).all(), by_run["share_high@v1"].tolist()
-    assert (by_run["share_low@v2"] <= 0.40).all()
-    assert (by_run["share_high@v2"] >= 0.40).all()
+    by_run = _two_runs_covering_60_40(split)
     # The gateway's own pods, like the CNI's agent: Traefik worked for every request.
     assert (by_run["cpu@traefik"] > 0).all(), by_run["cpu@traefik"].tolist()
     assert by_run["ram@traefik"].between(5, 2000).all(), by_run["ram@traefik"].tolist()
@@ -267,13 +261,7 @@ def test_locust_s_own_workers_in_client_pods_split_60_40(
     assert bool(split["verified"].all())
     assert set(split["param_load_engine"]) == {"locust"}
     assert set(split["param_load_workers"].astype(int)) == {2}
-    by_run = split.pivot_table(index="run_id", columns="metric", values="value")
-    assert len(by_run) == 2
-    assert (by_run["requests"] > 100).all(), by_run["requests"].tolist()
-    assert (by_run["share_low@v1"] <= 0.60).all(), by_run["share_low@v1"].tolist()
-    assert (by_run["share_high@v1"] >= 0.60).all(), by_run["share_high@v1"].tolist()
-    assert (by_run["share_low@v2"] <= 0.40).all()
-    assert (by_run["share_high@v2"] >= 0.40).all()
+    _two_runs_covering_60_40(split)
     summaries = list(results.glob(f"*/raw/split-{SLUG}-{SPLIT}-*/{LOAD_SUMMARY_FILE}"))
     assert len(summaries) >= 2, sorted(str(p) for p in results.rglob("*"))[:50]
     for path in summaries:
@@ -497,3 +485,16 @@ def test_the_cluster_is_removed_with_nothing_of_the_module_left(
         check=True,
     )
     assert nodes.stdout.strip() == ""
+
+
+def _two_runs_covering_60_40(split: pd.DataFrame) -> pd.DataFrame:
+    """The split's two runs, one row each (metrics as columns), after checking that each made
+    over 100 requests and that its simultaneous intervals cover the configured 60/40."""
+    by_run = split.pivot_table(index="run_id", columns="metric", values="value")
+    assert len(by_run) == 2
+    assert (by_run["requests"] > 100).all(), by_run["requests"].tolist()
+    assert (by_run["share_low@v1"] <= 0.60).all(), by_run["share_low@v1"].tolist()
+    assert (by_run["share_high@v1"] >= 0.60).all(), by_run["share_high@v1"].tolist()
+    assert (by_run["share_low@v2"] <= 0.40).all()
+    assert (by_run["share_high@v2"] >= 0.40).all()
+    return by_run

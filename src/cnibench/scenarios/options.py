@@ -229,9 +229,8 @@ def parse_load_engine(text: str) -> str:
     return name
 
 
-def parse_load_workers(text: str) -> int:
-    """``"4"`` -> 4: the ``--load-workers`` value, a whole number from 1 to
-    :data:`cnibench.tools.locust_dist.MAX_WORKERS`.
+def _parse_count(text: str, *, name: str, high: int) -> int:
+    """``"4"`` -> 4: one whole number from 1 to ``high`` for option ``--<name>``.
 
     Raises
     ------
@@ -242,12 +241,22 @@ def parse_load_workers(text: str) -> int:
     try:
         value = int(item)
     except ValueError:
-        raise ConfigError(
-            f"--load-workers: {item!r} is not a whole number (use 1 to {MAX_LOAD_WORKERS})"
-        ) from None
-    if not 1 <= value <= MAX_LOAD_WORKERS:
-        raise ConfigError(f"--load-workers: {value} is outside 1..{MAX_LOAD_WORKERS}")
+        raise ConfigError(f"--{name}: {item!r} is not a whole number (use 1 to {high})") from None
+    if not 1 <= value <= high:
+        raise ConfigError(f"--{name}: {value} is outside 1..{high}")
     return value
+
+
+def parse_load_workers(text: str) -> int:
+    """``"4"`` -> 4: the ``--load-workers`` value, a whole number from 1 to
+    :data:`cnibench.tools.locust_dist.MAX_WORKERS`.
+
+    Raises
+    ------
+    ConfigError
+        Anything else, in one line.
+    """
+    return _parse_count(text, name="load-workers", high=MAX_LOAD_WORKERS)
 
 
 def parse_pairs(text: str) -> int:
@@ -258,16 +267,7 @@ def parse_pairs(text: str) -> int:
     ConfigError
         Anything else, in one line.
     """
-    item = text.strip()
-    try:
-        value = int(item)
-    except ValueError:
-        raise ConfigError(
-            f"--pairs: {item!r} is not a whole number (use 1 to {MAX_PAIRS})"
-        ) from None
-    if not 1 <= value <= MAX_PAIRS:
-        raise ConfigError(f"--pairs: {value} is outside 1..{MAX_PAIRS}")
-    return value
+    return _parse_count(text, name="pairs", high=MAX_PAIRS)
 
 
 def parse_targets(text: str) -> tuple[str, ...]:
