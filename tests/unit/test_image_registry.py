@@ -124,13 +124,7 @@ def test_a_kind_cluster_that_pulls_gets_nothing_loaded(tmp_path: Path) -> None:
     provider.load_local_images("cnibench-x", cni="flannel")
     assert calls == []
     built = {tag: "sha256:0" for tag in pod_image_tags(OFFLINE_IMAGES, cnis=["flannel"])}
-    loading = KindProvider(
-        tmp_path,
-        images=OFFLINE_IMAGES,
-        runner=lambda argv: calls.append(list(argv)) or "",
-        engine=fake_engine(FakeEngineClient(images=built)),
-        modules_dir=tmp_path / "m",
-    )
+    loading = _offline_kind(tmp_path, built, calls)
     loading.load_local_images("cnibench-x", cni="flannel")
     assert any(c[:2] == ["kind", "load"] for c in calls)  # without a registry kind loads
 
@@ -179,15 +173,21 @@ def test_the_locust_image_is_loaded_into_kind_only_when_it_was_built(
     built = {tag: "sha256:0" for tag in pod_image_tags(OFFLINE_IMAGES, cnis=["flannel"])}
     if built_locust:
         built[OFFLINE_IMAGES.locust] = "sha256:1"
-    provider = KindProvider(
+    provider = _offline_kind(tmp_path, built, calls)
+    provider.load_local_images("cnibench-x", cni="flannel")
+    loaded = [c for c in calls if c[:3] == ["kind", "load", "docker-image"]]
+    assert loaded
+    named = {arg for call in loaded for arg in call}
+    assert (OFFLINE_IMAGES.locust in named) is built_locust
+
+
+def _offline_kind(tmp_path: Path, built: dict[str, str], calls: list[list[str]]) -> KindProvider:
+    """kind with the offline set, its engine (a stand-in) holding ``built`` (tag -> id), its
+    commands recorded into ``calls`` instead of run."""
+    return KindProvider(
         tmp_path,
         images=OFFLINE_IMAGES,
         runner=lambda argv: calls.append(list(argv)) or "",
         engine=fake_engine(FakeEngineClient(images=built)),
         modules_dir=tmp_path / "m",
     )
-    provider.load_local_images("cnibench-x", cni="flannel")
-    loaded = [c for c in calls if c[:3] == ["kind", "load", "docker-image"]]
-    assert loaded
-    named = {arg for call in loaded for arg in call}
-    assert (OFFLINE_IMAGES.locust in named) is built_locust
