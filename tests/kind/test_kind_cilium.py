@@ -310,6 +310,7 @@ def test_the_kept_cilium_cluster_reached_by_its_kubeconfig_runs_egress_and_polic
     assert cnibench_clusters(cilium_images) == [kept]  # an existing cluster is never removed
 
 
+@pytest.mark.kind_extended
 def test_the_policy_check_fails_on_cilium_when_the_policy_is_not_applied(
     kpr_run: tuple[pd.DataFrame, str, Path],
     cilium_images: dict[str, str],
@@ -359,6 +360,7 @@ def kube_proxy_run(
     return load_results(results), output, results
 
 
+@pytest.mark.kind_extended
 def test_kube_proxy_mode_baseline_is_verified_and_plausible(
     kube_proxy_run: tuple[pd.DataFrame, str, Path], cilium_images: dict[str, str]
 ) -> None:
@@ -372,6 +374,7 @@ def test_kube_proxy_mode_baseline_is_verified_and_plausible(
     assert cnibench_clusters(cilium_images) == []  # not kept: the run removed it
 
 
+@pytest.mark.kind_extended
 def test_a_60_40_split_through_traefik_on_cilium_keeps_its_weights(
     kube_proxy_run: tuple[pd.DataFrame, str, Path],
 ) -> None:
@@ -386,6 +389,7 @@ def test_a_60_40_split_through_traefik_on_cilium_keeps_its_weights(
     assert (by_run["share_high@v1"] >= 0.60).all(), by_run["share_high@v1"].tolist()
 
 
+@pytest.mark.kind_extended
 def test_both_modes_load_as_one_comparison(
     kpr_run: tuple[pd.DataFrame, str, Path],
     kube_proxy_run: tuple[pd.DataFrame, str, Path],

@@ -95,6 +95,7 @@ def flannel_services(
     return load_results(results), done.stdout + done.stderr, results
 
 
+@pytest.mark.kind_extended
 def test_service_targets_are_measured_through_kube_proxy(
     flannel_services: tuple[pd.DataFrame, str, Path],
 ) -> None:
@@ -118,6 +119,7 @@ def test_service_targets_are_measured_through_kube_proxy(
     assert "choose --proxy iptables" in skip
 
 
+@pytest.mark.kind_extended
 def test_a_pod_never_ready_fails_its_condition_with_the_reason_and_the_session_goes_on(
     flannel_baseline: pd.DataFrame,
     offline_images: dict[str, str],

@@ -294,6 +294,7 @@ def _library_session(env: dict[str, str], monkeypatch: pytest.MonkeyPatch, resul
     return BenchSession(config)
 
 
+@pytest.mark.kind_extended
 def test_the_policy_check_fails_on_kube_router_when_the_policy_is_not_applied(
     policy_run: tuple[pd.DataFrame, str, Path],
     kube_router_images: dict[str, str],
@@ -361,6 +362,7 @@ FAULTED = (BASELINE, "same-node-idle-iperf3", "same-node-idle-sockperf")
 second's, the third undisturbed."""
 
 
+@pytest.mark.kind_extended
 def test_an_agent_or_server_deleted_mid_run_fails_that_run_with_the_reason_and_the_next_runs(
     policy_run: tuple[pd.DataFrame, str, Path],
     kube_router_images: dict[str, str],
@@ -418,6 +420,7 @@ drawn at random, the seed printed, so every CI run tries another point from set-
 measuring."""
 
 
+@pytest.mark.kind_extended
 def test_ctrl_c_at_random_points_of_a_kind_run_leaves_nothing_half_done(
     policy_run: tuple[pd.DataFrame, str, Path],
     kube_router_images: dict[str, str],
