@@ -111,7 +111,10 @@ def test_single_steps_under_the_lock_wait_for_a_build_of_the_same_cache(
     2026-11-28: one build moved the other's kubeadm away). The steps are recorders here."""
     import threading
 
+    from cnibench.backends.kube.offline import builder as builder_module
+
     monkeypatch.setenv("CNIBENCH_CACHE", str(tmp_path))
+    monkeypatch.setattr(builder_module, "LOCK_POLL_SECONDS", 0.01)
     order: list[str] = []
     logged: list[str] = []
     for name in ("build_kubernetes", "build_go_binaries"):
@@ -151,3 +154,68 @@ def test_single_steps_under_the_lock_wait_for_a_build_of_the_same_cache(
         if build.is_alive() or build.ident is not None:
             build.join(10)
     assert order == ["build_kubernetes", "build_go_binaries", "images build"]
+
+
+def test_a_build_waiting_for_the_lock_goes_on_once_the_other_has_made_what_it_needs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """CI's background prepare holds the lock through Cilium's long build; the kind tier's
+    kube-router module, waiting for it, needs only the shorter builds before it. Once those
+    are current (the lock-free check says so) the waiting build makes its images beside the
+    other, which still holds the lock; until then it runs nothing."""
+    import threading
+
+    from cnibench.backends.kube.offline import builder as builder_module
+
+    monkeypatch.setenv("CNIBENCH_CACHE", str(tmp_path))
+    monkeypatch.setattr(builder_module, "LOCK_POLL_SECONDS", 0.01)
+    ran: list[str] = []
+    logged: list[str] = []
+    made = threading.Event()  # the other build has made what this one needs
+    monkeypatch.setattr(OfflineBuilder, "prepared", lambda self, cnis: made.is_set())
+    monkeypatch.setattr(
+        OfflineBuilder, "_build_all", lambda self, cnis, images: ran.append("images build")
+    )
+    prepare = OfflineBuilder(log=lambda line: None)
+    kind_tier = OfflineBuilder(log=logged.append)
+    holding = threading.Event()
+    release = threading.Event()
+
+    def background_prepare() -> None:
+        with prepare.exclusive():
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=background_prepare)
+    build = threading.Thread(target=lambda: kind_tier.build(cnis=["kube-router"]))
+    holder.start()
+    try:
+        assert holding.wait(10)
+        build.start()
+        threading.Event().wait(0.2)  # twenty polls of the lock and of the check
+        assert logged == ["another cnibench images build is running on this cache; waiting for it"]
+        assert ran == []
+        made.set()
+        build.join(10)
+        assert not build.is_alive()
+        assert ran == ["images build"]
+        assert holder.is_alive()  # the other build still holds the lock
+        going_on = "the other build has made everything this one needs; going on beside it"
+        assert logged[-1] == going_on
+    finally:
+        release.set()
+        holder.join(10)
+        build.join(10)
+
+
+def test_link_tools_replaces_an_old_link_and_leaves_none_aside(tmp_path: Path) -> None:
+    """Two builds of one cache may link the tools at once: each link is made aside and
+    renamed over the old one, so an existing link (or one the other build just made) is
+    replaced, never an error, and nothing is left beside it."""
+    builder = OfflineBuilder(root=tmp_path, environ={"PATH": "/nonexistent"}, log=lambda _: None)
+    first = builder.link_tools()
+    before = {p.name: p.readlink() for p in first.iterdir()}
+    again = builder.link_tools()
+    assert again == first
+    assert {p.name: p.readlink() for p in again.iterdir()} == before
+    assert {"kind", "kubectl"} <= set(before)

@@ -18,12 +18,14 @@ images.OFFLINE_IMAGES`).
 from __future__ import annotations
 
 import fcntl
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import IO
 
 from cnibench.backends.kube.build_recipes import ImageRecipe, OfflineRecipe
 from cnibench.backends.kube.gomodules import module_cache_dir
@@ -49,6 +51,8 @@ from cnibench.backends.kube.offline.plan import (
 )
 from cnibench.backends.kube.offline.recipes import ROOTFS_PACKAGES, OfflineVersions
 from cnibench.backends.kube.offline.rootfs import RootFilesystems
+from cnibench.errors import ProvisioningError
+from cnibench.waiting import wait_for
 
 __all__ = ["BuildReport", "OfflineBuilder", "cache_root", "module_cache_dir", "offline_bin_dir"]
 
@@ -254,10 +258,13 @@ class OfflineBuilder:
         if (self.helm_bin / "helm").is_file():
             tools.append(("helm", self.helm_bin / "helm"))
         for name, source in tools:
-            link = target / name
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            link.symlink_to(source)
+            # Made aside and renamed over the old one: two builds of one cache may link at the
+            # same time (one waited for no lock: see build), and a rename never leaves a moment
+            # without the link, nor fails because the other made it first.
+            aside = target / f".{name}.{os.getpid()}"
+            aside.unlink(missing_ok=True)
+            aside.symlink_to(source)
+            os.replace(aside, target / name)
         return target
 
     def build(self, *, cnis: Iterable[str] = (), images: bool = True) -> BuildReport:
@@ -285,7 +292,13 @@ class OfflineBuilder:
             # not wait for another one preparing other CNIs on the same cache (CI's background
             # prepare of Cilium while the kind tier starts with flannel and kube-router).
             return self._build_all(wanted, images=images)
-        with _exclusive(self.offline / ".build.lock", self.context.log):
+        # While another build holds the lock, this one waits only until that build has made
+        # what this one needs: CI's background prepare holds it through Cilium's long build,
+        # which the kind tier's kube-router module needs nothing of (cold, 2026-12-01, that
+        # module waited for Cilium after Traefik, its last step, was done).
+        with _exclusive(
+            self.offline / ".build.lock", self.context.log, needless=lambda: self.prepared(wanted)
+        ):
             return self._build_all(wanted, images=images)
 
     @contextmanager
@@ -373,14 +386,49 @@ class OfflineBuilder:
         return self.report
 
 
+LOCK_WAIT_SECONDS = 6 * 3600.0
+"""Seconds a build waits for another one of the same cache (the longest, azurerm's, is
+allowed 4 hours: :mod:`.tofu`)."""
+LOCK_POLL_SECONDS = 2.0
+"""How often a waiting build tries the lock again and asks whether the other one has made
+what it needs (reading recipe stamps only, about a millisecond: :meth:`OfflineBuilder.prepared`)."""
+
+
+def _locked(handle: IO[str]) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 @contextmanager
-def _exclusive(lock_path: Path, log: Callable[[str], None]) -> Iterator[None]:
+def _exclusive(
+    lock_path: Path, log: Callable[[str], None], *, needless: Callable[[], bool] | None = None
+) -> Iterator[None]:
     """One build at a time per cache: two builders sharing work directories would import
-    each other's half-copied root filesystems."""
+    each other's half-copied root filesystems.
+
+    ``needless``: asked while the lock is held by another build; once it says the lock is no
+    longer needed (that build has made every long step this one needs, so what is left to do
+    touches no work directory of its), this one goes on without the lock. Without it, the
+    wait lasts until the lock is free."""
     with lock_path.open("w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log("another cnibench images build is running on this cache; waiting for it")
+        if _locked(handle):
+            yield
+            return
+        log("another cnibench images build is running on this cache; waiting for it")
+        if needless is None:
             fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+            return
+        how = wait_for(
+            lambda: "locked" if _locked(handle) else ("needless" if needless() else None),
+            timeout=LOCK_WAIT_SECONDS,
+            what="another cnibench images build of this cache to end",
+            interval=LOCK_POLL_SECONDS,
+            error=ProvisioningError,
+        )
+        if how == "needless":
+            log("the other build has made everything this one needs; going on beside it")
         yield
