@@ -27,9 +27,14 @@ PREPARE_IMAGES = (
     "kube-router",
     "--gateway",
     "traefik",
+    "--load-engine",
+    "locust",
     "--prepare",
 )
-"""What the kind tier's image builds need that takes long and no engine (see ``tests``)."""
+"""What the kind tier's image builds need that takes long and no engine (see ``tests``): with
+locust's root filesystem, which the kube-router module's build asks for too, so that build
+goes on beside the prepare once Traefik is done instead of waiting for Cilium's (cold, run
+of 2026-12-01)."""
 
 PYTHON = False if os.environ.get("CNIBENCH_NOX_NO_VENV") else None
 
