@@ -29,9 +29,13 @@ class _Log:
         self.lines.append(line)
 
 
-def _noxfile_function(name: str) -> Callable[..., Any]:
+def _function_node(name: str) -> ast.FunctionDef:
     (node,) = [n for n in NOXFILE.body if isinstance(n, ast.FunctionDef) and n.name == name]
-    module = ast.Module(body=[node], type_ignores=[])
+    return node
+
+
+def _noxfile_function(name: str) -> Callable[..., Any]:
+    module = ast.Module(body=[_function_node(name)], type_ignores=[])
     namespace: dict[str, Any] = {}
     flags = __future__.annotations.compiler_flag  # its annotations name nox: never evaluated
     exec(compile(module, "noxfile.py", "exec", flags=flags, dont_inherit=True), namespace)
@@ -88,13 +92,13 @@ def test_a_session_that_is_gone_is_said_in_one_line() -> None:
     log = _Log()
     set_nice(log, process.pid, 5)  # reaped: no /proc entry (unless the pid was reused)
     assert len(log.lines) == 1
-    assert log.lines[0].startswith("background builds: autogroup nice 5")
+    assert log.lines[0].startswith("background builds: autogroup nice 5 not set ("), log.lines
 
 
 def test_the_builds_lead_only_once_the_measured_tests_are_done() -> None:
     """In ``tests``: the nice that yields is set when the builds start, the one that leads
     after the measured tests, once the kind tier has started."""
-    (tests,) = [n for n in NOXFILE.body if isinstance(n, ast.FunctionDef) and n.name == "tests"]
+    tests = _function_node("tests")
     marks = {
         "BUILDS_NICE_ALONE": "_autogroup_nice(session, builds.pid, BUILDS_NICE_ALONE)",
         "measured": "'-m', 'measured'",
