@@ -153,14 +153,10 @@ def _server_killed(cluster: Any) -> Iterator[None]:
 def _link_down(cluster: Any) -> Iterator[None]:
     namespace = cluster.external.namespace
     subprocess.run(["ip", "-n", namespace, "link", "set", "eth0", "down"], check=True)
-    timer = threading.Timer(
-        7.0, subprocess.run, (["ip", "-n", namespace, "link", "set", "eth0", "up"],)
-    )
-    timer.start()
     try:
         yield
     finally:
-        timer.join()
+        subprocess.run(["ip", "-n", namespace, "link", "set", "eth0", "up"], check=True)
 
 
 FAULTS: dict[str, Fault] = {
