@@ -6,7 +6,8 @@ engine of ``cnibench run``) on the smoke profile (2 runs, 1 retry). A subclass o
 injects one fault into the first measurement only:
 
 - the external iperf3 server is SIGKILLed by the PID the lab recorded, mid-transfer;
-- the external host's ``eth0`` goes down before the client connects, and up again 7 s later;
+- the external host's ``eth0`` goes down before the client connects, and up again only when
+  that measurement has returned (on a timer the link could come back in time under load);
 - the client's iperf3 output is truncated to half: a wrapper around ``Endpoint.run`` runs the
   real tool and corrupts only what it returns (the server still gets a real test, and the lab's
   own ``ip netns exec`` path is untouched, which a fake binary early on PATH would not be, since
