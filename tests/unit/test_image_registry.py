@@ -24,7 +24,12 @@ from cnibench.backends.kube.images import (
     Images,
     require_pullable,
 )
-from cnibench.backends.kube.offline.plan import pod_image_tags
+from cnibench.backends.kube.offline.plan import (
+    cluster_image_tags,
+    offline_cnis,
+    pod_image_tags,
+    recipe_image,
+)
 from cnibench.backends.kube.providers import KindProvider
 from cnibench.backends.kube.registry import (
     check_registry,
@@ -191,3 +196,25 @@ def _offline_kind(tmp_path: Path, built: dict[str, str], calls: list[list[str]])
         engine=fake_engine(FakeEngineClient(images=built)),
         modules_dir=tmp_path / "m",
     )
+
+
+@pytest.mark.parametrize("driver", ["flannel", "kube-router", "cilium"])
+def test_a_kind_cluster_gets_its_images_in_one_load_and_no_other_cnis(
+    tmp_path: Path, driver: str
+) -> None:
+    """One ``kind load`` per cluster (one archive: the monitoring root filesystem that
+    Prometheus' and node-exporter's images share travels once), holding this CNI's own image
+    and no other CNI's, also not flannel's, which every offline set builds."""
+    calls: list[list[str]] = []
+    every = pod_image_tags(OFFLINE_IMAGES, cnis=offline_cnis())
+    provider = _offline_kind(tmp_path, dict.fromkeys(every, "sha256:0"), calls)
+    provider.load_local_images("cnibench-x", cni=driver)
+    loads = [c for c in calls if c[:3] == ["kind", "load", "docker-image"]]
+    assert len(loads) == 1
+    loaded = set(loads[0][3:-2])
+    assert loads[0][-2:] == ["--name", "cnibench-x"]
+    cni_tags = {name: OFFLINE_IMAGES.cni_image(recipe_image(name)) for name in offline_cnis()}
+    assert cni_tags[driver] in loaded
+    assert not loaded & {tag for name, tag in cni_tags.items() if name != driver}
+    assert {OFFLINE_IMAGES.prometheus, OFFLINE_IMAGES.node_exporter, OFFLINE_IMAGES.tools} <= loaded
+    assert loaded == set(cluster_image_tags(OFFLINE_IMAGES, cni=driver))

@@ -28,7 +28,7 @@ from cnibench.backends.base import ClusterSpec, NodeRole
 from cnibench.backends.kube.cni_types import CniDefinition
 from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.backends.kube.images import Images, build_context
-from cnibench.backends.kube.offline import offline_bin_dir, pod_image_tags
+from cnibench.backends.kube.offline import cluster_image_tags, offline_bin_dir, pod_image_tags
 from cnibench.backends.kube.render import kind_cluster_config
 from cnibench.backends.kube.resources import data_tree
 from cnibench.errors import ConfigError, ProvisioningError
@@ -319,12 +319,14 @@ class KindProvider:
     def load_local_images(self, name: str, *, cni: str = "", gateway: str = "") -> None:
         """Build (once per host) and load into cluster ``name`` every image cnibench builds
         itself (:meth:`~cnibench.backends.kube.images.Images.local_builds`); with the offline
-        set, every pod image of it, a CNI's own images only into a cluster of that ``cni``, and
-        locust's (``--load-engine locust`` in pods) when ``cnibench images build --load-engine
-        locust`` made it.
+        set, every pod image of it (:func:`~cnibench.backends.kube.offline.cluster_image_tags`:
+        a CNI's own images only into a cluster of that ``cni``), and locust's (``--load-engine
+        locust`` in pods) when ``cnibench images build --load-engine locust`` made it.
 
-        ``kind load`` skips nodes that already hold the same image, so a reused cluster costs
-        one comparison per node.
+        All go in with one ``kind load``: one archive, imported once into each node, so images
+        that share layers (Prometheus' and node-exporter's root filesystem) carry them once.
+        ``kind load`` skips nodes that already hold every image, so a reused cluster costs one
+        comparison per node and image.
 
         Whether an image is there is asked of the engine (:meth:`EngineReads.image_id
         <cnibench.backends.kube.engine_api.EngineReads.image_id>`); ``docker build`` stays the
@@ -338,32 +340,36 @@ class KindProvider:
         """
         if self.images.registry:
             return  # the nodes pull them from the registry (--image-registry)
-        if self.images.offline:
-            shared = set(pod_image_tags(self.images, cnis=[]))
-            own = set(pod_image_tags(self.images, cnis=[cni] if cni else [])) - shared
-            wanted = [c for c in (cni, gateway) if c]
-            # locust's image (built only with --load-engine locust) goes in when it was built.
-            optional = set(pod_image_tags(self.images, cnis=["locust"])) - shared
-            if self.engine.image_id(self.images.locust) is not None:
-                wanted.append("locust")
-            for image in pod_image_tags(self.images, cnis=wanted):
+        if not self.images.offline:
+            tags = self.images.local_builds()
+            for image in tags:
                 if self.engine.image_id(image) is None:
-                    build = "cnibench images build"
-                    if image in own:  # a CNI's own: built only when asked for
-                        build += f" --cni {cni}"
-                    elif image in optional:  # the load engine's
-                        build += " --load-engine locust"
-                    elif image not in shared:  # the gateway's
-                        build += f" --gateway {gateway}"
-                    raise ProvisioningError(
-                        f"offline image {image} is not in the engine: run {build}"
-                    )
-                self._run(["kind", "load", "docker-image", image, "--name", name])
+                    self._run(["docker", "build", "--tag", image, str(build_context(image))])
+            self._load(name, tags)
             return
-        for image in self.images.local_builds():
+        shared = set(pod_image_tags(self.images, cnis=[]))
+        own = set(pod_image_tags(self.images, cnis=[cni] if cni else [])) - shared
+        extras = [gateway] if gateway else []
+        # locust's image (built only with --load-engine locust) goes in when it was built.
+        optional = set(pod_image_tags(self.images, cnis=["locust"])) - shared
+        if self.engine.image_id(self.images.locust) is not None:
+            extras.append("locust")
+        tags = cluster_image_tags(self.images, cni=cni, extras=extras)
+        for image in tags:
             if self.engine.image_id(image) is None:
-                self._run(["docker", "build", "--tag", image, str(build_context(image))])
-            self._run(["kind", "load", "docker-image", image, "--name", name])
+                build = "cnibench images build"
+                if image in own:  # a CNI's own: built only when asked for
+                    build += f" --cni {cni}"
+                elif image in optional:  # the load engine's
+                    build += " --load-engine locust"
+                elif image not in shared:  # the gateway's
+                    build += f" --gateway {gateway}"
+                raise ProvisioningError(f"offline image {image} is not in the engine: run {build}")
+        self._load(name, tags)
+
+    def _load(self, name: str, tags: Sequence[str]) -> None:
+        if tags:
+            self._run(["kind", "load", "docker-image", *tags, "--name", name])
 
     @property
     def _lib_modules_marker(self) -> Path:

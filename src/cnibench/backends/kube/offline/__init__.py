@@ -10,7 +10,7 @@ from cnibench.backends.kube.offline.builder import (
     cache_root,
     offline_bin_dir,
 )
-from cnibench.backends.kube.offline.plan import pod_image_tags
+from cnibench.backends.kube.offline.plan import cluster_image_tags, pod_image_tags
 from cnibench.backends.kube.offline.recipes import OfflineVersions
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "OfflineBuilder",
     "OfflineVersions",
     "cache_root",
+    "cluster_image_tags",
     "offline_bin_dir",
     "pod_image_tags",
 ]

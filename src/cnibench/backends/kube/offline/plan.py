@@ -23,6 +23,7 @@ from cnibench.backends.kube.offline.recipes import (
 from cnibench.tools.registry import debian_packages
 
 __all__ = [
+    "cluster_image_tags",
     "cni_recipes",
     "image_recipes",
     "images_only_for",
@@ -166,6 +167,20 @@ def pod_image_tags(
     """Tags ``kind load`` puts into an offline cluster (every pod image, not the node; see
     :func:`image_recipes` for ``cnis``)."""
     return tuple(recipe.tag for recipe in image_recipes(images, cnis=cnis))
+
+
+def cluster_image_tags(
+    images: Images = OFFLINE_IMAGES, *, cni: str, extras: Iterable[str] = ()
+) -> tuple[str, ...]:
+    """Tags ``kind load`` puts into a cluster of ``cni`` with ``extras`` (its gateway, the
+    load engine): :func:`pod_image_tags` of them, less every other CNI's own image, also
+    those built with every set (flannel's is not loaded into a Cilium cluster)."""
+    asked = [name for name in (cni, *extras) if name]
+    recipes = cni_recipes()
+    own = images.cni_image(recipe_image(cni)) if cni in recipes else ""
+    others = {images.cni_image(recipe_image(name)) for name in recipes if name != cni}
+    others -= {own, *images.shared().values()}
+    return tuple(tag for tag in pod_image_tags(images, cnis=asked) if tag not in others)
 
 
 def wanted_recipes(images: Images, cnis: Iterable[str]) -> Mapping[str, OfflineRecipe]:
