@@ -44,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
 def _build_parser() -> _Parser:
     # Imported here, not at module level: until main() has installed its handlers, a Ctrl-C
     # would print a traceback, so the module itself stays cheap to import.
-    from cnibench.scenarios.baseline import INTERLEAVED_SERVICES_MAX
+    from cnibench.scenarios.options import INTERLEAVED_SERVICES_MAX
     from cnibench.session import add_session_options
 
     parser = _Parser(
@@ -439,16 +439,15 @@ def _run(args: argparse.Namespace) -> int:
         TimeRemainingColumn,
     )
 
-    from cnibench.scenarios import build_scenarios
-    from cnibench.session import (
-        BenchSession,
-        EventKind,
-        ProgressEvent,
-        plan_conditions,
-        session_config,
-    )
+    from cnibench.session import session_config
 
+    # Checked first, and before the scenarios and the statistics are imported: a bad option
+    # is said in a fraction of a second.
     config = session_config(vars(args))
+
+    from cnibench.scenarios import build_scenarios
+    from cnibench.session import BenchSession, EventKind, ProgressEvent, plan_conditions
+
     registry = build_scenarios(config.scenario_options)
     # Scenario names are checked before a backend is chosen: a misspelt one is the first error.
     # "egress" runs on every --cni; "baseline@vxlan" or "egress@routed+vxlan" only on those.

@@ -67,7 +67,7 @@ from cnibench.scenarios.base import (
     Scenario,
     Verification,
 )
-from cnibench.scenarios.options import DEFAULT_OPTIONS, ScenarioOptions
+from cnibench.scenarios.options import DEFAULT_OPTIONS, INTERLEAVED_SERVICES_MAX, ScenarioOptions
 from cnibench.scenarios.pairs import StreamJob, StreamRun, overlap_problem, run_together
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import sockperf, wrk
@@ -113,11 +113,6 @@ _PROGRAMMED = "service_programming_seconds"
 """Keys of :attr:`Prepared.expected`: when every Service was stored (monotonic seconds), how
 long storing them took, and how long from then until the measured one answered (reported with
 the first run)."""
-INTERLEAVED_SERVICES_MAX = 100
-"""Most further Services a condition may have and still be set up again in every round of an
-interleaved session (seconds on kind and the lab); beyond it a set-up creates and deletes
-thousands of objects (1000 and 5000 took minutes each way on kind, docs/findings.md), so such
-a condition runs all its repetitions on one set-up (:meth:`BaselineScenario.sequential_reason`)."""
 _LOAD_CONNECTIONS = 50
 _LOAD_THREADS = 2
 PROBE = "latency probe"

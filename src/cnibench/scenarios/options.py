@@ -23,6 +23,7 @@ from cnibench.tools.locust_runner import ENGINES as LOAD_ENGINES
 __all__ = [
     "DEFAULT_OPTIONS",
     "DEFAULT_POLICY_ENGINES",
+    "INTERLEAVED_SERVICES_MAX",
     "MAX_CLIENTS",
     "MAX_PAIRS",
     "ScenarioOptions",
@@ -46,6 +47,12 @@ MAX_PAIRS = 64
 """Most client/server pairs ``--pairs`` runs at once (128 pods; beyond that a node's pod limit,
 110 by default on Kubernetes, is the bound, not the datapath)."""
 MAX_USERS = 5000
+INTERLEAVED_SERVICES_MAX = 100
+"""Most further Services a condition may have and still be set up again in every round of an
+interleaved session (seconds on kind and the lab); beyond it a set-up creates and deletes
+thousands of objects (1000 and 5000 took minutes each way on kind, docs/findings.md), so such
+a condition runs all its repetitions on one set-up
+(:meth:`~cnibench.scenarios.baseline.BaselineScenario.sequential_reason`)."""
 DEFAULT_LOAD_WORKERS = 2
 """Workers of locust's own distribution in pods when ``--load-workers`` is not given."""
 _BACKEND_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")

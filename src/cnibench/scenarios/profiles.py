@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from cnibench.errors import ConfigError
 
-__all__ = ["PROFILES", "Profile", "parse_duration", "profile_named"]
+__all__ = ["DEFAULT_MAX_RUNS", "PROFILES", "Profile", "parse_duration", "profile_named"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,9 @@ PROFILES: dict[str, Profile] = {
         sequential_requests=10000,
     ),
 }
+
+DEFAULT_MAX_RUNS = 30
+"""Most repetitions ``--precision`` adds up to (``--max-runs``)."""
 
 
 def profile_named(name: str) -> Profile:

@@ -55,7 +55,7 @@ from cnibench.records import (
 )
 from cnibench.results import ResultsStore
 from cnibench.scenarios.base import Condition, Prepared, Scenario, Verification
-from cnibench.scenarios.profiles import Profile
+from cnibench.scenarios.profiles import DEFAULT_MAX_RUNS, Profile
 
 __all__ = [
     "ClusterPool",
@@ -231,10 +231,6 @@ class ConditionResult:
                 )
             )
         return out
-
-
-DEFAULT_MAX_RUNS = 30
-"""Most repetitions ``--precision`` adds up to (``--max-runs``)."""
 
 
 def precision_reached(

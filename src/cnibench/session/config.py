@@ -12,10 +12,7 @@ from cnibench.backends import choose
 from cnibench.backends.base import ClusterSpec, NodePins
 from cnibench.errors import ConfigError
 from cnibench.scenarios.options import ScenarioOptions
-from cnibench.scenarios.profiles import Profile, profile_named
-from cnibench.scenarios.runner import (
-    DEFAULT_MAX_RUNS,
-)
+from cnibench.scenarios.profiles import DEFAULT_MAX_RUNS, Profile, profile_named
 
 
 class ClusterChoice(enum.StrEnum):

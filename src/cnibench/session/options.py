@@ -10,10 +10,7 @@ from typing import Any
 from cnibench.backends.base import NodePins
 from cnibench.errors import ConfigError
 from cnibench.scenarios.options import parse_scenario_options
-from cnibench.scenarios.profiles import parse_duration, profile_named
-from cnibench.scenarios.runner import (
-    DEFAULT_MAX_RUNS,
-)
+from cnibench.scenarios.profiles import DEFAULT_MAX_RUNS, parse_duration, profile_named
 from cnibench.session.config import (
     DEFAULT_PROFILE,
     LAB_DATAPATHS,
