@@ -32,8 +32,10 @@ from cnibench.backends.kube.cnis import DRIVERS
 from cnibench.backends.kube.providers import (
     ENGINE_LEASE,
     KIND_CLUSTER_LEASE,
+    LIB_MODULES,
     add_offline_tools_to_path,
     kind_delete_argv,
+    kind_state_dir,
     release_lib_modules,
 )
 from cnibench.backends.kube.render import KUBE_SESSION_LEASE, SESSION_LABEL
@@ -42,11 +44,14 @@ from cnibench.leases import live_holders
 from cnibench.waiting import Deadline, poll
 
 __all__ = [
+    "DEFAULT_DOCKER_SOCKET",
     "KIND_PREFIX",
     "CleanedItem",
     "KubeCleanReport",
     "clean_kube_leftovers",
     "cluster_scoped_kinds",
+    "engine_absent",
+    "lib_modules_outcome",
 ]
 
 KIND_PREFIX = "cnibench-"
@@ -125,6 +130,50 @@ def _run(argv: Sequence[str], *, docker_host: str = "") -> str:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise ProvisioningError(f"{' '.join(argv[:3])} failed: {tail}")
     return done.stdout
+
+
+DEFAULT_DOCKER_SOCKET = Path("/var/run/docker.sock")
+"""Where an engine answers when ``$DOCKER_HOST`` is not set."""
+
+
+def engine_absent(host: str) -> bool:
+    """Whether no engine can be running at ``host`` (``""``: the default socket): a unix
+    socket that does not exist. Any other address may be an engine that did not answer."""
+    if host and not host.startswith("unix://"):
+        return False
+    return not (Path(host.removeprefix("unix://")) if host else DEFAULT_DOCKER_SOCKET).exists()
+
+
+def lib_modules_outcome(
+    items: Sequence[CleanedItem],
+    unanswered: Sequence[str],
+    *,
+    dry_run: bool,
+    modules_dir: Path = LIB_MODULES,
+) -> str:
+    """Remove the empty ``/lib/modules`` cnibench made for kind when no cnibench kind cluster
+    can be left: every engine looked at answered (or has no socket at all, so no engine and
+    none of its clusters runs), and every cluster found was removed. What was done, or why it
+    stays; ``""`` when cnibench made none."""
+    if not (kind_state_dir() / "created-lib-modules").is_file():
+        return ""
+    gone = {"removed", "would remove"}
+    kept = [item.name for item in items if item.kind == "kind-cluster" and item.outcome not in gone]
+    why = ""
+    if unanswered:
+        why = f"{', '.join(unanswered)} did not answer, and a kind cluster there may use it"
+    elif kept:
+        why = f"kind cluster(s) {', '.join(kept)} are left"
+    if why:
+        return f"kept the {modules_dir} created for kind: {why}"
+    if dry_run:
+        return f"would remove the empty {modules_dir} created for kind"
+    if release_lib_modules(modules_dir=modules_dir):
+        return f"removed the empty {modules_dir} created for kind"
+    return (
+        f"kept the {modules_dir} created for kind: a live cnibench process holds a kind"
+        " cluster or an engine, or it is no longer empty"
+    )
 
 
 def _clean_kind(
@@ -277,6 +326,7 @@ def clean_kube_leftovers(
     runner: Callable[[Sequence[str]], str] | None = None,
     timeout: float = 120.0,
     docker_hosts: Sequence[str] = (),
+    modules_dir: Path = LIB_MODULES,
 ) -> KubeCleanReport:
     """Remove kind clusters named ``cnibench-*`` and labelled session objects of a cluster.
 
@@ -297,6 +347,10 @@ def clean_kube_leftovers(
     docker_hosts:
         Engines to look for kind clusters in besides ``$DOCKER_HOST`` (the private engines of
         ``cnibench engine up``, whose address a shell may not have exported).
+    modules_dir:
+        The ``/lib/modules`` cnibench may have made for kind (tests pass another): removed,
+        with its marker, once no cnibench kind cluster can be left in any engine looked at
+        (:func:`lib_modules_outcome`), else kept with a note that says why.
 
     Returns
     -------
@@ -307,14 +361,16 @@ def clean_kube_leftovers(
     notes: list[str] = []
     if runner is None:
         add_offline_tools_to_path()
+    engines = dict.fromkeys([os.environ.get("DOCKER_HOST", ""), *docker_hosts])
+    unanswered: list[str] = []  # engines that may run and whose kind clusters are not known
     if runner is None and shutil.which("kind") is None:
         notes.append("kind is not installed: no kind clusters looked at")
+        unanswered = [host or "the default engine" for host in engines if not engine_absent(host)]
     elif runner is not None:
         kind_items, kind_notes = _clean_kind(runner, dry_run=dry_run)
         items.extend(kind_items)
         notes.extend(kind_notes)
     else:
-        engines = dict.fromkeys([os.environ.get("DOCKER_HOST", ""), *docker_hosts])
         for host in engines:
             kind_items, kind_notes = _clean_kind(
                 functools.partial(_run, docker_host=host),
@@ -322,12 +378,15 @@ def clean_kube_leftovers(
                 engine_holders=live_holders(ENGINE_LEASE, host) if host else (),
             )
             items.extend(kind_items)
+            if kind_notes and not engine_absent(host):
+                unanswered.append(host or "the default engine")
             # An unreachable default engine is no news when private engines were looked at.
             if host or not docker_hosts:
                 notes.extend(kind_notes)
-        removed = [i for i in items if i.kind == "kind-cluster" and i.outcome == "removed"]
-        if removed and len(removed) == len(items) and release_lib_modules():
-            notes.append("removed the empty /lib/modules created for kind")
+    if runner is None:
+        outcome = lib_modules_outcome(items, unanswered, dry_run=dry_run, modules_dir=modules_dir)
+        if outcome:
+            notes.append(outcome)
     owned_client = None
     if api_client is None and kubeconfig is not None:
         try:
