@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from cnibench import leases
 from cnibench.backends.kube import clean as kube_clean
-from cnibench.backends.kube.providers import kind_state_dir
+from cnibench.backends.kube.providers import lib_modules_marker
 from cnibench.errors import ProvisioningError
 
 NO_ENGINE = "kind get clusters failed: ERROR: failed to list clusters"
@@ -28,15 +29,15 @@ NO_ENGINE = "kind get clusters failed: ERROR: failed to list clusters"
 def made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty modules directory with cnibench's marker, as an interrupted kind run leaves
     them; no engine socket where Docker's default is looked for."""
-    monkeypatch.setenv("CNIBENCH_LEASES", str(tmp_path / "leases"))
+    monkeypatch.setenv(leases.LEASES_VARIABLE, str(tmp_path / "leases"))
     monkeypatch.setattr(kube_clean, "add_offline_tools_to_path", lambda: None)
     monkeypatch.setattr(kube_clean.shutil, "which", lambda tool: f"/usr/bin/{tool}")
     monkeypatch.setattr(kube_clean, "DEFAULT_DOCKER_SOCKET", tmp_path / "no-docker.sock")
     monkeypatch.delenv("DOCKER_HOST", raising=False)
     modules = tmp_path / "lib-modules"
     modules.mkdir()
-    kind_state_dir().mkdir(parents=True, exist_ok=True)
-    (kind_state_dir() / "created-lib-modules").write_text("made for kind\n")
+    lib_modules_marker().parent.mkdir(parents=True, exist_ok=True)
+    lib_modules_marker().write_text("made for kind\n")
     return modules
 
 
@@ -54,10 +55,6 @@ def _kind(monkeypatch: pytest.MonkeyPatch, clusters: dict[str, str | None]) -> N
     monkeypatch.setattr(kube_clean, "_run", run)
 
 
-def _marker() -> Path:
-    return kind_state_dir() / "created-lib-modules"
-
-
 def test_with_no_engine_anywhere_it_goes_with_its_marker(
     made: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -65,7 +62,7 @@ def test_with_no_engine_anywhere_it_goes_with_its_marker(
     report = kube_clean.clean_kube_leftovers(modules_dir=made)
     assert f"removed the empty {made} created for kind" in report.notes
     assert not made.exists()
-    assert not _marker().exists()
+    assert not lib_modules_marker().exists()
 
 
 def test_a_dry_run_only_says_it_would_go(made: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,7 +71,7 @@ def test_a_dry_run_only_says_it_would_go(made: Path, monkeypatch: pytest.MonkeyP
     report = kube_clean.clean_kube_leftovers(dry_run=True, modules_dir=made)
     assert f"would remove the empty {made} created for kind" in report.notes
     assert made.is_dir()
-    assert _marker().is_file()
+    assert lib_modules_marker().is_file()
 
 
 def test_an_engine_that_may_run_but_did_not_answer_keeps_it(
@@ -93,7 +90,7 @@ def test_an_engine_that_may_run_but_did_not_answer_keeps_it(
         " cluster there may use it"
     )
     assert made.is_dir()
-    assert _marker().is_file()
+    assert lib_modules_marker().is_file()
 
 
 def test_a_cluster_that_is_left_keeps_it(made: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,7 +109,7 @@ def test_a_cluster_that_is_left_keeps_it(made: Path, monkeypatch: pytest.MonkeyP
 def test_a_directory_cnibench_did_not_make_is_never_touched(
     made: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _marker().unlink()
+    lib_modules_marker().unlink()
     _kind(monkeypatch, {})
     report = kube_clean.clean_kube_leftovers(modules_dir=made)
     assert not [n for n in report.notes if str(made) in n]

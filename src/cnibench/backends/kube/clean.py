@@ -35,7 +35,7 @@ from cnibench.backends.kube.providers import (
     LIB_MODULES,
     add_offline_tools_to_path,
     kind_delete_argv,
-    kind_state_dir,
+    lib_modules_marker,
     release_lib_modules,
 )
 from cnibench.backends.kube.render import KUBE_SESSION_LEASE, SESSION_LABEL
@@ -155,7 +155,7 @@ def lib_modules_outcome(
     can be left: every engine looked at answered (or has no socket at all, so no engine and
     none of its clusters runs), and every cluster found was removed. What was done, or why it
     stays; ``""`` when cnibench made none."""
-    if not (kind_state_dir() / "created-lib-modules").is_file():
+    if not lib_modules_marker().is_file():
         return ""
     gone = {"removed", "would remove"}
     kept = [item.name for item in items if item.kind == "kind-cluster" and item.outcome not in gone]

@@ -51,6 +51,7 @@ __all__ = [
     "kind_create_argv",
     "kind_delete_argv",
     "kind_state_dir",
+    "lib_modules_marker",
     "release_lib_modules",
     "terraform_command",
     "terraform_dir",
@@ -225,6 +226,12 @@ LIB_MODULES = Path("/lib/modules")
 """What kind bind-mounts into every node (tests of the provider pass another directory)."""
 
 
+def lib_modules_marker(state_dir: Path | None = None) -> Path:
+    """The file that says cnibench made :data:`LIB_MODULES` for kind, in ``state_dir``
+    (default :func:`kind_state_dir`)."""
+    return (state_dir or kind_state_dir()) / "created-lib-modules"
+
+
 class KindProvider:
     """kind clusters from generated configs, reused by config hash.
 
@@ -373,7 +380,7 @@ class KindProvider:
 
     @property
     def _lib_modules_marker(self) -> Path:
-        return self.state_dir / "created-lib-modules"
+        return lib_modules_marker(self.state_dir)
 
     def _ensure_lib_modules(self) -> None:
         """kind bind-mounts ``/lib/modules`` into every node; a kernel with everything built
@@ -637,7 +644,7 @@ def release_lib_modules(
 
     ``state_dir`` defaults to :func:`kind_state_dir` of ``environ`` (``os.environ``)."""
     state = state_dir or kind_state_dir(environ)
-    marker = state / "created-lib-modules"
+    marker = lib_modules_marker(state)
     if not marker.is_file():
         return False
     with _lib_modules_lock(state):
