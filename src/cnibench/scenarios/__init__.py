@@ -1,7 +1,7 @@
 """Scenarios: parameters, procedure, verification, measurement; written against backend Protocols.
 
 Adding a scenario is one module with a :class:`~cnibench.scenarios.base.Scenario` subclass plus
-one line in :func:`build_scenarios`.
+two lines in :func:`build_scenarios` (its import and its entry).
 
 The scenario modules (and, through them, the statistics: scipy and pandas) are imported on first
 use of :func:`build_scenarios` or :data:`SCENARIOS`, so that a submodule such as

@@ -17,9 +17,9 @@ output in ``error.output``. Captured real outputs for every parser live in ``fix
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from cnibench._lazy import lazy_exports
 from cnibench.tools.ab import AB, AbConnectionTimes, AbResult, ab_argv, parse_ab
 from cnibench.tools.http_timing import (
     CURL,
@@ -86,7 +86,7 @@ if TYPE_CHECKING:
 # The two runner modules are also programs (``python -m cnibench.tools.<module>``). Importing
 # them here eagerly would load them twice when run that way (runpy warns about it), so their
 # names are resolved on first use instead.
-_LAZY = {
+_MODULE_OF = {
     "InProcessIperf3Server": "iperf3_server",
     "Iperf3ServerRecord": "iperf3_server",
     "iperf3_server_process_argv": "iperf3_server",
@@ -100,12 +100,7 @@ _LAZY = {
     "parse_locust_summary": "locust_runner",
 }
 
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_exports(__name__, _MODULE_OF)
 
 
 __all__ = [
