@@ -142,6 +142,9 @@ def _build_parser() -> _Parser:
         "clean",
         help="remove labs, processes, kind clusters and engines cnibench left behind (what a"
         " live cnibench process holds is kept and named)",
+        epilog="CNIBENCH_CLEAN_FOR=PID[,PID...]: clean for these processes too (a test tier or"
+        " study removing what it holds itself): their claims keep nothing from this clean,"
+        " while every other clean still keeps what they hold.",
     )
     clean.add_argument("--dry-run", action="store_true", help="only list what would be removed")
     clean.add_argument(
@@ -868,17 +871,24 @@ def _clean(args: argparse.Namespace) -> int:
     from cnibench.backends.kube import clean_kube_leftovers
     from cnibench.backends.kube.engine import clean_engines
     from cnibench.backends.lab import clean_leftovers
+    from cnibench.leases import clean_for
 
     print(clean_leftovers(dry_run=args.dry_run).summary())
     from cnibench.backends.kube.engine import running_engines
 
+    owners = clean_for()
     engines = [e.paths.docker_host for e in running_engines() if e.running]
     kube = clean_kube_leftovers(
-        dry_run=args.dry_run, kubeconfig=args.kubeconfig, docker_hosts=engines
+        dry_run=args.dry_run, kubeconfig=args.kubeconfig, docker_hosts=engines, clean_for=owners
     )
     print(kube.summary())
-    # Last: kind clusters above may live in one of these engines.
-    print(clean_engines(dry_run=args.dry_run).summary())
+    # Last: kind clusters above may live in one of these engines, and one a cluster is left
+    # in (kept for a live session, or not removed) stays up with it.
+    left: dict[str, list[str]] = {}
+    for item in kube.items:
+        if item.kind == "kind-cluster" and not item.gone:
+            left.setdefault(item.engine, []).append(item.name)
+    print(clean_engines(dry_run=args.dry_run, clean_for=owners, clusters_left=left).summary())
     return EXIT_OK
 
 

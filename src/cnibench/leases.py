@@ -21,12 +21,15 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "CLEAN_FOR_VARIABLE",
     "LEASES_VARIABLE",
     "Lease",
+    "clean_for",
     "hold",
     "lease_name",
     "leases_root",
@@ -37,6 +40,12 @@ __all__ = [
 
 LEASES_VARIABLE = "CNIBENCH_LEASES"
 """Environment variable naming the leases' root directory (tests give each their own)."""
+
+CLEAN_FOR_VARIABLE = "CNIBENCH_CLEAN_FOR"
+"""Environment variable of ``cnibench clean``: the PIDs (comma-separated) it cleans for. Their
+own leases keep nothing from that clean, while every other clean still keeps what they hold: a
+test tier or a study removes its own clusters and engine without first giving up the claim
+that keeps them from the cleans of other shells running beside it."""
 
 SYSTEM_ROOT = Path("/run/cnibench/leases")
 """The root shared by every process of the machine, where it can be written (root)."""
@@ -113,11 +122,27 @@ def hold(kind: str, name: str, *, root: Path | None = None, pid: int | None = No
     return Lease(path)
 
 
+def clean_for(environ: Mapping[str, str] | None = None) -> frozenset[int]:
+    """The PIDs :data:`CLEAN_FOR_VARIABLE` names (an entry that is no PID is ignored).
+
+    >>> sorted(clean_for({"CNIBENCH_CLEAN_FOR": "12, 7,x"}))
+    [7, 12]
+    """
+    text = (os.environ if environ is None else environ).get(CLEAN_FOR_VARIABLE, "")
+    return frozenset(int(part) for part in text.split(",") if part.strip().isdigit())
+
+
 def live_holders(
-    kind: str, name: str, *, root: Path | None = None, exclude_self: bool = True
+    kind: str,
+    name: str,
+    *,
+    root: Path | None = None,
+    exclude_self: bool = True,
+    exclude: Collection[int] = (),
 ) -> tuple[int, ...]:
     """The PIDs of the live processes that hold ``name`` of ``kind`` (this process left out
-    unless ``exclude_self`` is false); the lease files of ended processes are removed."""
+    unless ``exclude_self`` is false, and those of ``exclude``); the lease files of ended
+    processes are removed."""
     directory = _directory(kind, name, root)
     try:
         entries = sorted(directory.glob("*.json"))
@@ -135,22 +160,27 @@ def live_holders(
             with contextlib.suppress(OSError):
                 entry.unlink()
             continue
-        if exclude_self and pid == os.getpid():
+        if (exclude_self and pid == os.getpid()) or pid in exclude:
             continue
         alive.append(pid)
     return tuple(alive)
 
 
 def live_kind_holders(
-    kind: str, *, root: Path | None = None, exclude_self: bool = True
+    kind: str,
+    *,
+    root: Path | None = None,
+    exclude_self: bool = True,
+    exclude: Collection[int] = (),
 ) -> tuple[int, ...]:
     """The PIDs of the live processes that hold any name of ``kind`` (this process left out
-    unless ``exclude_self`` is false): "is any kind cluster in use?"."""
+    unless ``exclude_self`` is false, and those of ``exclude``): "is any kind cluster in
+    use?"."""
     try:
         names = sorted(d.name for d in (root or leases_root()).joinpath(lease_name(kind)).iterdir())
     except OSError:
         return ()
     pids: set[int] = set()
     for name in names:
-        pids.update(live_holders(kind, name, root=root, exclude_self=exclude_self))
+        pids.update(live_holders(kind, name, root=root, exclude_self=exclude_self, exclude=exclude))
     return tuple(sorted(pids))

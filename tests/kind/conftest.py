@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cnibench.leases import hold
+from cnibench.leases import CLEAN_FOR_VARIABLE, hold
 
 from .kind_support import ENGINE_NAME, TIER_LEASE, cnibench, hold_engine, release_engine
 
@@ -78,9 +78,12 @@ def engine_env(host_before: dict[str, object]) -> Iterator[dict[str, str]]:
     try:
         yield env
     finally:
-        release_engine()
-        cleaned = cnibench("clean", env=env, check=False, timeout=600)
+        # A clean for the tier (CNIBENCH_CLEAN_FOR): its own claim keeps nothing from it, and
+        # the cleans of the other tiers beside it keep the engine until the claim ends below.
+        own = {**env, CLEAN_FOR_VARIABLE: str(os.getpid())}
+        cleaned = cnibench("clean", env=own, check=False, timeout=600)
         down = cnibench("engine", "down", "--name", ENGINE_NAME, env=base, check=False, timeout=180)
+        release_engine()
         # Held until the tier's own clean-up (which removes the /lib/modules it made) is over:
         # a kube-tier test running beside it then knows that change is the kind tier's.
         tier.release()

@@ -34,7 +34,9 @@ def hold_engine(docker_host: str) -> None:
 
 
 def release_engine() -> None:
-    """Give the engine up (before the tier's own `cnibench clean`, which must remove it)."""
+    """Give the engine up, once the tier's own clean-up is over (that clean runs for the tier,
+    ``CNIBENCH_CLEAN_FOR``, so the claim keeps nothing from it but keeps everything from the
+    cleans of other tiers until then)."""
     while _ENGINE_LEASES:
         _ENGINE_LEASES.pop().release()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 from cnibench.backends.kube.providers import ENGINE_LEASE, KIND_CLUSTER_LEASE
 from cnibench.errors import SetupError
+from cnibench.leases import CLEAN_FOR_VARIABLE
 from cnibench.results import load_environments, load_results
 from cnibench.session import BenchSession, SessionConfig
 
@@ -28,8 +30,6 @@ from .kind_support import (
     cnibench,
     cnibench_clusters,
     condition_args,
-    hold_engine,
-    release_engine,
     retried_to_ok,
     run_args,
 )
@@ -311,15 +311,23 @@ def test_clean_keeps_a_cluster_another_shell_is_using(
     try:
         assert other.stdout is not None
         assert other.stdout.readline().strip() == "held"
-        release_engine()  # only the other shell's claim is left to keep it
-        done = cnibench("clean", env=offline_images, timeout=600)
-        assert f"kube: kind-cluster {kept}: kept: in use by pid {other.pid}" in done.stdout
-        assert f"engine: {ENGINE_NAME}: kept: in use by pid {other.pid}" in done.stdout
+        # A clean for the tier (its own claim keeps nothing): only the other shell's is left.
+        done = cnibench("clean", env=_for_the_tier(offline_images), timeout=600)
+        assert f"kube: kind-cluster {kept}: kept: in use by pid {other.pid}" in done.stdout, (
+            done.stdout
+        )
+        assert f"engine: {ENGINE_NAME}: kept: in use by pid {other.pid}" in done.stdout, done.stdout
         assert cnibench_clusters(offline_images) == [kept]
     finally:
-        hold_engine(offline_images["DOCKER_HOST"])
         other.kill()
         other.wait()
+
+
+def _for_the_tier(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a `cnibench clean` that cleans for this tier: the tier's claim on its
+    engine keeps nothing from it, while every other clean beside the tier (the reliability
+    tier's) still keeps what the tier holds, also while this one runs."""
+    return {**env, CLEAN_FOR_VARIABLE: str(os.getpid())}
 
 
 def test_clean_removes_the_kept_cluster(
@@ -328,13 +336,10 @@ def test_clean_removes_the_kept_cluster(
     host_before: dict[str, object],
 ) -> None:
     (kept,) = cnibench_clusters(offline_images)  # the baseline run kept its cluster
-    release_engine()  # the tier's own claim, which a clean beside the tier must respect
-    try:
-        done = cnibench("clean", env=offline_images, timeout=600)
-    finally:
-        hold_engine(offline_images["DOCKER_HOST"])
-    assert f"kube: kind-cluster {kept}: removed" in done.stdout
-    assert f"engine: {ENGINE_NAME}: stopped" in done.stdout  # clean stops leftover engines too
+    done = cnibench("clean", env=_for_the_tier(offline_images), timeout=600)
+    assert f"kube: kind-cluster {kept}: removed" in done.stdout, done.stdout
+    # clean stops leftover engines too
+    assert f"engine: {ENGINE_NAME}: stopped" in done.stdout, done.stdout
     if not host_before["/lib/modules"]:  # made for kind, gone with the last engine
         assert not Path("/lib/modules").exists()
     # The engine keeps its containers across restarts: a cluster clean missed would be back.

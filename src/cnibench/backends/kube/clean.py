@@ -21,7 +21,7 @@ import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,12 +80,23 @@ class CleanedItem:
     name:
         Its name.
     outcome:
-        ``"removed"``, ``"would remove"`` (dry run) or ``"failed: <reason>"``.
+        ``"removed"``, ``"would remove"`` (dry run), ``"kept: <why>"`` or
+        ``"failed: <reason>"``.
+    engine:
+        For a kind cluster, the ``DOCKER_HOST`` of the engine it runs in (``""``: the
+        default engine): :func:`~cnibench.backends.kube.engine.clean_engines` keeps an
+        engine a cluster is left in.
     """
 
     kind: str
     name: str
     outcome: str
+    engine: str = ""
+
+    @property
+    def gone(self) -> bool:
+        """Whether it was removed (or, in a dry run, would be)."""
+        return self.outcome in ("removed", "would remove")
 
 
 @dataclass(frozen=True)
@@ -150,6 +161,7 @@ def lib_modules_outcome(
     *,
     dry_run: bool,
     modules_dir: Path = LIB_MODULES,
+    clean_for: Collection[int] = (),
 ) -> str:
     """Remove the empty ``/lib/modules`` cnibench made for kind when no cnibench kind cluster
     can be left: every engine looked at answered (or has no socket at all, so no engine and
@@ -157,8 +169,7 @@ def lib_modules_outcome(
     stays; ``""`` when cnibench made none."""
     if not lib_modules_marker().is_file():
         return ""
-    gone = {"removed", "would remove"}
-    kept = [item.name for item in items if item.kind == "kind-cluster" and item.outcome not in gone]
+    kept = [item.name for item in items if item.kind == "kind-cluster" and not item.gone]
     why = ""
     if unanswered:
         why = f"{', '.join(unanswered)} did not answer, and a kind cluster there may use it"
@@ -168,7 +179,7 @@ def lib_modules_outcome(
         return f"kept the {modules_dir} created for kind: {why}"
     if dry_run:
         return f"would remove the empty {modules_dir} created for kind"
-    if release_lib_modules(modules_dir=modules_dir):
+    if release_lib_modules(modules_dir=modules_dir, exclude=clean_for):
         return f"removed the empty {modules_dir} created for kind"
     return (
         f"kept the {modules_dir} created for kind: a live cnibench process holds a kind"
@@ -181,10 +192,13 @@ def _clean_kind(
     *,
     dry_run: bool,
     engine_holders: Sequence[int] = (),
+    engine: str = "",
+    clean_for: Collection[int] = (),
 ) -> tuple[list[CleanedItem], list[str]]:
-    """Remove the ``cnibench-*`` kind clusters ``runner``'s engine holds, keeping one a live
-    cnibench process holds, and every one when a live process holds the engine itself
-    (``engine_holders``: a test tier or study between its runs keeps clusters there)."""
+    """Remove the ``cnibench-*`` kind clusters ``runner``'s engine (``engine``) holds, keeping
+    one a live cnibench process holds, and every one when a live process holds the engine
+    itself (``engine_holders``: a test tier or study between its runs keeps clusters there).
+    The leases of ``clean_for`` keep nothing (:data:`~cnibench.leases.CLEAN_FOR_VARIABLE`)."""
     try:
         listed = runner(["kind", "get", "clusters"])
     except CnibenchError as exc:
@@ -193,26 +207,24 @@ def _clean_kind(
     for name in listed.split():
         if not name.startswith(KIND_PREFIX):
             continue
-        holders = live_holders(KIND_CLUSTER_LEASE, name)
+        holders = live_holders(KIND_CLUSTER_LEASE, name, exclude=clean_for)
         if holders:
             # Another shell's session (or a test run beside this one) is using it.
             pids = ", ".join(map(str, holders))
-            items.append(CleanedItem("kind-cluster", name, f"kept: in use by pid {pids}"))
-            continue
-        if engine_holders:
+            outcome = f"kept: in use by pid {pids}"
+        elif engine_holders:
             pids = ", ".join(map(str, engine_holders))
             outcome = f"kept: its engine is in use by pid {pids}"
-            items.append(CleanedItem("kind-cluster", name, outcome))
-            continue
-        if dry_run:
-            items.append(CleanedItem("kind-cluster", name, "would remove"))
-            continue
-        try:
-            runner(kind_delete_argv(name))
-        except CnibenchError as exc:
-            items.append(CleanedItem("kind-cluster", name, f"failed: {exc}"))
+        elif dry_run:
+            outcome = "would remove"
         else:
-            items.append(CleanedItem("kind-cluster", name, "removed"))
+            try:
+                runner(kind_delete_argv(name))
+            except CnibenchError as exc:
+                outcome = f"failed: {exc}"
+            else:
+                outcome = "removed"
+        items.append(CleanedItem("kind-cluster", name, outcome, engine=engine))
     return items, []
 
 
@@ -327,6 +339,7 @@ def clean_kube_leftovers(
     timeout: float = 120.0,
     docker_hosts: Sequence[str] = (),
     modules_dir: Path = LIB_MODULES,
+    clean_for: Collection[int] = (),
 ) -> KubeCleanReport:
     """Remove kind clusters named ``cnibench-*`` and labelled session objects of a cluster.
 
@@ -351,6 +364,9 @@ def clean_kube_leftovers(
         The ``/lib/modules`` cnibench may have made for kind (tests pass another): removed,
         with its marker, once no cnibench kind cluster can be left in any engine looked at
         (:func:`lib_modules_outcome`), else kept with a note that says why.
+    clean_for:
+        PIDs this clean runs for (:func:`cnibench.leases.clean_for`): their leases keep
+        no cluster or engine from it.
 
     Returns
     -------
@@ -375,7 +391,9 @@ def clean_kube_leftovers(
             kind_items, kind_notes = _clean_kind(
                 functools.partial(_run, docker_host=host),
                 dry_run=dry_run,
-                engine_holders=live_holders(ENGINE_LEASE, host) if host else (),
+                engine_holders=live_holders(ENGINE_LEASE, host, exclude=clean_for) if host else (),
+                engine=host,
+                clean_for=clean_for,
             )
             items.extend(kind_items)
             if kind_notes and not engine_absent(host):
@@ -384,7 +402,9 @@ def clean_kube_leftovers(
             if host or not docker_hosts:
                 notes.extend(kind_notes)
     if runner is None:
-        outcome = lib_modules_outcome(items, unanswered, dry_run=dry_run, modules_dir=modules_dir)
+        outcome = lib_modules_outcome(
+            items, unanswered, dry_run=dry_run, modules_dir=modules_dir, clean_for=clean_for
+        )
         if outcome:
             notes.append(outcome)
     owned_client = None

@@ -41,7 +41,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -644,16 +644,28 @@ def running_engines(*, environ: Mapping[str, str] | None = None) -> tuple[Engine
 
 
 def clean_engines(
-    *, dry_run: bool = False, environ: Mapping[str, str] | None = None
+    *,
+    dry_run: bool = False,
+    environ: Mapping[str, str] | None = None,
+    clean_for: Collection[int] = (),
+    clusters_left: Mapping[str, Sequence[str]] | None = None,
 ) -> EngineCleanReport:
     """Stop every private engine found (``cnibench clean``), keeping their image caches,
     except one a live cnibench process holds (a session using a kind cluster in it,
-    :mod:`cnibench.leases`): that one is kept and said so."""
+    :mod:`cnibench.leases`; the leases of ``clean_for`` do not count) and one a kind cluster
+    is left in (``clusters_left``: ``DOCKER_HOST`` -> the clusters the same clean kept or
+    failed to remove there, which would otherwise stop under whoever keeps them): those are
+    kept and said so."""
     items = []
+    left = clusters_left or {}
     for status in running_engines(environ=environ):
-        holders = live_holders(ENGINE_LEASE, status.paths.docker_host)
+        holders = live_holders(ENGINE_LEASE, status.paths.docker_host, exclude=clean_for)
         if holders:
             items.append((status.name, f"kept: in use by pid {', '.join(map(str, holders))}"))
+            continue
+        clusters = left.get(status.paths.docker_host)
+        if clusters:
+            items.append((status.name, f"kept: kind cluster(s) {', '.join(clusters)} left in it"))
             continue
         if dry_run:
             items.append((status.name, "would stop"))

@@ -17,7 +17,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -635,12 +635,14 @@ def release_lib_modules(
     *,
     modules_dir: Path = LIB_MODULES,
     environ: Mapping[str, str] | None = None,
+    exclude: Collection[int] = (),
 ) -> bool:
     """Remove ``/lib/modules`` if cnibench created it for kind (see
     :meth:`KindProvider._ensure_lib_modules`) and it is still empty; whether it was removed.
     Call it once no cnibench kind cluster is left. It stays while another live process holds
     a kind cluster or an engine (:mod:`cnibench.leases`): a session in another shell, or a
-    kind test tier between its clusters, may be about to make one that needs it.
+    kind test tier between its clusters, may be about to make one that needs it. The holders
+    in ``exclude`` do not count (those a ``cnibench clean`` runs for).
 
     ``state_dir`` defaults to :func:`kind_state_dir` of ``environ`` (``os.environ``)."""
     state = state_dir or kind_state_dir(environ)
@@ -648,7 +650,9 @@ def release_lib_modules(
     if not marker.is_file():
         return False
     with _lib_modules_lock(state):
-        if live_kind_holders(KIND_CLUSTER_LEASE) or live_kind_holders(ENGINE_LEASE):
+        if live_kind_holders(KIND_CLUSTER_LEASE, exclude=exclude) or live_kind_holders(
+            ENGINE_LEASE, exclude=exclude
+        ):
             return False
         if not marker.is_file():
             return False
