@@ -144,11 +144,12 @@ def tests(session: nox.Session) -> None:
             _autogroup_nice(session, builds.pid, BUILDS_NICE_BESIDE)
         # Beside it: the rest of the integration and lab tiers; the unit tier and the
         # benchmark suite in two xdist workers (the suite on a lab of each worker's own, as
-        # `pytest tests/bench -n 2` gives a user); then the reliability and kube tiers in one
-        # process, in the order tests/conftest.py gives.
+        # `pytest tests/bench -n 2` gives a user, on one datapath: BENCH_CI_CNI); then the
+        # reliability and kube tiers in one process, in the order tests/conftest.py gives.
         session.run("python", "-m", "pytest", *lab_tiers, "-m", "not measured", *args[1:], env=env)
         parallel = ("tests/unit", "tests/bench")
-        session.run("python", "-m", "pytest", *parallel, "-n", "2", *args[1:], env=env)
+        bench_cni = f"--cni={BENCH_CI_CNI}"
+        session.run("python", "-m", "pytest", *parallel, "-n", "2", *args[1:], bench_cni, env=env)
         ignored = [f"--ignore={tier}" for tier in (*lab_tiers, *parallel, "tests/kind")]
         session.run("python", "-m", "pytest", *args, *ignored, env=env)
         others_failed = False
@@ -201,6 +202,13 @@ class _KindTier:
         if code != 0 and not interrupt:
             session.error(f"the kind tier failed (pytest exit {code}; its output is above)")
 
+
+BENCH_CI_CNI = "vxlan"
+"""The lab datapath CI runs the benchmark suite on. Run as a user runs it (``pytest tests/bench
+-n 2``), each of the suite's conditions runs on both datapaths; CI runs each once, on the
+overlay: the lab and integration tiers measure both datapaths, and the second copy took about
+9 minutes of a core (2026-12-03) from a cold run whose CPU is busy throughout. The unit tier
+in the same pytest reads no ``--cni``."""
 
 KIND_TIER_SELECTION = "not kind_extended"
 """The kind checks CI runs. The ones marked ``kind_extended`` (fault injection mid-run, the

@@ -107,3 +107,37 @@ def test_ci_leaves_out_only_extended_kind_checks(suite: list[tuple[str, set[str]
     kept = [t.removeprefix("tests/kind/") for t in kind if t not in extended]
     for wanted in DONE_WHEN:
         assert any(t.startswith(wanted) for t in kept), wanted
+
+
+def _bench_conditions(*args: str) -> list[str]:
+    done = run_pytest("tests/bench", "--collect-only", "-q", "--cluster=lab", *args, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return [line for line in done.stdout.splitlines() if "::" in line]
+
+
+def test_ci_runs_every_condition_of_the_benchmark_suite_once_on_one_datapath() -> None:
+    """CI passes ``--cni=BENCH_CI_CNI`` to the pytest of the unit tier and the benchmark
+    suite: the suite then keeps each of its conditions, on that datapath, and drops only the
+    copies on the other one."""
+    tree = ast.parse((ROOT / "noxfile.py").read_text())
+    (cni,) = (
+        node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and [getattr(t, "id", "") for t in node.targets] == ["BENCH_CI_CNI"]
+        and isinstance(node.value, ast.Constant)
+    )
+    (tests,) = (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "tests")
+    assert "BENCH_CI_CNI" in {n.id for n in ast.walk(tests) if isinstance(n, ast.Name)}
+    every = _bench_conditions()
+    ci = _bench_conditions(f"--cni={cni}")
+    datapaths = {test.split("[", 1)[1].split("-", 1)[0] for test in every}
+    assert cni in datapaths, datapaths
+    assert len(datapaths) > 1, datapaths
+
+    def condition(test: str) -> str:
+        head, rest = test.split("[", 1)
+        return f"{head}[{rest.split('-', 1)[1]}"
+
+    assert all(f"[{cni}-" in test for test in ci), ci
+    assert sorted(map(condition, ci)) == sorted(set(map(condition, every)))
