@@ -409,3 +409,31 @@ def test_the_clean_command_keeps_the_engine_of_a_cluster_it_could_not_remove(
     assert seen["clusters_left"] == {"unix:///e1": ["cnibench-a1"]}
     assert seen["clean_for"] == seen["kube"] == frozenset({7, 41})
     assert "failed: busy" in capsys.readouterr().out
+
+
+def test_clean_forgets_the_config_and_kubeconfig_of_a_cluster_it_removed(
+    root: Path,
+    other_session: subprocess.Popen[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A removed cluster's files in the kind state directory go with it (they piled up, one
+    pair per cluster a CI run made); a kept cluster's stay, its kubeconfig still reaches it."""
+    state = tmp_path / "kind-state"
+    state.mkdir()
+    monkeypatch.setenv("CNIBENCH_KIND_STATE", str(state))
+    for name in ("cnibench-dev0123", "cnibench-left0456"):
+        for suffix in (".yaml", ".kubeconfig"):
+            (state / f"{name}{suffix}").write_text("x")
+
+    def kind(argv: Sequence[str]) -> str:
+        if list(argv[:3]) == ["kind", "get", "clusters"]:
+            return "cnibench-dev0123\ncnibench-left0456\n"
+        return ""
+
+    items, _ = kube_clean._clean_kind(kind, dry_run=False)
+    assert {item.name: item.outcome for item in items}["cnibench-left0456"] == "removed"
+    assert sorted(path.name for path in state.iterdir()) == [
+        "cnibench-dev0123.kubeconfig",
+        "cnibench-dev0123.yaml",
+    ]

@@ -34,6 +34,7 @@ from cnibench.backends.kube.providers import (
     KIND_CLUSTER_LEASE,
     LIB_MODULES,
     add_offline_tools_to_path,
+    forget_kind_state,
     kind_delete_argv,
     lib_modules_marker,
     release_lib_modules,
@@ -223,6 +224,7 @@ def _clean_kind(
             except CnibenchError as exc:
                 outcome = f"failed: {exc}"
             else:
+                forget_kind_state(name)
                 outcome = "removed"
         items.append(CleanedItem("kind-cluster", name, outcome, engine=engine))
     return items, []

@@ -48,6 +48,7 @@ __all__ = [
     "aks_variables",
     "check_kind_version",
     "cluster_hash",
+    "forget_kind_state",
     "kind_create_argv",
     "kind_delete_argv",
     "kind_state_dir",
@@ -209,6 +210,14 @@ in."""
 KIND_STATE_VARIABLE = "CNIBENCH_KIND_STATE"
 """Environment variable naming kind's state directory (configs, kubeconfigs, the marker of a
 ``/lib/modules`` cnibench made); tests that drive kind with stand-ins give it their own."""
+
+
+def forget_kind_state(name: str, state_dir: Path | None = None) -> None:
+    """Remove what cnibench kept of kind cluster ``name`` (its config and kubeconfig in
+    ``state_dir``, :func:`kind_state_dir` by default) once the cluster is deleted."""
+    state = state_dir or kind_state_dir()
+    for path in (state / f"{name}.yaml", state / f"{name}.kubeconfig"):
+        path.unlink(missing_ok=True)
 
 
 def kind_state_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -422,6 +431,7 @@ class KindProvider:
         if live_holders(KIND_CLUSTER_LEASE, cluster.name):
             return
         self._run(kind_delete_argv(cluster.name))
+        forget_kind_state(cluster.name, self.state_dir)
         self._release_lib_modules()
 
 
