@@ -884,10 +884,7 @@ def _clean(args: argparse.Namespace) -> int:
     print(kube.summary())
     # Last: kind clusters above may live in one of these engines, and one a cluster is left
     # in (kept for a live session, or not removed) stays up with it.
-    left: dict[str, list[str]] = {}
-    for item in kube.items:
-        if item.kind == "kind-cluster" and not item.gone:
-            left.setdefault(item.engine, []).append(item.name)
+    left = kube.clusters_left
     print(clean_engines(dry_run=args.dry_run, clean_for=owners, clusters_left=left).summary())
     return EXIT_OK
 

@@ -16,9 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from cnibench.leases import CLEAN_FOR_VARIABLE, hold
+from cnibench.leases import hold
 
-from .kind_support import ENGINE_NAME, TIER_LEASE, cnibench, hold_engine, release_engine
+from .kind_support import (
+    ENGINE_NAME,
+    TIER_LEASE,
+    cnibench,
+    for_the_tier,
+    hold_engine,
+    release_engine,
+)
 
 BUILD_TIMEOUT = 3600.0
 """Seconds ``cnibench images build`` may take cold (about 20 minutes on 2 cores)."""
@@ -80,8 +87,7 @@ def engine_env(host_before: dict[str, object]) -> Iterator[dict[str, str]]:
     finally:
         # A clean for the tier (CNIBENCH_CLEAN_FOR): its own claim keeps nothing from it, and
         # the cleans of the other tiers beside it keep the engine until the claim ends below.
-        own = {**env, CLEAN_FOR_VARIABLE: str(os.getpid())}
-        cleaned = cnibench("clean", env=own, check=False, timeout=600)
+        cleaned = cnibench("clean", env=for_the_tier(env), check=False, timeout=600)
         down = cnibench("engine", "down", "--name", ENGINE_NAME, env=base, check=False, timeout=180)
         release_engine()
         # Held until the tier's own clean-up (which removes the /lib/modules it made) is over:

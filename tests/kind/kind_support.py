@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import yaml
 from kubernetes import client, config
 
 from cnibench.backends.kube.providers import ENGINE_LEASE
-from cnibench.leases import Lease, hold
+from cnibench.leases import CLEAN_FOR_VARIABLE, Lease, hold
 from suite_support import KIND_TIER_LEASE
 
 ENGINE_NAME = "cnibench-kind-tier"
@@ -39,6 +40,13 @@ def release_engine() -> None:
     cleans of other tiers until then)."""
     while _ENGINE_LEASES:
         _ENGINE_LEASES.pop().release()
+
+
+def for_the_tier(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for a `cnibench clean` that cleans for this tier (``CNIBENCH_CLEAN_FOR``): the
+    tier's claim on its engine keeps nothing from it, while every other clean beside the tier
+    (the reliability tier's) still keeps what the tier holds, also while this one runs."""
+    return {**env, CLEAN_FOR_VARIABLE: str(os.getpid())}
 
 
 def cnibench(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,6 @@ import pytest
 
 from cnibench.backends.kube.providers import ENGINE_LEASE, KIND_CLUSTER_LEASE
 from cnibench.errors import SetupError
-from cnibench.leases import CLEAN_FOR_VARIABLE
 from cnibench.results import load_environments, load_results
 from cnibench.session import BenchSession, SessionConfig
 
@@ -30,6 +28,7 @@ from .kind_support import (
     cnibench,
     cnibench_clusters,
     condition_args,
+    for_the_tier,
     retried_to_ok,
     run_args,
 )
@@ -312,7 +311,7 @@ def test_clean_keeps_a_cluster_another_shell_is_using(
         assert other.stdout is not None
         assert other.stdout.readline().strip() == "held"
         # A clean for the tier (its own claim keeps nothing): only the other shell's is left.
-        done = cnibench("clean", env=_for_the_tier(offline_images), timeout=600)
+        done = cnibench("clean", env=for_the_tier(offline_images), timeout=600)
         assert f"kube: kind-cluster {kept}: kept: in use by pid {other.pid}" in done.stdout, (
             done.stdout
         )
@@ -323,20 +322,13 @@ def test_clean_keeps_a_cluster_another_shell_is_using(
         other.wait()
 
 
-def _for_the_tier(env: dict[str, str]) -> dict[str, str]:
-    """``env`` for a `cnibench clean` that cleans for this tier: the tier's claim on its
-    engine keeps nothing from it, while every other clean beside the tier (the reliability
-    tier's) still keeps what the tier holds, also while this one runs."""
-    return {**env, CLEAN_FOR_VARIABLE: str(os.getpid())}
-
-
 def test_clean_removes_the_kept_cluster(
     flannel_baseline: pd.DataFrame,
     offline_images: dict[str, str],
     host_before: dict[str, object],
 ) -> None:
     (kept,) = cnibench_clusters(offline_images)  # the baseline run kept its cluster
-    done = cnibench("clean", env=_for_the_tier(offline_images), timeout=600)
+    done = cnibench("clean", env=for_the_tier(offline_images), timeout=600)
     assert f"kube: kind-cluster {kept}: removed" in done.stdout, done.stdout
     # clean stops leftover engines too
     assert f"engine: {ENGINE_NAME}: stopped" in done.stdout, done.stdout

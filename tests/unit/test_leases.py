@@ -373,8 +373,8 @@ def test_the_clean_command_keeps_the_engine_of_a_cluster_it_could_not_remove(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`cnibench clean` hands what its kind part left, engine by engine, and the PIDs of
-    CNIBENCH_CLEAN_FOR to the engine part (a kind delete that failed under load while the
-    engine was then stopped took a CI run's engine from under the next tests, 2026-12-03).
+    CNIBENCH_CLEAN_FOR to the engine part (a cluster the kind part left, and its engine then
+    stopped, took a CI run's engine from under the next tests, 2026-12-03).
     The lab, kind and engine parts are stand-ins here; the test above runs the engine part."""
     from cnibench import cli
     from cnibench.backends import kube, lab

@@ -123,11 +123,26 @@ class KubeCleanReport:
         """Items that could not be removed."""
         return tuple(i for i in self.items if i.outcome.startswith("failed"))
 
+    @property
+    def clusters_left(self) -> dict[str, list[str]]:
+        """See :func:`clusters_left`."""
+        return clusters_left(self.items)
+
     def summary(self) -> str:
         """One line per item and per note, for ``cnibench clean``."""
         lines = [f"kube: {i.kind} {i.name}: {i.outcome}" for i in self.items]
         lines.extend(f"kube: {note}" for note in self.notes)
         return "\n".join(lines) if lines else "kube: nothing to clean"
+
+
+def clusters_left(items: Sequence[CleanedItem]) -> dict[str, list[str]]:
+    """The kind clusters among ``items`` that are still there (kept, or not removed), by the
+    ``DOCKER_HOST`` of the engine they run in."""
+    left: dict[str, list[str]] = {}
+    for item in items:
+        if item.kind == "kind-cluster" and not item.gone:
+            left.setdefault(item.engine, []).append(item.name)
+    return left
 
 
 def _run(argv: Sequence[str], *, docker_host: str = "") -> str:
@@ -170,7 +185,7 @@ def lib_modules_outcome(
     stays; ``""`` when cnibench made none."""
     if not lib_modules_marker().is_file():
         return ""
-    kept = [item.name for item in items if item.kind == "kind-cluster" and not item.gone]
+    kept = [name for names in clusters_left(items).values() for name in names]
     why = ""
     if unanswered:
         why = f"{', '.join(unanswered)} did not answer, and a kind cluster there may use it"
