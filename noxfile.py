@@ -100,7 +100,7 @@ def tests(session: nox.Session) -> None:
     # kube tier waits for the status file of its build, the kind tier's own `images build`
     # for the builder's lock. Warm, the chain takes seconds. The Kubernetes build needs only Go
     # and cnibench, so it starts before the system packages are installed (minutes on a fresh
-    # machine); the image prepare, which needs debootstrap, waits for them.
+    # machine); the image prepare, which needs mmdebstrap, waits for them.
     status = os.path.join(tmp, "kube-build.status")
     system_done = os.path.join(tmp, "system-packages.done")
     for stale in (status, system_done):

@@ -84,9 +84,7 @@ SYSTEM_TOOLS: tuple[SystemTool, ...] = (
     ),
     SystemTool("containerd", "containerd", "kind: the private engine's runtime", "kind"),
     SystemTool("runc", "runc", "kind: the private engine's OCI runtime", "kind"),
-    SystemTool(
-        "debootstrap", "debootstrap", "kind: root filesystems of the offline images", "kind"
-    ),
+    SystemTool("mmdebstrap", "mmdebstrap", "kind: root filesystems of the offline images", "kind"),
     SystemTool("gcc", "gcc", "kind: the static pause binary of the offline images", "kind"),
 )
 """Every executable cnibench or its tests run, with its package: the lab's host tools, each

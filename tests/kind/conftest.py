@@ -35,7 +35,7 @@ def _why_not() -> str:
     if os.geteuid() != 0:
         return "the kind tier needs root (a private dockerd)"
     missing = [
-        tool for tool in ("dockerd", "docker", "debootstrap", "go", "gcc") if not shutil.which(tool)
+        tool for tool in ("dockerd", "docker", "mmdebstrap", "go", "gcc") if not shutil.which(tool)
     ]
     if missing:
         return f"the kind tier needs {', '.join(missing)} (nox -s tests installs them)"

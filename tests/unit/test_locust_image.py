@@ -64,8 +64,8 @@ def test_the_offline_locust_image_is_debians_python3_locust() -> None:
     assert recipe.rootfs == "locust"
     packages = rootfs_packages()["locust"]
     assert packages[0] == "python3-locust"
-    # debootstrap resolves no virtual package: python3-zmq's cffi API range needs its provider
-    # (CI's first build failed configuring python3-zmq without it).
+    # debootstrap resolved no virtual package: python3-zmq's cffi API range needs its provider
+    # (CI's first build failed configuring python3-zmq without it); it stays named.
     assert "python3-cffi-backend" in packages
     assert "locust" not in ROOTFS_PACKAGES  # those are built with every offline set
 
@@ -87,10 +87,10 @@ def test_no_existing_recipe_digest_changed(tmp_path: Path) -> None:
     builder = OfflineBuilder(root=tmp_path, environ={}, log=lambda _: None)
     assert builder.go_bin.name == "2113ed397fb1"
     pinned = {
-        "node": "3f98a8dd1207",
-        "netfilter": "49ecbdfb7930",
-        "tools": "997e69fcee95",
-        "monitoring": "b5fbd1d21187",
+        "node": "414ca0476e07",
+        "netfilter": "dab004034743",
+        "tools": "0471726524a5",
+        "monitoring": "3a5e83af4c9e",
     }
     for name, digest in pinned.items():
         found = recipe_digest(_ROOTFS_RECIPE, builder.versions.debian, rootfs_packages()[name])

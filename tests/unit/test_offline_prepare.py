@@ -1,6 +1,6 @@
 """``cnibench images build --prepare``: the long steps without an engine, the images later.
 
-The steps themselves (Go builds, debootstrap, docker import) run for real in the kind tier;
+The steps themselves (Go builds, mmdebstrap, docker import) run for real in the kind tier;
 here they are replaced by recorders, to check which ones each kind of build runs.
 """
 
@@ -88,7 +88,7 @@ def test_a_full_build_also_makes_the_images(calls: list[str]) -> None:
 
 def test_a_build_whose_long_steps_are_current_takes_no_lock(tmp_path: Path) -> None:
     """Asked whether it is prepared, an empty cache says no without starting any step (no
-    debootstrap, no go command); a cache whose every step is stamped says yes, so its build
+    mmdebstrap, no go command); a cache whose every step is stamped says yes, so its build
     makes the images without waiting for another build holding the cache's lock."""
     builder = OfflineBuilder(root=tmp_path, environ={"PATH": "/nonexistent"}, log=lambda _: None)
     assert builder.prepared(frozenset()) is False

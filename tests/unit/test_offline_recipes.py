@@ -31,6 +31,7 @@ from cnibench.backends.kube.cnis.kube_router import (
 )
 from cnibench.backends.kube.images import OFFLINE_IMAGES, CniImage, Images
 from cnibench.backends.kube.offline import OfflineBuilder
+from cnibench.backends.kube.offline.core import NO_DWARF
 from cnibench.backends.kube.offline.plan import (
     image_recipes,
     not_offline_reason,
@@ -44,10 +45,10 @@ from cnibench.backends.kube.offline.recipes import (
     OfflineVersions,
     containerd_config,
     debian_mirror,
-    debootstrap_argv,
     etcd_go_mod,
     go_proxy,
     kubernetes_go_mod,
+    mmdebstrap_argv,
     recipe_digest,
     runtime_images,
     version_ldflags,
@@ -216,19 +217,22 @@ def test_image_changes_are_docker_import_instructions() -> None:
     ]
 
 
-def test_debootstrap_argv_shares_one_package_cache() -> None:
-    argv = debootstrap_argv(
+def test_mmdebstrap_argv_shares_one_package_cache_and_merges_usr() -> None:
+    argv = mmdebstrap_argv(
         "/t", suite="bookworm", mirror="http://m", packages=("a", "b"), cache_dir="/c"
     )
-    assert argv == [
-        "debootstrap",
-        "--variant=minbase",
-        "--cache-dir=/c",
-        "--include=a,b",
-        "bookworm",
-        "/t",
-        "http://m",
+    assert argv[0] == "mmdebstrap"
+    assert argv[-4:] == ["--include=a,b", "bookworm", "/t", "http://m"]
+    assert {"--variant=minbase", "--mode=root", "--format=directory"} <= set(argv)
+    assert "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr" in argv
+    # The cache is synced in before the download and out after the install; the download
+    # step does not empty what was synced in.
+    hooks = [a for a in argv if a.startswith(("--setup-hook=", "--customize-hook="))]
+    assert hooks[-2:] == [
+        "--setup-hook=sync-in /c /var/cache/apt/archives",
+        "--customize-hook=sync-out /var/cache/apt/archives /c",
     ]
+    assert "--skip=download/empty" in argv
 
 
 def test_recipe_digest_changes_with_any_version() -> None:
@@ -386,12 +390,12 @@ def test_cilium_ldflags_stamp_the_version_without_v() -> None:
         ("go", "2113ed397fb1"),
         ("cilium", "5838f67932a7"),
         ("kube-router", "6c2346fbe2c8"),
-        ("rootfs:node", "3f98a8dd1207"),
-        ("rootfs:netfilter", "49ecbdfb7930"),
-        ("rootfs:tools", "997e69fcee95"),
-        ("rootfs:monitoring", "b5fbd1d21187"),
-        ("rootfs:cilium", "a9bc394ebdc7"),
-        ("rootfs:kube-router", "c27523ee1f47"),
+        ("rootfs:node", "414ca0476e07"),
+        ("rootfs:netfilter", "dab004034743"),
+        ("rootfs:tools", "0471726524a5"),
+        ("rootfs:monitoring", "3a5e83af4c9e"),
+        ("rootfs:cilium", "736e287157b9"),
+        ("rootfs:kube-router", "c17061d97d6f"),
     ],
 )
 def test_build_digests_are_those_the_caches_were_stamped_with(
@@ -399,7 +403,8 @@ def test_build_digests_are_those_the_caches_were_stamped_with(
 ) -> None:
     """A changed digest rebuilds that step cold (CI's cache would be of no use: tens of
     minutes): these are the stamps of the existing caches, made before the CNI recipes moved
-    into the drivers. Change one only on purpose, with the recipe."""
+    into the drivers. Change one only on purpose, with the recipe (the root filesystems':
+    ``rootfs-2``, mmdebstrap in place of debootstrap)."""
     builder = OfflineBuilder(root=tmp_path, environ={}, log=lambda _: None)
     recipes = {"cilium": CILIUM_OFFLINE, "kube-router": KUBE_ROUTER_OFFLINE}
     if step == "go":
@@ -515,3 +520,49 @@ def test_offline_cni_image_tags_are_those_the_engines_hold(image: CniImage, tag:
     """Images are found in the engine by tag: a changed tag rebuilds and reloads the image, as
     a changed digest rebuilds its step. Change one only on purpose, with the recipe."""
     assert OFFLINE_IMAGES.cni_image(image) == tag
+
+
+def _compile_commands(tmp_path: Path, environ: dict[str, str]) -> list[str]:
+    """The compiler command lines ``go build -n -a`` prints for a one-file module (its own
+    package and the standard library's it imports), in ``environ`` (a Go proxy is named but
+    never asked: the module has no requirement)."""
+    (tmp_path / "go.mod").write_text("module example.test/hello\n\ngo 1.22\n")
+    main = 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println() }\n'
+    (tmp_path / "main.go").write_text(main)
+    done = subprocess.run(
+        ["go", "build", "-n", "-a", "."],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [line for line in done.stderr.splitlines() if "/compile " in line]
+
+
+def test_every_go_build_of_the_offline_set_compiles_without_debug_information(
+    tmp_path: Path,
+) -> None:
+    """``go`` itself reads the builder's environment: every package it would compile, the
+    standard library's too, gets ``-dwarf=false``; and without that flag, none does."""
+    builder = OfflineBuilder(
+        root=tmp_path / "cache",
+        environ={**os.environ, "GOPROXY": "https://proxy.example", "GOFLAGS": "-p=2"},
+        log=lambda _: None,
+    )
+    env = builder.context.commands.go_env()
+    assert "-p=2" in env["GOFLAGS"].split()  # the user's flags are kept beside it
+    (tmp_path / "with").mkdir()
+    compiled = _compile_commands(tmp_path / "with", env)
+    assert len(compiled) > 10, compiled  # main and fmt's closure
+    assert all("-dwarf=false" in line for line in compiled), compiled
+    plain = dict(env, GOFLAGS=env["GOFLAGS"].replace(NO_DWARF, ""))
+    (tmp_path / "without").mkdir()
+    without = _compile_commands(tmp_path / "without", plain)
+    assert without
+    assert not any("-dwarf=false" in line for line in without)
+    # The rest of the builds (kwok and helm for the kube tier) pass the same flag.
+    script = (Path(__file__).parents[2] / "scripts" / "kube-tier.sh").read_text()
+    assert f"install -trimpath {NO_DWARF} " in script

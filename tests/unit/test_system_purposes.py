@@ -18,7 +18,7 @@ def test_the_lab_set_leaves_out_the_test_and_kind_tools(monkeypatch: pytest.Monk
     monkeypatch.setattr(system, "_present", lambda tool: False)  # a fresh machine
     lab = {tool.package for tool in system.missing_tools("lab")}
     everything = {tool.package for tool in system.missing_tools()}
-    for heavy in ("chromium", "docker.io", "containerd", "gcc", "debootstrap", "hey"):
+    for heavy in ("chromium", "docker.io", "containerd", "gcc", "mmdebstrap", "hey"):
         assert heavy in everything
         assert heavy not in lab
     # What the demo's scenarios run: namespaces, WireGuard, policy engines, Prometheus, and

@@ -39,6 +39,13 @@ __all__ = [
     "stamp",
 ]
 
+NO_DWARF = "-gcflags=all=-dwarf=false"
+"""Go flag of every build here: the compiler makes no debug information. Every command is
+linked with ``-ldflags=-s -w``, which drops it from the binary, but only at link time: without
+this flag the compiler still writes it for each package (16 % of the compile work of ``go
+install -a`` of helm: 238 core-seconds against 285, measured 2026-12-03). The code it compiles
+is the same, so the recipes' digests, and the caches stamped with them, do not change."""
+
 GO_RECIPE = "go-1"
 """Recipe number of the shared Go step (bumped when the way it builds changes without its
 versions changing)."""
@@ -103,7 +110,7 @@ def stamp(directory: Path, digest: str) -> None:
 
 
 class BuildCommands:
-    """Runs the commands of a build (``go``, ``docker``, ``gcc``, ``debootstrap``), each one's
+    """Runs the commands of a build (``go``, ``docker``, ``gcc``, ``mmdebstrap``), each one's
     output appended to its step's log, and fetches Go modules.
 
     Parameters
@@ -171,7 +178,7 @@ class BuildCommands:
 
     def go_env(self) -> dict[str, str]:
         """The environment of a Go command: the configured module proxy (never ``direct``),
-        ``-mod=mod``, no cgo, the local toolchain.
+        ``-mod=mod``, no debug information (:data:`NO_DWARF`), no cgo, the local toolchain.
 
         Raises
         ------
@@ -186,7 +193,7 @@ class BuildCommands:
         flags = env.get("GOFLAGS") or go_env_value("GOFLAGS", env)
         env.update(
             GOPROXY=proxy,
-            GOFLAGS=" ".join(f for f in (flags, "-mod=mod", "-buildvcs=false") if f),
+            GOFLAGS=" ".join(f for f in (flags, "-mod=mod", "-buildvcs=false", NO_DWARF) if f),
             CGO_ENABLED="0",
             GOTOOLCHAIN="local",
         )

@@ -1,4 +1,4 @@
-"""The root filesystems of the offline image set: Debian packages (``debootstrap``) from the
+"""The root filesystems of the offline image set: Debian packages (``mmdebstrap``) from the
 mirror this machine already uses, one tree per package list, stamped with its digest."""
 
 from __future__ import annotations
@@ -8,13 +8,14 @@ from pathlib import Path
 
 from cnibench.backends.kube.offline.core import BuildContext, is_current, stamp
 from cnibench.backends.kube.offline.plan import rootfs_packages
-from cnibench.backends.kube.offline.recipes import debian_mirror, debootstrap_argv, recipe_digest
+from cnibench.backends.kube.offline.recipes import debian_mirror, mmdebstrap_argv, recipe_digest
 from cnibench.errors import ProvisioningError
 
 __all__ = ["RootFilesystems"]
 
-_ROOTFS_RECIPE = "rootfs-1"
-"""Bumped when the way a root filesystem is made changes without its packages changing."""
+_ROOTFS_RECIPE = "rootfs-2"
+"""Bumped when the way a root filesystem is made changes without its packages changing
+(``rootfs-2``: mmdebstrap, with ``usr-is-merged`` where debootstrap put ``usrmerge``)."""
 
 
 class RootFilesystems:
@@ -44,7 +45,7 @@ class RootFilesystems:
             debcache = self.context.offline / "debcache"
             debcache.mkdir(parents=True, exist_ok=True)
             self._commands.run(
-                debootstrap_argv(
+                mmdebstrap_argv(
                     str(target),
                     suite=self.context.versions.debian,
                     mirror=mirror,
@@ -73,6 +74,6 @@ class RootFilesystems:
         mirror = debian_mirror("\n\n".join(texts))
         if not mirror:
             raise ProvisioningError(
-                "no Debian archive in /etc/apt/sources.list{,.d}: debootstrap needs one"
+                "no Debian archive in /etc/apt/sources.list{,.d}: mmdebstrap needs one"
             )
         return mirror
