@@ -8,7 +8,9 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +33,7 @@ from cnibench.backends.kube.cnis.kube_router import (
 )
 from cnibench.backends.kube.images import OFFLINE_IMAGES, CniImage, Images
 from cnibench.backends.kube.offline import OfflineBuilder
-from cnibench.backends.kube.offline.core import NO_DWARF
+from cnibench.backends.kube.offline.core import NO_DWARF, is_current
 from cnibench.backends.kube.offline.plan import (
     image_recipes,
     not_offline_reason,
@@ -53,7 +55,7 @@ from cnibench.backends.kube.offline.recipes import (
     runtime_images,
     version_ldflags,
 )
-from cnibench.backends.kube.offline.rootfs import _ROOTFS_RECIPE
+from cnibench.backends.kube.offline.rootfs import _ROOTFS_RECIPE, RootFilesystems
 
 UPSTREAM_GO_MOD = """module k8s.io/kubernetes
 
@@ -566,3 +568,34 @@ def test_every_go_build_of_the_offline_set_compiles_without_debug_information(
     # The rest of the builds (kwok and helm for the kube tier) pass the same flag.
     script = (Path(__file__).parents[2] / "scripts" / "kube-tier.sh").read_text()
     assert f"install -trimpath {NO_DWARF} " in script
+
+
+def test_a_root_filesystem_is_made_in_a_cache_that_has_no_rootfs_directory_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a new machine ``<cache>/offline/rootfs`` does not exist, and mmdebstrap resolves its
+    target's parent (cold CI, 2026-12-04: "unable to get absolute path of target directory"):
+    the builder makes it first, then stamps the tree and drops apt's downloads and the docs."""
+    builder = OfflineBuilder(root=tmp_path, environ={}, log=lambda _: None)
+    monkeypatch.setattr(RootFilesystems, "_mirror", lambda self: "http://mirror.example/debian")
+    ran: list[list[str]] = []
+
+    def fake_run(argv: Sequence[str], *, step: str, **_: object) -> str:
+        ran.append(list(argv))
+        target = Path(argv[-2])
+        assert target.parent.is_dir(), f"{target.parent} missing when {argv[0]} ran"
+        (target / "var/cache/apt/archives").mkdir(parents=True)
+        (target / "var/cache/apt/archives/x.deb").write_text("deb")
+        (target / "usr/share/doc/x").mkdir(parents=True)
+        return ""
+
+    fake: Any = fake_run
+    builder.context.commands.run = fake
+    out = builder.rootfs("netfilter")
+    [argv] = ran
+    assert argv[0] == "mmdebstrap"
+    assert argv[-3:] == ["bookworm", str(out), "http://mirror.example/debian"]
+    assert out.parent == tmp_path / "offline" / "rootfs"
+    assert is_current(out, out.name.rsplit("-", 1)[1])
+    assert not (out / "var/cache/apt/archives/x.deb").exists()
+    assert not (out / "usr/share/doc").exists()

@@ -42,6 +42,9 @@ class RootFilesystems:
         with self.context.step(f"root filesystem {name!r} ({len(packages)} Debian packages)"):
             mirror = self._mirror()
             shutil.rmtree(target, ignore_errors=True)
+            # mmdebstrap makes the target directory but not its parent (it refuses a path it
+            # cannot resolve: "unable to get absolute path of target directory").
+            target.parent.mkdir(parents=True, exist_ok=True)
             debcache = self.context.offline / "debcache"
             debcache.mkdir(parents=True, exist_ok=True)
             self._commands.run(
