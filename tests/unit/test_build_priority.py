@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-NOXFILE = ast.parse((ROOT / "noxfile.py").read_text())
+from noxfile_syntax import constant, function_node
 
 if not Path("/proc/self/autogroup").exists():
     pytest.skip("this kernel has no autogroups (CONFIG_SCHED_AUTOGROUP)", allow_module_level=True)
@@ -29,13 +28,8 @@ class _Log:
         self.lines.append(line)
 
 
-def _function_node(name: str) -> ast.FunctionDef:
-    (node,) = [n for n in NOXFILE.body if isinstance(n, ast.FunctionDef) and n.name == name]
-    return node
-
-
 def _noxfile_function(name: str) -> Callable[..., Any]:
-    module = ast.Module(body=[_function_node(name)], type_ignores=[])
+    module = ast.Module(body=[function_node(name)], type_ignores=[])
     namespace: dict[str, Any] = {}
     flags = __future__.annotations.compiler_flag  # its annotations name nox: never evaluated
     exec(compile(module, "noxfile.py", "exec", flags=flags, dont_inherit=True), namespace)
@@ -44,14 +38,9 @@ def _noxfile_function(name: str) -> Callable[..., Any]:
 
 
 def _constant(name: str) -> int:
-    for node in NOXFILE.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in node.targets
-        ):
-            value = ast.literal_eval(node.value)
-            assert isinstance(value, int)
-            return value
-    raise AssertionError(f"the noxfile has no {name}")
+    value = constant(name)
+    assert isinstance(value, int)
+    return value
 
 
 @pytest.fixture
@@ -98,7 +87,7 @@ def test_a_session_that_is_gone_is_said_in_one_line() -> None:
 def test_the_builds_lead_only_once_the_measured_tests_are_done() -> None:
     """In ``tests``: the nice that yields is set when the builds start, the one that leads
     after the measured tests, once the kind tier has started."""
-    tests = _function_node("tests")
+    tests = function_node("tests")
     marks = {
         "BUILDS_NICE_ALONE": "_autogroup_nice(session, builds.pid, BUILDS_NICE_ALONE)",
         "measured": "'-m', 'measured'",

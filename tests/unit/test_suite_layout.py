@@ -4,12 +4,12 @@ with each test's markers (``suite_probe``), serves every check."""
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
 import pytest
 
+from noxfile_syntax import constant, function_node, names_in
 from suite_support import ROOT, run_pytest
 
 
@@ -80,29 +80,12 @@ DONE_WHEN = (
 gateway in the path); a prefix of each test id below tests/kind/."""
 
 
-def _noxfile_constant(name: str) -> tuple[ast.Module, object]:
-    """The noxfile's syntax tree and the value of its module-level constant ``name``."""
-    tree = ast.parse((ROOT / "noxfile.py").read_text())
-    (value,) = (
-        node.value.value
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        and [getattr(t, "id", "") for t in node.targets] == [name]
-        and isinstance(node.value, ast.Constant)
-    )
-    return tree, value
-
-
 def test_ci_leaves_out_only_extended_kind_checks(suite: list[tuple[str, set[str]]]) -> None:
     """The noxfile's kind tier runs ``-m KIND_TIER_SELECTION``; what that leaves out is marked
     ``kind_extended``, lives in tests/kind, is under half of the tier, and is none of the
     checks CI must keep."""
-    tree, selection = _noxfile_constant("KIND_TIER_SELECTION")
-    assert selection == "not kind_extended"
-    (start,) = (
-        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_start_kind_tier"
-    )
-    assert "KIND_TIER_SELECTION" in {n.id for n in ast.walk(start) if isinstance(n, ast.Name)}, (
+    assert constant("KIND_TIER_SELECTION") == "not kind_extended"
+    assert "KIND_TIER_SELECTION" in names_in(function_node("_start_kind_tier")), (
         "the kind tier's pytest does not use the selection"
     )
     extended = _marked(suite, "kind_extended")
@@ -125,9 +108,9 @@ def test_ci_runs_every_condition_of_the_benchmark_suite_once_on_one_datapath() -
     """CI passes ``--cni=BENCH_CI_CNI`` to the pytest of the unit tier and the benchmark
     suite: the suite then keeps each of its conditions, on that datapath, and drops only the
     copies on the other one."""
-    tree, cni = _noxfile_constant("BENCH_CI_CNI")
-    (tests,) = (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "tests")
-    assert "BENCH_CI_CNI" in {n.id for n in ast.walk(tests) if isinstance(n, ast.Name)}
+    cni = constant("BENCH_CI_CNI")
+    assert isinstance(cni, str)
+    assert "BENCH_CI_CNI" in names_in(function_node("tests"))
     every = _bench_conditions()
     ci = _bench_conditions(f"--cni={cni}")
     datapaths = {test.split("[", 1)[1].split("-", 1)[0] for test in every}

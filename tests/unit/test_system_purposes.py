@@ -4,14 +4,12 @@ engine or image tools, which only the test tiers and kind need."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
 from cnibench import system
 from cnibench.tools import TOOLS
-
-ROOT = Path(__file__).resolve().parents[2]
+from noxfile_syntax import function_node
 
 
 def test_the_lab_set_leaves_out_the_test_and_kind_tools(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,11 +34,9 @@ def test_an_unknown_purpose_is_refused() -> None:
 def test_nox_demo_installs_for_the_lab_only() -> None:
     """The demo session passes --for lab to the installer (read from the noxfile's syntax
     tree, so a comment saying so would not pass)."""
-    tree = ast.parse((ROOT / "noxfile.py").read_text())
-    (demo,) = (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "demo")
     calls = [
         n
-        for n in ast.walk(demo)
+        for n in ast.walk(function_node("demo"))
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "_system"
     ]
     assert len(calls) == 1
