@@ -31,6 +31,7 @@ fails the session on a regression.
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -208,7 +209,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(_STATE_KEY, None)
     if state is not None:
         del config.stash[_STATE_KEY]
-        state.close()
+        try:
+            state.close()
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM during the final teardown, which ends first (signals_deferred)
+            # and re-raises it here, after pytest's own handling of an interrupt: say it in one
+            # line and exit as pytest does when interrupted, not with a traceback.
+            sys.stderr.write("cnibench: interrupted; the session's clusters were torn down\n")
+            raise SystemExit(pytest.ExitCode.INTERRUPTED) from None
         checked = state.session.config
         report, reference = checked.report, checked.reference
         session_dir = state.session.store.session_dir

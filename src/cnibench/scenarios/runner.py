@@ -56,6 +56,7 @@ from cnibench.records import (
 from cnibench.results import ResultsStore
 from cnibench.scenarios.base import Condition, Prepared, Scenario, Verification
 from cnibench.scenarios.profiles import DEFAULT_MAX_RUNS, Profile
+from cnibench.signals import signals_deferred
 
 __all__ = [
     "ClusterPool",
@@ -324,14 +325,17 @@ class ClusterPool:
             notice(f"{label}: {line}")
 
     def teardown(self) -> None:
-        """Tear every cluster down; errors of one do not stop the others."""
+        """Tear every cluster down; errors of one do not stop the others, and neither does
+        Ctrl-C or SIGTERM, which is raised once the last one is down (a cluster's own teardown
+        defers it only for itself)."""
         errors: list[str] = []
-        while self._clusters:
-            _, cluster = self._clusters.popitem()
-            try:
-                cluster.teardown()
-            except CnibenchError as exc:
-                errors.append(str(exc))
+        with signals_deferred():
+            while self._clusters:
+                _, cluster = self._clusters.popitem()
+                try:
+                    cluster.teardown()
+                except CnibenchError as exc:
+                    errors.append(str(exc))
         if errors:
             raise CnibenchError("teardown incomplete: " + "; ".join(errors))
 
