@@ -215,7 +215,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             # Ctrl-C or SIGTERM during the final teardown, which ends first (signals_deferred)
             # and re-raises it here, after pytest's own handling of an interrupt: say it in one
             # line and exit as pytest does when interrupted, not with a traceback.
-            sys.stderr.write("cnibench: interrupted; the session's clusters were torn down\n")
+            sys.stderr.write("cnibench: interrupted during the session's final teardown\n")
             raise SystemExit(pytest.ExitCode.INTERRUPTED) from None
         checked = state.session.config
         report, reference = checked.report, checked.reference

@@ -70,8 +70,8 @@ def _host_lib_modules_untouched() -> Iterator[None]:
     if kind_tier_at_start or live_holders(*KIND_TIER_LEASE):
         # The kind tier ran beside this test (nox -s tests), at its start or at its end:
         # /lib/modules is its own. It holds its lease until its clean-up, which removes that
-        # directory, is over, so a test that ends after the tier has seen it at its start
-        # (warm CI, 2026-12-04: the tier ended during a kube test and this check failed).
+        # directory, is over: a test during which the tier ended sees the lease only at its
+        # start (warm CI, 2026-12-04: the tier ended during a kube test and this check failed).
         return
     assert LIB_MODULES.exists() == before, "a kube-tier test created or removed /lib/modules"
 

@@ -73,4 +73,4 @@ def test_ctrl_c_in_the_plugin_s_final_teardown_exits_as_pytest_interrupted(
     assert exited.value.code == pytest.ExitCode.INTERRUPTED == 2
     assert state.closed
     err = capsys.readouterr().err
-    assert err.splitlines() == ["cnibench: interrupted; the session's clusters were torn down"]
+    assert err.splitlines() == ["cnibench: interrupted during the session's final teardown"]
