@@ -16,6 +16,11 @@ estimates:
   bootstrap, geometric mean);
 * :mod:`~cnibench.stats.contrasts`: two conditions against each other (:func:`compare`: Welch,
   Fieller, bootstrap) and :func:`holm_adjusted`;
+* :mod:`~cnibench.stats.paired`: two conditions run in interleaved rounds, from the
+  differences within rounds (:func:`paired_log_ratio`, :func:`paired_runs_needed`);
+* :mod:`~cnibench.stats.families`: Holm's correction within each question's family
+  (:func:`family_holm`) and the level of the interval that carries each call
+  (:func:`call_levels`, :func:`interval_at_level`);
 * :mod:`~cnibench.stats.proportions`: yes/no outcomes (Clopper-Pearson, Wilson, Newcombe);
 * :mod:`~cnibench.stats.splits`: traffic-split accuracy (:func:`splitting_error`: Goodman,
   Sison-Glaz; :func:`split_test` over runs), and :mod:`~cnibench.stats.time_windows` its shares
@@ -46,12 +51,20 @@ from cnibench.stats._validation import FloatArray as FloatArray
 from cnibench.stats._validation import IntArray as IntArray
 from cnibench.stats._validation import RandomSource as RandomSource
 from cnibench.stats.contrasts import Comparison, compare, holm_adjusted
+from cnibench.stats.families import call_levels, family_holm, family_sizes, interval_at_level
 from cnibench.stats.intervals import Interval, confidence_interval, geometric_mean_interval
 from cnibench.stats.outliers import _HAMPEL_THRESHOLDS as _HAMPEL_THRESHOLDS
 from cnibench.stats.outliers import OUTLIER_FAMILY_RATE as OUTLIER_FAMILY_RATE
 from cnibench.stats.outliers import OUTLIER_METHOD as OUTLIER_METHOD
 from cnibench.stats.outliers import OUTLIER_THRESHOLD as OUTLIER_THRESHOLD
 from cnibench.stats.outliers import Outlier, outlier_report, outlier_runs, outlier_threshold
+from cnibench.stats.paired import (
+    PairedDifference,
+    paired_difference,
+    paired_log_ratio,
+    paired_power,
+    paired_runs_needed,
+)
 from cnibench.stats.power import (
     SkewPlan,
     detectable_effect,
@@ -87,22 +100,31 @@ __all__ = [
     "Histogram",
     "Interval",
     "Outlier",
+    "PairedDifference",
     "ProportionDifference",
     "RunSummary",
     "SkewPlan",
     "SplitResult",
     "SplitTest",
     "Summary",
+    "call_levels",
     "compare",
     "confidence_interval",
     "describe",
     "detectable_effect",
+    "family_holm",
+    "family_sizes",
     "geometric_mean_interval",
     "histogram",
     "holm_adjusted",
+    "interval_at_level",
     "outlier_report",
     "outlier_runs",
     "outlier_threshold",
+    "paired_difference",
+    "paired_log_ratio",
+    "paired_power",
+    "paired_runs_needed",
     "proportion_difference",
     "proportion_interval",
     "requests_needed",
