@@ -108,8 +108,23 @@ def test_the_wait_guard_reads_every_module() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["session/run", "session/choice", "backends/choose", "scenarios/runner", "report/verdict"],
+    [
+        "session/run",
+        "session/choice",
+        "backends/choose",
+        "scenarios/runner",
+        "report/verdict/plan",
+        "report/verdict/measure",
+        "report/verdict/words",
+        "report/verdict/formatting",
+    ],
 )
 def test_modules_the_document_names_exist(module: str) -> None:
     assert f"{module.rsplit('/', 1)[-1]}.py" in _text(), f"ARCHITECTURE.md names no {module}.py"
     assert (SOURCE / f"{module}.py").is_file()
+
+
+@pytest.mark.parametrize("package", ["report/verdict"])
+def test_packages_the_document_names_exist(package: str) -> None:
+    assert f"`{package}/`" in _text(), f"ARCHITECTURE.md names no {package}/"
+    assert (SOURCE / package / "__init__.py").is_file()

@@ -1,0 +1,275 @@
+"""The verdict's lines: each contrast's numbers in words, their order, and the summary
+``cnibench run`` and ``pytest --report`` print (one step of :mod:`cnibench.report.verdict`).
+
+Words
+-----
+A line claims a difference only when its Holm-adjusted p-value is at most 5 % and its own
+interval excludes no difference. Otherwise it says "same within ±X %" when a margin is given
+and the whole interval lies inside it (two one-sided tests), else "inconclusive" with the
+effect this n could detect (power 0.8) and the runs per side that ±5 % (or the margin) would
+need. Bounds are rounded outwards, with as many decimals as it takes for an interval that
+excludes 1 (or 0) not to print as if it contained it (:func:`interval_text`). Lines are
+ordered by a standardized effect (:attr:`effect_size`), not by the size of the ratio.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from cnibench.errors import ConfigError
+from cnibench.report import design
+from cnibench.report.derived import HOST_WIDE
+from cnibench.report.verdict.formatting import decimals, interval_text, number_text, si_prefix
+from cnibench.report.verdict.measure import DEFAULT_MARGIN, DRIFT_TOO_STRONG, Scale
+from cnibench.report.verdict.plan import ContrastKind, PlannedContrast
+
+CORRECTION = "Holm"
+"""The multiplicity correction across the contrasts of one verdict (see the notes of
+:mod:`cnibench.report.verdict`)."""
+
+SUMMARY_LINES = 24
+"""Most contrast lines :func:`verdict_summary` prints: about one terminal screen."""
+
+
+def metric_words(metric: str) -> str:
+    """How a line names ``metric``: host-wide figures say so (``ram (host-wide)``)."""
+    return f"{metric} (host-wide)" if metric in HOST_WIDE else metric
+
+
+def tested_count(frame: pd.DataFrame) -> int:
+    """How many rows of :func:`verdict`'s frame have a p-value: the family Holm's correction
+    runs over (outcomes, and sides with identical or too few runs, have none)."""
+    if frame.empty:
+        return 0
+    return int(np.isfinite(frame["p_value"].to_numpy(dtype=np.float64)).sum())
+
+
+def _n_text(row: Mapping[str, Any]) -> str:
+    if row["kind"] in (ContrastKind.WEIGHTS, ContrastKind.OUTCOME):
+        return f"n = {row['n_treatment']} runs"
+    n = f"n = {row['n_treatment']} vs {row['n_control']}"
+    return f"{n}; {row['drift']}" if row.get("drift") else n
+
+
+def _signed(value: float, digits: int) -> str:
+    return ("+" if value >= 0 else "-") + number_text(abs(value), digits=digits)
+
+
+def is_apart(row: Mapping[str, Any]) -> bool:
+    """Whether the row's own interval excludes "no difference" (its own test for splits)."""
+    low, high = float(row["ci_low"]), float(row["ci_high"])
+    if row.get("kind") == ContrastKind.OUTCOME or row.get("kind") == "outcome":
+        return False
+    if row["scale"] == Scale.SPLIT:
+        p = float(row["p_value"])
+        return math.isfinite(p) and p <= 1.0 - float(row["level"])
+    null = 1.0 if row["scale"] == Scale.RATIO else 0.0
+    return math.isfinite(low) and math.isfinite(high) and (low > null or high < null)
+
+
+def _power_words(row: Mapping[str, Any]) -> str:
+    if not math.isfinite(float(row["detectable"])):
+        return ""
+    if row["scale"] == Scale.RATIO:
+        wanted = DEFAULT_MARGIN if not math.isfinite(row["margin"]) else float(row["margin"])
+        words = f": this n detects about ±{100 * float(row['detectable']):.0f} %"
+        if int(row["runs_needed"]) > 0:
+            replicate = row.get("replicate", "runs")
+            words += f"; ±{100 * wanted:g} % needs about {row['runs_needed']} {replicate} per side"
+        return words
+    divisor, prefix = si_prefix(float(row["detectable"]))
+    shown = f"{number_text(float(row['detectable']) / divisor)}{prefix}"
+    return f": this n detects about ±{shown} {row['unit']}".rstrip()
+
+
+def sentence(planned: PlannedContrast, row: Mapping[str, Any]) -> str:
+    n = _n_text(row)
+    level = f"{100.0 * float(row['level']):g} %"
+    if row["scale"] == Scale.SPLIT:
+        head = f"{planned.label}:"
+        if row["why_not"]:
+            return f"{head} not compared ({row['why_not']}, {n})"
+        word = "differs from the weights" if row["significant"] else "consistent with the weights"
+        if is_apart(row) and not row["significant"]:
+            word += f" after {CORRECTION}'s correction (adjusted p = {row['p_adjusted']:.2g})"
+        return f"{head} {word}; {row['detail']}"
+    head = f"{planned.label}: {metric_words(planned.metric)}"
+    if planned.kind is ContrastKind.OUTCOME and not row["why_not"]:
+        low, high = float(row["ci_low"]), float(row["ci_high"])
+        return (
+            f"{head} {row['detail']} = {float(row['estimate']):.2f} ({level} CI"
+            f" {interval_text(low, high, null=1.0)}, Clopper-Pearson;"
+            " an outcome, not a comparison)"
+        )
+    stated_without_claim = row["design"] == design.Layout.ACROSS_SESSIONS or str(
+        row.get("drift", "")
+    ).startswith(DRIFT_TOO_STRONG)
+    if row["why_not"] and stated_without_claim:
+        shown = f"×{number_text(row['ratio'])}" if math.isfinite(row["ratio"]) else "not compared"
+        return f"{head} {shown} ({n}; {row['why_not']})"
+    if row["why_not"]:
+        if math.isfinite(row["ratio"]):
+            return f"{head} ×{number_text(row['ratio'])} ({row['why_not']}, {n})"
+        return f"{head} not compared ({row['why_not']}, {n})"
+    low, high, estimate = float(row["ci_low"]), float(row["ci_high"]), float(row["estimate"])
+    digits = decimals(low, high)
+    if row["scale"] == Scale.RATIO:
+        stated = f"×{number_text(estimate, digits=digits)}"
+        ci = f"{level} CI {interval_text(low, high, null=1.0)}"
+        body = f"{stated} ({ci}, {n})"
+    elif row["scale"] == Scale.DIFFERENCE:
+        # One SI prefix for every number of the line (10.9G → 0.22G), as the run table.
+        sides = (float(row["control_mean"]), float(row["treatment_mean"]))
+        divisor, prefix = si_prefix(max(abs(v) for v in (low, high, estimate, *sides)))
+        unit = f" {row['unit']}" if row["unit"] else ""
+        d = decimals(low / divisor, high / divisor)
+        stated = f"{_signed(estimate / divisor, d)}{prefix}{unit}"
+        moved = (
+            f"{number_text(sides[0] / divisor, digits=d)}{prefix} →"
+            f" {number_text(sides[1] / divisor, digits=d)}{prefix}"
+        )
+        shown = interval_text(low / divisor, high / divisor, null=0.0)
+        if prefix:
+            separator = " to " if " to " in shown else "-"
+            lo, hi = shown.split(separator)
+            shown = f"{lo}{prefix}{separator}{hi}{prefix}"
+        body = f"{stated} ({level} CI {shown}; {moved}, {n})"
+    else:
+        stated = f"{_signed(estimate, 2)} in the share of yes"
+        body = (
+            f"{stated} ({row['detail']}; {level} CI of the difference"
+            f" {interval_text(low, high, null=0.0)}, Newcombe; Fisher p = {row['p_value']:.2g})"
+        )
+    if row["significant"]:
+        return f"{head} {body}"
+    if is_apart(row):
+        return (
+            f"{head} {body}, but no detectable difference after {CORRECTION}'s correction"
+            f" (adjusted p = {row['p_adjusted']:.2g})"
+        )
+    if row["equivalent"]:
+        return f"{head} same within ±{100 * float(row['margin']):g} % {body}"
+    return f"{head} inconclusive {body}{_power_words(row)}"
+
+
+KIND_ORDER = (
+    ContrastKind.FEATURE,
+    ContrastKind.OPTION,
+    ContrastKind.CNI,
+    ContrastKind.WEIGHTS,
+    ContrastKind.OUTCOME,
+)
+"""Order of the groups of a verdict within a scenario."""
+
+
+def grouped_order(frame: pd.DataFrame) -> npt.NDArray[np.intp]:
+    """Rows grouped by scenario, kind and feature (each in order of first appearance), then
+    by a standardized effect within a group, largest first; rows without a p-value last."""
+    scenario_rank = {s: i for i, s in enumerate(dict.fromkeys(frame["scenario"]))}
+    feature_rank = {f: i for i, f in enumerate(dict.fromkeys(frame["feature"]))}
+    kind_rank = {k.value: i for i, k in enumerate(KIND_ORDER)}
+    effect = frame["effect_size"].to_numpy(dtype=np.float64)
+    has_test = np.isfinite(frame["p_value"].to_numpy(dtype=np.float64))
+    strength = np.where(has_test, np.where(np.isfinite(effect), effect, -0.5), -1.0)
+    keys = (
+        -strength,
+        frame["feature"].map(feature_rank).to_numpy(),
+        frame["kind"].map(kind_rank).to_numpy(),
+        frame["scenario"].map(scenario_rank).to_numpy(),
+    )
+    return np.lexsort(keys)
+
+
+def _references_text(frame: pd.DataFrame) -> str:
+    """``"; references: flannel (baseline: flannel, kube-router), ..."``, or ``""``."""
+    chosen: Mapping[str, str] = frame.attrs.get("references", {})
+    if not chosen:
+        return ""
+    parts = [f"{reference} for {group}" for group, reference in chosen.items()]
+    return "; CNIs compared within groups of equal data-path options, reference " + "; ".join(parts)
+
+
+def verdict_lines(frame: pd.DataFrame) -> list[str]:
+    """The verdict lines of :func:`verdict`'s frame, in its order (grouped by feature)."""
+    return [str(text) for text in frame["verdict"]]
+
+
+def verdict_summary(
+    frame: pd.DataFrame, *, limit: int = SUMMARY_LINES, full_at: str = ""
+) -> list[str]:
+    """What ``cnibench run`` and ``pytest --report`` print at the end: a heading line, then
+    :func:`verdict_lines` (the heading alone says so when there is no contrast).
+
+    A terminal is read from its last screen, so at most ``limit`` lines are printed, chosen
+    in this order: every detectable difference, then the lines whose own interval excludes 1
+    though the correction leaves no detectable difference, then the rest, host-wide figures
+    after all others; they are printed in :func:`verdict`'s order (grouped by feature). A
+    last line counts what was left out and says where every line is (``full_at``, e.g. the
+    ``cnibench report`` command of the results). The heading counts the contrasts Holm's
+    correction ran over (:func:`tested_count`)."""
+    if frame.empty:
+        notes = [f"  {note}" for note in frame.attrs.get("notes", [])]
+        return [
+            "verdict: no planned contrast in these results (a feature needs its control"
+            " condition, a CNI comparison a second CNI on the same condition)",
+            *notes,
+        ]
+    if limit < 1:
+        raise ConfigError(f"limit must be at least 1, got {limit!r}")
+    level = float(frame["level"].iloc[0])
+    tested = tested_count(frame)
+    untested = len(frame) - tested
+    stated = f"; {untested} more stated without a test" if untested else ""
+    heading = (
+        f"verdict: {tested} tested contrast(s), {CORRECTION}-corrected across these"
+        f" {tested}{stated}; treatment vs control with a {100 * level:g} % CI: ratio of"
+        " geometric means (×), or a difference in the metric's unit (+/-) where a side is 0,"
+        " near 0 or negative, a difference of proportions for yes/no, one pooled test per"
+        " split; grouped by feature"
+    )
+    heading += _references_text(frame)
+    shown, tail = frame, []
+    if len(frame) > limit:
+        significant = frame["significant"].to_numpy(dtype=bool)
+        detected = int(significant.sum())
+        # Then the lines whose own interval excludes no difference (evidence, if not enough
+        # after the correction), then the rest; a stable sort keeps the effect order within
+        # each group.
+        apart = np.array(
+            [is_apart({str(k): v for k, v in row.items()}) for row in frame.to_dict("records")],
+            dtype=np.bool_,
+        )
+        host = frame["metric"].isin(HOST_WIDE).to_numpy(dtype=bool)
+        rank = np.where(significant, 0, np.where(apart, 1, 2)) + 3 * host
+        chosen = np.sort(np.argsort(rank, kind="stable")[:limit])
+        shown = frame.iloc[chosen]
+        left_out = len(frame) - len(shown)
+        left_detected = detected - int(shown["significant"].sum())
+        heading += (
+            f"; the {len(shown)} that say most: {detected} detectable difference(s), then the"
+            " largest effects whose own interval excludes no difference, then the rest,"
+            " host-wide figures last"
+        )
+        rest = f"{left_out} more not shown"
+        if left_detected:
+            rest += f" ({left_detected} of them detectable differences)"
+        else:
+            rest += ", each with no detectable difference"
+        if full_at:
+            rest += f"; every line: {full_at}"
+        tail = [f"  ... {rest}"]
+    notes = frame.attrs.get("notes", [])
+    if notes:
+        # Never silently: a contrast the results could not form is counted, and the report
+        # names each with why.
+        where = f" ({full_at})" if full_at else ""
+        tail.append(
+            f"  {len(notes)} note(s) on what was not compared and why: see the report{where}"
+        )
+    return [heading + ":", *(f"  {line}" for line in verdict_lines(shown)), *tail]
