@@ -264,7 +264,8 @@ def test_the_printed_count_is_the_count_corrected():
     assert _tested_count(table) == corrected
     heading = report.verdict_summary(table)[0]
     assert heading.startswith(f"verdict: {corrected} tested contrast(s)")
-    assert f"Holm-corrected across these {corrected}" in heading
+    assert "Holm-corrected within each question" in heading
+    assert f"{table['question'][np.isfinite(table['p_value'])].nunique()} question(s)" in heading
 
 
 # --------------------------------------------------------------------------------------------

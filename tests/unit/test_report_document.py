@@ -49,8 +49,9 @@ def _record(run_id, condition, value, *, repetition, status=RunStatus.OK, reason
     )
 
 
-def _make_results(root: Path, *, gap: float) -> Path:
-    """Gateway-off ~10 Gbit/s, gateway-on 10 Gbit/s * (1 - gap); 5 runs each, one failure."""
+def _make_results(root: Path, *, gap: float, noise: float = 0.01) -> Path:
+    """Gateway-off ~10 Gbit/s, gateway-on 10 Gbit/s * (1 - gap); 5 runs each with ``noise``
+    (a CV), one failure."""
     rng = np.random.default_rng(7)
     store = ResultsStore(root, session_id=SESSION)
     store.write_environment(
@@ -59,7 +60,7 @@ def _make_results(root: Path, *, gap: float) -> Path:
     for condition, level in (("gateway-off", 10e9), ("gateway-on", 10e9 * (1 - gap))):
         for rep in range(5):
             run_id = f"egress-vxlan-{condition}-r{rep}"
-            value = level * (1 + 0.01 * rng.standard_normal())
+            value = level * (1 + noise * rng.standard_normal())
             store.write_run(run_id, [_record(run_id, condition, value, repetition=rep)])
         store.write_json(
             f"verification-egress-vxlan-{condition}",
@@ -130,7 +131,7 @@ def test_report_opens_with_the_matrix_then_the_verdict_stating_the_gateway_cost(
     # 30 % less throughput with 1 % noise: the ratio is 0.70 give or take a per cent.
     assert re.search(
         r"^- egress gateway on vxlan: throughput ×0\.(69|70|71)\d?"
-        r" \(95 % CI 0\.\d+-0\.\d+, n = 5 vs 5\)$",
+        r" \(95 % CI 0\.\d+-0\.\d+, n = 5 rounds, paired\)$",
         text,
         flags=re.MULTILINE,
     )
@@ -173,17 +174,27 @@ def test_the_html_shows_the_matrix_before_any_other_table_or_figure(results_dir,
     assert "×0.7" in first_table
 
 
-def test_report_says_inconclusive_when_interval_covers_one(tmp_path):
-    results = _make_results(tmp_path / "results", gap=0.0)
+def test_report_says_undecided_when_interval_covers_one_and_more_than_5_percent(tmp_path):
+    results = _make_results(tmp_path / "results", gap=0.0, noise=0.05)
     paths = report.write_report(results, markdown=tmp_path / "r.md")
     text = paths.markdown.read_text()
     line = next(x for x in text.splitlines() if x.startswith("- egress gateway on vxlan"))
     low, high = (float(v) for v in re.search(r"CI ([\d.]+)-([\d.]+)", line).groups())
-    # "No detectable difference" read as "no difference"; "inconclusive" says what it is,
-    # with the runs that would resolve ±5 %.
-    assert "throughput inconclusive ×" in line
+    # "No detectable difference" read as "no difference"; "undecided" says what it is, with
+    # the rounds that would decide ±5 %.
+    assert "throughput undecided ×" in line
     assert low <= 1.0 <= high
-    assert re.search(r"±5 % needs about \d+ runs per side$", line), line
+    assert low < 0.95 or high > 1.05
+    assert re.search(r"±5 % needs about \d+ rounds per side$", line), line
+
+
+def test_report_says_same_within_5_percent_when_the_interval_lies_inside(tmp_path):
+    results = _make_results(tmp_path / "results", gap=0.0)
+    text = report.write_report(results, markdown=tmp_path / "r.md").markdown.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("- egress gateway on vxlan"))
+    low, high = (float(v) for v in re.search(r"CI ([\d.]+)-([\d.]+)", line).groups())
+    assert "throughput same within ±5 % ×" in line
+    assert 0.95 <= low <= 1.0 <= high <= 1.05
 
 
 def test_report_lists_failed_runs_and_verification(results_dir, tmp_path):

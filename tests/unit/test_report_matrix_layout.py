@@ -128,7 +128,7 @@ def _words(matrix: pd.DataFrame) -> str:
 
 def test_the_legend_explains_only_what_the_matrix_shows():
     plain = _words(feature_matrix(report.verdict(_baseline_and_egress("flannel"))))
-    assert "● detectable after Holm" in plain
+    assert "● a cost, ≈ same within ±5 %, ?N undecided" in plain
     assert INSTRUMENTED_CELL not in plain
     assert "different sessions" not in plain
     napi = _words(feature_matrix(report.verdict(_baseline_and_egress("flannel:napi=threaded"))))

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 from scipy import stats as sps
-from statsmodels.stats.power import GofChisquarePower, TTestIndPower
+from statsmodels.stats.power import GofChisquarePower, TTestPower
 from statsmodels.stats.proportion import confint_proportions_2indep
 
 from cnibench import report, stats
@@ -277,7 +277,7 @@ def _egress(on: list[float], off: list[float], metric: str = "throughput") -> pd
     return built.frame()
 
 
-def test_ratio_is_of_geometric_means_and_the_centre_of_its_welch_interval_on_logs():
+def test_ratio_is_of_geometric_means_and_the_centre_of_its_paired_interval_on_logs():
     rng = np.random.default_rng(3)
     off = list(rng.permutation(10e9 * (1 + 0.02 * np.linspace(-1, 1, 12))))
     on = list(rng.permutation(8e9 * (1 + 0.03 * np.linspace(-1, 1, 12))))
@@ -285,17 +285,18 @@ def test_ratio_is_of_geometric_means_and_the_centre_of_its_welch_interval_on_log
     assert row.scale == "ratio"
     # Every run, none trimmed: the ratio of geometric means, the estimate of the run table.
     assert row.ratio == pytest.approx(sps.gmean(on) / sps.gmean(off), rel=1e-12)
-    welch = sps.ttest_ind(np.log(on), np.log(off), equal_var=False)
-    ci = welch.confidence_interval(0.95)
+    # Run k of each side came in round k: the interval is the paired t's on the log ratios.
+    paired = sps.ttest_rel(np.log(on), np.log(off))
+    ci = paired.confidence_interval(0.95)
     assert row.ci_low == pytest.approx(math.exp(ci.low), rel=1e-9)
     assert row.ci_high == pytest.approx(math.exp(ci.high), rel=1e-9)
     # The printed ratio is the centre of its interval on the log scale (not ×175 in 72.7-751).
     assert row.ratio**2 == pytest.approx(row.ci_low * row.ci_high, rel=1e-9)
-    assert row.p_value == pytest.approx(welch.pvalue, rel=1e-9)
+    assert row.p_value == pytest.approx(paired.pvalue, rel=1e-9)
     assert (row.n_treatment, row.n_control) == (12, 12)
     shown = re.fullmatch(
         r"egress gateway on vxlan: throughput ×(\d\.\d+) \(95 % CI (\d\.\d+)-(\d\.\d+),"
-        r" n = 12 vs 12\)",
+        r" n = 12 rounds, paired\)",
         row.verdict,
     )
     assert shown is not None, row.verdict
@@ -314,26 +315,29 @@ def test_an_outlying_run_is_counted_not_dropped():
     assert row.ratio == pytest.approx(sps.gmean(on) / sps.gmean(off), rel=1e-12)
 
 
-def test_an_interval_covering_one_is_inconclusive_and_names_the_runs_for_5_percent():
-    on, off = [100, 104, 97, 101], [99, 103, 100, 98]
+def test_an_interval_covering_one_is_undecided_and_names_the_rounds_for_5_percent():
+    on, off = [100, 108, 93, 101], [99, 101, 100, 98]
     row = report.verdict(_egress(on, off)).iloc[0]
     assert row.ci_low <= 1.0 <= row.ci_high
     assert not row.significant
+    assert not row.equivalent
     match = re.fullmatch(
-        r"egress gateway on vxlan: throughput inconclusive ×(\d\.\d+) \(95 % CI"
-        r" (\d\.\d+)-(\d\.\d+), n = 4 vs 4\): this n detects about ±(\d+) %;"
-        r" ±5 % needs about (\d+) runs per side",
+        r"egress gateway on vxlan: throughput undecided ×(\d\.\d+) \(95 % CI"
+        r" (\d\.\d+)-(\d\.\d+), n = 4 rounds, paired\): this design detects about ±(\d+) %;"
+        r" ±5 % needs about (\d+) rounds per side",
         row.verdict,
     )
     assert match is not None, row.verdict
     assert float(match.group(2)) <= 1.0 <= float(match.group(3))
-    # Independently: statsmodels' power of the two-sample t test on the logs (power 0.8).
-    logs_on, logs_off = np.log(on), np.log(off)
-    pooled = math.sqrt((logs_on.var(ddof=1) + logs_off.var(ddof=1)) / 2)
-    power = TTestIndPower()
-    runs = power.solve_power(effect_size=math.log(1.05) / pooled, alpha=0.05, power=0.8)
-    assert int(match.group(5)) == math.ceil(runs)
-    detects = power.solve_power(nobs1=4, alpha=0.05, power=0.8) * pooled
+    # Independently: statsmodels' power of the paired t test on the log ratios (power 0.8),
+    # from the SD of the differences raised to its 80 % upper bound (3 df) for the rounds.
+    differences = np.log(on) - np.log(off)
+    sd = differences.std(ddof=1)
+    power = TTestPower()
+    upper = sd * math.sqrt(3 / sps.chi2.ppf(0.2, 3))
+    rounds = power.solve_power(effect_size=math.log(1.05) / upper, alpha=0.05, power=0.8)
+    assert int(match.group(5)) == math.ceil(rounds)
+    detects = power.solve_power(nobs=4, alpha=0.05, power=0.8) * sd
     assert int(match.group(4)) == round(100 * math.expm1(detects))
 
 
@@ -347,8 +351,12 @@ def test_a_margin_says_same_within_when_the_whole_interval_is_inside():
     assert math.exp(ci.high) <= 1.02
     assert row.equivalent
     assert row.verdict.startswith("egress gateway on vxlan: throughput same within ±2 % ×1.00")
-    # Without a margin the same data are only "inconclusive".
-    assert " inconclusive " in report.verdict(df).iloc[0].verdict
+    # Without a margin the default ±5 % holds as well.
+    assert " same within ±5 % " in report.verdict(df).iloc[0].verdict
+    # A 4 % cost, tightly measured, is neither the same within ±2 % nor undecided.
+    cost = report.verdict(_egress(list(9.6e9 * spread[::-1]), list(10e9 * spread)), margin=0.02)
+    assert cost.iloc[0].significant
+    assert not cost.iloc[0].equivalent
     with pytest.raises(ConfigError, match="margin must be a fraction"):
         report.verdict(df, margin=2.0)
 
@@ -376,7 +384,7 @@ def test_a_uselessly_wide_interval_prints_plain_decimals():
     # interval spans orders of magnitude and its low bound must not print as "8.5e-06".
     row = report.verdict(_egress([10.0, 300.0], [60.0, 70.0])).iloc[0]
     assert row.ci_low < 0.01 < 100 < row.ci_high, (row.ci_low, row.ci_high)
-    match = re.search(r"\(95 % CI (\d+\.?\d*)-(\d+\.?\d*), n = 2 vs 2\)", row.verdict)
+    match = re.search(r"\(95 % CI (\d+\.?\d*)-(\d+\.?\d*), n = 2 rounds, paired\)", row.verdict)
     assert match is not None, row.verdict
     assert "e-" not in row.verdict
     low, high = (float(bound) for bound in match.groups())
@@ -451,9 +459,9 @@ def _holm_by_hand(p: list[float]) -> list[float]:
     return adjusted
 
 
-def test_holm_adjusted_p_values_over_all_contrasts_of_a_verdict():
+def test_holm_adjusted_p_values_within_each_question_and_no_interval_contradicts_its_call():
     built = _Frame()
-    rng = np.random.default_rng(11)
+    rng = np.random.default_rng(7)
     # Five CNIs with modest, noisy differences: several raw p-values near 0.05.
     for i, cni in enumerate(("ref", "a", "b", "c", "d")):
         for state in ("off", "on"):
@@ -462,13 +470,23 @@ def test_holm_adjusted_p_values_over_all_contrasts_of_a_verdict():
             built.add("egress", cni, f"gateway-{state}", {"gateway": state}, "cpu", values)
     table = report.verdict(built.frame())
     assert len(table) == 5 + 4 * 2  # 5 gateway contrasts, 4 CNIs x 2 conditions vs ref
-    expected = _holm_by_hand(table["p_value"].tolist())
-    assert table["p_adjusted"].tolist() == pytest.approx(expected, rel=1e-12)
+    # The questions: the gateway on each CNI (one contrast each), each CNI against the
+    # reference over both conditions (two each).
+    assert table.groupby("question").size().sort_values().tolist() == [1] * 5 + [2] * 4
+    expected = pd.Series(np.nan, index=table.index)
+    for _, members in table.groupby("question"):
+        expected[members.index] = _holm_by_hand(members["p_value"].tolist())
+    assert table["p_adjusted"].tolist() == pytest.approx(expected.tolist(), rel=1e-12)
     assert table["significant"].tolist() == [p <= 0.05 for p in expected]
     survivors = table[(table.p_value < 0.05) & (table.p_adjusted > 0.05)]
     assert not survivors.empty, "the data should give a raw-significant, Holm-insignificant row"
+    # Every line's interval carries its call: it excludes 1 exactly when a cost is called.
+    excludes = (table["ci_low"] > 1.0) | (table["ci_high"] < 1.0)
+    assert excludes.tolist() == table["significant"].tolist()
+    for line in table["verdict"]:
+        assert "no detectable difference" not in line
     for line in survivors["verdict"]:
-        assert "but no detectable difference after Holm's correction (adjusted p = " in line
+        assert " undecided " in line or " same within ±5 % " in line
 
 
 def test_stats_holm_matches_the_textbook_example():
@@ -504,9 +522,10 @@ def test_rows_are_grouped_by_feature_and_sorted_by_a_standardized_effect_within(
             picked = frame[(frame.cni == cni) & (frame.condition == condition)]
             return np.log(picked["value"].to_numpy(dtype=float))
 
-        t, c = logs(row.cni, row.treatment), logs(row.control_cni, row.control)
-        pooled = math.sqrt(((t.size - 1) * t.var(ddof=1) + (c.size - 1) * c.var(ddof=1)) / 4)
-        effects.append(abs(t.mean() - c.mean()) / pooled)
+        # Paired by round: the mean log ratio over the SD of one run (the differences' SD
+        # over sqrt 2), so paired and unpaired lines order alike.
+        d = logs(row.cni, row.treatment) - logs(row.control_cni, row.control)
+        effects.append(abs(d.mean()) / (d.std(ddof=1) / math.sqrt(2)))
     assert effects == sorted(effects, reverse=True)
     assert tested["effect_size"].tolist() == pytest.approx(effects)
 
@@ -569,8 +588,8 @@ def test_verdict_columns_are_the_notebook_contract():
 
 def test_forest_plot_has_one_row_per_contrast_on_a_log_axis_with_a_line_at_one():
     built = _Frame()
-    for cni, cost in (("x", 0.9), ("y", 0.5)):
-        built.add("egress", cni, "gateway-off", {"gateway": "off"}, "cpu", [100, 101, 99])
+    for cni, cost, off in (("x", 0.9, [100, 101, 99]), ("y", 0.5, [100, 103, 98])):
+        built.add("egress", cni, "gateway-off", {"gateway": "off"}, "cpu", off)
         built.add("egress", cni, "gateway-on", {"gateway": "on"}, "cpu", [90 * cost, 91 * cost])
     table = report.verdict(built.frame())
     figure = report.figure_forest(table)
@@ -626,12 +645,13 @@ def test_a_long_verdict_prints_the_detectable_difference_first_and_counts_the_re
     lines = report.verdict_summary(table, limit=3, full_at="cnibench report results/x")
     heading, *body, last = lines
     assert heading.startswith(f"verdict: {len(table)} tested contrast(s)")
-    assert "1 detectable difference(s)" in heading
+    assert "1 cost(s) and outcome(s)" in heading
     assert len(body) == 3
     assert body[0].startswith(f"  {clear}"), body
-    assert all(" inconclusive " in line for line in body[1:])
+    assert all(" undecided " in line for line in body[1:])
+    # What is not shown is counted by call.
     assert last == (
-        f"  ... {len(table) - 3} more not shown, each with no detectable difference;"
+        f"  ... {len(table) - 3} more not shown ({len(table) - 3} undecided);"
         " every line: cnibench report results/x"
     )
 
@@ -724,5 +744,5 @@ def test_a_large_difference_is_printed_with_one_prefix_and_a_readable_interval()
     low, high = math.floor(100 * ci.low / 1e9) / 100, math.ceil(100 * ci.high / 1e9) / 100
     assert row.verdict.startswith(
         f"egress gateway on vxlan: throughput -10.7G bits/s (95 % CI {low:.2f}G to"
-        f" {high:.2f}G; 0.00G → -10.7G, n = 3 vs 3)"
+        f" {high:.2f}G; 0.00G → -10.7G, n = 3 rounds, paired)"
     ), row.verdict

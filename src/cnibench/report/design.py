@@ -40,10 +40,12 @@ __all__ = [
     "ACROSS_SESSIONS_ADVICE",
     "DRIFT_MARGIN_SE",
     "Layout",
+    "Pairing",
     "SideRuns",
     "drift_autocorrelation",
     "drift_widening",
     "layout",
+    "rounds_paired",
     "run_keys",
     "run_positions",
     "session_means",
@@ -107,11 +109,16 @@ class SideRuns:
     positions:
         Each run's place in its session's run order (0, 1, ...: every run of the session,
         of any condition, counts), offset by session so that no two sessions are adjacent.
+    rounds:
+        Each run's round, ``<session_id>/<repetition>`` (empty when the records carry no
+        ``repetition``): in an interleaved session round ``i`` holds repetition ``i`` of
+        every condition that takes turns (:func:`rounds_paired`).
     """
 
     values: npt.NDArray[np.float64]
     sessions: tuple[str, ...]
     positions: npt.NDArray[np.float64]
+    rounds: tuple[str, ...] = ()
 
 
 def run_positions(df: pd.DataFrame) -> pd.Series:
@@ -330,7 +337,10 @@ def within_shared_sessions(
     def keep(side: SideRuns) -> SideRuns:
         mask = np.array([s in shared for s in side.sessions], dtype=bool)
         sessions = tuple(s for s, k in zip(side.sessions, mask, strict=True) if k)
-        return SideRuns(side.values[mask], sessions, side.positions[mask])
+        rounds = (
+            tuple(r for r, k in zip(side.rounds, mask, strict=True) if k) if side.rounds else ()
+        )
+        return SideRuns(side.values[mask], sessions, side.positions[mask], rounds)
 
     kept_control, kept_treatment = keep(control), keep(treatment)
     dropped = [
@@ -347,6 +357,60 @@ def within_shared_sessions(
         f"{' and '.join(dropped)} left out"
     )
     return kept_control, kept_treatment, words
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """How an interleaved contrast's runs pair up by round (:func:`rounds_paired`).
+
+    Attributes
+    ----------
+    control, treatment:
+        The paired values, round by round in the same order; empty when unpaired.
+    incomplete:
+        Rounds that hold a run of only one side (a failed or unverified run), or a side's
+        run twice: any makes the contrast unpaired.
+    """
+
+    control: npt.NDArray[np.float64]
+    treatment: npt.NDArray[np.float64]
+    incomplete: tuple[str, ...]
+
+    @property
+    def paired(self) -> bool:
+        """Every round holds one run of each side, and there are at least 2 rounds."""
+        return not self.incomplete and self.control.size >= 2
+
+
+def rounds_paired(control: SideRuns, treatment: SideRuns) -> Pairing:
+    """Pair an interleaved contrast's runs by round (``session_id/repetition``).
+
+    In rounds each side runs once, minutes apart from the other on the same machine state, so
+    the within-round differences drop whatever moved the whole round. A round with one side
+    missing (its run failed or was not verified) cannot be paired; then the contrast falls
+    back to comparing all runs unpaired, which the caller says on the line. Sides that carry
+    no rounds (records without ``repetition``) are not paired either.
+    """
+    empty = np.empty(0, dtype=np.float64)
+    if not control.rounds or not treatment.rounds:
+        return Pairing(empty, empty, ())
+    counts_c = pd.Series(control.rounds).value_counts()
+    counts_t = pd.Series(treatment.rounds).value_counts()
+    repeated = sorted(
+        set(counts_c[counts_c > 1].index.astype(str))
+        | set(counts_t[counts_t > 1].index.astype(str))
+    )
+    alone = sorted(set(control.rounds) ^ set(treatment.rounds))
+    if repeated or alone:
+        return Pairing(empty, empty, tuple(dict.fromkeys([*alone, *repeated])))
+    order = list(dict.fromkeys(control.rounds))
+    by_control = dict(zip(control.rounds, control.values, strict=True))
+    by_treatment = dict(zip(treatment.rounds, treatment.values, strict=True))
+    return Pairing(
+        np.array([by_control[r] for r in order], dtype=np.float64),
+        np.array([by_treatment[r] for r in order], dtype=np.float64),
+        (),
+    )
 
 
 def session_means(side: SideRuns) -> npt.NDArray[np.float64]:

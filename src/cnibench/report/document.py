@@ -291,14 +291,16 @@ def _methods(doc: _Document, df: pd.DataFrame) -> None:
             "cnibench compare); a difference in the metric's unit (Welch) where a side is 0, "
             "near 0 or negative; a difference of proportions (Newcombe, Fisher's exact test) "
             "for yes/no outcomes; one pooled test per split allowing for overdispersion "
-            "between runs. Multiplicity: Holm's step-down correction over all "
-            "contrasts of the report, which bounds the chance that any line claims a difference "
-            "that is not there (family-wise error) whatever the dependence between contrasts "
-            "sharing a control; Benjamini-Hochberg would only bound the expected share of false "
-            "claims. A line claims a difference only when its Holm-adjusted p-value is at most "
-            f"{100 * (1 - LEVEL):g}%; 'inconclusive' lines say what this n could detect and "
-            "how many runs ±5% would need; 'same within ±X%' needs a margin (--margin) and the "
-            "whole interval inside it.",
+            "between runs; sides run in the same rounds are compared by their within-round "
+            "differences (paired). Multiplicity: Holm's step-down correction within each "
+            "question (a feature on one configuration over its metrics; one CNI against its "
+            "reference in one scenario), which bounds the chance that a question gets any "
+            "false cost (family-wise error) whatever the dependence between contrasts sharing "
+            "a control. A line calls a cost only when its Holm-adjusted p-value is at most "
+            f"{100 * (1 - LEVEL):g}%, 'same within ±5%' (or --margin) when the whole interval "
+            "lies inside the margin, else 'undecided' with what this design detects and how "
+            "many runs ±5% would need. Each interval is printed at the level that carries its "
+            "call (1 - 0.05 p / p_adj): it excludes no change exactly when a cost is called.",
             "Tables: one row per successful run, then the mean (Avg) and the sample standard "
             "deviation (Std Dev, n-1 in the denominator).",
         ]
@@ -647,10 +649,11 @@ def _verdict_section(doc: _Document, table: pd.DataFrame, margin: float | None) 
         " geometric means (a difference in the metric's unit where a side is 0, near 0 or"
         " negative; a difference of proportions for yes/no), with its"
         f" {100 * level:g}% confidence interval and the number of runs on each side."
-        f" {CORRECTION}'s correction across these {tested}"
+        f" {CORRECTION}'s correction within each question"
         + (f" ({untested} more lines state an outcome or have no interval)" if untested else "")
-        + "; 'inconclusive' where the interval covers no difference, with what would resolve"
-        f" it, or the difference does not survive the correction.{reference_text}"
+        + "; each interval at the level that carries its call; 'same within ±5 %' where it"
+        " lies inside the margin, 'undecided' otherwise, with what would decide it."
+        f"{reference_text}"
         " Host-wide CPU and RAM (the whole machine) appear only where no per-node or"
         " per-agent figure exists. How: see Methods."
     )
@@ -663,13 +666,13 @@ def _verdict_section(doc: _Document, table: pd.DataFrame, margin: float | None) 
     for scenario, contrasts in table.groupby("scenario", sort=False):
         doc.figure(
             f"verdict-forest-{scenario}",
-            f"Verdict, {scenario}: ratio and {100 * level:g}% CI per contrast (log axis, line at"
-            " 1)",
+            f"Verdict, {scenario}: ratio and CI per contrast, at the level that carries its call"
+            f" ({100 * level:g}% or more; log axis, line at 1)",
             partial(
                 figures.figure_forest,
                 contrasts,
-                title=f"Verdict, {scenario}: ratio with {100 * level:g}% CI per contrast"
-                f" ({CORRECTION}-corrected across the report)",
+                title=f"Verdict, {scenario}: ratio with the CI that carries its call"
+                f" ({CORRECTION} within each question)",
             ),
         )
 

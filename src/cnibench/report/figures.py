@@ -1299,7 +1299,8 @@ def figure_forest(
     level = float(rows["level"].iloc[0])
     heading = (
         title
-        or f"Verdict: ratio with {100 * level:g}% CI per contrast ({CORRECTION}-corrected test)"
+        or f"Verdict: ratio with the CI that carries its call ({100 * level:g}% or more,"
+        f" {CORRECTION} within each question)"
     )
     if shared:
         # What every line leaves out, said once.
@@ -1405,14 +1406,22 @@ def _forest_section(
     significant = rows["significant"].to_numpy(dtype=bool)
     colors = [_color(0) if s else "#777777" for s in significant]
     ax.hlines(y, low, high, colors=colors, linewidth=2)
+    same = (
+        rows["equivalent"].to_numpy(dtype=bool)
+        if "equivalent" in rows.columns
+        else np.zeros(len(rows), dtype=bool)
+    ) & ~significant
+    undecided = ~significant & ~same
     if significant.any():
-        handles["difference"] = ax.scatter(
-            ratio[significant], y[significant], color=_color(0), zorder=3
+        handles["cost"] = ax.scatter(ratio[significant], y[significant], color=_color(0), zorder=3)
+    if same.any():
+        handles["same within ±margin"] = ax.scatter(
+            ratio[same], y[same], color="#777777", marker="D", zorder=3
         )
-    if not significant.all():
-        handles["no detectable difference"] = ax.scatter(
-            ratio[~significant],
-            y[~significant],
+    if undecided.any():
+        handles["undecided"] = ax.scatter(
+            ratio[undecided],
+            y[undecided],
             facecolors="white",
             edgecolors="#777777",
             zorder=3,

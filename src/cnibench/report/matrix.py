@@ -6,9 +6,10 @@ Two matrices are built from :func:`cnibench.report.verdict.verdict`'s frame:
   rule count, the Service path at each number of Services, a cluster option such as the
   kube-proxy mode, L7 policy, a Gateway split, ...) in each of their metrics; columns are the
   configurations measured. A cell is the feature's cost on that configuration (treatment /
-  control, or a difference where a side is near zero) with its 95 % CI and runs per side,
-  marked :data:`DETECTABLE`, :data:`SAME`, inconclusive (``?N``: runs per side that would
-  resolve ±5 % or the margin), or why there is no number.
+  control, or a difference where a side is near zero) with the interval that carries its
+  call and runs per side, marked :data:`DETECTABLE` (a cost), :data:`SAME` (same within
+  ±5 % or the margin), undecided (``?N``: runs per side that would decide ±5 % or the
+  margin), or why there is no number.
 - :func:`cni_matrix`: each configuration against the reference of its group of comparable
   configurations (:mod:`cnibench.report.configs`), condition by condition.
 
@@ -131,7 +132,7 @@ def _state(row: Mapping[str, Any]) -> str:
         return "outcome"
     if not math.isfinite(float(row["ci_low"])) and row["scale"] != "split":
         return "no interval"
-    return "inconclusive"
+    return "undecided"
 
 
 def _number(value: float) -> str:
@@ -177,7 +178,7 @@ def _cell(row: Mapping[str, Any]) -> str:
     elif DRIFT_TOO_STRONG in str(row.get("verdict", "")) and not math.isfinite(low):
         ci = DRIFT_CELL
     mark = {"detectable": DETECTABLE, "same": SAME}.get(state, "")
-    if state == "inconclusive":
+    if state == "undecided":
         needed = int(row["runs_needed"])
         mark = "?" if needed <= 0 else f"?{needed}" if needed < 1000 else "?>999"
     return f"{head} {ci} {mark}".rstrip()
@@ -424,12 +425,13 @@ def matrix_legend(matrix: pd.DataFrame, margin: float | None = None) -> str:
     marks that appear in it (the instrument, cross-session cells, lossy runs)."""
     runs = common_runs(matrix)
     cells = matrix["cell"].astype(str)
-    same = f", {SAME} same within ±{100 * margin:g} %" if margin else ""
+    same = f", {SAME} same within ±{100 * (margin or 0.05):g} %"
     n = f"n = {runs[1:]} runs per side in every cell" if runs else "nN: runs per side"
     parts = [
-        "cell: treatment vs control (× ratio, or +/- difference in the row's unit), 95 % CI;"
-        f" {n}; {DETECTABLE} detectable after Holm{same}, ?N inconclusive (N runs per side"
-        " resolve ±5 %); blank: not measured on that configuration"
+        "cell: treatment vs control (× ratio, or +/- difference in the row's unit), with the"
+        f" CI that carries its call (95 % or more: Holm within each question); {n};"
+        f" {DETECTABLE} a cost{same}, ?N undecided (N runs per side decide ±5 %); blank: not"
+        " measured on that configuration"
     ]
     if (cells == INSTRUMENTED_CELL).any():
         parts.append(

@@ -60,6 +60,7 @@ from cnibench.stats.outliers import OUTLIER_THRESHOLD as OUTLIER_THRESHOLD
 from cnibench.stats.outliers import Outlier, outlier_report, outlier_runs, outlier_threshold
 from cnibench.stats.paired import (
     PairedDifference,
+    paired_detectable_effect,
     paired_difference,
     paired_log_ratio,
     paired_power,
@@ -71,6 +72,7 @@ from cnibench.stats.power import (
     requests_needed,
     requests_to_detect_skew,
     runs_needed,
+    sd_upper_factor,
     skew_detection_plan,
     split_test_power,
 )
@@ -121,6 +123,7 @@ __all__ = [
     "outlier_report",
     "outlier_runs",
     "outlier_threshold",
+    "paired_detectable_effect",
     "paired_difference",
     "paired_log_ratio",
     "paired_power",
@@ -130,6 +133,7 @@ __all__ = [
     "requests_needed",
     "requests_to_detect_skew",
     "runs_needed",
+    "sd_upper_factor",
     "skew_detection_plan",
     "split_test",
     "split_test_power",

@@ -28,9 +28,11 @@ from cnibench.stats._validation import (
     _validated_values,
     _warn,
 )
+from cnibench.stats.power import sd_upper_factor, t_test_power
 
 __all__ = [
     "PairedDifference",
+    "paired_detectable_effect",
     "paired_difference",
     "paired_log_ratio",
     "paired_power",
@@ -207,10 +209,25 @@ def paired_power(effect: float, sd: float, pairs: int, *, alpha: float = 0.05) -
         raise InsufficientDataError("paired power needs at least 2 rounds")
     scale = _validated_positive(sd, "sd")
     _validated_level(alpha)
-    df = pairs - 1.0
-    nc = abs(effect) / scale * math.sqrt(pairs)
-    crit = float(sps.t.ppf(1.0 - alpha / 2.0, df))
-    return float(sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc))
+    return t_test_power(abs(effect) / scale * math.sqrt(pairs), pairs - 1.0, alpha)
+
+
+def paired_detectable_effect(
+    sd: float, pairs: int, *, alpha: float = 0.05, power: float = 0.8
+) -> float:
+    """Smallest true mean difference a paired t test over ``pairs`` rounds detects with
+    ``power`` at ``alpha`` (same scale as ``sd``, the SD of the within-round differences)."""
+    scale = _validated_positive(sd, "sd")
+    low, high = 0.0, scale
+    while paired_power(high, scale, pairs, alpha=alpha) < power:
+        low, high = high, 2.0 * high
+    for _ in range(60):
+        middle = (low + high) / 2.0
+        if paired_power(middle, scale, pairs, alpha=alpha) < power:
+            low = middle
+        else:
+            high = middle
+    return high
 
 
 def paired_runs_needed(
@@ -252,10 +269,7 @@ def paired_runs_needed(
     size = _validated_positive(margin, "margin")
     _validated_level(alpha)
     _validated_level(power)
-    if math.isfinite(df_sd):
-        if df_sd < 1:
-            raise InsufficientDataError("an SD from fewer than 2 rounds has no upper bound")
-        scale *= math.sqrt(df_sd / float(sps.chi2.ppf(0.2, df_sd)))
+    scale *= sd_upper_factor(df_sd)
 
     def enough(n: int) -> bool:
         return paired_power(size, scale, n, alpha=alpha) >= power

@@ -1,34 +1,36 @@
-"""The verdict: each scenario's planned contrasts with intervals, corrected together.
+"""The verdict: each scenario's planned contrasts with intervals, each question decided.
 
 One module per job: what is compared (:mod:`cnibench.report.verdict.plan`), the numbers of
 each contrast and how its runs were taken (:mod:`cnibench.report.verdict.measure`), the
-lines in words (:mod:`cnibench.report.verdict.words`, the numbers they print from
-:mod:`cnibench.report.verdict.formatting`); each module's notes describe its own part.
-:func:`verdict` plans, measures, corrects the contrasts together and words them.
+calls (:mod:`cnibench.report.verdict.decide`: a cost, same within ±m, or undecided with the
+runs that would decide it), the lines in words (:mod:`cnibench.report.verdict.words`, the
+numbers they print from :mod:`cnibench.report.verdict.formatting`); each module's notes
+describe its own part. :func:`verdict` plans, measures, decides and words them.
 
 Multiplicity
 ------------
-Holm's step-down correction (:func:`cnibench.stats.holm_adjusted`) over all contrasts of one
-verdict. Holm rather than Benjamini-Hochberg: every verdict line is a claim someone acts on
-("the gateway costs 17 % throughput"), so the family-wise error rate is what should be
-controlled (the chance that *any* line claims a difference that is not there), and Holm
-controls it under any dependence between contrasts, which share control and reference runs.
-Intervals are shown at their own 95 % level (simultaneous intervals from 2-3 runs would be
-too wide to read).
+Holm's step-down correction within each question (:func:`cnibench.report.verdict.decide.
+question_of`: a feature on one configuration, one CNI against its reference in one scenario).
+Holm rather than Benjamini-Hochberg: every verdict line is a claim someone acts on ("the
+gateway costs 17 % throughput"), so the family-wise error rate of each question is what is
+controlled, under any dependence between its contrasts, which share their control runs; and
+within questions rather than over the report, so an answer does not depend on how many other
+questions the report asks (``bench/coverage.py --sections families`` measures the rate and the
+power of all three choices side by side). Each interval is printed at the level that carries
+its call (:func:`cnibench.stats.call_levels`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from cnibench import stats
 from cnibench.errors import ConfigError
 from cnibench.report import design
 from cnibench.report.data import LEVEL
+from cnibench.report.verdict.decide import decide
 from cnibench.report.verdict.formatting import interval_text
 from cnibench.report.verdict.measure import (
     DEFAULT_MARGIN,
@@ -49,7 +51,6 @@ from cnibench.report.verdict.words import (
     CORRECTION,
     SUMMARY_LINES,
     grouped_order,
-    is_apart,
     sentence,
     verdict_lines,
     verdict_summary,
@@ -109,7 +110,11 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "margin",
     "equivalent",
     "significant",
+    "question",
+    "family_size",
+    "call_level",
     "design",
+    "pairing",
     "sessions",
     "verdict",
 )
@@ -137,9 +142,9 @@ def verdict(
         Confidence level of the intervals and of the corrected test, in (0, 1).
     margin:
         Equivalence margin as a fraction (0.02 = ±2 %, ``--margin 2%``): a ratio whose whole
-        interval lies within ``1 ± margin`` is "same within ±2 %" (two one-sided tests at
-        ``(1 - level) / 2`` each). ``None``: no equivalence claims; "inconclusive" lines name
-        the runs for ±5 %.
+        interval (the one that carries its call) lies within ``1 ± margin`` is "same within
+        ±2 %" (two one-sided tests). ``None``: :data:`DEFAULT_MARGIN` (±5 %); a difference
+        uses its unit's margin (:data:`cnibench.report.verdict.decide.ABSOLUTE_MARGINS`).
     scenarios:
         Registry with the declarations (default :data:`cnibench.scenarios.SCENARIOS`).
 
@@ -156,18 +161,23 @@ def verdict(
         estimates compared: geometric means for a ratio, means for a difference, shares of
         yes for a proportion); ``estimate`` (the ratio, the difference in ``unit``, the
         difference of proportions, or a split's largest share error) and its interval
-        ``ci_low``/``ci_high`` (NaN where there is none; none for a split); ``ratio`` (the
-        estimate of a ratio row, NaN otherwise: the centre of its interval on the log
-        scale); ``level``; ``p_value`` and ``p_adjusted`` (Holm's, over all rows with a
-        p-value); ``effect_size`` (standardized: ``|log ratio|`` or ``|difference|`` over the
-        pooled run-to-run SD, Cohen's h for proportions, Cohen's w for splits);
-        ``detectable`` (the effect this n detects with power 0.8: relative for ratios, in
-        ``unit`` for differences); ``runs_needed`` (runs per side for ±margin or ±5 %, or
+        ``ci_low``/``ci_high`` at ``call_level`` (NaN where there is none; none for a split);
+        ``ratio`` (the estimate of a ratio row, NaN otherwise: the centre of its interval on
+        the log scale); ``level`` (the family's); ``p_value`` and ``p_adjusted`` (Holm's
+        within the contrast's ``question``, of ``family_size`` tested contrasts);
+        ``effect_size`` (standardized: ``|log ratio|`` or ``|difference|`` over the pooled
+        run-to-run SD, Cohen's h for proportions, Cohen's w for splits);
+        ``detectable`` (the effect this n detects with power 0.8 at the question's corrected
+        level: relative for ratios, in ``unit`` for differences); ``runs_needed`` (runs, or
+        rounds where paired, per side for ±margin, from the SD's 80 % upper bound, or
         requests for a 5-point skew of a split at its number of runs; -1 when unknown, or for a
         split when only more runs would do); ``margin``; ``equivalent``;
-        ``significant`` (``p_adjusted <= 1 - level`` and the interval excludes no
-        difference); ``design`` (how the sides' runs were taken: ``interleaved``,
-        ``sequential``, ``across sessions``, or ``unknown`` without run times) and
+        ``significant`` (``p_adjusted <= 1 - level``: its interval then excludes no
+        difference); ``question``, ``family_size``, ``call_level``; ``design`` (how the sides'
+        runs were taken: ``interleaved``, ``sequential``, ``across sessions``, or
+        ``unknown`` without run times);
+        ``pairing`` (``"6 rounds, paired"`` where an interleaved contrast was estimated from
+        its within-round differences, why not where a round lacked a side, else ``""``);
         ``sessions`` (the sessions the contrast draws on: ``"A"``, or ``"B vs A"``,
         treatment first, when the sides' sessions differ); and ``verdict`` (the line).
         Grouped by scenario, kind (feature, option, CNI, weights, outcome) and feature,
@@ -209,13 +219,10 @@ def verdict(
         else np.nan
     )
     drift = Drift(rows, planned)
-    measured = [(p, measure_contrast(p, rows, level, margin, drift)) for p in planned]
-    adjusted = stats.holm_adjusted([m["p_value"] for _, m in measured]).tolist()
+    measured = [(p, measure_contrast(p, rows, level, drift)) for p in planned]
+    decide(measured, level=level, margin=margin)
     records = []
-    for (p, m), p_adj in zip(measured, adjusted, strict=True):
-        m["p_adjusted"] = float(p_adj)
-        m["kind"] = p.kind
-        m["significant"] = bool(math.isfinite(p_adj) and p_adj <= 1.0 - level and is_apart(m))
+    for p, m in measured:
         records.append(
             {
                 "scenario": p.scenario,

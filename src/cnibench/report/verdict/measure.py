@@ -7,8 +7,9 @@ A side's values are all its successful, verified runs; outlying runs are flagged
 tables and figures, never dropped. The scale (:class:`Scale`) follows the data:
 
 - *ratio* (positive quantities): the ratio of geometric means, treatment / control, with the
-  Welch t interval of the difference of mean logarithms, exponentiated
-  (:func:`cnibench.report.compare.log_ratio_interval`, as ``cnibench compare``). The printed
+  t interval of the difference of mean logarithms, exponentiated: paired by round where both
+  sides ran in the same rounds (below), else Welch's
+  (:func:`cnibench.stats.ratios.log_ratio_interval`, as ``cnibench compare``). The printed
   ratio is the centre of that interval on the log scale, and each side's geometric mean is
   :func:`cnibench.stats.summarize_runs`' estimate, the number the tables and bars show.
 - *difference* (a side with a zero or negative run, or sides more than :data:`RATIO_SPAN`
@@ -29,7 +30,11 @@ Read from the records alone (``session_id``, ``time``; :mod:`cnibench.report.des
 contrast:
 
 - *interleaved* (both sides in the same session(s), their runs alternating in rounds, as
-  ``cnibench run --interleave`` takes them): as above;
+  ``cnibench run`` takes them): each round (``session_id/repetition``) holds one run of each
+  side, and the contrast is the paired t of the within-round differences (of logarithms for a
+  ratio; :mod:`cnibench.stats.paired`), so whatever moved a whole round drops out. A round
+  with one side missing (a failed or unverified run) leaves the contrast unpaired (Welch over
+  every run), and ``pairing`` says so;
 - *sequential* (in the same session, one side's runs after the other's): runs drift, and the
   drift then falls on one side only. The drift is estimated as an AR(1) over the session's run
   order from the residuals of each side around its mean, pooled over the sides and every
@@ -66,9 +71,9 @@ from cnibench import stats
 from cnibench.errors import CnibenchError
 from cnibench.records import summary_scale
 from cnibench.report import design
-from cnibench.report.compare import log_ratio_interval
 from cnibench.report.verdict.formatting import interval_text, share_text
 from cnibench.report.verdict.plan import ContrastKind, PlannedContrast
+from cnibench.stats.ratios import log_ratio_interval
 
 RATIO_SPAN = 10.0
 """A treatment more than this factor above its (positive) control is compared as a
@@ -76,8 +81,8 @@ difference in the metric's unit: a near-zero control makes a ratio (×138) mean 
 head the list, where "+0.37 cores" says what happened."""
 
 DEFAULT_MARGIN = 0.05
-"""The relative change an "inconclusive" line names the runs for (±5 %) when no margin is
-given."""
+"""The relative margin of "same within ±5 %" (two one-sided tests on the interval that
+carries the call) and of the runs an undecided line names, when no ``--margin`` is given."""
 
 SKEW = 0.05
 """The split skew (share moved between backends) whose requests a split line states."""
@@ -134,7 +139,13 @@ def _side_runs(
         else np.full(len(chosen), np.nan)
     )
     values = chosen["value"].to_numpy(dtype=np.float64)
-    return design.SideRuns(values, sessions, positions), units[0] if units else ""
+    rounds: tuple[str, ...] = ()
+    if "repetition" in chosen.columns and chosen["repetition"].notna().all():
+        rounds = tuple(
+            f"{session}/{int(repetition)}"
+            for session, repetition in zip(sessions, chosen["repetition"], strict=True)
+        )
+    return design.SideRuns(values, sessions, positions, rounds), units[0] if units else ""
 
 
 def _pooled_sd(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:
@@ -171,6 +182,12 @@ def _empty_row(unit: str, level: float) -> dict[str, Any]:
         "df": math.inf,
         "replicate": "runs",
         "drift": "",
+        "pairing": "",
+        "paired": False,
+        "sd": math.nan,
+        "sd_df": math.nan,
+        "counts": (),
+        "call_level": level,
     }
 
 
@@ -191,7 +208,6 @@ def _measure_ratio(
     control: npt.NDArray[np.float64],
     treatment: npt.NDArray[np.float64],
     level: float,
-    margin: float | None,
 ) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
@@ -205,18 +221,11 @@ def _measure_ratio(
     row.update(ci_low=interval.low, ci_high=interval.high, p_value=interval.p_value, df=interval.df)
     sd = _pooled_sd(np.log(control), np.log(treatment))
     if sd > 0:
-        row["effect_size"] = abs(math.log(interval.ratio)) / sd
-        shift = stats.detectable_effect(
-            sd, control.size, treatment.size, alpha=1.0 - level, power=DETECT_POWER
+        row.update(
+            effect_size=abs(math.log(interval.ratio)) / sd,
+            sd=sd,
+            sd_df=float(control.size + treatment.size - 2),
         )
-        row["detectable"] = math.expm1(shift)
-        wanted = DEFAULT_MARGIN if margin is None else margin
-        row["runs_needed"] = stats.runs_needed(
-            sd, math.log1p(wanted), alpha=1.0 - level, power=DETECT_POWER
-        )
-    if margin is not None:
-        row["margin"] = margin
-        row["equivalent"] = bool(1.0 - margin <= interval.low and interval.high <= 1.0 + margin)
 
 
 def _measure_difference(
@@ -245,10 +254,42 @@ def _measure_difference(
     )
     sd = _pooled_sd(control, treatment)
     if sd > 0:
-        row["effect_size"] = abs(comparison.difference) / sd
-        row["detectable"] = stats.detectable_effect(
-            sd, control.size, treatment.size, alpha=1.0 - level, power=DETECT_POWER
+        row.update(
+            effect_size=abs(comparison.difference) / sd,
+            sd=sd,
+            sd_df=float(control.size + treatment.size - 2),
         )
+
+
+def _measure_paired(
+    row: dict[str, Any], pairing: design.Pairing, scale: Scale, level: float
+) -> None:
+    """An interleaved contrast from its within-round differences (:mod:`cnibench.stats.paired`):
+    what moved a whole round moves both of its runs and drops out."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        if scale is Scale.RATIO:
+            result = stats.paired_log_ratio(pairing.control, pairing.treatment, level=level)
+            estimate, (low, high) = result.ratio, result.ratio_interval
+            row["ratio"] = estimate
+        else:
+            result = stats.paired_difference(pairing.control, pairing.treatment, level=level)
+            estimate, low, high = result.estimate, result.low, result.high
+    row.update(estimate=estimate, paired=True, pairing=f"{result.n_pairs} rounds, paired")
+    if not math.isfinite(result.p_value):
+        row["why_not"] = "the same difference in every round, no interval"
+        return
+    row.update(
+        ci_low=low,
+        ci_high=high,
+        p_value=result.p_value,
+        df=result.df,
+        sd=result.sd,
+        sd_df=result.df,
+        # On the scale of one run's noise (a difference of two runs has sqrt(2) times it), so
+        # that paired and unpaired lines order alike.
+        effect_size=abs(result.estimate) / (result.sd / math.sqrt(2.0)),
+    )
 
 
 def _measure_proportion(
@@ -261,6 +302,7 @@ def _measure_proportion(
         row["why_not"] = "a yes/no metric with values other than 0 and 1"
         return
     kc, kt = int(control.sum()), int(treatment.sum())
+    row["counts"] = (kc, int(control.size), kt, int(treatment.size))
     result = stats.proportion_difference(kc, control.size, kt, treatment.size, level=level)
     row.update(
         treatment_mean=kt / treatment.size,
@@ -433,19 +475,22 @@ def _widen_for_drift(
         low, high = math.log(float(row["ci_low"])), math.log(float(row["ci_high"]))
     else:
         centre, low, high = float(row["estimate"]), float(row["ci_low"]), float(row["ci_high"])
+    df = float(row["df"])
     low, high, p_value = design.widened(
-        centre, low, high, float(row["df"]), factor=factor, df_cap=df_cap, level=level
+        centre, low, high, df, factor=factor, df_cap=df_cap, level=level
     )
     if row["scale"] == Scale.RATIO:
         low, high = math.exp(low), math.exp(high)
-        if math.isfinite(float(row["detectable"])):
-            row["detectable"] = math.expm1(math.log1p(row["detectable"]) * math.sqrt(factor))
-        if math.isfinite(float(row["margin"])):
-            margin = float(row["margin"])
-            row["equivalent"] = bool(1.0 - margin <= low and high <= 1.0 + margin)
-    elif math.isfinite(float(row["detectable"])):
-        row["detectable"] = float(row["detectable"]) * math.sqrt(factor)
-    row.update(ci_low=low, ci_high=high, p_value=p_value)
+    kept = max(1.0, min(df, df_cap))
+    # The drift's variance is in the SD the runs advice reads, its df in the interval's.
+    row.update(
+        ci_low=low,
+        ci_high=high,
+        p_value=p_value,
+        df=kept,
+        sd=float(row["sd"]) * math.sqrt(factor),
+        sd_df=min(float(row["sd_df"]), kept),
+    )
 
 
 def _across_sessions(
@@ -454,7 +499,6 @@ def _across_sessions(
     treatment: design.SideRuns,
     scale: Scale,
     level: float,
-    margin: float | None,
 ) -> None:
     """A contrast whose sides come from different sessions: the session is the unit of
     replication (each side's per-session means, compared as runs are), or, with fewer than
@@ -478,7 +522,7 @@ def _across_sessions(
         geometric = [
             np.exp(design.session_means(_drift_scale(side))) for side in (control, treatment)
         ]
-        _measure_ratio(row, geometric[0], geometric[1], level, margin)
+        _measure_ratio(row, geometric[0], geometric[1], level)
     elif scale is Scale.DIFFERENCE:
         means = [design.session_means(side) for side in (control, treatment)]
         _measure_difference(row, means[0], means[1], level)
@@ -494,7 +538,6 @@ def measure_contrast(
     planned: PlannedContrast,
     rows: pd.DataFrame,
     level: float,
-    margin: float | None,
     drift: Drift | None = None,
 ) -> dict[str, Any]:
     scenario_rows = rows[rows["scenario"] == planned.scenario]
@@ -559,10 +602,21 @@ def measure_contrast(
         row["why_not"] = "fewer than 2 runs on a side"
         return row
     if shape is design.Layout.ACROSS_SESSIONS:
-        _across_sessions(row, control_runs, treatment_runs, scale, level, margin)
+        _across_sessions(row, control_runs, treatment_runs, scale, level)
         return row
+    if shape is design.Layout.INTERLEAVED and scale is not Scale.PROPORTION:
+        pairing = design.rounds_paired(control_runs, treatment_runs)
+        if pairing.paired:
+            _measure_paired(row, pairing, scale, level)
+            if left_out:
+                row["drift"] = left_out
+            return row
+        if pairing.incomplete:
+            row["pairing"] = (
+                f"unpaired: {len(pairing.incomplete)} round(s) without one run of each side"
+            )
     if scale is Scale.RATIO:
-        _measure_ratio(row, control, treatment, level, margin)
+        _measure_ratio(row, control, treatment, level)
     elif scale is Scale.DIFFERENCE:
         _measure_difference(row, control, treatment, level)
     else:

@@ -3,13 +3,14 @@
 
 Words
 -----
-A line claims a difference only when its Holm-adjusted p-value is at most 5 % and its own
-interval excludes no difference. Otherwise it says "same within ±X %" when a margin is given
-and the whole interval lies inside it (two one-sided tests), else "inconclusive" with the
-effect this n could detect (power 0.8) and the runs per side that ±5 % (or the margin) would
-need. Bounds are rounded outwards, with as many decimals as it takes for an interval that
-excludes 1 (or 0) not to print as if it contained it (:func:`interval_text`). Lines are
-ordered by a standardized effect (:attr:`effect_size`), not by the size of the ratio.
+Each line is a call (:mod:`cnibench.report.verdict.decide`): a cost, when its p-value,
+Holm-adjusted within its question, is at most 5 %; "same within ±5 %" (or the margin), when
+the whole interval lies inside it; else "undecided", with the effect this design detects
+(power 0.8) and the runs per side that ±5 % (or the margin) would need. The interval printed
+is the one that carries the call, at its own level (95 % or more). Bounds are rounded
+outwards, with as many decimals as it takes for an interval that excludes 1 (or 0) not to
+print as if it contained it (:func:`interval_text`). Lines are ordered by a standardized
+effect (:attr:`effect_size`), not by the size of the ratio.
 """
 
 from __future__ import annotations
@@ -25,16 +26,25 @@ import pandas as pd
 from cnibench.errors import ConfigError
 from cnibench.report import design
 from cnibench.report.derived import HOST_WIDE
+from cnibench.report.verdict.decide import is_apart
 from cnibench.report.verdict.formatting import decimals, interval_text, number_text, si_prefix
-from cnibench.report.verdict.measure import DEFAULT_MARGIN, DRIFT_TOO_STRONG, Scale
+from cnibench.report.verdict.measure import DRIFT_TOO_STRONG, Scale
 from cnibench.report.verdict.plan import ContrastKind, PlannedContrast
 
 CORRECTION = "Holm"
-"""The multiplicity correction across the contrasts of one verdict (see the notes of
+"""The multiplicity correction within each question of a verdict (see the notes of
 :mod:`cnibench.report.verdict`)."""
 
 SUMMARY_LINES = 24
 """Most contrast lines :func:`verdict_summary` prints: about one terminal screen."""
+
+
+MOST_RUNS = 1000
+"""Above this many runs per side an undecided line says "more than 1000": a design that far
+from deciding needs another design (less noise, interleaving), not a count."""
+
+MOST_DETECTABLE = 10.0
+"""Above a ×11 change (±1000 %) an undecided line says "only changes beyond ±1000 %"."""
 
 
 def metric_words(metric: str) -> str:
@@ -53,44 +63,61 @@ def tested_count(frame: pd.DataFrame) -> int:
 def _n_text(row: Mapping[str, Any]) -> str:
     if row["kind"] in (ContrastKind.WEIGHTS, ContrastKind.OUTCOME):
         return f"n = {row['n_treatment']} runs"
-    n = f"n = {row['n_treatment']} vs {row['n_control']}"
-    return f"{n}; {row['drift']}" if row.get("drift") else n
+    if row.get("paired"):
+        n = f"n = {row['n_treatment']} rounds, paired"
+    else:
+        n = f"n = {row['n_treatment']} vs {row['n_control']}"
+    notes = [str(row[k]) for k in ("pairing", "drift") if row.get(k) and not row.get("paired")]
+    if row.get("paired") and row.get("drift"):
+        notes = [str(row["drift"])]
+    return "; ".join([n, *notes])
+
+
+def level_text(level: float) -> str:
+    """A confidence level as a line prints it, rounded down so it never claims more:
+    ``"95 %"``, ``"98.7 %"``."""
+    shown = math.floor(1000.0 * level + 1e-9) / 10.0
+    return f"{shown:g} %"
 
 
 def _signed(value: float, digits: int) -> str:
     return ("+" if value >= 0 else "-") + number_text(abs(value), digits=digits)
 
 
-def is_apart(row: Mapping[str, Any]) -> bool:
-    """Whether the row's own interval excludes "no difference" (its own test for splits)."""
-    low, high = float(row["ci_low"]), float(row["ci_high"])
-    if row.get("kind") == ContrastKind.OUTCOME or row.get("kind") == "outcome":
-        return False
-    if row["scale"] == Scale.SPLIT:
-        p = float(row["p_value"])
-        return math.isfinite(p) and p <= 1.0 - float(row["level"])
-    null = 1.0 if row["scale"] == Scale.RATIO else 0.0
-    return math.isfinite(low) and math.isfinite(high) and (low > null or high < null)
+def margin_words(row: Mapping[str, Any]) -> str:
+    """``"±5 %"`` for a ratio's margin, ``"±0.05 cores"`` for a difference's, or ``""``."""
+    margin = float(row["margin"])
+    if not math.isfinite(margin):
+        return ""
+    if row["scale"] == Scale.RATIO:
+        return f"±{100 * margin:g} %"
+    return f"±{margin:g} {row['unit']}".rstrip()
 
 
 def _power_words(row: Mapping[str, Any]) -> str:
     if not math.isfinite(float(row["detectable"])):
         return ""
-    if row["scale"] == Scale.RATIO:
-        wanted = DEFAULT_MARGIN if not math.isfinite(row["margin"]) else float(row["margin"])
-        words = f": this n detects about ±{100 * float(row['detectable']):.0f} %"
-        if int(row["runs_needed"]) > 0:
-            replicate = row.get("replicate", "runs")
-            words += f"; ±{100 * wanted:g} % needs about {row['runs_needed']} {replicate} per side"
-        return words
-    divisor, prefix = si_prefix(float(row["detectable"]))
-    shown = f"{number_text(float(row['detectable']) / divisor)}{prefix}"
-    return f": this n detects about ±{shown} {row['unit']}".rstrip()
+    replicate = "rounds" if row.get("paired") else row.get("replicate", "runs")
+    if row["scale"] == Scale.RATIO and float(row["detectable"]) > MOST_DETECTABLE:
+        words = f": this design detects only changes beyond ±{100 * MOST_DETECTABLE:.0f} %"
+    elif row["scale"] == Scale.RATIO:
+        words = f": this design detects about ±{100 * float(row['detectable']):.0f} %"
+    else:
+        divisor, prefix = si_prefix(float(row["detectable"]))
+        shown = f"{number_text(float(row['detectable']) / divisor)}{prefix}"
+        words = f": this design detects about ±{shown} {row['unit']}".rstrip()
+    wanted = margin_words(row)
+    needed = int(row["runs_needed"])
+    if wanted and needed > MOST_RUNS:
+        words += f"; {wanted} needs more than {MOST_RUNS} {replicate} per side"
+    elif wanted and needed > 0:
+        words += f"; {wanted} needs about {needed} {replicate} per side"
+    return words
 
 
 def sentence(planned: PlannedContrast, row: Mapping[str, Any]) -> str:
     n = _n_text(row)
-    level = f"{100.0 * float(row['level']):g} %"
+    level = level_text(float(row.get("call_level", row["level"])))
     if row["scale"] == Scale.SPLIT:
         head = f"{planned.label}:"
         if row["why_not"]:
@@ -149,13 +176,15 @@ def sentence(planned: PlannedContrast, row: Mapping[str, Any]) -> str:
     if row["significant"]:
         return f"{head} {body}"
     if is_apart(row):
+        # Only Newcombe's interval beside Fisher's exact test can disagree (every other
+        # interval is its test's dual at the call's level): say which decides.
         return (
-            f"{head} {body}, but no detectable difference after {CORRECTION}'s correction"
-            f" (adjusted p = {row['p_adjusted']:.2g})"
+            f"{head} undecided {body}: Fisher's exact test, {CORRECTION}-adjusted within its"
+            f" question, does not confirm (adjusted p = {row['p_adjusted']:.2g})"
         )
     if row["equivalent"]:
-        return f"{head} same within ±{100 * float(row['margin']):g} % {body}"
-    return f"{head} inconclusive {body}{_power_words(row)}"
+        return f"{head} same within {margin_words(row)} {body}"
+    return f"{head} undecided {body}{_power_words(row)}"
 
 
 KIND_ORDER = (
@@ -186,6 +215,23 @@ def grouped_order(frame: pd.DataFrame) -> npt.NDArray[np.intp]:
     return np.lexsort(keys)
 
 
+CALL_RANK = {"cost": 0, "outcome": 0, "same within": 1, "undecided": 2, "not compared": 3}
+"""The calls a line makes, in the order a cut summary keeps them."""
+
+
+def _call(row: Mapping[str, Any]) -> str:
+    """What ``row``'s line says: a cost, an outcome, same within, undecided, not compared."""
+    if row["kind"] in (ContrastKind.OUTCOME, "outcome"):
+        return "outcome"
+    if row["significant"]:
+        return "cost"
+    if row["equivalent"]:
+        return "same within"
+    if not math.isfinite(float(row["p_value"])):
+        return "not compared"
+    return "undecided"
+
+
 def _references_text(frame: pd.DataFrame) -> str:
     """``"; references: flannel (baseline: flannel, kube-router), ..."``, or ``""``."""
     chosen: Mapping[str, str] = frame.attrs.get("references", {})
@@ -207,12 +253,12 @@ def verdict_summary(
     :func:`verdict_lines` (the heading alone says so when there is no contrast).
 
     A terminal is read from its last screen, so at most ``limit`` lines are printed, chosen
-    in this order: every detectable difference, then the lines whose own interval excludes 1
-    though the correction leaves no detectable difference, then the rest, host-wide figures
-    after all others; they are printed in :func:`verdict`'s order (grouped by feature). A
-    last line counts what was left out and says where every line is (``full_at``, e.g. the
-    ``cnibench report`` command of the results). The heading counts the contrasts Holm's
-    correction ran over (:func:`tested_count`)."""
+    in this order: every cost and every outcome (an outcome such as ``reachable 0/5`` is an
+    answer, never hidden), then the lines that read "same within", then the undecided ones,
+    host-wide figures after all others; they are printed in :func:`verdict`'s order (grouped
+    by feature). A last line counts what was left out by call and says where every line is
+    (``full_at``, e.g. the ``cnibench report`` command of the results). The heading counts
+    the tested contrasts (:func:`tested_count`) and the questions they answer."""
     if frame.empty:
         notes = [f"  {note}" for note in frame.attrs.get("notes", [])]
         return [
@@ -226,41 +272,40 @@ def verdict_summary(
     tested = tested_count(frame)
     untested = len(frame) - tested
     stated = f"; {untested} more stated without a test" if untested else ""
+    has_test = np.isfinite(frame["p_value"].to_numpy(dtype=np.float64))
+    questions = frame.loc[has_test, "question"].nunique() if "question" in frame else 0
     heading = (
-        f"verdict: {tested} tested contrast(s), {CORRECTION}-corrected across these"
-        f" {tested}{stated}; treatment vs control with a {100 * level:g} % CI: ratio of"
-        " geometric means (×), or a difference in the metric's unit (+/-) where a side is 0,"
-        " near 0 or negative, a difference of proportions for yes/no, one pooled test per"
-        " split; grouped by feature"
+        f"verdict: {tested} tested contrast(s) in {questions} question(s){stated};"
+        f" {CORRECTION}-corrected within each question (at most {100 * (1 - level):g} % chance"
+        " of any false cost per question), each interval at the level that carries its call;"
+        " treatment vs control: ratio of geometric means (×), or a difference in the metric's"
+        " unit (+/-) where a side is 0, near 0 or negative, a difference of proportions for"
+        " yes/no, one pooled test per split; grouped by feature"
     )
     heading += _references_text(frame)
     shown, tail = frame, []
     if len(frame) > limit:
-        significant = frame["significant"].to_numpy(dtype=bool)
-        detected = int(significant.sum())
-        # Then the lines whose own interval excludes no difference (evidence, if not enough
-        # after the correction), then the rest; a stable sort keeps the effect order within
-        # each group.
-        apart = np.array(
-            [is_apart({str(k): v for k, v in row.items()}) for row in frame.to_dict("records")],
-            dtype=np.bool_,
+        calls = np.array(
+            [_call({str(k): v for k, v in row.items()}) for row in frame.to_dict("records")]
         )
+        detected = int(np.isin(calls, ("cost", "outcome")).sum())
+        # A stable sort keeps the effect order within each group.
         host = frame["metric"].isin(HOST_WIDE).to_numpy(dtype=bool)
-        rank = np.where(significant, 0, np.where(apart, 1, 2)) + 3 * host
+        rank = np.vectorize(CALL_RANK.__getitem__)(calls) + len(CALL_RANK) * host
         chosen = np.sort(np.argsort(rank, kind="stable")[:limit])
         shown = frame.iloc[chosen]
-        left_out = len(frame) - len(shown)
-        left_detected = detected - int(shown["significant"].sum())
+        hidden = np.ones(len(frame), dtype=bool)
+        hidden[chosen] = False
         heading += (
-            f"; the {len(shown)} that say most: {detected} detectable difference(s), then the"
-            " largest effects whose own interval excludes no difference, then the rest,"
-            " host-wide figures last"
+            f"; the {len(shown)} that say most: {detected} cost(s) and outcome(s), then"
+            ' "same within", then undecided, host-wide figures last'
         )
-        rest = f"{left_out} more not shown"
-        if left_detected:
-            rest += f" ({left_detected} of them detectable differences)"
-        else:
-            rest += ", each with no detectable difference"
+        counted = ", ".join(
+            f"{int((calls[hidden] == call).sum())} {call}"
+            for call in CALL_RANK
+            if (calls[hidden] == call).any()
+        )
+        rest = f"{int(hidden.sum())} more not shown ({counted})"
         if full_at:
             rest += f"; every line: {full_at}"
         tail = [f"  ... {rest}"]
