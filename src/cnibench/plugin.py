@@ -25,7 +25,9 @@ bench
 
 ``--compare-to DIR [--fail-on-regression 5%]`` compares the session's results with DIR when it
 ends, as ``cnibench compare`` does (:mod:`cnibench.report.compare`), and with the second option
-fails the session on a regression.
+fails the session unless every gated comparison is within the threshold: on a regression (as
+``cnibench compare``'s exit 1) and, with its own message, when the gate is undecided (its exit
+3). ``--session-sd`` and ``--allow-missing`` mean what they mean there.
 """
 
 from __future__ import annotations
@@ -80,8 +82,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--fail-on-regression",
         default=None,
         metavar="THRESHOLD",
-        help="with --compare-to: fail the session when a metric is worse than THRESHOLD (5%%"
-        " or 0.05) with its whole 95%% interval",
+        help="with --compare-to: fail the session unless every gated metric is within"
+        " THRESHOLD (5%% or 0.05): on a regression, a failed run or a missing metric, and, with"
+        " its own message, when the gate is undecided (cnibench compare's exit 1 and 3)",
+    )
+    group.addoption(
+        "--session-sd",
+        default=None,
+        metavar="SD",
+        help="with --compare-to: session-to-session SD to assume (3%% or 0.03) where one"
+        " session a side does not estimate it (as cnibench compare --session-sd)",
+    )
+    group.addoption(
+        "--allow-missing",
+        action="store_true",
+        default=False,
+        help="with --compare-to: list the conditions and metrics of DIR this session did not"
+        " measure instead of failing the gate on them (e.g. a -k subset of the suite)",
     )
 
 
@@ -109,23 +126,40 @@ def _register_regression_gate(config: pytest.Config) -> None:
     """
     compare_to = config.getoption("--compare-to", default=None)
     fail_on = config.getoption("--fail-on-regression", default=None)
+    session_sd = config.getoption("--session-sd", default=None)
     if compare_to is None:
-        if fail_on is not None:
-            raise pytest.UsageError("--fail-on-regression needs --compare-to DIR")
+        for option, value in (("--fail-on-regression", fail_on), ("--session-sd", session_sd)):
+            if value is not None:
+                raise pytest.UsageError(f"{option} needs --compare-to DIR")
         return
     from cnibench.errors import ConfigError
-    from cnibench.report.compare import DEFAULT_THRESHOLD, load_result_set, parse_threshold
+    from cnibench.report.compare import (
+        DEFAULT_THRESHOLD,
+        load_result_set,
+        parse_session_sd,
+        parse_threshold,
+    )
 
     try:
         threshold = DEFAULT_THRESHOLD if fail_on is None else parse_threshold(fail_on)
     except ConfigError as exc:
         raise pytest.UsageError(f"--fail-on-regression: {exc}") from None
     try:
+        sd = None if session_sd is None else parse_session_sd(session_sd)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"--session-sd: {exc}") from None
+    try:
         baseline = load_result_set(Path(compare_to), what="--compare-to")
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     if not hasattr(config, "workerinput"):
-        gate = _RegressionGate(baseline, threshold=threshold, fail=fail_on is not None)
+        gate = _RegressionGate(
+            baseline,
+            threshold=threshold,
+            fail=fail_on is not None,
+            session_sd=sd,
+            allow_missing=bool(config.getoption("--allow-missing", default=False)),
+        )
         config.pluginmanager.register(gate, "cnibench-regression-gate")
 
 
@@ -242,10 +276,20 @@ class _RegressionGate:
     process's own session directory.
     """
 
-    def __init__(self, baseline: Any, *, threshold: float, fail: bool) -> None:
+    def __init__(
+        self,
+        baseline: Any,
+        *,
+        threshold: float,
+        fail: bool,
+        session_sd: float | None = None,
+        allow_missing: bool = False,
+    ) -> None:
         self.baseline = baseline
         self.threshold = threshold
         self.fail = fail
+        self.session_sd = session_sd
+        self.allow_missing = allow_missing
         self.session_dirs: dict[str, None] = {}
         self.text = ""
         self.lines: list[str] = []
@@ -268,22 +312,40 @@ class _RegressionGate:
     def _compare(self) -> pytest.ExitCode | None:
         """Fill ``text`` and ``lines``; the exit status the session deserves, if not OK."""
         from cnibench.errors import ConfigError, InsufficientDataError
-        from cnibench.report.compare import compare_result_sets, load_result_set
+        from cnibench.report.compare import Answer, compare_result_sets, load_result_set
 
         dirs = [Path(d) for d in self.session_dirs if Path(d).is_dir()]
         try:
             if not dirs:
                 raise ConfigError("--compare-to: this session recorded no results to compare")
             candidate = load_result_set(dirs, what="this session's")
-            comparison = compare_result_sets(self.baseline, candidate, threshold=self.threshold)
+            comparison = compare_result_sets(
+                self.baseline,
+                candidate,
+                threshold=self.threshold,
+                session_sd=self.session_sd,
+                allow_missing=self.allow_missing,
+            )
         except (ConfigError, InsufficientDataError) as exc:
             self.lines = [f"cnibench: error: {exc}"]
             return pytest.ExitCode.USAGE_ERROR
         self.text = comparison.text()
-        self.lines = [f"cnibench: {line}" for line in comparison.regression_lines()]
-        if not (self.fail and comparison.regressed):
+        lines = (*comparison.regression_lines(), *comparison.undecided_lines())
+        self.lines = [f"cnibench: {line}" for line in lines]
+        answer = comparison.answer
+        if not self.fail or answer is Answer.WITHIN:
             return None
-        self.lines.append("cnibench: the session fails: --fail-on-regression found a regression")
+        if answer is Answer.REGRESSED:
+            why = "found a regression"
+        else:
+            # Undecided fails the session too (the gate did not show the metrics within the
+            # threshold), in its own words: cnibench compare exits 3 where a regression is 1.
+            count = len(comparison.undecided)
+            why = (
+                f"could not decide {count} comparison{'s' if count != 1 else ''} (undecided;"
+                " each UNDECIDED line says what would decide it)"
+            )
+        self.lines.append(f"cnibench: the session fails: --fail-on-regression {why}")
         return pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -14,6 +14,9 @@ freedom) cannot show even for a five-fold slowdown whose runs vary:
   match, which is right), so the slowdown comes from outside cnibench, where a regression of a
   real datapath would come from too;
 * another condition (``same-node-idle-sockperf``, one run), which matches nothing.
+
+Each side is one session, which cannot bound the gate's false alarms: without a session SD
+(``--session-sd``) the gate answers undecided (exit 3); with one it decides.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ _CGROUP_V2 = Path("/sys/fs/cgroup")
 
 RUNS = "4"
 """Runs per side of the compared sessions."""
+SESSION_SD = "5%"
+"""The session-to-session SD the gate is given (one session a side does not estimate it)."""
 
 
 def _run(results: Path, condition: str, *extra: str) -> None:
@@ -131,6 +136,7 @@ def sets(tmp_path_factory: pytest.TempPathFactory, lab_backend: object) -> dict[
                 f"--results-dir={slow}",
                 f"--compare-to={base}",
                 "--fail-on-regression=5%",
+                f"--session-sd={SESSION_SD}",
             ],
             cwd=ROOT,
             capture_output=True,
@@ -161,38 +167,61 @@ def _throughput(results: object) -> np.ndarray:
     return rows.value.to_numpy(dtype=float)
 
 
-def test_same_directory_against_itself_exits_0(sets):
+def test_same_directory_against_itself_is_undecided_without_a_session_sd(sets):
     done = run_cnibench("compare", sets["base"], sets["base"])
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stderr == ""
+    assert done.returncode == 3, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("no regression beyond 5%")
+    assert lines[0].startswith("UNDECIDED: ")
+    assert "false-alarm rate not bounded: one session a side" in lines[0]
+    assert "no regression" not in done.stdout.lower()
+    undecided = [line for line in done.stderr.splitlines() if line.startswith("cnibench: ")]
+    assert undecided, done.stderr
+    assert all(line.startswith("cnibench: UNDECIDED ") for line in undecided), done.stderr
     throughput = [line for line in lines[2:] if re.search(r"\bthroughput\b", line)]
     assert len(throughput) == 1
     assert throughput[0].startswith("no detectable change")
     assert LABEL in throughput[0]
 
 
-def test_slower_candidate_exits_1_naming_metric_and_condition(sets, tmp_path):
-    markdown = tmp_path / "comment.md"
-    done = run_cnibench("compare", sets["base"], sets["slow"], "--markdown", markdown)
-    assert done.returncode == 1, done.stdout + done.stderr
-    lines = [line for line in done.stderr.splitlines() if "REGRESSION throughput" in line]
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith(f"cnibench: REGRESSION throughput of {LABEL}: ratio ")
+def test_same_directory_against_itself_never_regresses_with_a_session_sd(sets):
+    """Within threshold (exit 0) where the lab's runs are steady enough, else undecided (3):
+    never a regression, and never "no regression" while a comparison is undecided."""
+    done = run_cnibench("compare", sets["base"], sets["base"], "--session-sd", SESSION_SD)
+    assert done.returncode in (0, 3), done.stdout + done.stderr
+    headline = done.stdout.splitlines()[0]
+    assert headline.startswith("WITHIN THRESHOLD" if done.returncode == 0 else "UNDECIDED")
+    assert f"session SD {SESSION_SD} as given by --session-sd" in headline
 
-    # The printed ratio and interval are scipy's Welch interval on the logs of the real runs.
+
+def test_slower_candidate_exits_1_naming_metric_and_condition(sets, tmp_path):
+    # Without a session SD the runs alone show the regression, but cannot decide it.
+    alone = run_cnibench("compare", sets["base"], sets["slow"])
+    assert alone.returncode == 3, alone.stdout + alone.stderr
+    (undecided,) = [line for line in alone.stderr.splitlines() if "UNDECIDED throughput" in line]
+    assert "regressed at the runs' noise alone" in undecided
+    # Its ratio and interval are scipy's Welch interval on the logs of the real runs.
     baseline, candidate = _throughput(sets["base"]), _throughput(sets["slow"])
     assert candidate.mean() < 0.5 * baseline.mean(), (baseline, candidate)
     ratio, low, high = _log_interval(baseline, candidate)
-    shown = re.search(r"ratio ([0-9.]+) \(95% CI ([0-9.]+)-([0-9.]+), n = (\d) vs (\d)\)", lines[0])
-    assert shown is not None, lines[0]
+    shown = re.search(
+        r"ratio ([0-9.]+) \(95% CI ([0-9.]+)-([0-9.]+), n = (\d) vs (\d)\)", undecided
+    )
+    assert shown is not None, undecided
     assert [float(x) for x in shown.groups()[:3]] == pytest.approx([ratio, low, high], abs=6e-4)
     assert (int(shown.group(4)), int(shown.group(5))) == (baseline.size, candidate.size)
     assert high < 0.95
 
-    assert done.stdout.splitlines()[0].split()[1:2] in (["REGRESSION"], ["REGRESSIONS"])
-    # The Markdown table pads each cell to its column's width: compare the cells themselves.
+    markdown = tmp_path / "comment.md"
+    done = run_cnibench(
+        "compare", sets["base"], sets["slow"], "--session-sd", SESSION_SD, "--markdown", markdown
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if "REGRESSION throughput" in line]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"cnibench: REGRESSION throughput of {LABEL}: ratio ")
+    assert done.stdout.startswith("REGRESSED: ")
+    assert re.match(r"REGRESSED: \d+ regressions? beyond 5%", done.stdout)
+    # Compare the Markdown table's cells themselves, whatever their padding.
     rows = [
         [cell.strip() for cell in line.strip().strip("|").split("|")]
         for line in markdown.read_text().splitlines()

@@ -19,6 +19,7 @@ from cnibench.report import compare_results
 from cnibench.report.compare import (
     COMPARISON_COLUMNS,
     METRIC_DIRECTIONS,
+    Answer,
     Direction,
     Verdict,
     compare_result_sets,
@@ -193,15 +194,20 @@ def test_conditions_match_on_scenario_cni_condition_and_parameters(tmp_path):
         parameters={"placement": "same-node", "load": "idle", "tool": "iperf3", "x": 1},
     )
     base, cand = _sets(tmp_path, [same, other_cni], [same, other_params])
-    comparison = compare_result_sets(base, cand)
+    comparison = compare_result_sets(base, cand, allow_missing=True)
     assert comparison.frame["cni"].tolist() == ["routed"]
     assert [key[1] for key in comparison.only_baseline] == ["vxlan"]
     assert [key[3] for key in comparison.only_candidate] == [
         '{"load": "idle", "placement": "same-node", "tool": "iperf3", "x": 1}'
     ]
-    assert "only in the baseline (not compared): baseline/vxlan/same-node-idle-iperf3" in (
-        comparison.text()
-    )
+    assert (
+        "only in the baseline (missing in the candidate, not gated (--allow-missing)):"
+        " baseline/vxlan/same-node-idle-iperf3"
+    ) in comparison.text()
+    # Unless allowed, the condition the candidate lacks fails the gate, named.
+    strict = compare_result_sets(base, cand).frame.set_index("cni")
+    assert strict.loc["vxlan", "verdict"] == Verdict.MISSING
+    assert strict.loc["vxlan", "regression"]
 
 
 def test_failed_unverified_and_ungated_records_are_left_out(tmp_path):
@@ -275,12 +281,15 @@ def test_verdict_follows_the_one_sided_test_the_threshold_and_the_direction(
     """A regression is a ratio worse than the threshold that is also significantly worse:
     scipy's one-sided Welch test on the logs at the gate's 1 % (one comparison, so Holm
     changes nothing). The whole interval beyond the threshold (the old rule) caught a real
-    10 % regression 30 % of the time at n = 5."""
+    10 % regression 30 % of the time at n = 5. With one session a side that is only what the
+    runs say: the answer is undecided, and says so; a given session SD of 0 decides it by
+    Student's t on the logs."""
     noise = np.array([1.0, 1.01, 0.99, 1.005, 0.995])
     baseline = (1000.0 * noise).tolist()
     candidate = (1000.0 * factor * noise[::-1] * 1.002).tolist()
     base, cand = _sets(tmp_path, [Condition({metric: baseline})], [Condition({metric: candidate})])
     row = compare_results(base, cand, threshold=threshold).iloc[0]
+    decided = compare_results(base, cand, threshold=threshold, session_sd=0.0).iloc[0]
 
     ratio, low, high = _scipy_log_interval(baseline, candidate)
     higher_is_better = metric == "throughput"
@@ -295,19 +304,20 @@ def test_verdict_follows_the_one_sided_test_the_threshold_and_the_direction(
     else:
         worse, beyond, better = low > 1, ratio > 1 + threshold, high < 1
     regression = beyond and one_sided <= 0.01
-    expected = (
-        Verdict.REGRESSION
-        if regression
-        else Verdict.WORSE
-        if worse
-        else Verdict.BETTER
-        if better
-        else Verdict.NO_CHANGE
-    )
+    expected = Verdict.WORSE if worse else Verdict.BETTER if better else Verdict.NO_CHANGE
     assert row["verdict"] == expected
-    assert bool(row["regression"]) == regression
+    assert not row["regression"]
+    assert row["answer"] == Answer.UNDECIDED
+    assert ("regressed at the runs' noise alone" in row["decide"]) == regression
     assert row["p_value"] == pytest.approx(one_sided)
     assert (row["ratio"], row["ci_low"], row["ci_high"]) == pytest.approx((ratio, low, high))
+    student = scipy.stats.ttest_ind(
+        np.log(candidate),
+        np.log(baseline),
+        alternative="less" if higher_is_better else "greater",
+    ).pvalue
+    assert decided["p_value"] == pytest.approx(student)
+    assert bool(decided["regression"]) == (beyond and student <= 0.01)
 
 
 @pytest.mark.parametrize("metric", ["throughput", "rtt_mean"])
@@ -323,7 +333,7 @@ def test_the_cases_above_reach_every_verdict(tmp_path, metric):
             [Condition({metric: (1000.0 * noise).tolist()})],
             [Condition({metric: (1000.0 * factor * noise[::-1] * 1.002).tolist()})],
         )
-        seen.add(compare_results(base, cand).iloc[0]["verdict"])
+        seen.add(compare_results(base, cand, session_sd=0.0).iloc[0]["verdict"])
     assert seen == {Verdict.REGRESSION, Verdict.WORSE, Verdict.BETTER, Verdict.NO_CHANGE}
 
 
@@ -338,6 +348,9 @@ def test_one_baseline_run_or_non_positive_values_give_na_and_never_fail_the_gate
     assert set(comparison.frame["verdict"]) == {Verdict.NOT_APPLICABLE}
     assert not comparison.regressed
     assert all(comparison.frame["note"] != "")
+    # Without an interval nothing is decided, and each row says what would decide it.
+    assert comparison.answer is Answer.UNDECIDED
+    assert all(comparison.frame["decide"] != "")
 
 
 def test_table_is_worst_first_with_regressions_on_top(tmp_path):
@@ -351,7 +364,7 @@ def test_table_is_worst_first_with_regressions_on_top(tmp_path):
         {"throughput": [0.98e9 * v for v in noise]}, condition="cross-node-idle-iperf3"
     )
     base, cand = _sets(tmp_path, [baseline, faster], [candidate, slightly])
-    frame = compare_results(base, cand)
+    frame = compare_results(base, cand, session_sd=0.0)
     assert list(frame.columns) == list(COMPARISON_COLUMNS)
     # throughput halved (x0.5) is worse than rtt x1.3, both regressions, then the 2 % loss.
     assert frame[["metric", "condition"]].values.tolist() == [
@@ -365,14 +378,15 @@ def test_table_is_worst_first_with_regressions_on_top(tmp_path):
 # ---------------------------------------------------------------- output
 
 
-def _regressed(tmp_path):
+def _regressed(tmp_path, session_sd=0.01):
+    """Throughput halved, CPU the same; one session a side, with a session SD given."""
     noise = [1.0, 1.01, 0.99]
     base, cand = _sets(
         tmp_path,
         [Condition({"throughput": [1e9 * v for v in noise], "cpu": [50.0 * v for v in noise]})],
         [Condition({"throughput": [0.5e9 * v for v in noise], "cpu": [50.0 * v for v in noise]})],
     )
-    return compare_result_sets(base, cand)
+    return compare_result_sets(base, cand, session_sd=session_sd)
 
 
 def test_regression_line_names_metric_condition_ratio_and_interval(tmp_path):
@@ -390,9 +404,12 @@ def test_regression_line_names_metric_condition_ratio_and_interval(tmp_path):
 def test_text_table_answers_first_then_one_line_per_comparison(tmp_path):
     comparison = _regressed(tmp_path)
     lines = comparison.text().splitlines()
-    assert lines[0].startswith("1 REGRESSION beyond 5% in 2 metric comparisons")
-    # One baseline session: the session-to-session variance is unknown, and the table says so.
-    assert lines[1].startswith("warning: the baseline holds one session")
+    assert lines[0].startswith("REGRESSED: 1 regression beyond 5%; ")
+    assert "; 2 metric comparisons of 1 condition" in lines[0]
+    # One baseline session: the session-to-session SD is the one given, and the table says so.
+    assert lines[1].startswith("session-to-session SD 1% as given by --session-sd")
+    assert "false-alarm rate" in lines[0]
+    assert "session SD 1% as given" in lines[0]
     assert lines[2].split()[:3] == ["verdict", "metric", "condition"]
     assert lines[3].split()[:2] == ["REGRESSION", "throughput"]
     assert len(lines) == 5
@@ -402,26 +419,31 @@ def test_markdown_is_a_table_with_one_row_per_comparison(tmp_path):
     comparison = _regressed(tmp_path)
     markdown = comparison.markdown()
     rows = [line for line in markdown.splitlines() if line.startswith("|")]
-    header, separator, *body = rows
-    assert header.count("|") == separator.count("|") == 9
-    assert len(body) == len(comparison.frame)
-    assert all(row.count("|") - row.count("\\|") == 9 for row in body)
-    assert [cell.strip() for cell in body[0].split("|")[1:4]] == [
+    # The regression's table (verdict ... why), then the one within threshold, folded.
+    header, separator, regressed, within_header, within_separator, within = rows
+    assert header.count("|") == separator.count("|") == 10
+    assert regressed.count("|") - regressed.count("\\|") == 10
+    assert [cell.strip() for cell in regressed.split("|")[1:4]] == [
         "**REGRESSION**",
         "throughput",
         "baseline/routed/same-node-idle-iperf3",
     ]
+    assert within.split("|")[1].strip() == "cpu"
+    assert within_header.count("|") == within.count("|") == 8
     # Numbers are right-aligned where the Markdown is shown.
-    assert separator.split("|")[4].endswith(":")
-    assert markdown.startswith("### cnibench compare: **1 regression** beyond 5%")
+    assert separator.split("|")[4].strip().endswith(":")
+    assert within_separator.split("|")[3].strip().endswith(":")
+    assert markdown.startswith("### cnibench compare: **REGRESSED** (1 regression beyond 5%")
+    assert markdown.index("#### Regressed") < markdown.index("<details>") < markdown.index("| cpu")
 
 
 def test_markdown_escapes_table_syntax_in_names(tmp_path):
     odd = Condition({"throughput": BASE}, condition="a|b_c")
     base, cand = _sets(tmp_path, [odd], [odd])
-    body = compare_result_sets(base, cand).markdown().splitlines()[-1]
+    markdown = compare_result_sets(base, cand).markdown()
+    (body,) = [line for line in markdown.splitlines() if "a\\|b" in line]
     assert "a\\|b\\_c" in body
-    assert body.count("|") - body.count("\\|") == 9
+    assert body.count("|") - body.count("\\|") == 9  # undecided: 7 cells and what decides it
 
 
 def test_markdown_file_is_written_whole(tmp_path):
@@ -496,10 +518,12 @@ def test_several_baseline_sessions_put_their_variance_into_the_interval(tmp_path
 
 
 def test_one_baseline_session_warns_that_session_variance_is_missing(tmp_path):
-    comparison = _regressed(tmp_path)
+    comparison = _regressed(tmp_path, session_sd=None)
     assert comparison.between is None
-    assert "false-alarm rate can be well above 1%" in comparison.warning()
-    assert comparison.warning() in comparison.markdown()
+    assert "the false-alarm rate can be far above 1%" in comparison.warning()
+    assert "give --session-sd" in comparison.warning()
+    assert "far above 1%" in comparison.markdown()
+    assert comparison.answer is Answer.UNDECIDED
 
 
 def test_non_inferiority_fails_unless_the_bound_clears_the_threshold(tmp_path):

@@ -1,4 +1,7 @@
-"""``cnibench compare`` as a person types it: exit 0/1/2, one line per regression or error."""
+"""``cnibench compare`` as a person types it: exit 0/1/2/3, one line per regression or error.
+
+One session a side cannot bound false alarms, so these give a session SD (``--session-sd``)
+where they test a decided answer (tests/unit/test_gate_decides.py covers the rest)."""
 
 from __future__ import annotations
 
@@ -20,29 +23,31 @@ def test_regression_exits_1_with_one_line_naming_metric_and_condition(tmp_path):
     base = _set(tmp_path, "base", [_throughput(10.0)])
     cand = _set(tmp_path, "cand", [_throughput(5.0)])
     markdown = tmp_path / "comment.md"
-    done = run_compare(base, cand, "--threshold", "5%", "--markdown", markdown)
+    done = run_compare(
+        base, cand, "--threshold", "5%", "--session-sd", "2%", "--markdown", markdown
+    )
     assert done.returncode == 1, done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith(
         "cnibench: REGRESSION throughput of baseline/routed/same-node-idle-iperf3: ratio 0.500"
     )
-    assert done.stdout.splitlines()[0].startswith("1 REGRESSION beyond 5%")
+    assert done.stdout.splitlines()[0].startswith("REGRESSED: 1 regression beyond 5%")
     assert "| **REGRESSION** | throughput |" in markdown.read_text()
 
 
-def test_no_regression_exits_0_and_says_so_first(tmp_path):
+def test_within_threshold_exits_0_and_says_so_first(tmp_path):
     base = _set(tmp_path, "base", [_throughput(10.0)])
-    done = run_compare(base, base)
+    done = run_compare(base, base, "--session-sd", "1%")
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
-    assert done.stdout.splitlines()[0].startswith("no regression beyond 5%")
+    assert done.stdout.splitlines()[0].startswith("WITHIN THRESHOLD: all 1 within 5%")
 
 
 def test_a_loss_inside_a_wider_threshold_passes(tmp_path):
     base = _set(tmp_path, "base", [_throughput(10.0)])
     cand = _set(tmp_path, "cand", [_throughput(9.0)])
-    assert run_compare(base, cand, "--threshold", "0.05").returncode == 1
-    assert run_compare(base, cand, "--threshold", "50%").returncode == 0
+    assert run_compare(base, cand, "--threshold", "0.05", "--session-sd", "1%").returncode == 1
+    assert run_compare(base, cand, "--threshold", "50%", "--session-sd", "1%").returncode == 0
 
 
 BAD_INPUT = [
@@ -60,6 +65,12 @@ BAD_INPUT = [
     (["{tmp}/base", "{tmp}/base", "--threshold", "150%"], "must be at most 100%"),
     (["{tmp}/base", "{tmp}/base", "--threshold", "5"], "write 5% for per cent"),
     (["{tmp}/base", "{tmp}/base", "--threshold", "lots"], "invalid threshold 'lots'"),
+    (["{tmp}/base", "{tmp}/base", "--session-sd", "3"], "invalid session SD '3'"),
+    (["{tmp}/base", "{tmp}/base", "--session-sd=-1%"], "it must not be negative"),
+    (
+        ["{tmp}/base", "{tmp}/base", "--junit", "{tmp}/nodir/c.xml"],
+        "directory {tmp}/nodir missing",
+    ),
     (
         ["{tmp}/base", "{tmp}/base", "--markdown", "{tmp}/nodir/c.md"],
         "directory {tmp}/nodir missing",
@@ -101,7 +112,7 @@ def test_mode_and_margin_on_the_command_line(tmp_path):
     strict = run_compare(base, cand, "--mode", "non-inferiority", "--threshold", "0.5%")
     assert strict.returncode == 1, strict.stderr
     assert strict.stderr.startswith("cnibench: NOT SHOWN WITHIN THRESHOLD throughput")
-    same = run_compare(base, cand, "--margin", "50%")
+    same = run_compare(base, cand, "--margin", "50%", "--session-sd", "1%")
     assert same.returncode == 0, same.stderr
     assert "same within ±50%: 1 of 1 metric comparisons" in same.stdout
     bad = run_compare(base, cand, "--margin", "0%")

@@ -10,7 +10,7 @@ import pytest
 from compare_support import Condition, run_compare, write_result_set
 from scipy import stats as sps
 
-import cnibench.report.gate_rates
+import cnibench.report.gate.measured_rates
 from cnibench.report.compare import (
     GATE_ALPHA,
     Answer,
@@ -18,7 +18,7 @@ from cnibench.report.compare import (
     measured_false_alarm_rate,
     plan_gate,
 )
-from cnibench.report.gate_plan import (
+from cnibench.report.gate.plan import (
     budget_plan,
     detection_power,
     difference_variance,
@@ -112,15 +112,23 @@ def test_each_metric_is_regressed_within_threshold_or_undecided(tmp_path):
         ],
         session_id="20261127T110000Z-cand",
     )
-    frame = compare_result_sets(load_results(base), load_results(cand)).frame.set_index("condition")
+    baseline, candidate = load_results(base), load_results(cand)
+    # One session a side: the runs alone decide nothing, but each says what they show.
+    alone = compare_result_sets(baseline, candidate).frame.set_index("condition")
+    assert set(alone["answer"]) == {Answer.UNDECIDED}
+    assert "regressed at the runs' noise alone" in alone.loc["lost", "decide"]
+    assert "within threshold at the runs' noise alone" in alone.loc["kept", "decide"]
+    # With the sessions' SD given (here: they do not differ) the gate decides.
+    frame = compare_result_sets(baseline, candidate, session_sd=0.0).frame.set_index("condition")
     assert frame.loc["lost", "answer"] == Answer.REGRESSED
     assert frame.loc["kept", "answer"] == Answer.WITHIN
     assert frame.loc["noisy", "answer"] == Answer.UNDECIDED
-    # What would decide it: one session each, so more candidate runs, and how many: the
-    # fewest whose Welch interval's lower bound (95 %, today's df) would clear 0.95 if the
+    # What would decide the noisy one at the runs' noise: more candidate runs, and how many:
+    # the fewest whose Welch interval's lower bound (95 %, today's df) would clear 0.95 if the
     # ratio stayed 0.99 and the runs as spread.
-    hint = frame.loc["noisy", "decide"]
+    hint = alone.loc["noisy", "decide"]
     assert "more candidate runs would make it within threshold" in hint
+    assert "--session-sd" in hint
     more = int(hint.split("about ")[1].split()[0])
     var = np.log(wide).var(ddof=1)
     df = (2 * var / 5) ** 2 / (2 * (var / 5) ** 2 / 4)
@@ -155,20 +163,35 @@ def test_the_table_lookup_finds_a_design_or_the_nearest():
     assert measured_false_alarm_rate(3, 5, table=[]) == (None, None)
 
 
-def test_the_headline_prints_the_tables_rate_for_its_design(tmp_path, monkeypatch):
-    monkeypatch.setattr(cnibench.report.gate_rates, "MEASURED", (ENTRY,))
-    base = write_result_set(
-        tmp_path / "base", [Condition({"throughput": [100 * v for v in NOISE]})], session_id="a"
+def test_the_headline_states_the_rate_of_its_baselines_not_the_tables(tmp_path, monkeypatch):
+    """The rate printed is computed from the baselines at hand: one metric, three A/A sessions
+    of five runs (equal runs: the gate's test is Student's t on the session means, 2 df), one
+    candidate session. Checked against a seeded simulation of that test and its threshold,
+    independent of the code's integral; the table bench/coverage.py wrote is not quoted."""
+    monkeypatch.setattr(cnibench.report.gate.measured_rates, "MEASURED", (ENTRY,))
+    baseline = _sessions(tmp_path, "base", (-0.02, 0.0, 0.025), {"throughput": 1.0})
+    cand_dir = write_result_set(
+        tmp_path / "cand",
+        [Condition({"throughput": [100.0 * v for v in NOISE]})],
+        session_id="20261127T120000Z-cand",
     )
-    comparison = compare_result_sets(load_results(base), load_results(base))
+    comparison = compare_result_sets(baseline, load_results(cand_dir))
     headline = comparison.headline()
-    assert "false-alarm rate 12.3% (±2.0) measured for 1 baseline session of 5 runs" in headline
-    assert "2026-11-27, testhost (2 cores)" in headline
-    assert f"{100 * GATE_ALPHA:g}%" not in headline.split("false-alarm")[1]
-    monkeypatch.setattr(cnibench.report.gate_rates, "MEASURED", ({**ENTRY, "runs": 10},))
-    headline = compare_result_sets(load_results(base), load_results(base)).headline()
-    assert "not measured for this design (1 baseline session of 5 runs)" in headline
-    assert "nearest measured: 12.3% (±2.0) measured for 1 baseline session of 10 runs" in headline
+    assert "12.3%" not in headline
+    assert "bench/coverage.py" not in headline
+    stated = comparison.false_alarm.rate
+    assert f"false-alarm rate at most {100 * stated:.2g}% for these baselines" in headline
+    # The truth the rate assumes: the difference of session means has the variance the gate
+    # estimated, on 2 df; a false alarm is t beyond the 1 % critical value and the estimate
+    # below log(0.95).
+    logs = [np.log(np.array([100.0 * math.exp(s) * v for v in NOISE])) for s in (-0.02, 0, 0.025)]
+    se = math.sqrt(np.var([v.mean() for v in logs], ddof=1) * (1 / 3 + 1))
+    rng = np.random.default_rng(20261127)
+    z = rng.standard_normal(400_000)
+    t = z / np.sqrt(rng.chisquare(2, z.size) / 2)
+    simulated = float(np.mean((t > sps.t.isf(GATE_ALPHA, 2)) & (z * se > -math.log(0.95))))
+    assert stated == pytest.approx(simulated, abs=0.0015)
+    assert 0.0 < stated < GATE_ALPHA
 
 
 # ---------------------------------------------------------------- the budget plan

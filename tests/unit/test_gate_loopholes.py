@@ -113,9 +113,14 @@ def test_failed_runs_are_left_out_when_asked(tmp_path):
 
 
 @pytest.mark.parametrize("runs", [1, 2], ids=["one-run", "two-runs"])
-def test_fewer_than_three_candidate_runs_cannot_pass(tmp_path, runs):
-    comparison = _compare(tmp_path, {"throughput": THROUGHPUT}, {"throughput": THROUGHPUT[:runs]})
-    assert comparison.regressed
+def test_fewer_than_three_candidate_runs_cannot_pass_and_are_undecided(tmp_path, runs):
+    """Too few runs is not a regression: the gate cannot decide, and names the runs that
+    would (exit 3, not 0)."""
+    comparison = _compare(
+        tmp_path, {"throughput": THROUGHPUT}, {"throughput": THROUGHPUT[:runs]}, session_sd=0.01
+    )
+    assert not comparison.regressed
+    assert comparison.answer is Answer.UNDECIDED
     row = _row(comparison, "throughput")
     assert row["verdict"] == Verdict.TOO_FEW_RUNS
     assert row["answer"] == Answer.UNDECIDED
@@ -123,8 +128,11 @@ def test_fewer_than_three_candidate_runs_cannot_pass(tmp_path, runs):
 
 
 def test_three_candidate_runs_like_the_baseline_pass(tmp_path):
-    comparison = _compare(tmp_path, {"throughput": THROUGHPUT}, {"throughput": THROUGHPUT[:3]})
+    comparison = _compare(
+        tmp_path, {"throughput": THROUGHPUT}, {"throughput": THROUGHPUT[:3]}, session_sd=0.01
+    )
     assert not comparison.regressed
+    assert comparison.answer is Answer.WITHIN
 
 
 @pytest.mark.parametrize(
@@ -152,6 +160,7 @@ def test_per_node_cpu_is_gated_and_lower_is_better(tmp_path):
         tmp_path,
         {"throughput": THROUGHPUT, "cpu@egress-gw": gateway},
         {"throughput": THROUGHPUT, "cpu@egress-gw": [1.5 * v for v in gateway]},
+        session_sd=0.01,
     )
     row = _row(comparison, "cpu@egress-gw")
     assert row["direction"] == "lower is better"
@@ -171,4 +180,4 @@ def test_the_command_names_a_zero_run_and_takes_allow_failed_runs(tmp_path):
     (line,) = failing.stderr.splitlines()
     assert line.startswith("cnibench: FAILED RUNS throughput of egress/vxlan/gateway-on")
     assert "egress-r1" in line
-    assert run_compare(base, cand, "--allow-failed-runs").returncode == 0
+    assert run_compare(base, cand, "--allow-failed-runs", "--session-sd", "1%").returncode == 0

@@ -44,14 +44,14 @@ def _suite(pytester, session_dir):
 def test_regression_fails_the_session_with_the_cli_lines(pytester, sets):
     _suite(pytester, sets["slow"])
     result = pytester.runpytest_subprocess(
-        "--compare-to", str(sets["base"]), "--fail-on-regression", "5%"
+        "--compare-to", str(sets["base"]), "--fail-on-regression", "5%", "--session-sd", "2%"
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
             "*cnibench compare*",
-            "1 REGRESSION beyond 5% in 1 metric comparison of 1 matched condition*",
+            "REGRESSED: 1 regression beyond 5%; 1 metric comparison of 1 condition*",
             "cnibench: REGRESSION throughput of baseline/routed/same-node-idle-iperf3: ratio 0.5*",
             "cnibench: the session fails: --fail-on-regression found a regression",
         ]
@@ -61,24 +61,54 @@ def test_regression_fails_the_session_with_the_cli_lines(pytester, sets):
 def test_regression_through_xdist_workers(pytester, sets):
     _suite(pytester, sets["slow"])
     result = pytester.runpytest_subprocess(
-        "-p", "xdist", "-n", "2", "--compare-to", str(sets["base"]), "--fail-on-regression", "5%"
+        "-p",
+        "xdist",
+        "-n",
+        "2",
+        "--compare-to",
+        str(sets["base"]),
+        "--fail-on-regression",
+        "5%",
+        "--session-sd",
+        "2%",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["cnibench: REGRESSION throughput of *"])
 
 
-def test_no_regression_passes_and_prints_the_table(pytester, sets):
+def test_within_threshold_passes_and_prints_the_table(pytester, sets):
     _suite(pytester, sets["fast"])
     result = pytester.runpytest_subprocess(
-        "--compare-to", str(sets["base"]), "--fail-on-regression", "0.05"
+        "--compare-to", str(sets["base"]), "--fail-on-regression", "0.05", "--session-sd", "1%"
     )
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["no regression beyond 5%*", "no detectable change*throughput*"])
+    result.stdout.fnmatch_lines(
+        ["WITHIN THRESHOLD: all 1 within 5%*", "no detectable change*throughput*"]
+    )
+
+
+def test_undecided_fails_the_session_with_its_own_message(pytester, sets):
+    """One baseline session and no --session-sd: the gate cannot decide, so a session that
+    asked to fail on a regression fails, saying it is undecided and what would decide it."""
+    _suite(pytester, sets["fast"])
+    result = pytester.runpytest_subprocess(
+        "--compare-to", str(sets["base"]), "--fail-on-regression", "5%"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "UNDECIDED: 1 undecided at 5%, none regressed*",
+            "cnibench: UNDECIDED throughput of baseline/routed/same-node-idle-iperf3: *session-sd*",
+            "cnibench: the session fails: --fail-on-regression could not decide 1 comparison*",
+        ]
+    )
+    assert "found a regression" not in result.stdout.str()
 
 
 def test_compare_to_alone_reports_but_does_not_fail(pytester, sets):
     _suite(pytester, sets["slow"])
-    result = pytester.runpytest_subprocess("--compare-to", str(sets["base"]))
+    result = pytester.runpytest_subprocess("--compare-to", str(sets["base"]), "--session-sd", "2%")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["cnibench: REGRESSION throughput of *"])
     assert "the session fails" not in result.stdout.str()
@@ -102,10 +132,19 @@ def test_a_session_without_results_is_a_usage_error(pytester, sets):
         (["--fail-on-regression", "5"], "*write 5% for per cent"),
         (["--fail-on-regression", "garbage"], "*invalid threshold 'garbage'*"),
         (["--fail-on-regression", "200%"], "*must be at most 100%"),
+        (["--session-sd", "5"], "--session-sd: invalid session SD '5'*write 5% for per cent"),
         (["--compare-to", "{missing}"], "--compare-to results directory */missing does not exist"),
         (["--compare-to", "{empty}"], "--compare-to results in */empty hold no run records"),
     ],
-    ids=["negative", "bare-number", "garbage", "over-100", "missing-dir", "empty-dir"],
+    ids=[
+        "negative",
+        "bare-number",
+        "garbage",
+        "over-100",
+        "bare-session-sd",
+        "missing-dir",
+        "empty-dir",
+    ],
 )
 def test_bad_values_are_one_line_usage_errors(pytester, sets, tmp_path, args, message):
     (tmp_path / "empty").mkdir()
@@ -121,8 +160,9 @@ def test_bad_values_are_one_line_usage_errors(pytester, sets, tmp_path, args, me
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
 
 
-def test_fail_on_regression_needs_compare_to(pytester):
+@pytest.mark.parametrize("option", ["--fail-on-regression", "--session-sd"])
+def test_the_gate_options_need_compare_to(pytester, option):
     _suite(pytester, None)
-    result = pytester.runpytest_subprocess("--fail-on-regression", "5%")
+    result = pytester.runpytest_subprocess(option, "5%")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --fail-on-regression needs --compare-to DIR"])
+    result.stderr.fnmatch_lines([f"ERROR: {option} needs --compare-to DIR"])

@@ -3,8 +3,11 @@
 Written by ``python bench/coverage.py --sections gate --write-gate-rates``; do not edit by
 hand. Each entry is one design: ``baselines`` A/A baseline sessions of ``runs`` runs each,
 compared with one candidate session of as many runs, ``comparisons`` metric comparisons per
-compared session. ``cnibench compare`` prints the entry of its design in its headline
-(:func:`cnibench.report.compare.measured_false_alarm_rate`).
+compared session. ``cnibench compare``'s headline computes the rate of the baselines at hand
+(:func:`cnibench.report.gate.rates.stated_false_alarm_rate`); this table is what simulation
+measured, to check it against (:func:`cnibench.report.gate.rates.measured_false_alarm_rate`
+looks a design up). The entries of one baseline session predate the gate answering undecided
+there: it no longer fails on them, it says it cannot decide.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ is the pooled variance of the session means times :math:`1/S_b + 1/S_c`, an exac
 unequal runs, Satterthwaite's approximation. :func:`budget_plan` turns the baseline's
 components into the candidate sessions (and, when the baseline's own sessions limit what any
 candidate can show, the baseline sessions) that detect a given loss with a given power at the
-gate's family-wise level.
+gate's family-wise level, and :func:`plan_gate` does so for every gated metric of a baseline
+(``cnibench compare --plan``).
 """
 
 from __future__ import annotations
@@ -25,14 +26,28 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 from scipy import stats as sps
 
+from cnibench.errors import ConfigError, InsufficientDataError
+from cnibench.report.gate.directions import (
+    DEFAULT_THRESHOLD,
+    Direction,
+    checked_threshold,
+    gated_direction,
+    metric_order,
+)
+from cnibench.report.gate.loading import comparable_runs, values_by_metric
+from cnibench.report.gate.verdicts import GATE_ALPHA
+
 __all__ = [
+    "MAX_SESSIONS",
     "GatePlan",
     "VarianceComponents",
     "budget_plan",
     "detection_power",
     "difference_variance",
+    "plan_gate",
     "variance_components",
 ]
 
@@ -376,3 +391,79 @@ def budget_plan(
         assurance,
         higher_is_better,
     )
+
+
+def plan_gate(
+    baseline: pd.DataFrame,
+    *,
+    loss: float = 0.10,
+    power: float = 0.8,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> list[GatePlan]:
+    """The budget plan: per metric, the candidate sessions that detect ``loss`` with ``power``.
+
+    Parameters
+    ----------
+    baseline:
+        Tidy results of two or more A/A baseline sessions
+        (:func:`cnibench.results.load_results`).
+    loss, power:
+        The loss to detect (fraction, e.g. 0.10) and how surely (e.g. 0.8).
+    threshold:
+        The gate's threshold, fraction.
+
+    Returns
+    -------
+    list of GatePlan
+        One per gated metric of the baseline, in table order (:func:`budget_plan`); the
+        family is every (condition, metric) of the baseline, as a candidate measuring all of
+        them would be compared.
+
+    Raises
+    ------
+    InsufficientDataError
+        No gated metric, or no metric with two baseline sessions of a condition.
+    ConfigError
+        ``loss`` or ``power`` outside (0, 1).
+    """
+    chosen = checked_threshold(threshold)
+    for name, value in (("loss", loss), ("power", power)):
+        if not 0.0 < value < 1.0:
+            raise ConfigError(f"{name} must be strictly between 0 and 1, got {value!r}")
+    rows = comparable_runs(baseline)
+    if rows.empty:
+        raise InsufficientDataError("the baseline has no successful verified run to plan from")
+    values = values_by_metric(rows)
+    comparisons = len(values)
+    plans = []
+    for metric in sorted({m for _, m in values}, key=metric_order):
+        direction = gated_direction(metric)
+        groups = [
+            [v for v in sessions if v.size and bool(np.all(v > 0))]
+            for (_, m), (sessions, _) in values.items()
+            if m == metric
+        ]
+        components = variance_components(metric, groups)
+        if direction is None or not components.known:
+            continue
+        sizes = [v.size for sessions in groups for v in sessions]
+        sessions = max(len(group) for group in groups)
+        plans.append(
+            budget_plan(
+                components,
+                baseline_runs=[round(float(np.median(sizes)))] * sessions,
+                groups=len(groups),
+                comparisons=comparisons,
+                threshold=chosen,
+                alpha=GATE_ALPHA,
+                loss=loss,
+                power=power,
+                higher_is_better=direction is Direction.HIGHER_IS_BETTER,
+            )
+        )
+    if not plans:
+        raise InsufficientDataError(
+            "a plan needs two or more baseline sessions of a condition (A/A: the same code"
+            " measured in separate sessions): the baseline holds one"
+        )
+    return plans
