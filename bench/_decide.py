@@ -228,7 +228,8 @@ def tost_rates(simulations: int, rng: np.random.Generator) -> tuple[list[str], b
     return lines, ok
 
 
-def _ar1(rng: np.random.Generator, n: int, rho: float, sigma: float) -> npt.NDArray[np.float64]:
+def ar1(rng: np.random.Generator, n: int, rho: float, sigma: float) -> npt.NDArray[np.float64]:
+    """``n`` consecutive values of a stationary AR(1) with marginal SD ``sigma``."""
     out = np.empty(n)
     out[0] = rng.normal(0.0, sigma)
     step = sigma * math.sqrt(1.0 - rho * rho)
@@ -257,7 +258,7 @@ def printed_rates(simulations: int, rng: np.random.Generator) -> tuple[list[str]
             for _ in range(calls):
                 rows: list[dict[str, object]] = []
                 for c in range(per_call):
-                    noise = 9e9 * np.exp(_ar1(rng, 2 * runs, rho, sigma))
+                    noise = 9e9 * np.exp(ar1(rng, 2 * runs, rho, sigma))
                     rows += round_rows(f"s{c}", c, noise[:runs], noise[runs:], sequential=True)
                 table = _feature_rows(report.verdict(pd.DataFrame(rows)))
                 low = table["ci_low"].to_numpy(dtype=np.float64)

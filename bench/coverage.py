@@ -241,14 +241,8 @@ DRIFT_RUNS = (3, 5, 10)
 DRIFT_RHOS = (0.0, 0.5, 0.8)
 
 
-def _ar1(rng: np.random.Generator, n: int, rho: float, sigma: float) -> npt.NDArray[np.float64]:
-    """``n`` consecutive values of a stationary AR(1) with marginal SD ``sigma``."""
-    out = np.empty(n)
-    out[0] = rng.normal(0.0, sigma)
-    step = sigma * math.sqrt(1.0 - rho * rho)
-    for i in range(1, n):
-        out[i] = rho * out[i - 1] + rng.normal(0.0, step)
-    return out
+_ar1 = _decide.ar1
+"""``n`` consecutive values of a stationary AR(1) with marginal SD ``sigma``."""
 
 
 def _excludes_one(table: pd.DataFrame) -> npt.NDArray[np.bool_]:

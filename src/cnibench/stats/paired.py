@@ -28,7 +28,7 @@ from cnibench.stats._validation import (
     _validated_values,
     _warn,
 )
-from cnibench.stats.power import sd_upper_factor, t_test_power
+from cnibench.stats.power import sd_upper_factor, smallest_enough, t_test_power
 
 __all__ = [
     "PairedDifference",
@@ -274,17 +274,4 @@ def paired_runs_needed(
     def enough(n: int) -> bool:
         return paired_power(size, scale, n, alpha=alpha) >= power
 
-    if enough(2):
-        return 2
-    lo, hi = 2, 4
-    while not enough(hi):
-        if hi >= most:
-            return most
-        lo, hi = hi, min(2 * hi, most)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if enough(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_enough(enough, most=most)

@@ -5,7 +5,7 @@ that pin every share of a split down to a tolerance."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,6 +129,12 @@ def runs_needed(
     def enough(n: int) -> bool:
         return _two_sample_power(effect, n, n, alpha) >= power
 
+    return smallest_enough(enough, most=most)
+
+
+def smallest_enough(enough: Callable[[int], bool], *, most: int) -> int:
+    """The smallest ``n >= 2`` for which ``enough(n)`` holds (``enough`` must be monotone in
+    ``n``, as a power is), by doubling then bisection; ``most`` when even that is not."""
     if enough(2):
         return 2
     lo, hi = 2, 4
