@@ -35,7 +35,9 @@ from cnibench.errors import CnibenchError, ConfigError, ResultsError
 from cnibench.report import figures, tables
 from cnibench.report import matrix as answer
 from cnibench.report.data import (
+    HOST_IDLE_METRIC,
     LEVEL,
+    SATURATION_IDLE_BOUND,
     group_label,
     load_request_times,
     load_skipped,
@@ -43,6 +45,7 @@ from cnibench.report.data import (
     measured_on,
     ok_runs,
     request_time_summary,
+    saturated_runs,
     session_dirs,
 )
 from cnibench.report.scrub import environment_secrets, scrub_mapping, scrub_text
@@ -621,8 +624,33 @@ def _matrix_section(
         )
 
 
-def _verdict_section(doc: _Document, table: pd.DataFrame, margin: float | None) -> None:
+def _saturation_note(table: pd.DataFrame, runs: pd.DataFrame) -> str:
+    """``"3 of 4 runs saturated the host ..."`` when a run left less than
+    :data:`~cnibench.report.data.SATURATION_IDLE_BOUND` of the host's CPU idle, else ``""``."""
+    if runs.empty or not (runs["metric"] == HOST_IDLE_METRIC).any():
+        return ""
+    flagged = saturated_runs(runs)
+    if flagged.empty:
+        return ""
+    recorded = ok_runs(runs, metric=HOST_IDLE_METRIC)
+    total = len(recorded.drop_duplicates(["session_id", "run_id"]))
+    aside = int((table["saturated"] > 0).sum()) if "saturated" in table.columns else 0
+    return (
+        f"{len(flagged)} of {total} runs saturated the host (less than"
+        f" {100 * SATURATION_IDLE_BOUND:g} % of its CPU idle over the run): they measured a"
+        f" machine with no CPU to spare, not the datapath. The {aside} contrast(s) with such a"
+        " run on a side are not decided (no interval, no call); their runs are marked in the"
+        " run tables."
+    )
+
+
+def _verdict_section(
+    doc: _Document, table: pd.DataFrame, margin: float | None, runs: pd.DataFrame
+) -> None:
     doc.heading(2, "Verdict", "verdict")
+    saturation = _saturation_note(table, runs)
+    if saturation:
+        doc.paragraph(saturation, css="note")
     notes = [str(note) for note in table.attrs.get("notes", [])]
     if table.empty:
         doc.paragraph(
@@ -807,7 +835,7 @@ def write_report(
     with warnings.catch_warnings():
         # Degenerate samples (one run, equal values) are shown as such, not warned about.
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        _verdict_section(doc, table, margin)
+        _verdict_section(doc, table, margin, df)
         for scenario in _iter_scenarios(df):
             _scenario(doc, df, scenario, times, split, all_metrics)
     _methods(doc, df)

@@ -9,7 +9,8 @@ Two matrices are built from :func:`cnibench.report.verdict.verdict`'s frame:
   control, or a difference where a side is near zero) with the interval that carries its
   call and runs per side, marked :data:`DETECTABLE` (a cost), :data:`SAME` (same within
   ±5 % or the margin), undecided (``?N``: runs per side that would decide ±5 % or the
-  margin), or why there is no number.
+  margin), :data:`SATURATED` (a run on a side saturated the host's CPU: no claim), or why
+  there is no number.
 - :func:`cni_matrix`: each configuration against the reference of its group of comparable
   configurations (:mod:`cnibench.report.configs`), condition by condition.
 
@@ -28,7 +29,11 @@ from typing import Any
 
 import pandas as pd
 
-from cnibench.report.data import RETRANSMIT_RATE_BOUND, high_retransmit_runs
+from cnibench.report.data import (
+    RETRANSMIT_RATE_BOUND,
+    SATURATION_IDLE_BOUND,
+    high_retransmit_runs,
+)
 from cnibench.report.derived import AGENT_METRICS, HOST_WIDE, NODE_SUM
 from cnibench.report.labels import shorten_cni_labels
 from cnibench.report.verdict import DRIFT_TOO_STRONG, interval_text, metric_words
@@ -39,6 +44,7 @@ __all__ = [
     "MATRIX_COLUMNS",
     "NOT_POSSIBLE_CELL",
     "SAME",
+    "SATURATED",
     "WIDTH",
     "cni_matrix",
     "feature_matrix",
@@ -61,6 +67,12 @@ LOSSY = "⚠"
 """Mark of a throughput cell with a run whose TCP senders retransmitted more than
 :data:`~cnibench.report.data.RETRANSMIT_RATE_BOUND` of their segments, on either side: loss,
 not the datapath's speed, limited that run."""
+
+SATURATED = "⊘"
+"""Mark of a cell whose contrast has a run, on either side, that left less than
+:data:`~cnibench.report.data.SATURATION_IDLE_BOUND` of the host's CPU idle: the machine, not
+the datapath, limited that run, and the verdict claims nothing from the contrast (its cell
+shows the estimate alone, no interval and no call)."""
 
 Lossy = frozenset[tuple[str, str, str]]
 """(scenario, configuration, condition) with a lossy run (:func:`lossy_conditions`)."""
@@ -124,6 +136,8 @@ def _shown(metric: str, scenario_metrics: Sequence[str]) -> bool:
 
 
 def _state(row: Mapping[str, Any]) -> str:
+    if int(row.get("saturated", 0) or 0):
+        return "saturated"
     if row["significant"]:
         return "detectable"
     if row["equivalent"]:
@@ -177,6 +191,8 @@ def _cell(row: Mapping[str, Any]) -> str:
         ci = ACROSS_SESSIONS_CELL
     elif DRIFT_TOO_STRONG in str(row.get("verdict", "")) and not math.isfinite(low):
         ci = DRIFT_CELL
+    if state == "saturated":
+        return f"{head} {SATURATED}"
     mark = {"detectable": DETECTABLE, "same": SAME}.get(state, "")
     if state == "undecided":
         needed = int(row["runs_needed"])
@@ -453,12 +469,22 @@ def matrix_legend(matrix: pd.DataFrame, margin: float | None = None) -> str:
             f"{NOT_POSSIBLE_CELL}: that configuration's cluster cannot run the feature (why:"
             " below the matrix)"
         )
+    if has_saturated(matrix):
+        parts.append(
+            f"{SATURATED} a run on a side left less than {100 * SATURATION_IDLE_BOUND:g} % of"
+            " the host's CPU idle (saturated: no claim, estimate only)"
+        )
     if has_lossy(matrix):
         parts.append(
             f"{LOSSY} a run retransmitted more than {100 * RETRANSMIT_RATE_BOUND:g} % of its"
             " TCP segments (loss limited its throughput)"
         )
     return "; ".join(parts)
+
+
+def has_saturated(matrix: pd.DataFrame) -> bool:
+    """Whether a cell of ``matrix`` carries :data:`SATURATED` (its legend then explains it)."""
+    return bool((matrix["state"] == "saturated").any())
 
 
 def has_lossy(matrix: pd.DataFrame) -> bool:

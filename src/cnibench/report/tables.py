@@ -13,7 +13,13 @@ from rich.table import Table
 from rich.text import Text
 
 from cnibench.errors import ConfigError, InsufficientDataError
-from cnibench.report.data import high_retransmit_runs, ok_runs, pair_rows
+from cnibench.report.data import (
+    HOST_IDLE_METRIC,
+    high_retransmit_runs,
+    ok_runs,
+    pair_rows,
+    saturated_runs,
+)
 from cnibench.scenarios.base import with_companions
 
 __all__ = [
@@ -23,6 +29,7 @@ __all__ = [
     "markdown_table",
     "priority_outcomes",
     "retransmit_mark",
+    "saturated_mark",
     "table_runs",
     "text_table",
 ]
@@ -68,7 +75,9 @@ def table_runs(
         ``"<metric> CV across pairs"`` gives the spread of its pairs (sample std over mean,
         ddof=1; NaN with one pair). A run whose retransmit rate exceeds
         :data:`~cnibench.report.data.RETRANSMIT_RATE_BOUND` is marked in its label
-        (``"Run 3 ⚠ retransmits 13 %"``, :func:`retransmit_mark`).
+        (``"Run 3 ⚠ retransmits 13 %"``, :func:`retransmit_mark`), and a run that left less
+        than :data:`~cnibench.report.data.SATURATION_IDLE_BOUND` of the host's CPU idle too
+        (``"Run 2 ⊘ saturated, 1.2 % CPU idle"``, :func:`saturated_mark`).
         ``df.attrs["run_ids"]`` lists the run ids of the rows. Failed runs are not rows: they
         have no values (see the report's failed-runs section).
 
@@ -119,8 +128,19 @@ def table_runs(
         if "retransmit_rate" in recorded
         else {}
     )
+    busy = (
+        saturated_runs(rows).set_index("run_id")[HOST_IDLE_METRIC].to_dict()
+        if HOST_IDLE_METRIC in recorded
+        else {}
+    )
     labels = [
-        f"Run {i} {retransmit_mark(high[run])}" if run in high else f"Run {i}"
+        " ".join(
+            [
+                f"Run {i}",
+                *([retransmit_mark(high[run])] if run in high else []),
+                *([saturated_mark(busy[run])] if run in busy else []),
+            ]
+        )
         for i, run in enumerate(order, start=1)
     ]
     table = pd.DataFrame(
@@ -187,6 +207,19 @@ def retransmit_mark(rate: float) -> str:
     """
     percent = 100.0 * rate
     return f"⚠ retransmits {percent:.0f} %" if percent >= 10 else f"⚠ retransmits {percent:.1f} %"
+
+
+def saturated_mark(idle: float) -> str:
+    """The mark of a run whose host had less than
+    :data:`~cnibench.report.data.SATURATION_IDLE_BOUND` of its CPU idle (``idle`` a ratio):
+    ``"⊘ saturated, 1.2 % CPU idle"``.
+
+    Examples
+    --------
+    >>> saturated_mark(0.012), saturated_mark(0.0)
+    ('⊘ saturated, 1.2 % CPU idle', '⊘ saturated, 0.0 % CPU idle')
+    """
+    return f"⊘ saturated, {100.0 * idle:.1f} % CPU idle"
 
 
 PRIORITY_COLUMNS = (

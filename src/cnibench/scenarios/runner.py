@@ -45,6 +45,7 @@ from cnibench.errors import (
     VerificationError,
 )
 from cnibench.metrics import MetricsClient, MetricsSettings
+from cnibench.metrics.host_cpu import HOST_IDLE, CpuTimes, idle_share, read_cpu_times
 from cnibench.records import (
     Measurement,
     ParamValue,
@@ -65,6 +66,7 @@ __all__ = [
     "ProgressCallback",
     "RunResult",
     "Runner",
+    "host_idle",
     "machine_usage",
 ]
 
@@ -73,6 +75,9 @@ METRICS_READY_TIMEOUT = 60.0
 to have every node's rates."""
 SCRAPE_TIMEOUT = 15.0
 """Seconds to wait after a run for every node's next scrape (fifteen 1 s scrape intervals)."""
+LOCAL_PROVIDERS = frozenset({"lab", "kind"})
+"""Providers whose clusters run on this host (the lab's namespaces, kind's node containers):
+only their runs record this host's idle CPU (:data:`~cnibench.metrics.host_cpu.HOST_IDLE`)."""
 
 ProgressCallback = Callable[[str], None]
 """Called with a short description after each attempted run (drives progress bars)."""
@@ -376,6 +381,31 @@ def machine_usage(
     return out
 
 
+def _host_cpu(cluster: ClusterIdentity) -> CpuTimes | None:
+    """This host's CPU times now, for a cluster that runs on it (:data:`LOCAL_PROVIDERS`);
+    ``None`` for a remote one or when ``/proc/stat`` cannot be read (the run then has no
+    ``host_idle``, never a guess)."""
+    if cluster.provider not in LOCAL_PROVIDERS:
+        return None
+    try:
+        return read_cpu_times()
+    except CnibenchError:
+        return None
+
+
+def host_idle(before: CpuTimes | None, after: CpuTimes | None) -> list[Measurement]:
+    """The ``host_idle`` record of a run (ratio, 0-1: the host's idle CPU share over its
+    window, :func:`cnibench.metrics.host_cpu.idle_share`), or nothing without both readings.
+
+    >>> [(m.metric, m.value, m.unit) for m in host_idle(CpuTimes(800, 1000), CpuTimes(805, 1100))]
+    [('host_idle', 0.05, 'ratio')]
+    """
+    if before is None or after is None:
+        return []
+    share = idle_share(before, after)
+    return [] if math.isnan(share) else [Measurement(HOST_IDLE, share, "ratio")]
+
+
 def new_session_id() -> str:
     """Sortable, unique session id such as ``20261122T103500Z-1a2b3c``."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -590,15 +620,18 @@ class Runner:
         run_id = f"{scenario.name}-{cluster.spec.slug}-{condition.id}-r{repetition}a{attempt}"
         resources = self.resource_metrics and scenario.resource_metrics
         before = cluster.resource_usage(reset_peak=True) if resources else {}
+        host_before = _host_cpu(cluster)
         started = time.time()
         raw: Mapping[str, str] = {}
         after: Mapping[str, ResourceUsage] | None = None  # the run's closing reading
         try:
             output = scenario.measure(cluster, prepared, condition, self.profile, repetition)
+            host_after = _host_cpu(cluster)
             raw = output.raw
             ended = time.time()
             after = cluster.resource_usage() if before else {}
             measurements = list(output.measurements)
+            measurements += host_idle(host_before, host_after)
             if resources:
                 measurements += machine_usage(before, after, ended - started)
                 measurements += self._resources(cluster, started, ended)

@@ -25,11 +25,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from cnibench.errors import ConfigError
 from cnibench.report import design
-from cnibench.report.data import LEVEL
+from cnibench.report.data import HOST_IDLE_METRIC, LEVEL, saturated_runs
 from cnibench.report.verdict.decide import decide
 from cnibench.report.verdict.formatting import interval_text
 from cnibench.report.verdict.measure import (
@@ -116,6 +117,7 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "design",
     "pairing",
     "sessions",
+    "saturated",
     "verdict",
 )
 """Columns of :func:`verdict`, one row per contrast."""
@@ -179,7 +181,10 @@ def verdict(
         ``pairing`` (``"6 rounds, paired"`` where an interleaved contrast was estimated from
         its within-round differences, why not where a round lacked a side, else ``""``);
         ``sessions`` (the sessions the contrast draws on: ``"A"``, or ``"B vs A"``,
-        treatment first, when the sides' sessions differ); and ``verdict`` (the line).
+        treatment first, when the sides' sessions differ); ``saturated`` (how many of the
+        sides' runs left less than 5 % of the host's CPU idle,
+        :func:`cnibench.report.data.saturated_runs`: such a contrast is no finding, with no
+        p-value or interval, and its line says why); and ``verdict`` (the line).
         Grouped by scenario, kind (feature, option, CNI, weights, outcome) and feature,
         each in order of first appearance; within a group by ``effect_size``, largest
         first, rows without a p-value last.
@@ -218,6 +223,7 @@ def verdict(
         if not positions.empty
         else np.nan
     )
+    rows = rows.assign(_saturated=_saturated_mask(df, rows))
     drift = Drift(rows, planned)
     measured = [(p, measure_contrast(p, rows, level, drift)) for p in planned]
     decide(measured, level=level, margin=margin)
@@ -247,3 +253,15 @@ def verdict(
     frame.attrs["reference"] = reference_cni(df, reference) if not df.empty else ""
     frame.attrs["references"] = references
     return frame
+
+
+def _saturated_mask(df: pd.DataFrame, rows: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """Which of ``rows`` belong to a run that saturated its host
+    (:func:`cnibench.report.data.saturated_runs` of ``df``); none without ``host_idle``."""
+    if rows.empty or not (df["metric"] == HOST_IDLE_METRIC).any():
+        return np.zeros(len(rows), dtype=bool)
+    flagged = saturated_runs(df)
+    if flagged.empty:
+        return np.zeros(len(rows), dtype=bool)
+    keys = set(design.run_keys(flagged))
+    return design.run_keys(rows).isin(keys).to_numpy(dtype=bool)

@@ -22,7 +22,12 @@ Each tested contrast is one of:
   ±5 %) or ``± m`` in the unit (a difference, where :data:`ABSOLUTE_MARGINS` gives one, e.g.
   ±0.05 cores): two one-sided tests, each at the interval's level;
 - *undecided*: with the runs (or rounds) per side that would decide it
-  (:func:`advise`).
+  (:func:`advise`);
+- *not decided*, no finding at all (:func:`set_aside_saturated`): a side has a run that left
+  less than 5 % of the host's CPU idle (:func:`cnibench.report.data.saturated_runs`). Such a
+  run measured a machine with no CPU to spare, not the datapath, so the contrast gets no
+  p-value, no interval and no call, and it stays out of its question's family (Holm's
+  correction runs over the contrasts that can make a claim).
 
 The interval a line prints is the one that carries its call: Student's interval at the level
 :func:`cnibench.stats.call_levels` gives (between 95 % and Bonferroni's for the question), which
@@ -51,6 +56,7 @@ __all__ = [
     "margin_of",
     "question_of",
     "question_text",
+    "set_aside_saturated",
 ]
 
 ABSOLUTE_MARGINS: Mapping[str, float] = {"cores": 0.05}
@@ -178,6 +184,15 @@ def advise(row: dict[str, Any], *, alpha: float, margin: float) -> None:
         return
 
 
+def set_aside_saturated(row: dict[str, Any]) -> bool:
+    """Whether ``row`` has a saturated run on a side (its ``saturated`` count); if so, drop
+    its p-value and interval in place, so that nothing can call it (its estimate stays)."""
+    if not int(row.get("saturated", 0)):
+        return False
+    row.update(p_value=math.nan, ci_low=math.nan, ci_high=math.nan)
+    return True
+
+
 def decide(
     measured: Sequence[tuple[PlannedContrast, dict[str, Any]]],
     *,
@@ -186,16 +201,18 @@ def decide(
 ) -> None:
     """Call every measured contrast, in place: ``p_adjusted`` (Holm within its question),
     ``question``, ``family_size``, ``call_level`` and the interval moved to it,
-    ``significant``, ``margin``, ``equivalent``, and the advice (:func:`advise`)."""
+    ``significant``, ``margin``, ``equivalent``, and the advice (:func:`advise`); a contrast
+    with a saturated run is set aside first (:func:`set_aside_saturated`): no call."""
     alpha = 1.0 - level
     relative = DEFAULT_MARGIN if margin is None else margin
+    aside = [set_aside_saturated(m) for _, m in measured]
     p_values = np.array([float(m["p_value"]) for _, m in measured], dtype=np.float64)
     families = [question_of(p) for p, _ in measured]
     adjusted = stats.family_holm(p_values, families)
     sizes = stats.family_sizes(p_values, families)
     levels = stats.call_levels(p_values, adjusted, level=level)
-    for (planned, row), p_adj, size, to_level in zip(
-        measured, adjusted, sizes, levels, strict=True
+    for (planned, row), p_adj, size, to_level, saturated in zip(
+        measured, adjusted, sizes, levels, aside, strict=True
     ):
         row["kind"] = planned.kind
         row["p_adjusted"] = float(p_adj)
@@ -207,7 +224,10 @@ def decide(
         row["significant"] = bool(math.isfinite(p_adj) and p_adj <= alpha and is_apart(row))
         row["margin"] = margin_of(row, relative)
         row["equivalent"] = bool(
-            not row["significant"] and not row["why_not"] and _within(row, row["margin"])
+            not row["significant"]
+            and not row["why_not"]
+            and not saturated
+            and _within(row, row["margin"])
         )
-        if planned.kind is not ContrastKind.WEIGHTS:
+        if planned.kind is not ContrastKind.WEIGHTS and not saturated:
             advise(row, alpha=alpha / max(int(size), 1), margin=float(row["margin"]))

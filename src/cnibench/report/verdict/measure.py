@@ -188,6 +188,7 @@ def _empty_row(unit: str, level: float) -> dict[str, Any]:
         "sd_df": math.nan,
         "counts": (),
         "call_level": level,
+        "saturated": 0,
     }
 
 
@@ -534,6 +535,31 @@ def _across_sessions(
         _measure_difference(row, means[0], means[1], level)
 
 
+def _saturated_count(rows: pd.DataFrame, planned: PlannedContrast, sessions: set[str]) -> int:
+    """How many runs of the contrast's two sides (in ``sessions``) saturated their host: the
+    ``_saturated`` rows :func:`cnibench.report.verdict.verdict` marks."""
+    if "_saturated" not in rows.columns:
+        return 0
+    mask = np.zeros(len(rows), dtype=bool)
+    for cni, condition, parameters in (
+        (planned.cni, planned.treatment, planned.treatment_parameters),
+        (planned.control_cni, planned.control, planned.control_parameters),
+    ):
+        mask |= (
+            (rows["cni"] == cni)
+            & (rows["condition"] == condition)
+            & (rows["parameters"] == parameters)
+            & (rows["metric"] == planned.metric)
+        ).to_numpy(dtype=bool)
+    mask &= rows["_saturated"].to_numpy(dtype=bool)
+    if "session_id" in rows.columns:
+        mask &= rows["session_id"].astype(str).isin(sessions).to_numpy(dtype=bool)
+    chosen = rows[mask]
+    if "session_id" not in chosen.columns:
+        return int(chosen["run_id"].nunique())
+    return len(set(design.run_keys(chosen)))
+
+
 def measure_contrast(
     planned: PlannedContrast,
     rows: pd.DataFrame,
@@ -589,6 +615,8 @@ def measure_contrast(
     if shared is not None:
         control_runs, treatment_runs, left_out = shared
     treatment, control = treatment_runs.values, control_runs.values
+    sessions = {*control_runs.sessions, *treatment_runs.sessions}
+    row["saturated"] = _saturated_count(scenario_rows, planned, sessions)
     shape = design.layout(control_runs, treatment_runs)
     row.update(design=shape.value, sessions=design.sessions_text(control_runs, treatment_runs))
     scale = _scale_of(unit, treatment, control)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from cnibench.errors import ConfigError
 from cnibench.report import design
+from cnibench.report.data import SATURATION_IDLE_BOUND
 from cnibench.report.derived import HOST_WIDE
 from cnibench.report.verdict.decide import is_apart
 from cnibench.report.verdict.formatting import decimals, interval_text, number_text, si_prefix
@@ -115,6 +116,29 @@ def _power_words(row: Mapping[str, Any]) -> str:
     return words
 
 
+def saturated_words(row: Mapping[str, Any]) -> str:
+    """Why a contrast with saturated runs is no finding: ``"not decided: 2 run(s) saturated
+    the host (< 5 % CPU idle)"``."""
+    return (
+        f"not decided: {int(row['saturated'])} run(s) saturated the host"
+        f" (< {100 * SATURATION_IDLE_BOUND:g} % CPU idle)"
+    )
+
+
+def _estimate_words(row: Mapping[str, Any]) -> str:
+    """``"×0.93, "`` or ``"+0.37 cores, "`` (the estimate alone, no interval), or ``""``."""
+    estimate = float(row["estimate"])
+    if not math.isfinite(estimate):
+        return ""
+    if row["scale"] == Scale.RATIO:
+        return f"×{number_text(estimate)}, "
+    if row["scale"] == Scale.DIFFERENCE:
+        divisor, prefix = si_prefix(abs(estimate))
+        unit = f" {row['unit']}" if row["unit"] else ""
+        return f"{_signed(estimate / divisor, 2)}{prefix}{unit}, "
+    return ""
+
+
 def sentence(planned: PlannedContrast, row: Mapping[str, Any]) -> str:
     n = _n_text(row)
     level = level_text(float(row.get("call_level", row["level"])))
@@ -134,6 +158,8 @@ def sentence(planned: PlannedContrast, row: Mapping[str, Any]) -> str:
             f" {interval_text(low, high, null=1.0)}, Clopper-Pearson;"
             " an outcome, not a comparison)"
         )
+    if int(row.get("saturated", 0)):
+        return f"{head} {saturated_words(row)} ({_estimate_words(row)}{n})"
     stated_without_claim = row["design"] == design.Layout.ACROSS_SESSIONS or str(
         row.get("drift", "")
     ).startswith(DRIFT_TOO_STRONG)
@@ -223,6 +249,8 @@ def _call(row: Mapping[str, Any]) -> str:
     """What ``row``'s line says: a cost, an outcome, same within, undecided, not compared."""
     if row["kind"] in (ContrastKind.OUTCOME, "outcome"):
         return "outcome"
+    if int(row.get("saturated", 0) or 0):
+        return "not compared"
     if row["significant"]:
         return "cost"
     if row["equivalent"]:
@@ -283,6 +311,13 @@ def verdict_summary(
         " yes/no, one pooled test per split; grouped by feature"
     )
     heading += _references_text(frame)
+    aside = int((frame["saturated"] > 0).sum()) if "saturated" in frame.columns else 0
+    if aside:
+        # In the heading, not below the lines: what follows the lines is read as a line.
+        heading += (
+            f"; {aside} not decided: a run on a side saturated the host"
+            f" (< {100 * SATURATION_IDLE_BOUND:g} % CPU idle)"
+        )
     shown, tail = frame, []
     if len(frame) > limit:
         calls = np.array(
