@@ -73,6 +73,7 @@ SYSTEM_TOOLS: tuple[SystemTool, ...] = (
     SystemTool("prometheus", "prometheus", "metrics store"),
     SystemTool("prometheus-node-exporter", "prometheus-node-exporter", "per-node metrics"),
     SystemTool("chromium", "chromium", "tests: render the HTML report headless", "tests"),
+    SystemTool("zsh", "zsh", "tests: check the zsh completion script", "tests"),
     SystemTool(
         "/usr/lib/cni/host-local",
         "containernetworking-plugins",

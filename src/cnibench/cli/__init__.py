@@ -5,8 +5,9 @@ errors exit with 2, failed benchmarks with 1, an interrupted run with 130; ``com
 within threshold, 1 regressed, 3 undecided (:mod:`~cnibench.cli.exits`).
 
 One module per command (:mod:`~cnibench.cli.run` with ``report``, :mod:`~cnibench.cli.compare`,
-:mod:`~cnibench.cli.doctor`, :mod:`~cnibench.cli.maintenance` for clean, engine and images),
-the parser in :mod:`~cnibench.cli.parser` and the exit codes in :mod:`~cnibench.cli.exits`.
+:mod:`~cnibench.cli.doctor`, :mod:`~cnibench.cli.maintenance` for clean, engine and images,
+:mod:`~cnibench.cli.export`, :mod:`~cnibench.cli.completion`), the parser in
+:mod:`~cnibench.cli.parser` and the exit codes in :mod:`~cnibench.cli.exits`.
 ``python -m cnibench.cli`` runs :func:`entry`.
 """
 
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from cnibench.cli.compare import _compare
+from cnibench.cli.completion import completion_script
 from cnibench.cli.doctor import _doctor
 from cnibench.cli.exits import (
     EXIT_FAILED,
@@ -26,6 +28,7 @@ from cnibench.cli.exits import (
     EXIT_UNDECIDED,
     EXIT_USAGE,
 )
+from cnibench.cli.export import _export
 from cnibench.cli.maintenance import _clean, _engine, _images
 from cnibench.cli.parser import _build_parser as _build_parser
 from cnibench.cli.run import _few_runs_note as _few_runs_note
@@ -92,6 +95,11 @@ def _main(argv: Sequence[str] | None) -> int:
             return _engine(args)
         if args.command == "images":
             return _images(args)
+        if args.command == "export":
+            return _export(args)
+        if args.command == "completion":
+            print(completion_script(parser, args.shell), end="")
+            return EXIT_OK
         return _clean(args)
     except ConfigError as exc:
         print(f"cnibench: error: {exc}", file=sys.stderr)

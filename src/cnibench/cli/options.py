@@ -7,7 +7,7 @@ import argparse
 
 from cnibench.errors import ConfigError
 
-__all__ = ["MARGIN_HELP"]
+__all__ = ["MARGIN_HELP", "installed_version"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -15,6 +15,43 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise ConfigError(message)
+
+
+def installed_version() -> str:
+    """The installed ``cnibench`` distribution's version (its metadata), or the package's
+    ``__version__`` when it runs from a source tree without being installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cnibench")
+    except PackageNotFoundError:
+        import cnibench
+
+        return cnibench.__version__
+
+
+class _Version(argparse.Action):
+    """``--version``: ``<prog> <version>`` on stdout, then exit 0. Unlike argparse's own
+    action, it reads the version only when asked, not on every parse."""
+
+    def __init__(
+        self,
+        option_strings: list[str],
+        dest: str = argparse.SUPPRESS,
+        default: str = argparse.SUPPRESS,
+        help: str | None = None,
+    ) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"{parser.prog} {installed_version()}")
+        parser.exit()
 
 
 MARGIN_HELP = (

@@ -1,6 +1,7 @@
 """The ``cnibench`` command line: one subcommand each for run, report, compare, doctor,
-clean, engine and images (the ``compare`` options live with their command,
-:mod:`cnibench.cli.compare`)."""
+clean, engine, images, export and completion (the ``compare`` and ``export`` options live with
+their commands, :mod:`cnibench.cli.compare` and :mod:`cnibench.cli.export`), and
+``--version``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import argparse
 from pathlib import Path
 
 from cnibench.cli.compare import _add_compare_parser
-from cnibench.cli.options import MARGIN_HELP, _margin, _Parser
+from cnibench.cli.completion import SHELLS
+from cnibench.cli.export import _add_export_parser
+from cnibench.cli.options import MARGIN_HELP, _margin, _Parser, _Version
 
 __all__: list[str] = []
 
@@ -25,6 +28,9 @@ def _build_parser() -> _Parser:
         " up a scenario on a cluster (the embedded lab, kind, AKS or an existing one), proves it"
         " is in effect, measures it with real tools and reports the cost with an interval.",
         epilog="e.g. cnibench run --scenario egress --profile quick; cnibench report results/",
+    )
+    parser.add_argument(
+        "--version", action=_Version, help="print the installed cnibench's version and exit"
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -66,6 +72,7 @@ def _build_parser() -> _Parser:
         help="one condition after the other, all its runs on one set-up (the order before"
         " interleaving was the default); recorded in the session's design.json",
     )
+    run.add_argument("--json", action="store_true", help=_JSON_HELP)
 
     report = commands.add_parser("report", help="figures, tables and an HTML report of results")
     report.add_argument("results", type=Path, metavar="RESULTS_DIR")
@@ -106,8 +113,19 @@ def _build_parser() -> _Parser:
         help="only this session of the directory (repeatable; default: every session, each"
         " described in the environment section)",
     )
+    report.add_argument(
+        "--json",
+        action="store_true",
+        help=_JSON_HELP + "; writes only the files --html, --markdown and --png-dir name",
+    )
 
     _add_compare_parser(commands)
+    _add_export_parser(commands)
+    completion = commands.add_parser(
+        "completion",
+        help="print a shell completion script: source <(cnibench completion bash)",
+    )
+    completion.add_argument("shell", choices=SHELLS, help="bash or zsh")
     commands.add_parser("doctor", help="which backends and tools are usable here, and why not")
 
     clean = commands.add_parser(
@@ -130,6 +148,11 @@ def _build_parser() -> _Parser:
     _add_images_parser(commands)
     return parser
 
+
+_JSON_HELP = (
+    "print the verdict as JSON on stdout (a list of contrasts, every column of the verdict,"
+    " NaN as null) and nothing else there: the human output goes to stderr"
+)
 
 _RUN_DESCRIPTION = (
     "Run scenarios and record results. The conditions of a scenario on one cluster run in"

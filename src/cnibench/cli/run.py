@@ -1,14 +1,21 @@
 """``cnibench run`` and ``cnibench report``: a session with its progress, then the answer (the
-feature matrix and the verdict) and the per-condition table; a report of results on disk."""
+feature matrix and the verdict) and the per-condition table; a report of results on disk.
+
+With ``--json`` each prints the verdict as JSON on stdout
+(:func:`cnibench.report.exports.verdict_json`) and nothing else there: everything it prints
+otherwise goes to stderr, down to the file descriptor, so a child process's output cannot
+land in the JSON either."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 import shlex
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +25,47 @@ from cnibench.errors import ConfigError
 __all__: list[str] = []
 
 
+@contextlib.contextmanager
+def _stdout_to_stderr(active: bool) -> Iterator[None]:
+    """While ``active``: Python's stdout and file descriptor 1 both write to stderr, so what is
+    printed inside (tables, lines, a tool's output) leaves stdout to the JSON after it."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _print_json(table: Any) -> None:
+    """The verdict as JSON on stdout (``--json``); ``None`` (no verdict) is an empty list."""
+    from cnibench.report.exports import verdict_json
+
+    print("[]" if table is None else verdict_json(table), flush=True)
+
+
 def _run(args: argparse.Namespace) -> int:
+    """``cnibench run``; with ``--json``, the verdict as JSON on stdout and all else on stderr."""
+    table: Any = None
+    with _stdout_to_stderr(args.json):
+        code, table = _run_session(args)
+    if args.json:
+        _print_json(table)
+    return code
+
+
+def _run_session(args: argparse.Namespace) -> tuple[int, Any]:
     """``cnibench run``: options to a session, :meth:`BenchSession.run` with a progress bar,
     then the answer (feature matrix and verdict) and the per-condition table (the answer first
-    into a file or pipe, last on a terminal), and the session's own lines."""
+    into a file or pipe, last on a terminal), and the session's own lines. Returns the exit
+    code and the verdict (``None`` when no result was written)."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -88,6 +132,7 @@ def _run(args: argparse.Namespace) -> int:
             outcome = session.run(planned, interleave=not args.sequential, progress=show)
         finally:
             bar.stop()
+    table = None
     if outcome.results:
         # The answer goes where a reader looks first: at the top of a file or a pipe (CI logs,
         # `| less`), at the bottom of a terminal (what stays on screen when the run ends). The
@@ -97,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
         if not answer_first:
             _print_table(outcome.results, session.scenarios, details)
         if outcome.session_dir.is_dir():
-            _print_verdict(outcome.session_dir, config.reference, args.margin)
+            table = _print_verdict(outcome.session_dir, config.reference, args.margin)
         if answer_first:
             print(flush=True)
             _print_table(outcome.results, session.scenarios, details)
@@ -118,7 +163,7 @@ def _run(args: argparse.Namespace) -> int:
             margin=args.margin,
         )
         console.print(f"report written to {config.report}")
-    return EXIT_FAILED if outcome.failed else EXIT_OK
+    return (EXIT_FAILED if outcome.failed else EXIT_OK), table
 
 
 def _print_table(
@@ -204,8 +249,9 @@ def _print_table(
         console.print(note, markup=False, highlight=False)
 
 
-def _print_verdict(results_dir: Path, reference: str | None, margin: float | None) -> None:
-    """The session's verdict on stdout: a heading, then one line per planned contrast."""
+def _print_verdict(results_dir: Path, reference: str | None, margin: float | None) -> Any:
+    """The session's verdict on stdout: a heading, then one line per planned contrast.
+    Returns the verdict's table."""
     from cnibench.report import verdict
     from cnibench.results import load_results
 
@@ -218,6 +264,7 @@ def _print_verdict(results_dir: Path, reference: str | None, margin: float | Non
     table = verdict(runs, reference=reference, margin=margin)
     where = f"{shlex.join(command)} (its Verdict section)"
     _print_answer(table, full_at=where, margin=margin, runs=runs, results=results_dir)
+    return table
 
 
 def _print_answer(
@@ -281,16 +328,30 @@ def _few_runs_note(n: int) -> str:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from cnibench.report import write_report
-
+    """``cnibench report``; with ``--json``, the verdict as JSON on stdout, all else on stderr
+    and only the files named by an option written (no default ``report.html``)."""
     # A path that names no directory is a bad argument (exit 2); a directory whose files are
     # damaged is a failure of the data (ResultsError, exit 1).
     if not args.results.exists():
         raise ConfigError(f"results directory {args.results} does not exist")
     if not args.results.is_dir():
         raise ConfigError(f"results path {args.results} is not a directory")
+    with _stdout_to_stderr(args.json):
+        table = _report_files(args)
+    if args.json:
+        _print_json(table)
+    return EXIT_OK
+
+
+def _report_files(args: argparse.Namespace) -> Any:
+    """The report's files and its answer (the matrix and the verdict's lines); returns the
+    verdict's table."""
+    from cnibench.report import write_report
+
     html = args.html
     if html is None and args.markdown is None and args.png_dir is None:
+        if args.json:
+            return _json_verdict_only(args)
         html = args.results / "report.html"
     paths = write_report(
         args.results,
@@ -311,4 +372,16 @@ def _report(args: argparse.Namespace) -> int:
             print(f"wrote {path}")
     if paths.pngs:
         print(f"wrote {len(paths.pngs)} PNG figures to {args.png_dir}")
-    return EXIT_OK
+    return table
+
+
+def _json_verdict_only(args: argparse.Namespace) -> Any:
+    """``report --json`` without a file to write: the verdict, and its answer on stderr."""
+    from cnibench.report import verdict
+    from cnibench.results import load_results
+
+    runs = load_results(args.results, sessions=args.session or "all")
+    table = verdict(runs, reference=args.reference, margin=args.margin)
+    where = "cnibench report " + shlex.quote(str(args.results)) + " (its Verdict section)"
+    _print_answer(table, full_at=where, margin=args.margin, runs=runs, results=args.results)
+    return table
