@@ -43,6 +43,14 @@ def test_the_aggregate_cpu_line_counts_idle_and_iowait_as_idle_and_steal_as_busy
     )
 
 
+def test_niced_time_counts_as_idle_it_yields_to_the_run():
+    # A nice-19 build using every spare tick (user 0, nice 180 of 190 ticks): the run had the
+    # CPU it wanted, so the host is not saturated.
+    before = parse_cpu_times("cpu  1000 5000 100 800 0 0 0 0 0 0\n")
+    after = parse_cpu_times("cpu  1005 5180 105 800 0 0 0 0 0 0\n")
+    assert idle_share(before, after) == pytest.approx(180 / 190)
+
+
 def test_idle_share_is_the_idle_ticks_over_all_ticks_between_two_readings():
     share = idle_share(parse_cpu_times(PROC_STAT_BEFORE), parse_cpu_times(PROC_STAT_AFTER))
     assert share == pytest.approx(90 / 190)
