@@ -1,0 +1,252 @@
+"""The verdict's forest plot (:func:`figure_forest`): each contrast's ratio with its interval
+on a log axis, one section per scenario and metric; row labels name only what differs between
+the contrasts (:mod:`cnibench.report.labels`), wrapped to :data:`FOREST_LABEL_WIDTH`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.ticker import FuncFormatter
+
+from cnibench.errors import ConfigError, InsufficientDataError
+from cnibench.report.figures.common import _color, _outside_legend, keep_axes_wide, new_figure
+from cnibench.report.labels import common_parts, distinct_labels, shorten_cni_labels, wrap_label
+from cnibench.report.verdict import CORRECTION, VERDICT_COLUMNS, verdict
+
+
+def figure_forest(
+    frame: pd.DataFrame, *, reference: str | None = None, title: str | None = None
+) -> Figure:
+    """Forest plot of the verdict: each contrast's ratio with its interval on a log axis.
+
+    Parameters
+    ----------
+    frame:
+        The verdict (:func:`cnibench.report.verdict`), or tidy results
+        (:func:`cnibench.results.load_results`), whose verdict is then computed with
+        ``reference``.
+    reference:
+        Reference CNI when ``frame`` holds results (default: the first measured).
+    title:
+        Figure title; default names the level and the correction.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes (section) per scenario and metric, titled ``"<scenario>: <metric>"``, all on
+        one shared log x axis; scenarios, and metrics within one, in the order of their
+        largest effect. In each, one row per contrast with an interval, in the verdict's order
+        (largest effect on top), labelled with the contrast without the scenario's name:
+        a dot at the ratio (treatment / control, dimensionless), a line over its interval,
+        filled when the difference holds after the multiplicity correction and hollow
+        otherwise; a vertical line at 1 (no difference). Contrasts without a ratio interval
+        (differences in the metric's unit, proportions, splits, or none) are counted in a
+        note under the axes.
+
+    Raises
+    ------
+    InsufficientDataError
+        No contrast has an interval.
+    ConfigError
+        ``frame`` is neither a verdict nor results.
+    """
+    if {"ratio", "ci_low", "ci_high"} <= set(frame.columns):
+        table = frame
+    elif {"metric", "value", "scenario"} <= set(frame.columns):
+        table = verdict(frame, reference=reference)
+    else:
+        raise ConfigError(
+            "figure_forest needs the verdict (report.verdict(df)) or results (load_results);"
+            f" got columns {list(frame.columns)[:8]}"
+        )
+    missing = [c for c in ("contrast", "metric", "significant", "level") if c not in table]
+    if missing:
+        raise ConfigError(
+            f"figure_forest: the verdict lacks column(s) {missing} of {VERDICT_COLUMNS}"
+        )
+    low = table["ci_low"].to_numpy(dtype=np.float64)
+    high = table["ci_high"].to_numpy(dtype=np.float64)
+    ratio = table["ratio"].to_numpy(dtype=np.float64)
+    shown = np.isfinite(low) & np.isfinite(high) & np.isfinite(ratio) & (low > 0)
+    if not shown.any():
+        raise InsufficientDataError("no contrast has an interval to plot")
+    rows = table[shown]
+    scenarios = (
+        rows["scenario"].astype(str) if "scenario" in rows.columns else pd.Series("", rows.index)
+    )
+    # One section per scenario and metric: the title says both, so each line only names the
+    # contrast, and a long verdict reads as a few short lists.
+    # Scenarios, and metrics within one, in the order of their largest effect.
+    keys = scenarios + ": " + rows["metric"].astype(str)
+    order = {name: index for index, name in enumerate(dict.fromkeys(scenarios))}
+    names = sorted(dict.fromkeys(keys), key=lambda key: order[key.split(": ", 1)[0]])
+    labels, shared = _forest_labels(rows)
+    sections = [(name, rows[keys == name], labels[(keys == name).to_numpy()]) for name in names]
+    # Each row as tall as its label's lines, so wrapped labels never run into each other.
+    heights = [_forest_row_heights(section_labels) for _, _, section_labels in sections]
+    # Room around the outermost bounds (and 1) so no dot sits on the frame; one x range for
+    # every section, so their ratios line up.
+    lowest = min(float(rows["ci_low"].min()), float(rows["ratio"].min()), 1.0)
+    highest = max(float(rows["ci_high"].max()), float(rows["ratio"].max()), 1.0)
+    figure = new_figure(11.0, 1.6 + sum(float(h.sum()) + 0.55 for h in heights))
+    axes = figure.subplots(
+        len(sections),
+        1,
+        squeeze=False,
+        sharex=True,
+        gridspec_kw={"height_ratios": [float(h.sum()) + 0.2 for h in heights]},
+    )[:, 0]
+    handles: dict[str, Any] = {}
+    for ax, (name, section, section_labels), row_heights in zip(
+        axes, sections, heights, strict=True
+    ):
+        _forest_section(ax, section, section_labels, row_heights, handles)
+        ax.set_xscale("log")
+        ax.set_xlim(lowest / 1.25, highest * 1.25)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(partial(_forest_minor_label, ax)))
+        ax.grid(axis="x", which="both", alpha=0.3)
+        ax.set_title(name, fontsize=9, loc="left", fontweight="bold")
+    axes[-1].set_xlabel("ratio treatment / control (log scale; 1 = no difference)")
+    level = float(rows["level"].iloc[0])
+    heading = (
+        title
+        or f"Verdict: ratio with the CI that carries its call ({100 * level:g}% or more,"
+        f" {CORRECTION} within each question)"
+    )
+    if shared:
+        # What every line leaves out, said once.
+        heading += "\n" + wrap_label("every contrast at " + ", ".join(shared), 120)
+    figure.suptitle(heading, fontsize=10)
+    _outside_legend(figure, list(handles.values()), list(handles))
+    left_out = int((~shown).sum())
+    if left_out:
+        figure.text(
+            0.01,
+            0.005,
+            f"{left_out} contrast(s) without a ratio interval (differences in a metric's unit,"
+            " proportions, splits, or no interval) are not shown: see the verdict lines",
+            fontsize=7,
+        )
+        engine = figure.get_layout_engine()
+        if isinstance(engine, ConstrainedLayoutEngine):
+            # A fixed 0.3 inch under the axes for the note, however tall the figure.
+            note = 0.3 / figure.get_figheight()
+            engine.set(rect=(0, note, 1, 1 - note))
+    return keep_axes_wide(figure)
+
+
+def _forest_minor_label(ax: Axes, value: float, _pos: float | None = None) -> str:
+    """Plain labels at 2, 3 and 5 x 10^k when the axis spans little more than a decade."""
+    low, high = ax.get_xlim()
+    if value <= 0 or low <= 0 or high / low > 30:
+        return ""
+    mantissa = value / 10 ** math.floor(math.log10(value))
+    return f"{value:g}" if round(mantissa, 6) in (2.0, 3.0, 5.0) else ""
+
+
+FOREST_LABEL_WIDTH = 56
+"""Most characters per line of a forest plot's row label (about 3 inches at 7 pt, under a
+third of the forest's 11 inches)."""
+
+
+def _forest_labels(rows: pd.DataFrame) -> tuple[np.ndarray[Any, Any], list[str]]:
+    """Each contrast's row label, naming only what differs between the rows, wrapped; and the
+    context every row shares (said once in the title).
+
+    From the verdict's own columns where it has them: ``"<cni> vs <control cni>"`` for a CNI
+    contrast, ``"<feature> on <cni>"`` for a feature, with CNI labels cut to the options that
+    differ (:func:`shorten_cni_labels`), then the ``context`` without its shared parts
+    (:func:`distinct_labels`). Otherwise the ``contrast`` text without the scenario's name.
+    """
+    scenarios = rows["scenario"].astype(str) if "scenario" in rows.columns else None
+    contrasts = [
+        str(contrast).removeprefix(f"{scenario} ") if scenarios is not None else str(contrast)
+        for contrast, scenario in zip(
+            rows["contrast"],
+            scenarios if scenarios is not None else [""] * len(rows),
+            strict=True,
+        )
+    ]
+    if not {"kind", "cni", "control_cni", "feature", "context"} <= set(rows.columns):
+        labels = [wrap_label(label, FOREST_LABEL_WIDTH) for label in contrasts]
+        return np.array(labels, dtype=object), []
+    cnis = [str(c) for c in rows["cni"]] + [str(c) for c in rows["control_cni"]]
+    short = shorten_cni_labels(cnis)
+    contexts = [str(c) if isinstance(c, str) else "" for c in rows["context"]]
+    shared = common_parts(contexts) if all(contexts) else []
+    distinct = distinct_labels(contexts) if shared else contexts
+    labels = []
+    for kind, feature, cni, control, context, contrast in zip(
+        rows["kind"].astype(str),
+        rows["feature"].astype(str),
+        rows["cni"].astype(str),
+        rows["control_cni"].astype(str),
+        distinct,
+        contrasts,
+        strict=True,
+    ):
+        if kind == "cni":
+            head = f"{short[cni]} vs {short[control]}"
+        elif kind == "feature":
+            head = f"{feature} on {short[cni]}"
+        else:
+            head, _, _ = contrast.partition(" (")
+        labels.append(wrap_label(f"{head} ({context})" if context else head, FOREST_LABEL_WIDTH))
+    return np.array(labels, dtype=object), shared
+
+
+def _forest_row_heights(labels: Sequence[str]) -> np.ndarray[Any, Any]:
+    """Height of each row in inches: 0.12 per label line (7 pt) and room between rows."""
+    return np.array([0.12 * (str(label).count("\n") + 1) + 0.1 for label in labels])
+
+
+def _forest_section(
+    ax: Axes,
+    rows: pd.DataFrame,
+    labels: Sequence[str],
+    heights: np.ndarray[Any, Any],
+    handles: dict[str, Any],
+) -> None:
+    """One section's contrasts on ``ax``, in the verdict's order (largest effect on top); the
+    y axis counts inches, so each row is as tall as its label (``heights``)."""
+    tops = np.cumsum(heights)
+    y = tops[-1] - (tops - heights / 2)
+    low = rows["ci_low"].to_numpy(dtype=np.float64)
+    high = rows["ci_high"].to_numpy(dtype=np.float64)
+    ratio = rows["ratio"].to_numpy(dtype=np.float64)
+    significant = rows["significant"].to_numpy(dtype=bool)
+    colors = [_color(0) if s else "#777777" for s in significant]
+    ax.hlines(y, low, high, colors=colors, linewidth=2)
+    same = (
+        rows["equivalent"].to_numpy(dtype=bool)
+        if "equivalent" in rows.columns
+        else np.zeros(len(rows), dtype=bool)
+    ) & ~significant
+    undecided = ~significant & ~same
+    if significant.any():
+        handles["cost"] = ax.scatter(ratio[significant], y[significant], color=_color(0), zorder=3)
+    if same.any():
+        handles["same within ±margin"] = ax.scatter(
+            ratio[same], y[same], color="#777777", marker="D", zorder=3
+        )
+    if undecided.any():
+        handles["undecided"] = ax.scatter(
+            ratio[undecided],
+            y[undecided],
+            facecolors="white",
+            edgecolors="#777777",
+            zorder=3,
+        )
+    ax.axvline(1.0, color="black", linewidth=1, linestyle="--")
+    ax.set_yticks(y, list(labels), fontsize=7)
+    ax.set_ylim(-0.05, float(tops[-1]) + 0.05)
