@@ -9,13 +9,13 @@ interval of the mean log ratio, transformed back (never negative, symmetric on t
 from __future__ import annotations
 
 import csv
-import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from scipy import stats as sps
+from cnibench import stats
 
 T = TypeVar("T")
 
@@ -58,14 +58,11 @@ def paired_ratio(
         raise ValueError("paired_ratio needs the same number (>= 1) of rounds on each side")
     if min(*treatment, *control) <= 0:
         raise ValueError("paired_ratio needs positive values")
-    logs = [math.log(t / c) for t, c in zip(treatment, control, strict=True)]
-    n = len(logs)
-    mean = sum(logs) / n
-    if n < 2:
-        return PairedRatio(math.exp(mean), math.nan, math.nan, n, level)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (n - 1))
-    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
-    return PairedRatio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n, level)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)  # one round: no interval
+        paired = stats.paired_log_ratio(control, treatment, level=level)
+    low, high = paired.ratio_interval
+    return PairedRatio(paired.ratio, low, high, paired.n_pairs, level)
 
 
 def in_turn(sides: Sequence[T], index: int) -> list[T]:

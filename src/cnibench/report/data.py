@@ -13,7 +13,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -212,13 +212,9 @@ def high_retransmit_runs(df: pd.DataFrame, *, bound: float = RETRANSMIT_RATE_BOU
     """
     if not 0.0 < bound < 1.0:
         raise ValueError(f"bound must be a share of segments in (0, 1), got {bound!r}")
-    _require_columns(df, (*HIGH_RETRANSMIT_COLUMNS[:-1], "status", "metric", "value"), "runs")
-    rates: pd.DataFrame = ok_runs(df, metric="retransmit_rate")
-    rates = rates[rates["value"] > bound]
-    order = [c for c in ("session_id", "time", "run_id") if c in rates.columns]
-    rates = rates.sort_values(order, kind="stable").drop_duplicates(["session_id", "run_id"])
-    out: pd.DataFrame = rates.rename(columns={"value": "retransmit_rate"})
-    return out[list(HIGH_RETRANSMIT_COLUMNS)].reset_index(drop=True)
+    return _flagged_runs(
+        df, "retransmit_rate", HIGH_RETRANSMIT_COLUMNS, lambda value: value > bound
+    )
 
 
 def saturated_runs(df: pd.DataFrame, *, bound: float = SATURATION_IDLE_BOUND) -> pd.DataFrame:
@@ -272,13 +268,24 @@ def saturated_runs(df: pd.DataFrame, *, bound: float = SATURATION_IDLE_BOUND) ->
     """
     if not 0.0 < bound < 1.0:
         raise ValueError(f"bound must be an idle share in (0, 1), got {bound!r}")
-    _require_columns(df, (*SATURATED_COLUMNS[:-1], "status", "metric", "value"), "runs")
-    idle: pd.DataFrame = ok_runs(df, metric=HOST_IDLE_METRIC)
-    idle = idle[idle["value"] < bound]
-    order = [c for c in ("session_id", "time", "run_id") if c in idle.columns]
-    idle = idle.sort_values(order, kind="stable").drop_duplicates(["session_id", "run_id"])
-    out: pd.DataFrame = idle.rename(columns={"value": HOST_IDLE_METRIC})
-    return out[list(SATURATED_COLUMNS)].reset_index(drop=True)
+    return _flagged_runs(df, HOST_IDLE_METRIC, SATURATED_COLUMNS, lambda value: value < bound)
+
+
+def _flagged_runs(
+    df: pd.DataFrame,
+    metric: str,
+    columns: tuple[str, ...],
+    flagged: Callable[[pd.Series], pd.Series],
+) -> pd.DataFrame:
+    """The successful runs whose ``metric`` value ``flagged`` picks, once each, by session,
+    run time and run id, with ``columns`` (the last one named after ``metric``, its value)."""
+    _require_columns(df, (*columns[:-1], "status", "metric", "value"), "runs")
+    runs: pd.DataFrame = ok_runs(df, metric=metric)
+    runs = runs[flagged(runs["value"])]
+    order = [c for c in ("session_id", "time", "run_id") if c in runs.columns]
+    runs = runs.sort_values(order, kind="stable").drop_duplicates(["session_id", "run_id"])
+    out: pd.DataFrame = runs.rename(columns={"value": metric})
+    return out[list(columns)].reset_index(drop=True)
 
 
 def metric_unit(df: pd.DataFrame, metric: str) -> str:

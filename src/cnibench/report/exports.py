@@ -73,7 +73,13 @@ import numpy as np
 import pandas as pd
 
 from cnibench.errors import ConfigError
-from cnibench.results import ALL_SESSIONS, atomic_write_bytes, load_environments, load_results
+from cnibench.results import (
+    ALL_SESSIONS,
+    ENVIRONMENT_COLUMNS,
+    atomic_write_bytes,
+    load_environments,
+    load_results,
+)
 
 __all__ = [
     "DEFAULT_INDEX",
@@ -96,21 +102,11 @@ DEFAULT_INDEX = "cnibench-results"
 _SUFFIX_FORMAT = {".csv": "csv", ".parquet": "parquet", ".json": "json", ".ndjson": "opensearch"}
 # OpenSearch refuses upper case, these characters and a leading -, _ or +; cnibench asks for less.
 _INDEX_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_ENVIRONMENT_FIELDS = (
-    "environment_id",
-    "kernel",
-    "cpu_model",
-    "cpu_count",
-    "memory_bytes",
-    "python",
-    "cnibench_version",
-    "backend",
-    "provider",
-    "cni",
-    "cni_version",
-    "nodes",
-    "cni_values",
+_ENVIRONMENT_FIELDS = tuple(
+    field for field in ENVIRONMENT_COLUMNS if field not in ("session_id", "tool_versions")
 )
+"""The environment fingerprint's columns a document's ``metadata`` holds as they are
+(``tool_versions`` is added as an object; the session is the document's ``uuid``)."""
 
 
 @dataclass(frozen=True)
