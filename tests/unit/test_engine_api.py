@@ -2,9 +2,10 @@
 
 A fake, not the real thing: no dockerd may be started here (it would share the machine with
 the kind clusters of other work), so each test serves a small fake Docker Engine API on a unix
-socket in a temporary run directory: a real HTTP server answering only the calls engine.py
-makes (``GET /version``, ``GET /_ping``, ``POST /networks/prune``, ``GET /networks``) the way
-the Engine API documents them. The real engine is exercised by tests/kind/test_engine.py.
+socket in a temporary run directory: a real HTTP server answering only the calls engine.py and
+engine_client.py make (``GET /version``, ``GET /_ping``, ``POST /networks/prune``,
+``GET /networks``) the way the Engine API documents them. The real engine is exercised by
+tests/kind/test_engine.py.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from cnibench.backends.kube import engine
+from cnibench.backends.kube import engine_client
 from cnibench.backends.kube.engine import engine_down, engine_paths, engine_status, engine_up
 from cnibench.errors import ProvisioningError
 
@@ -171,10 +172,10 @@ def test_engine_down_refuses_an_answering_engine_without_its_pidfile(
 
 
 def test_networks_are_pruned_before_the_bridges_are_listed(fake_engine: FakeEngine) -> None:
-    assert engine._bridges_after_prune(fake_engine.socket) == ["br-4f16f4515231"]
+    assert engine_client._bridges_after_prune(fake_engine.socket) == ["br-4f16f4515231"]
     asked = [r for r in fake_engine.requests if r[1] != "/version"]
     assert asked == [("POST", "/networks/prune"), ("GET", "/networks")]
 
 
 def test_no_bridges_are_named_when_the_engine_is_gone(run_root: Path) -> None:
-    assert engine._bridges_after_prune(run_root / "docker.sock", timeout=1) == []
+    assert engine_client._bridges_after_prune(run_root / "docker.sock", timeout=1) == []

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-LAZY_PACKAGES = ("cnibench.session", "cnibench.backends.lab")
+LAZY_PACKAGES = ("cnibench.session", "cnibench.backends.lab", "cnibench.backends.lab.plan")
 HEAVY = ("scipy", "pandas", "pyarrow")
 
 

@@ -6,7 +6,9 @@ an engine (:func:`container_engine`), and imports neither backend package itself
 import-linter contract in pyproject.toml). Each backend then checks its own ``--cni`` values
 (:meth:`~cnibench.backends.base.Backend.validate`) and what it needs before anything starts
 (:meth:`~cnibench.backends.base.Backend.preflight`). Only the chosen backend's package is
-imported, and the kube registry only when a name is not a lab datapath.
+imported, and the kube registry only when a name is not a lab datapath; the lab's datapath names
+come from :mod:`~cnibench.backends.lab.plan.addresses`, which imports only the standard library
+and :mod:`cnibench.errors`, whichever backend is chosen.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 from collections.abc import Sequence
 
 from cnibench.backends.base import Backend, ClusterSpec, NodePins
-from cnibench.backends.lab.plan import LabDatapath
+from cnibench.backends.lab.plan.addresses import LabDatapath
 from cnibench.errors import ConfigError
 
 __all__ = [

@@ -19,34 +19,61 @@ cannot be created; the engine then registers :mod:`cnibench.backends.kube.runc_s
 default runtime, which removes that one capability from each spec before runc sees it. A
 machine that has the capability runs runc unmodified.
 
-Paths and the dockerd command line are built by pure functions (:func:`engine_paths`,
-:func:`dockerd_argv`), as are the parsers of ``/proc`` files; only :func:`engine_up`,
-:func:`engine_down` and the status functions touch processes. dockerd is only ever stopped
-by the PID in its own pidfile, after ``/proc/<pid>/cmdline`` shows it serves this engine's
-socket.
+One module per job, every name importable from here: :mod:`~cnibench.backends.kube.engine_config`
+builds the paths and dockerd's command line by pure functions (:func:`engine_paths`,
+:func:`dockerd_argv`); :mod:`~cnibench.backends.kube.engine_daemon` prepares, starts, finds and
+stops the dockerd process (with pure parsers of ``/proc`` files and of its log);
+:mod:`~cnibench.backends.kube.engine_client` asks the engine over its socket. This module holds
+the commands: only :func:`engine_up`, :func:`engine_down` and the status functions touch
+processes. dockerd is only ever stopped by the PID in its own pidfile, after
+``/proc/<pid>/cmdline`` shows it serves this engine's socket.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import errno
 import fcntl
-import json
-import math
 import os
-import re
-import shlex
 import shutil
-import signal
 import subprocess
-import sys
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from cnibench.backends.kube.engine_api import engine_failures
+from cnibench.backends.kube.engine_client import (
+    _bridges_after_prune,
+    _ping,
+    answering_engine,
+    bridge_names,
+)
+from cnibench.backends.kube.engine_config import (
+    _NAME_RE,
+    DEFAULT_ENGINE_NAME,
+    ENGINE_DATA_VARIABLE,
+    INSTALL_HINT,
+    SHIM_RUNTIME,
+    EnginePaths,
+    _recorded,
+    _search_path,
+    daemon_config,
+    dockerd_argv,
+    dockerd_major_version,
+    engine_paths,
+    runc_shim_script,
+)
+from cnibench.backends.kube.engine_config import TRUST_KEY_LAST_MAJOR as TRUST_KEY_LAST_MAJOR
+from cnibench.backends.kube.engine_daemon import (
+    _engine_pid,
+    _is_child_daemon,
+    _pid_from,
+    _start,
+    _stop_pid,
+    _unmount_under,
+    _wait_answering,
+    is_engine_cmdline,
+    last_log_problem,
+    mount_points_under,
+)
 from cnibench.backends.kube.host import (
     CAP_SYS_RESOURCE,
     ENGINE_RUN_ROOT,
@@ -58,10 +85,6 @@ from cnibench.backends.kube.host import (
 from cnibench.backends.kube.providers import ENGINE_LEASE, release_lib_modules
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError
 from cnibench.leases import live_holders
-from cnibench.waiting import poll
-
-if TYPE_CHECKING:
-    from docker import DockerClient
 
 __all__ = [
     "CAP_SYS_RESOURCE",
@@ -97,78 +120,10 @@ __all__ = [
     "running_engines",
 ]
 
-DEFAULT_ENGINE_NAME = "cnibench"
-"""Name of the engine ``cnibench engine up`` starts when no ``--name`` is given."""
-ENGINE_DATA_VARIABLE = "CNIBENCH_ENGINE_DATA"
-"""Environment variable naming the data root (image cache) instead of the default one."""
-SHIM_RUNTIME = "cnibench-runc"
-"""Runtime name under which the runc shim is registered with dockerd."""
-INSTALL_HINT = "apt-get install docker.io containerd runc"
-"""How to install what the engine runs (Debian)."""
 START_TIMEOUT = 60.0
 """Seconds :func:`engine_up` waits for a new dockerd to answer ``/_ping``."""
 STOP_TIMEOUT = 30.0
 """Seconds :func:`engine_down` waits after SIGTERM before SIGKILL."""
-TRUST_KEY_LAST_MAJOR = 22
-"""Last dockerd major version that writes a trust key (``/etc/docker/key.json`` unless the
-config's ``deprecated-key-path`` moves it); 23.0 removed the key."""
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
-_SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
-_MNT_DETACH = 2
-_SOCKET_PATH_MAX = 107
-
-
-@dataclass(frozen=True)
-class EnginePaths:
-    """Where one private engine keeps its files.
-
-    Attributes
-    ----------
-    name:
-        Engine name (a path component: letters, digits, ``_.-``).
-    run_dir:
-        Run directory, removed by :func:`engine_down`.
-    socket:
-        The Docker API socket (``DOCKER_HOST`` is ``unix://`` + this path).
-    exec_root:
-        dockerd's ``--exec-root`` (containerd state, network namespaces).
-    pidfile:
-        dockerd's ``--pidfile``: the only source of the PID :func:`engine_down` signals.
-    log:
-        dockerd's stdout and stderr.
-    config_file:
-        The daemon config (:func:`daemon_config`), so the host's ``/etc/docker/daemon.json``
-        does not apply.
-    shim:
-        The runc shim script (written only where ``CAP_SYS_RESOURCE`` is missing).
-    record:
-        ``engine.json``: the data root this engine was started with, for a later ``down``.
-    data_root:
-        dockerd's ``--data-root``: images and containers, kept between runs as a cache.
-    """
-
-    name: str
-    run_dir: Path
-    socket: Path
-    exec_root: Path
-    pidfile: Path
-    log: Path
-    config_file: Path
-    shim: Path
-    record: Path
-    data_root: Path
-
-    @property
-    def docker_host(self) -> str:
-        """The ``DOCKER_HOST`` URL of this engine, e.g. ``unix:///run/cnibench-engine/x/docker.sock``."""
-        return f"unix://{self.socket}"
-
-    @property
-    def lock(self) -> Path:
-        """Lock file serialising ``up`` and ``down`` of this engine (beside the run dir, so it
-        survives the run dir's removal)."""
-        return self.run_dir.with_name(f".{self.name}.lock")
 
 
 @dataclass(frozen=True)
@@ -241,218 +196,6 @@ class EngineCleanReport:
         if not self.items:
             return "engine: nothing to clean"
         return "\n".join(f"engine: {name}: {outcome}" for name, outcome in self.items)
-
-
-def engine_paths(
-    name: str = DEFAULT_ENGINE_NAME, environ: Mapping[str, str] | None = None
-) -> EnginePaths:
-    """All paths of the engine ``name``, from the environment only (no file is looked at).
-
-    Parameters
-    ----------
-    name:
-        Engine name: 1 to 40 of letters, digits, ``_``, ``.``, ``-``, starting with a letter
-        or digit.
-    environ:
-        Environment to read :data:`ENGINE_RUN_VARIABLE`, :data:`ENGINE_DATA_VARIABLE`,
-        ``XDG_CACHE_HOME`` and ``HOME`` from (default: ``os.environ``).
-
-    Raises
-    ------
-    ConfigError
-        For a name that cannot be a directory name, or relative override paths.
-    """
-    env = os.environ if environ is None else environ
-    if not _NAME_RE.match(name):
-        raise ConfigError(
-            f"engine name {name!r} is not 1-40 letters, digits, '_', '.' or '-'"
-            " starting with a letter or digit"
-        )
-    run_root = Path(env.get(ENGINE_RUN_VARIABLE) or ENGINE_RUN_ROOT)
-    data_override = env.get(ENGINE_DATA_VARIABLE)
-    if data_override:
-        data_root = Path(data_override)
-    else:
-        cache = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
-        data_root = Path(cache) / "cnibench" / "engine" / name / "data"
-    for variable, path in ((ENGINE_RUN_VARIABLE, run_root), (ENGINE_DATA_VARIABLE, data_root)):
-        if not path.is_absolute():
-            raise ConfigError(f"{variable} must be an absolute path, got {str(path)!r}")
-    run_dir = run_root / name
-    longest = run_dir / "exec" / "containerd" / "containerd.sock.ttrpc"
-    if len(os.fsencode(longest)) > _SOCKET_PATH_MAX:
-        raise ConfigError(
-            f"{ENGINE_RUN_VARIABLE} {run_root} is too long: containerd's socket {longest}"
-            f" would exceed the {_SOCKET_PATH_MAX}-byte limit of unix socket paths"
-        )
-    return EnginePaths(
-        name=name,
-        run_dir=run_dir,
-        socket=run_dir / "docker.sock",
-        exec_root=run_dir / "exec",
-        pidfile=run_dir / "dockerd.pid",
-        log=run_dir / "dockerd.log",
-        config_file=run_dir / "daemon.json",
-        shim=run_dir / "runc-shim",
-        record=run_dir / "engine.json",
-        data_root=data_root,
-    )
-
-
-def dockerd_argv(paths: EnginePaths, *, dockerd: str = "dockerd", runc_shim: bool) -> list[str]:
-    """The command line of this engine's dockerd.
-
-    Parameters
-    ----------
-    paths:
-        The engine's paths.
-    dockerd:
-        The dockerd binary.
-    runc_shim:
-        Register ``paths.shim`` as runtime :data:`SHIM_RUNTIME` and make it the default (where
-        ``CAP_SYS_RESOURCE`` is missing, see :func:`needs_runc_shim`).
-    """
-    argv = [
-        dockerd,
-        "-H",
-        paths.docker_host,
-        "--data-root",
-        str(paths.data_root),
-        "--exec-root",
-        str(paths.exec_root),
-        "--pidfile",
-        str(paths.pidfile),
-        "--config-file",
-        str(paths.config_file),
-        "--iptables=false",
-        "--ip-forward=false",
-        "--ip-masq=false",
-        "--bridge=none",
-        "--dns",
-        "127.0.0.1",
-    ]
-    if runc_shim:
-        argv += [
-            "--add-runtime",
-            f"{SHIM_RUNTIME}={paths.shim}",
-            "--default-runtime",
-            SHIM_RUNTIME,
-        ]
-    return argv
-
-
-def daemon_config(paths: EnginePaths, *, trust_key: bool) -> dict[str, str]:
-    """The daemon config file's content (``--config-file``, so ``/etc/docker/daemon.json`` of
-    the host never applies).
-
-    Parameters
-    ----------
-    paths:
-        The engine's paths.
-    trust_key:
-        Whether dockerd still writes a trust key (before 23.0): it then goes into the data
-        root instead of ``/etc/docker/key.json`` (a config key only, 20.10 has no such flag).
-    """
-    return {"deprecated-key-path": str(paths.data_root / "key.json")} if trust_key else {}
-
-
-def dockerd_major_version(version_output: str) -> int | None:
-    """Major version from ``dockerd --version`` (``Docker version 20.10.24+dfsg1, build ...``
-    gives 20), or ``None`` when the text holds none."""
-    match = re.search(r"version v?(\d+)\.", version_output)
-    return int(match.group(1)) if match else None
-
-
-def runc_shim_script(python: str, shim_module: Path) -> str:
-    """The shell script dockerd runs instead of runc: ``python -I <runc_shim.py> "$@"``.
-
-    The module runs as a file in isolated mode so no cnibench package ``__init__`` (pandas,
-    the Kubernetes client) is imported on each runc call.
-    """
-    return (
-        "#!/bin/sh\n"
-        "# cnibench private engine: runc without CAP_SYS_RESOURCE, missing from this machine's\n"
-        "# capability bounding set (see cnibench.backends.kube.runc_shim)\n"
-        f'exec {shlex.quote(python)} -I {shlex.quote(str(shim_module))} "$@"\n'
-    )
-
-
-def is_engine_cmdline(cmdline: Sequence[str], docker_host: str) -> bool:
-    """Whether ``cmdline`` (``/proc/<pid>/cmdline`` split) is a dockerd listening on exactly
-    ``docker_host``: the check before any signal is sent to a PID read from a pidfile."""
-    if not cmdline or os.path.basename(cmdline[0]) != "dockerd":
-        return False
-    for index, arg in enumerate(cmdline):
-        if arg in ("-H", "--host") and index + 1 < len(cmdline):
-            if cmdline[index + 1] == docker_host:
-                return True
-        elif arg in (f"-H={docker_host}", f"--host={docker_host}"):
-            return True
-    return False
-
-
-def mount_points_under(mountinfo: str, roots: Sequence[Path]) -> list[str]:
-    """Mount points of a ``/proc/<pid>/mountinfo`` text at or below any of ``roots``, deepest
-    first (the order to unmount them in). Octal escapes (``\\040`` for a space) are decoded."""
-    prefixes = [str(root).rstrip("/") for root in roots]
-    found: list[str] = []
-    for line in mountinfo.splitlines():
-        fields = line.split()
-        if len(fields) < 5:
-            continue
-        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
-        if any(point == p or point.startswith(p + "/") for p in prefixes):
-            found.append(point)
-    # Later mounts may stack on earlier ones: unmount in reverse order, deepest paths first.
-    ordered = list(reversed(found))
-    return sorted(dict.fromkeys(ordered), key=lambda p: p.count("/"), reverse=True)
-
-
-def last_log_problem(log: str) -> str:
-    """The last line of a dockerd log that says what went wrong, made readable.
-
-    Lines of level ``fatal``, ``error`` or ``panic`` and lines without a level (``failed to
-    start daemon: ...``, a usage error's ``Status: ...``) count; ``info``/``warning``/``debug``
-    lines are passed over unless nothing else is there. For a logrus line the ``msg`` and
-    ``error`` fields are returned (``msg: error``).
-    """
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
-    # A usage error ends with "Status: <problem>" and "See 'dockerd --help'., Code: 125".
-    lines = [line.removeprefix("Status: ") for line in lines if not line.startswith("See '")]
-    for line in reversed(lines):
-        level = re.search(r"\blevel=(\w+)", line)
-        if level is None or level.group(1) in ("fatal", "error", "panic"):
-            return _readable(line)
-    return _readable(lines[-1]) if lines else "dockerd printed nothing"
-
-
-def _readable(line: str) -> str:
-    """``msg: error`` of a logrus line (``time=... level=... msg="..." error="..."``), else
-    the line."""
-    fields: dict[str, str] = dict(re.findall(r'\b(msg|error)="((?:[^"\\]|\\.)*)"', line))
-    if not fields:
-        return line
-    text = ": ".join(fields[key] for key in ("msg", "error") if fields.get(key))
-    return text.replace('\\"', '"')
-
-
-def answering_engine(
-    candidates: Sequence[str] = ("docker", "podman"), *, timeout: float = 5.0
-) -> str:
-    """The first of ``candidates`` whose ``<engine> info`` succeeds (the docker client follows
-    ``DOCKER_HOST``), or ``""`` when none answers within ``timeout`` seconds each."""
-    for engine in candidates:
-        if shutil.which(engine) is None:
-            continue
-        try:
-            done = subprocess.run(
-                [engine, "info"], capture_output=True, timeout=timeout, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if done.returncode == 0:
-            return engine
-    return ""
 
 
 def engine_up(
@@ -697,21 +440,6 @@ def _require_root(what: str) -> None:
         raise ConfigError(f"{what} needs root (dockerd mounts filesystems and manages cgroups)")
 
 
-def _search_path(environ: Mapping[str, str]) -> str:
-    parts = [p for p in environ.get("PATH", "").split(os.pathsep) if p]
-    return os.pathsep.join(dict.fromkeys([*parts, *_SYSTEM_PATH]))
-
-
-def _recorded(paths: EnginePaths) -> EnginePaths:
-    """``paths`` with the data root this engine was started with (it may have been given by
-    :data:`ENGINE_DATA_VARIABLE` in another environment)."""
-    try:
-        data_root = json.loads(paths.record.read_text())["data_root"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return paths
-    return replace(paths, data_root=Path(str(data_root)))
-
-
 @contextlib.contextmanager
 def _engine_lock(paths: EnginePaths) -> Iterator[None]:
     paths.lock.parent.mkdir(parents=True, exist_ok=True)
@@ -721,239 +449,3 @@ def _engine_lock(paths: EnginePaths) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def bridge_names(networks: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Host bridge interfaces of an engine's user-defined bridge networks (``GET /networks``):
-    the ``com.docker.network.bridge.name`` option, else ``br-`` and the id's first 12 hex
-    digits, as dockerd names them. The default ``bridge`` network is left out (this engine
-    runs with ``--bridge=none``)."""
-    names = []
-    for network in networks:
-        if network.get("Driver") != "bridge" or network.get("Name") == "bridge":
-            continue
-        options = network.get("Options") or {}
-        names.append(
-            str(options.get("com.docker.network.bridge.name") or f"br-{network['Id'][:12]}")
-        )
-    return names
-
-
-def _client(sock: Path, timeout: float) -> DockerClient:
-    """A Docker SDK client of the engine at ``sock``; its API version is the one the engine
-    names (``GET /version``), so no request is refused as too old or too new.
-
-    Raises
-    ------
-    docker.errors.DockerException
-        The engine does not answer.
-    """
-    import docker
-
-    return docker.DockerClient(
-        base_url=f"unix://{sock}", version="auto", timeout=max(1, math.ceil(timeout))
-    )
-
-
-def _ping(sock: Path, timeout: float = 2.0) -> bool:
-    """Whether a Docker API answers ``GET /_ping`` on ``sock``."""
-    if not sock.exists():
-        return False
-    try:
-        with contextlib.closing(_client(sock, timeout)) as client:
-            return bool(client.ping())
-    except engine_failures():
-        return False
-
-
-def _bridges_after_prune(sock: Path, timeout: float = 30.0) -> list[str]:
-    """Prune the engine's unused networks and return the host bridges of the networks it has
-    (:func:`bridge_names`); best effort: what cannot be asked is left out."""
-    failures = engine_failures()
-    try:
-        client = _client(sock, timeout)
-    except failures:
-        return []
-    with contextlib.closing(client):
-        with contextlib.suppress(*failures):
-            client.networks.prune()
-        try:
-            return bridge_names(client.api.networks())
-        except failures:
-            return []
-
-
-def _pid_from(pidfile: Path) -> int | None:
-    try:
-        text = pidfile.read_text().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() and int(text) > 0 else None
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` exists and is not a zombie (a zombie has already stopped)."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)  # reap it if it is our own child
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-
-
-def _engine_pid(paths: EnginePaths) -> int | None:
-    """PID of this engine's live dockerd: from its pidfile, checked against its command line."""
-    pid = _pid_from(paths.pidfile)
-    if pid is None or not _alive(pid):
-        return None
-    return pid if is_engine_cmdline(_cmdline(pid), paths.docker_host) else None
-
-
-def _is_child_daemon(pid: int, binary: str, exec_root: Path) -> bool:
-    cmdline = _cmdline(pid)
-    return (
-        _alive(pid)
-        and bool(cmdline)
-        and os.path.basename(cmdline[0]) == binary
-        and any(str(exec_root) in arg for arg in cmdline[1:])
-    )
-
-
-def _stop_pid(pid: int, timeout: float, *, what: str) -> None:
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-        if poll(lambda: not _alive(pid), timeout=wait, interval=0.1):
-            return
-    raise ProvisioningError(f"{what} (pid {pid}) is still alive after SIGKILL")
-
-
-def _unmount_under(*roots: Path) -> None:
-    """Unmount (detached) everything mounted at or below ``roots``; fail if any remains, so
-    that removing a directory never reaches into a mounted filesystem."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    for point in mount_points_under(_mountinfo(), roots):
-        if libc.umount2(point.encode(), _MNT_DETACH) != 0:
-            code = ctypes.get_errno()
-            if code not in (errno.EINVAL, errno.ENOENT):  # no longer a mount point
-                raise ProvisioningError(f"cannot unmount {point}: {os.strerror(code)}")
-    left = mount_points_under(_mountinfo(), roots)
-    if left:
-        raise ProvisioningError(f"still mounted, not removing: {', '.join(left)}")
-
-
-def _mountinfo() -> str:
-    try:
-        return Path("/proc/self/mountinfo").read_text()
-    except OSError:
-        return ""
-
-
-def _wait_answering(paths: EnginePaths, pid: int, timeout: float) -> bool:
-    """Whether dockerd ``pid`` answers on its socket within ``timeout`` seconds (``False`` at
-    once when it exits)."""
-
-    def settled() -> tuple[bool] | None:
-        if _ping(paths.socket):
-            return (True,)
-        return None if _alive(pid) else (False,)
-
-    outcome = poll(settled, timeout=timeout, interval=0.2)
-    return outcome is not None and outcome[0]
-
-
-def _prepare(paths: EnginePaths, dockerd: str) -> list[str]:
-    """Create the run dir and data root and write the files dockerd reads; return its argv."""
-    shim = lacks_capability()
-    try:
-        for directory in (paths.run_dir, paths.exec_root, paths.data_root):
-            directory.mkdir(parents=True, exist_ok=True)
-        paths.run_dir.chmod(0o711)
-        record = {"name": paths.name, "data_root": str(paths.data_root)}
-        paths.record.write_text(json.dumps(record))
-        if shim:
-            module = Path(__file__).with_name("runc_shim.py")
-            temporary = paths.shim.with_name(paths.shim.name + ".tmp")
-            temporary.write_text(runc_shim_script(sys.executable, module))
-            temporary.chmod(0o755)
-            temporary.replace(paths.shim)
-    except OSError as exc:
-        raise ProvisioningError(f"cannot prepare engine {paths.name}: {exc}") from exc
-    try:
-        done = subprocess.run(
-            [dockerd, "--version"], capture_output=True, text=True, timeout=30, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ProvisioningError(f"{dockerd} --version failed: {exc}") from exc
-    major = dockerd_major_version(done.stdout)
-    trust_key = major is not None and major <= TRUST_KEY_LAST_MAJOR
-    try:
-        paths.config_file.write_text(json.dumps(daemon_config(paths, trust_key=trust_key)))
-    except OSError as exc:
-        raise ProvisioningError(f"cannot write {paths.config_file}: {exc}") from exc
-    return dockerd_argv(paths, dockerd=dockerd, runc_shim=shim)
-
-
-def _start(paths: EnginePaths, dockerd: str, search_path: str, timeout: float) -> None:
-    argv = _prepare(paths, dockerd)
-    # Not subprocess.Popen: dockerd must outlive this process, and a Popen object dropped
-    # while its child runs warns (ResourceWarning). posix_spawn with setsid=True is what
-    # Popen(start_new_session=True) does, without the object.
-    try:
-        pid = os.posix_spawn(
-            dockerd,
-            argv,
-            {"PATH": search_path},
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (
-                    os.POSIX_SPAWN_OPEN,
-                    1,
-                    str(paths.log),
-                    os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-                    0o600,
-                ),
-                (os.POSIX_SPAWN_DUP2, 1, 2),
-            ],
-            setsid=True,
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
-        )
-    except OSError as exc:
-        raise ProvisioningError(f"cannot start {dockerd}: {exc}") from exc
-    try:
-        if _wait_answering(paths, pid, timeout):
-            return
-        problem = last_log_problem(_read_log(paths.log))
-        reason = "exited" if not _alive(pid) else f"did not answer within {timeout:g} s"
-    except BaseException:
-        _abort(paths, pid)
-        raise
-    _abort(paths, pid)
-    message = f"dockerd of engine {paths.name} {reason}: {problem} (log: {paths.log})"
-    raise ProvisioningError(" ".join(message.split()))
-
-
-def _read_log(log: Path) -> str:
-    try:
-        return log.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-def _abort(paths: EnginePaths, pid: int) -> None:
-    """Stop a dockerd that did not come up and what it mounted; keep the log to read."""
-    with contextlib.suppress(CnibenchError):
-        _stop_pid(pid, 10.0, what=f"dockerd of engine {paths.name}")
-        _unmount_under(paths.exec_root, paths.data_root)
-    for path in (paths.socket, paths.pidfile):
-        with contextlib.suppress(OSError):
-            path.unlink()
