@@ -38,11 +38,14 @@ def test_policy(bench, condition):
     assert all(v > 0 for v in result.values("throughput"))
     assert all(v > 0 for v in result.values("new_connections_per_second"))
     assert all(v == 1.0 for v in result.values("connection_success_rate"))
-    # The set-up timed the engine: from the apply call until the matrix held, reported once.
+    # The set-up timed the engine: from the apply call until the effect probe saw the pod
+    # outside the policy blocked, reported once, with the probe's spacing as evidence.
     enforcement = result.values("policy_enforcement_time")
     if condition.parameters["policy"] == "on":
         assert len(enforcement) == 1, enforcement
         assert 0 < enforcement[0] < 60
         assert evidence["enforcement_seconds"] == pytest.approx(enforcement[0], abs=1e-3)
+        assert evidence["enforcement_probe_interval_ms"] <= 20, evidence
+        assert len(result.values("policy_enforcement_time_leaks")) == 1
     else:
         assert enforcement == []

@@ -37,6 +37,7 @@ from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario
 from cnibench.scenarios.profiles import Profile
 from cnibench.scenarios.split import LOAD_SUMMARY_FILE, LOCUST_STATS_FILE
 from cnibench.session import BenchSession, SessionConfig
+from cnibench.tools.effect_probe import parse_effect_probe
 
 from .conftest import BUILD_TIMEOUT
 from .kind_support import (
@@ -146,12 +147,45 @@ def test_kube_router_enforces_the_policy_at_0_and_100_rules(
 def test_the_time_until_kube_router_enforces_is_recorded(
     policy_run: tuple[pd.DataFrame, str, Path],
 ) -> None:
-    """From the apply call until the probe matrix held: once per set-up, with the policy on."""
+    """From the apply call until the pod outside the policy was blocked: once per set-up,
+    with the policy on."""
     frame, _, _ = policy_run
     enforcement = frame[frame["metric"] == "policy_enforcement_time"]
     assert sorted(enforcement["condition"]) == sorted((POLICY_R0, POLICY_R100))
     assert (enforcement["unit"] == "s").all()
     assert enforcement["value"].between(0.0, 60.0).all(), enforcement["value"].tolist()
+    leaks = frame[frame["metric"] == "policy_enforcement_time_leaks"]
+    assert sorted(leaks["run_id"]) == sorted(enforcement["run_id"])
+    assert (leaks["value"] >= 0).all(), leaks["value"].tolist()
+
+
+def test_enforcement_and_programming_are_read_by_the_effect_probe_in_the_pod(
+    policy_run: tuple[pd.DataFrame, str, Path],
+) -> None:
+    """One exec starts the probe in the client pod (perl from the tools image), which connects
+    every 10 ms: its spacing, recorded with each set-up's proof and computed again here from
+    its log among the run's raw files, is far finer than the 1 s of the old probe; its stamps
+    are the node's monotonic clock, which is this host's on kind."""
+    frame, _, results = policy_run
+    timed = (
+        ("policy", POLICY_R0, "enforcement", "policy_enforcement_time"),
+        ("policy", POLICY_R100, "enforcement", "policy_enforcement_time"),
+        ("baseline", SERVICE_1000, "programming", "service_programming_time"),
+    )
+    for scenario, condition, key, metric in timed:
+        (path,) = results.glob(f"*/verification-{scenario}-{SLUG}-{condition}.json")
+        proof = json.loads(path.read_text())
+        assert proof[f"{key}_probe_interval_ms"] <= 20, proof
+        assert proof[f"{key}_probe_clock"] == "shared", proof
+        assert proof[f"{key}_consecutive"] == 3, proof
+        (value,) = frame[(frame["condition"] == condition) & (frame["metric"] == metric)]["value"]
+        assert proof[f"{key}_seconds"] == pytest.approx(value, abs=1e-3), proof
+        if scenario == "policy":
+            # Started before the policy: it saw the pod outside it get through first.
+            assert proof["enforcement_probe_saw_old_state"] >= 1, proof
+        (log,) = results.glob(f"*/raw/*{condition}*/{metric}-probe.txt")
+        spacing = sorted(parse_effect_probe(log.read_text()).intervals())
+        assert spacing[len(spacing) // 2] <= 0.020
 
 
 def test_each_node_and_the_agent_have_their_own_cpu_and_memory(

@@ -1,12 +1,14 @@
 """The policy scenario times the CNI's enforcement at every set-up: with ``--interleave`` each
 round applies the policy again, and each round's first run carries ``policy_enforcement_time``
-(only the run numbered 0 did before, so the kind study had n = 1 of it per condition)."""
+(only the run numbered 0 did before, so the kind study had n = 1 of it per condition), its
+``policy_enforcement_time_leaks`` and the effect probe's log among its raw files."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from cnibench import load_results
+from cnibench.tools.effect_probe import parse_effect_probe
 from suite_support import run_cnibench
 
 ON = "on-cross-node-iptables-r0-c1-new-connections"
@@ -32,3 +34,12 @@ def test_an_interleaved_policy_condition_times_the_enforcement_in_every_round(
     assert timed.groupby("condition").size().to_dict() == {ON: 2}  # policy off: nothing to time
     assert timed["run_id"].is_unique
     assert (timed["value"] >= 0).all(), timed["value"].tolist()
+    # The lab's rules hold once loaded: far below the old probe's 1 s step.
+    assert (timed["value"] < 1.0).all(), timed["value"].tolist()
+    leaks = frame[frame["metric"] == "policy_enforcement_time_leaks"]
+    assert sorted(leaks["run_id"]) == sorted(timed["run_id"])
+    assert (leaks["value"] == 0).all(), leaks["value"].tolist()
+    for session, run_id in zip(timed["session_id"], timed["run_id"], strict=True):
+        log = results / session / "raw" / run_id / "policy_enforcement_time-probe.txt"
+        spacing = parse_effect_probe(log.read_text()).intervals()
+        assert sorted(spacing)[len(spacing) // 2] <= 0.020

@@ -17,7 +17,9 @@ backend's to state, so a scenario never tests which backend it runs on.
 Workloads are described by *intent* (an iperf3 server, an HTTP echo that answers with its own
 name), not by command lines: the lab starts a process in a namespace, the Kubernetes backend
 renders a pod from a pinned image. Client tools run through :meth:`Endpoint.run` with argv
-built by :mod:`cnibench.tools`, which both backends can execute as is.
+built by :mod:`cnibench.tools`, which both backends can execute as is; a probe that must run
+while the scenario changes something (the effect probe) is started with :meth:`Endpoint.start`
+and read as it prints.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ __all__ = [
     "Service",
     "ServiceExposure",
     "ServiceProxy",
+    "StartedCommand",
     "TrafficSplit",
     "WorkloadKind",
     "WorkloadSpec",
@@ -465,6 +468,43 @@ class Endpoint(Protocol):
         cnibench.errors.ToolError
             When the command does not finish in time (it is then killed).
         """
+
+    def start(self, argv: Sequence[str]) -> StartedCommand:
+        """Start ``argv`` in the pod (one exec) and return at once; its output is read as it
+        comes. The command must bound its own run time; the caller stops it when done with
+        it (:meth:`StartedCommand.stop`), also when interrupted.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            When the command cannot be started.
+        """
+
+
+class StartedCommand(Protocol):
+    """A command running in an endpoint, started by :meth:`Endpoint.start`."""
+
+    def first_line(self, *, timeout: float) -> str:
+        """The first line the command printed on stdout (without its newline), waiting up
+        to ``timeout`` seconds for it.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            When the command ended, or the time passed, without a line.
+        """
+
+    def wait(self, *, timeout: float) -> CommandResult:
+        """Wait up to ``timeout`` seconds for the command to end; its whole output.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            When it does not end in time (it is then stopped).
+        """
+
+    def stop(self) -> None:
+        """End the command now, by its PID, if it still runs (safe to call again)."""
 
 
 class ExternalHost(Protocol):

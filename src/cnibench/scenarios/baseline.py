@@ -21,7 +21,12 @@ Service's rules the address leads nowhere (tested). The further Services are cre
 bulk, and the measured one last, so the time from the measured Service stored (its pod a ready
 endpoint) until it answers is how long the proxy took to program the batch:
 ``service_programming_time``, beside ``service_creation_time`` (the API calls), once per set-up,
-with the first run.
+with the first run. The effect probe times it (:mod:`cnibench.scenarios.effect`: one command in
+the client, connecting to the Service every 10 ms from the moment its address is known; the
+first of 3 answers in a row by the server pod), with ``service_programming_time_leaks`` (answers
+by anything else meanwhile) and the probe's log; a Service already answering at the probe's
+first attempt gives an upper bound, which the verification's evidence says
+(``programming_upper_bound``), with the probe's spacing.
 
 With ``--pairs N`` (:attr:`ScenarioOptions.pairs`) the conditions of every tool that can
 combine clients (:attr:`ClientMeasurement.combine`: iperf3, sockperf) run N client/server
@@ -67,10 +72,12 @@ from cnibench.scenarios.base import (
     Scenario,
     Verification,
 )
+from cnibench.scenarios.effect import effect_evidence, keep_effect, take_effect, time_effect
 from cnibench.scenarios.options import DEFAULT_OPTIONS, INTERLEAVED_SERVICES_MAX, ScenarioOptions
 from cnibench.scenarios.pairs import StreamJob, StreamRun, overlap_problem, run_together
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import sockperf, wrk
+from cnibench.tools.effect_probe import Effect
 from cnibench.tools.registry import ClientMeasurement, ToolTarget, client_tools
 from cnibench.waiting import poll_until
 
@@ -107,12 +114,11 @@ SERVICE_SETTLE = 15.0
 next sync); a check through a Service that still gets no answer then fails."""
 SERVICE_SETTLE_PER_SERVICE = 0.02
 """Further seconds of settle time per further Service (5000: 100 s more)."""
-_EXPOSED_AT = "service_exposed_at"
 _CREATED = "service_creation_seconds"
-_PROGRAMMED = "service_programming_seconds"
-"""Keys of :attr:`Prepared.expected`: when every Service was stored (monotonic seconds), how
-long storing them took, and how long from then until the measured one answered (reported with
-the first run)."""
+_PROGRAMMING = "programming"
+"""Keys of :attr:`Prepared.expected`: how long storing the Services took (reported with the
+first run), and the key the measured one's time to effect is kept under
+(:func:`~cnibench.scenarios.effect.keep_effect`; its evidence is named ``programming_*``)."""
 _LOAD_CONNECTIONS = 50
 _LOAD_THREADS = 2
 PROBE = "latency probe"
@@ -271,8 +277,8 @@ class BaselineScenario(Scenario):
                 proxy=str(condition.parameters["proxy"]),
                 others=int(condition.parameters["services"]),
             )
-            prepared.expected[_EXPOSED_AT] = repr(time.monotonic())
-            prepared.expected[_CREATED] = repr(time.monotonic() - started)
+            exposed = time.monotonic()
+            prepared.expected[_CREATED] = repr(exposed - started)
             prepared.expected["service"] = "yes"
             if target == "service":
                 address, ports = service.cluster_ip, service.ports
@@ -281,6 +287,19 @@ class BaselineScenario(Scenario):
             prepared.expected["address"] = address
             for pod_port, port in ports.items():
                 prepared.expected[f"port:{pod_port}"] = str(port)
+            if pairs is None:
+                # From every Service stored (the measured one last, its pod a ready endpoint)
+                # until it answers: the proxy programming the whole batch, to the probe's 10 ms.
+                http = _Target.of(prepared).port(WorkloadKind.HTTP_ECHO)
+                timed = time_effect(
+                    prepared.endpoints["client"],
+                    address,
+                    http,
+                    effect=Effect.answering(server.name),
+                    since=exposed,
+                    within=_service_settle(condition),
+                )
+                keep_effect(prepared, _PROGRAMMING, timed)
         return prepared
 
     def cleanup(self, cluster: Cluster, prepared: Prepared) -> None:
@@ -314,8 +333,7 @@ class BaselineScenario(Scenario):
         # A proxy programs a new Service a moment after its endpoint is listed (kube-proxy's
         # next sync): a Service is probed until it answers or the settle time has passed (more
         # with thousands of further Services in the tables).
-        services = int(condition.parameters.get("services", 0))
-        settle = SERVICE_SETTLE + services * SERVICE_SETTLE_PER_SERVICE
+        settle = _service_settle(condition)
         probe, _ = poll_until(
             lambda: client.run(
                 ["curl", "-sS", "-w", "\n%{http_code}", "--max-time", "3", url], timeout=10
@@ -324,7 +342,6 @@ class BaselineScenario(Scenario):
             seconds=settle if through_service else 0.0,
         )
         body, _, code = probe.stdout.strip().rpartition("\n")
-        answered_at = time.monotonic()
         evidence.update(url=url, status=code, answered_by=body.strip())
         if code != "200":
             return Verification(
@@ -339,14 +356,11 @@ class BaselineScenario(Scenario):
             return Verification(
                 False, f"{url} was answered by {body.strip()!r}, not by {server.name}", evidence
             )
-        exposed = prepared.expected.pop(_EXPOSED_AT, "")
-        if exposed:
-            # From every Service stored (the measured one last, its pod a ready endpoint) until
-            # it answered: the proxy programming the whole batch.
-            programmed = answered_at - float(exposed)
-            evidence["programming_seconds"] = round(programmed, 3)
-            evidence["creation_seconds"] = round(float(prepared.expected[_CREATED]), 3)
-            prepared.expected[_PROGRAMMED] = repr(programmed)
+        created = prepared.expected.get(_CREATED)
+        if created is not None:
+            evidence["creation_seconds"] = round(float(created), 3)
+        # How the set-up timed the programming: the value, the probe's spacing, the leaks.
+        evidence.update(effect_evidence(prepared, _PROGRAMMING))
         return Verification(True, f"{where}; {url} answered by {server.name}", evidence)
 
     def measure(
@@ -378,14 +392,23 @@ class BaselineScenario(Scenario):
             raw = {**raw, "background-wrk.txt": background.result.stdout}
         # Once per set-up, whichever repetition comes first after it (every round of an
         # interleaved session sets the Services up again, and each round's proxy is timed).
-        programmed = prepared.expected.pop(_PROGRAMMED, "")
-        if programmed:
+        created = prepared.expected.pop(_CREATED, "")
+        if created:
+            programming, probe_log = take_effect(prepared, _PROGRAMMING, "service_programming_time")
             measurements = [
                 *measurements,
-                Measurement("service_creation_time", float(prepared.expected[_CREATED]), "s"),
-                Measurement("service_programming_time", float(programmed), "s"),
+                Measurement("service_creation_time", float(created), "s"),
+                *programming,
             ]
+            raw = {**raw, **probe_log}
         return RunOutput(measurements, raw, verification)
+
+
+def _service_settle(condition: Condition) -> float:
+    """Seconds a Service may take to answer (:data:`SERVICE_SETTLE`, more with thousands of
+    further Services in the proxy's tables)."""
+    services = int(condition.parameters.get("services", 0))
+    return SERVICE_SETTLE + services * SERVICE_SETTLE_PER_SERVICE
 
 
 def _pairs(condition: Condition) -> int | None:

@@ -13,10 +13,14 @@ Because real datapaths accept established flows through conntrack, the rule coun
 * ``ab`` without keep-alive, one TCP connection per request (``new_connections_per_second``,
   latency in ms, ``connection_success_rate``).
 
-With the policy on, the set-up's proof also times the CNI: ``policy_enforcement_time`` is the
-time from the policy's apply call returning until the probe matrix first held (kube-burner and
-ClusterLoader2 measure this latency; no data-path tool reports it beside throughput). It is
-measured once per set-up and recorded with the condition's first run.
+With the policy on, the set-up also times the CNI: ``policy_enforcement_time`` is the time from
+the policy's apply call returning until the pod outside the policy was blocked, read by the
+effect probe (:mod:`cnibench.scenarios.effect`: one command in that pod, started before the
+policy is applied, connecting every 10 ms; the first of 3 blocked attempts in a row), and
+``policy_enforcement_time_leaks`` counts its connections that still got through after the apply
+call returned (kube-burner and ClusterLoader2 measure this latency; no data-path tool reports
+it beside throughput). It is measured once per set-up and recorded with the condition's first
+run, with the probe's log; the verification's evidence states the probe's spacing.
 
 Concurrent clients are ``clients`` TCP connections spread over at most :data:`MAX_CLIENT_PODS`
 client pods (iperf3 ``-P`` streams and ``ab -c`` per pod), not one pod per client: creating 200
@@ -32,7 +36,6 @@ import itertools
 import json
 import math
 import threading
-import time
 from collections.abc import Callable, Sequence
 from types import MappingProxyType
 from typing import TypeVar
@@ -60,9 +63,11 @@ from cnibench.scenarios.base import (
     Scenario,
     Verification,
 )
+from cnibench.scenarios.effect import effect_evidence, keep_effect, take_effect, time_change
 from cnibench.scenarios.options import DEFAULT_OPTIONS, DEFAULT_POLICY_ENGINES, ScenarioOptions
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import ab, iperf3
+from cnibench.tools.effect_probe import Effect
 from cnibench.waiting import poll_until
 
 __all__ = ["EVERY_CHOICE", "MAX_CLIENT_PODS", "PolicyScenario", "ProbeResult", "probe_matrix"]
@@ -95,10 +100,12 @@ done
 ``host:port outcome`` line each. Only bash and coreutils: present in a lab namespace (the host's)
 and in cnibench's tools image, where there is no Python."""
 
-_APPLIED_AT = "policy_applied_at"
-_ENFORCEMENT = "enforcement_seconds"
-"""Keys of :attr:`Prepared.expected`: when the policy was applied (monotonic seconds), and how
-long it took until the probe matrix held (reported with the first run)."""
+_ENFORCEMENT = "enforcement"
+"""Key under which the set-up keeps the policy's time to effect
+(:func:`~cnibench.scenarios.effect.keep_effect`; its evidence is named ``enforcement_*``)."""
+ENFORCEMENT_MARGIN = 10.0
+"""Seconds the effect probe goes on after the cluster's policy settle time before it gives up
+on the policy coming into force (the verification then says whether it did)."""
 
 _CHOSEN = ("rules_see", "engine")
 """Parameters a condition has only where the backend lets it choose them."""
@@ -368,11 +375,24 @@ class PolicyScenario(Scenario):
                     ),
                 )
                 engine = condition.parameters.get("engine")
-                cluster.apply_policy(
-                    spec, engine=None if engine is None else PolicyEngine(str(engine))
+
+                def apply() -> None:
+                    cluster.apply_policy(
+                        spec, engine=None if engine is None else PolicyEngine(str(engine))
+                    )
+                    prepared.expected["policy"] = "on"
+
+                # The pod outside the policy probes the server from before the policy is
+                # applied until it is blocked: the CNI's enforcement, to the probe's 10 ms.
+                timed = time_change(
+                    prepared.endpoints["denied"],
+                    server.ip,
+                    HTTP_PORT,
+                    effect=Effect.blocking(),
+                    change=apply,
+                    within=cluster.policy_settle_seconds + ENFORCEMENT_MARGIN,
                 )
-                prepared.expected["policy"] = "on"
-                prepared.expected[_APPLIED_AT] = repr(time.monotonic())
+                keep_effect(prepared, _ENFORCEMENT, timed)
         except BaseException:
             self.cleanup(cluster, prepared)
             raise
@@ -404,7 +424,6 @@ class PolicyScenario(Scenario):
             lambda cells: all(cell.ok for cell in cells),
             seconds=cluster.policy_settle_seconds,
         )
-        held_at = time.monotonic()
         wrong = [str(cell) for cell in cells if not cell.ok]
         matrix = ";".join(str(cell) for cell in cells)
         evidence: dict[str, ParamValue] = {
@@ -420,15 +439,10 @@ class PolicyScenario(Scenario):
                 if key in condition.parameters
             },
         }
+        # How the set-up timed the enforcement: the value, the probe's spacing, the leaks.
+        evidence.update(effect_evidence(prepared, _ENFORCEMENT))
         if wrong:
             return Verification(False, f"{condition.id}: probe matrix wrong: {wrong}", evidence)
-        applied = prepared.expected.pop(_APPLIED_AT, "")
-        if on and applied:
-            # From the policy's apply call returning to the first matrix that held: the
-            # CNI's enforcement latency (to within one probe round, about 2 s off the lab).
-            enforced = held_at - float(applied)
-            evidence["enforcement_seconds"] = round(enforced, 3)
-            prepared.expected[_ENFORCEMENT] = repr(enforced)
         return Verification(
             True, f"{condition.id}: {len(cells)} probes as expected ({matrix})", evidence
         )
@@ -484,9 +498,8 @@ class PolicyScenario(Scenario):
         ]
         # Once per set-up, whichever repetition comes first after it (every round of an
         # interleaved session applies the policy again, and each round's CNI is timed).
-        enforced = prepared.expected.pop(_ENFORCEMENT, "")
-        if enforced:
-            measurements.append(Measurement("policy_enforcement_time", float(enforced), "s"))
+        timed, probe_log = take_effect(prepared, _ENFORCEMENT, "policy_enforcement_time")
+        measurements += timed
         retransmits = [s.retransmits for s in streams if s.retransmits is not None]
         if retransmits:
             measurements.append(Measurement("retransmits", float(sum(retransmits)), "count"))
@@ -494,6 +507,7 @@ class PolicyScenario(Scenario):
         if rate is not None:
             measurements.append(Measurement("retransmit_rate", rate, "ratio"))
         raw = {
+            **probe_log,
             "summary.json": json.dumps(
                 {
                     "client_pods": len(clients),
@@ -504,7 +518,7 @@ class PolicyScenario(Scenario):
                         if key in condition.parameters
                     },
                 }
-            )
+            ),
         }
         return RunOutput(measurements, raw)
 

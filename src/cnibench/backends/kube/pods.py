@@ -30,6 +30,7 @@ __all__ = [
     "KubePod",
     "KubePods",
     "PodPortForward",
+    "StartedExec",
     "exec_in_container",
     "exec_returncode",
     "internal_ip",
@@ -148,6 +149,16 @@ class KubePod:
         """Pod IP."""
         return self._ip
 
+    @property
+    def api_client(self) -> Any:
+        """The client commands run through."""
+        return self._api_client
+
+    def start(self, argv: Sequence[str]) -> StartedExec:
+        """Start ``argv`` in the pod through one exec session and return at once (see
+        :meth:`cnibench.backends.base.Endpoint.start` and :class:`StartedExec`)."""
+        return StartedExec(self, argv)
+
     def run(self, argv: Sequence[str], *, timeout: float) -> CommandResult:
         """Run ``argv`` in the pod's tools container (a load pod's locust container) through
         the exec subresource.
@@ -222,6 +233,147 @@ class KubePod:
             stderr="".join(stderr),
             duration=time.monotonic() - started,
         )
+
+
+_PID_FIRST = 'echo "$$"; exec "$@"'
+"""``sh -c`` script that prints the shell's PID, then execs the command in that process."""
+
+
+class StartedExec:
+    """A command started in a pod through one exec session, read as it prints (a
+    :class:`~cnibench.backends.base.StartedCommand`).
+
+    The command runs under ``sh``, which prints its PID and execs it in the same process, so
+    :meth:`stop` ends it by that PID (through a second, short exec) before closing the session:
+    a closed exec stream alone does not end a command that does not write.
+
+    Parameters
+    ----------
+    pod:
+        Where it runs.
+    argv:
+        The command.
+
+    Raises
+    ------
+    cnibench.errors.ToolError
+        When exec cannot start.
+    """
+
+    def __init__(self, pod: KubePod, argv: Sequence[str]) -> None:
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.stream import stream
+
+        self._pod = pod
+        self._argv = tuple(argv)
+        self._tool = argv[0] if argv else ""
+        self._begun = time.monotonic()
+        try:
+            self._session = stream(
+                websocket_core_api(pod.api_client).connect_get_namespaced_pod_exec,
+                pod.name,
+                pod.namespace,
+                container=pod.container,
+                command=["sh", "-c", _PID_FIRST, "sh", *argv],
+                stdin=False,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                _preload_content=False,
+            )
+        except (ApiException, OSError) as exc:
+            raise ToolError(
+                f"exec of {self._tool} in pod {pod.name} failed: {api_error_message(exc)}",
+                tool=self._tool,
+            ) from exc
+        self._stdout: list[str] = []
+        self._stderr: list[str] = []
+        self._status = ""
+        self._broken = ""
+        self._first = threading.Event()
+        """Set once the PID and the command's first line arrived, or the session closed."""
+        self._closed = threading.Event()
+        self._reader = threading.Thread(target=self._read, name="cnibench-exec", daemon=True)
+        self._reader.start()
+
+    def _lines(self) -> list[str]:
+        """Complete lines so far, the PID's first."""
+        text = "".join(self._stdout)
+        return text.split("\n")[:-1]
+
+    def _read(self) -> None:
+        session = self._session
+        try:
+            # update() blocks until a frame comes (or a second passes): no clock needed.
+            while session.is_open():
+                session.update(timeout=1.0)
+                if session.peek_stdout():
+                    self._stdout.append(session.read_stdout())
+                    if not self._first.is_set() and len(self._lines()) >= 2:
+                        self._first.set()
+                if session.peek_stderr():
+                    self._stderr.append(session.read_stderr())
+            self._status = str(session.read_channel(_ERROR_CHANNEL) or "")
+        except Exception as exc:  # websocket and client errors have no common base
+            self._broken = api_error_message(exc)
+        finally:
+            self._closed.set()
+            self._first.set()
+
+    def _pid(self) -> int | None:
+        lines = self._lines()
+        return int(lines[0]) if lines and lines[0].strip().isdigit() else None
+
+    def first_line(self, *, timeout: float) -> str:
+        """See :meth:`cnibench.backends.base.StartedCommand.first_line`."""
+        self._first.wait(timeout)
+        lines = self._lines()
+        if len(lines) >= 2:
+            return lines[1]
+        why = "ended" if self._closed.is_set() else f"did not print within {timeout:g} s"
+        raise ToolError(
+            f"{self._tool} in pod {self._pod.name} {why} without a line of output:"
+            f" {' '.join(''.join(self._stderr).split())[:300] or self._broken}",
+            tool=self._tool,
+        )
+
+    def wait(self, *, timeout: float) -> CommandResult:
+        """See :meth:`cnibench.backends.base.StartedCommand.wait`."""
+        if not self._closed.wait(timeout):
+            self.stop()
+            raise ToolError(
+                f"{self._tool} in pod {self._pod.name} did not finish within {timeout:g} s and"
+                " was stopped",
+                tool=self._tool,
+                output="".join(self._stdout),
+            )
+        if self._broken:
+            raise ToolError(
+                f"exec of {self._tool} in pod {self._pod.name} broke off: {self._broken}",
+                tool=self._tool,
+                output="".join(self._stdout) + "".join(self._stderr),
+            )
+        returncode = exec_returncode(self._status, tool=self._tool, pod=self._pod.name)
+        text = "".join(self._stdout)
+        return CommandResult(
+            argv=self._argv,
+            returncode=returncode,
+            stdout=text.split("\n", 1)[1] if "\n" in text else "",
+            stderr="".join(self._stderr),
+            duration=time.monotonic() - self._begun,
+        )
+
+    def stop(self) -> None:
+        """See :meth:`cnibench.backends.base.StartedCommand.stop`: ``kill -9`` of the PID
+        the command printed first (a second exec), then the session closed."""
+        if not self._closed.is_set():
+            pid = self._pid()
+            if pid is not None:
+                with contextlib.suppress(ToolError):
+                    self._pod.run(["sh", "-c", f"kill -9 {pid} 2>/dev/null; true"], timeout=15)
+            with contextlib.suppress(Exception):  # closing a broken websocket may raise
+                self._session.close()
+        self._reader.join(timeout=5.0)
 
 
 class PodPortForward:

@@ -25,6 +25,7 @@ from cnibench.backends.lab.plan import (
 )
 from cnibench.backends.lab.runner import (
     ManagedProcess,
+    StartedInNamespace,
     pids_in_namespaces,
     run_in_namespace,
     run_step,
@@ -87,6 +88,12 @@ class LabPod:
         return run_in_namespace(
             self.namespace, argv, timeout=timeout, tool_label=f"pod {self.name}"
         )
+
+    def start(self, argv: Sequence[str]) -> StartedInNamespace:
+        """Start ``argv`` in the pod without waiting for it (see
+        :meth:`cnibench.backends.base.Endpoint.start`); stopped by its PID, and with every
+        process of the pod's namespace when the pod is removed."""
+        return StartedInNamespace(self.namespace, argv, tool_label=f"pod {self.name}")
 
     def __repr__(self) -> str:
         return f"LabPod({self.name!r}, ip={self.ip!r}, node={self._node.name!r})"

@@ -19,6 +19,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from cnibench.waiting import Deadline, poll, wait_for
 __all__ = [
     "NETNS_DIR",
     "ManagedProcess",
+    "StartedInNamespace",
     "listening_ports",
     "namespace_inode",
     "pids_in_namespaces",
@@ -157,6 +159,122 @@ def run_in_namespace(
         stderr=err.decode(errors="replace"),
         duration=time.monotonic() - start,
     )
+
+
+class StartedInNamespace:
+    """A command started in a network namespace without waiting for it (a
+    :class:`~cnibench.backends.base.StartedCommand`): its stdout is read line by line as it
+    comes, by a thread of its own, and it is stopped by the PID of the process group it leads.
+
+    Parameters
+    ----------
+    namespace:
+        Network namespace.
+    argv:
+        The command.
+    tool_label:
+        Where it runs, for error messages (e.g. the pod name).
+
+    Raises
+    ------
+    ToolError
+        If the command cannot be started.
+    """
+
+    def __init__(self, namespace: str, argv: Sequence[str], *, tool_label: str = "") -> None:
+        if not argv:
+            raise ToolError("empty command", tool="")
+        self._argv = tuple(argv)
+        self._tool = Path(argv[0]).name
+        self._where = tool_label or namespace
+        self._begun = time.monotonic()
+        try:
+            self._popen = subprocess.Popen(
+                enter_argv(namespace, ["ip", "netns", "exec", namespace, *argv]),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(
+                f"cannot start {self._tool} in {self._where}: {exc}", tool=self._tool
+            ) from exc
+        self._lines: list[str] = []
+        self._stderr: list[bytes] = []
+        self._first = threading.Event()
+        """Set at the first line, or when stdout closes without one."""
+        self._readers = (
+            threading.Thread(target=self._read_stdout, name="cnibench-started-out", daemon=True),
+            threading.Thread(target=self._read_stderr, name="cnibench-started-err", daemon=True),
+        )
+        for reader in self._readers:
+            reader.start()
+
+    @property
+    def pid(self) -> int:
+        """The PID of the process started (the cgroup wrapper and ``ip netns exec`` exec the
+        command in it), which leads the command's process group."""
+        return self._popen.pid
+
+    def _read_stdout(self) -> None:
+        stdout = self._popen.stdout
+        if stdout is not None:
+            for line in stdout:
+                self._lines.append(line.decode(errors="replace"))
+                self._first.set()
+        self._first.set()
+
+    def _read_stderr(self) -> None:
+        if self._popen.stderr is not None:
+            self._stderr.append(self._popen.stderr.read())
+
+    def first_line(self, *, timeout: float) -> str:
+        """See :meth:`cnibench.backends.base.StartedCommand.first_line`."""
+        self._first.wait(timeout)
+        if self._lines:
+            return self._lines[0].rstrip("\n")
+        ended = self._popen.poll() is not None and self._first.is_set()
+        why = "ended" if ended else f"did not print within {timeout:g} s"
+        raise ToolError(
+            f"{self._tool} in {self._where} {why} without a line of output:"
+            f" {_tail(b''.join(self._stderr).decode(errors='replace'))}",
+            tool=self._tool,
+        )
+
+    def wait(self, *, timeout: float) -> CommandResult:
+        """See :meth:`cnibench.backends.base.StartedCommand.wait`."""
+        try:
+            self._popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise ToolError(
+                f"{self._tool} in {self._where} did not finish within {timeout:g} s and was"
+                " stopped",
+                tool=self._tool,
+                output="".join(self._lines),
+            ) from None
+        # The command has ended: its pipes are at their end, or will be once its children
+        # (none of a probe's) let go of them.
+        for reader in self._readers:
+            reader.join(timeout=5.0)
+        return CommandResult(
+            argv=self._argv,
+            returncode=self._popen.returncode,
+            stdout="".join(self._lines),
+            stderr=b"".join(self._stderr).decode(errors="replace"),
+            duration=time.monotonic() - self._begun,
+        )
+
+    def stop(self) -> None:
+        """See :meth:`cnibench.backends.base.StartedCommand.stop`: SIGKILL to the process
+        group this command leads (a probe has nothing to tidy up), then reap it."""
+        if self._popen.poll() is None:
+            _kill_group(self._popen.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._popen.wait(timeout=5.0)
+        for reader in self._readers:
+            reader.join(timeout=1.0)
 
 
 def _kill_group(pgid: int) -> None:
