@@ -71,6 +71,7 @@ import numpy.typing as npt
 import pandas as pd
 
 import _decide
+import _gate_plan
 from cnibench import report, stats
 from cnibench.report.compare import Answer, compare_result_sets, plan_gate
 
@@ -111,6 +112,8 @@ SECTIONS = (
     "tost",
     "advice",
     "aa-printed",
+    "until-decided",
+    "gate-plan",
 )
 """What ``--sections`` can name, in the order a full run prints them."""
 UNITS = {
@@ -864,6 +867,8 @@ def main(argv: list[str] | None = None) -> int:
         "tost": lambda: _decide.tost_rates(max(10, n // 2), rng),
         "advice": lambda: _decide.advice_rates(max(10, n // 4), rng),
         "aa-printed": lambda: _decide.printed_rates(max(10, n // 2), rng),
+        "until-decided": lambda: _decide.until_decided_rates(max(10, n // 2), rng),
+        "gate-plan": lambda: _gate_plan.gate_plan_rates(max(10, n // 4), rng, _gate_sets),
     }
     failed = False
     for name in options.sections:

@@ -203,13 +203,13 @@ def test_the_plan_is_the_fewest_sessions_that_reach_the_power(tmp_path):
     assert plan.candidate_sessions is not None
     assert f"plan: {plan.candidate_sessions} candidate session" in plan.statement()
     components = plan.components
-    # Recomputed here at the 80 % upper bound of the variances: the plan reaches 0.8 and one
+    # Recomputed here at the 90 % upper bound of the variances: the plan reaches 0.8 and one
     # candidate session fewer (same baseline) does not.
     upper = type(components)(
         components.metric,
-        components.spread * components.spread_df / sps.chi2.ppf(0.2, components.spread_df),
+        components.spread * components.spread_df / sps.chi2.ppf(0.1, components.spread_df),
         components.spread_df,
-        components.run_variance * components.run_df / sps.chi2.ppf(0.2, components.run_df),
+        components.run_variance * components.run_df / sps.chi2.ppf(0.1, components.run_df),
         components.run_df,
         components.mean_inverse_runs,
         components.groups,

@@ -53,6 +53,7 @@ FIXED_COLUMNS = [
     "environment_id",
     "options",
     "parameters",
+    "looks",
 ]
 
 
@@ -227,6 +228,8 @@ def test_column_types(store: ResultsStore) -> None:
     assert df["repetition"].dtype == "int64"
     assert df["value"].dtype == "float64"
     assert df["verified"].dtype == "bool"
+    assert df["looks"].dtype == "int64"
+    assert (df["looks"] == 1).all()
 
 
 def test_time_is_utc(store: ResultsStore) -> None:

@@ -413,6 +413,52 @@ def rounds_paired(control: SideRuns, treatment: SideRuns) -> Pairing:
     )
 
 
+def _take(side: SideRuns, keep: npt.NDArray[np.bool_]) -> SideRuns:
+    return SideRuns(
+        side.values[keep],
+        tuple(s for s, k in zip(side.sessions, keep, strict=True) if k),
+        side.positions[keep],
+        tuple(r for r, k in zip(side.rounds, keep, strict=True) if k),
+    )
+
+
+def shared_rounds(control: SideRuns, treatment: SideRuns) -> tuple[SideRuns, SideRuns, int]:
+    """Both sides cut, session by session, at the last round either side ran: a session run
+    until decided (:mod:`cnibench.stats.sequential`) stops a condition once its contrasts are
+    decided, while its partner may run on for others, and the rounds the partner ran alone
+    after that stop belong to no look of this contrast.
+
+    Returns the sides kept and how many of their runs were left out. Sides without rounds
+    come back whole; a round missing inside the shared span (a failed run) stays missing, for
+    :func:`rounds_paired` to see.
+    """
+    if not control.rounds or not treatment.rounds:
+        return control, treatment, 0
+
+    def last(side: SideRuns) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for key in side.rounds:
+            session, _, repetition = key.rpartition("/")
+            out[session] = max(out.get(session, -1), int(repetition))
+        return out
+
+    ends_c, ends_t = last(control), last(treatment)
+
+    def kept(side: SideRuns) -> npt.NDArray[np.bool_]:
+        flags = []
+        for key in side.rounds:
+            session, _, repetition = key.rpartition("/")
+            end = min(ends_c.get(session, -1), ends_t.get(session, -1))
+            flags.append(end < 0 or int(repetition) <= end)
+        return np.array(flags, dtype=bool)
+
+    keep_c, keep_t = kept(control), kept(treatment)
+    dropped = int((~keep_c).sum() + (~keep_t).sum())
+    if not dropped:
+        return control, treatment, 0
+    return _take(control, keep_c), _take(treatment, keep_t), dropped
+
+
 def session_means(side: SideRuns) -> npt.NDArray[np.float64]:
     """The mean of each session's values of one side, in order of first appearance."""
     frame = pd.DataFrame({"session": side.sessions, "value": side.values})

@@ -60,6 +60,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "environment_id",
     "options",
     "parameters",
+    "looks",
 )
 """Fixed leading columns of :func:`load_results`, in order.
 
@@ -67,8 +68,9 @@ RESULT_COLUMNS: tuple[str, ...] = (
 client/server pair of a ``--pairs`` run that measured a per-pair value; ``<NA>`` for the run's
 own value, its aggregate, which is the only one statistics read:
 :func:`cnibench.report.data.ok_runs`), ``value`` float64 (``NaN`` for failed runs),
-``verified`` bool, ``options`` and ``parameters`` JSON text (keys sorted); the other columns
-are text. They are followed by one ``param_<name>`` column per scenario parameter,
+``verified`` bool, ``options`` and ``parameters`` JSON text (keys sorted), ``looks`` int64
+(:attr:`RunRecord.looks`: the looks a session run until decided planned, 1 otherwise); the
+other columns are text. They are followed by one ``param_<name>`` column per scenario parameter,
 sorted by name.
 
 ``run_id`` names one run in the frame. A run's id is unique within its session (its file is
@@ -85,7 +87,7 @@ PARAM_PREFIX = "param_"
 _STRING_COLUMNS = tuple(
     column
     for column in RESULT_COLUMNS
-    if column not in {"time", "repetition", "pair", "value", "verified"}
+    if column not in {"time", "repetition", "pair", "value", "verified", "looks"}
 )
 
 
@@ -162,6 +164,7 @@ def _records_frame(rows: list[dict[str, Any]], param_names: Sequence[str]) -> pd
     columns["pair"] = pd.Series([row["pair"] for row in rows], dtype="Int64")
     columns["value"] = pd.Series([row["value"] for row in rows], dtype="float64")
     columns["verified"] = pd.Series([row["verified"] for row in rows], dtype="bool")
+    columns["looks"] = pd.Series([row["looks"] for row in rows], dtype="int64")
     frame = pd.DataFrame({column: columns[column] for column in RESULT_COLUMNS})
     for name in param_names:
         frame[PARAM_PREFIX + name] = _param_column([row["params"].get(name) for row in rows])
@@ -328,6 +331,7 @@ def load_results(
                         "environment_id": environment_id,
                         "options": _json_text(record.options),
                         "parameters": _json_text(record.parameters),
+                        "looks": record.looks,
                         "params": record.parameters,
                     }
                 )

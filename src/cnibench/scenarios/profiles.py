@@ -66,6 +66,9 @@ class Profile:
                 raise ConfigError(
                     f"--duration must be a whole number of seconds >= 1, got {duration:g}s"
                 )
+            if duration > MAX_DURATION:
+                # A load loop is bounded in time: one measurement longer than a day is a typo.
+                raise ConfigError(f"--duration must be at most 24h, got {duration:.0f}s")
             changes["duration"] = duration
             changes["egress_duration"] = duration
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -117,6 +120,9 @@ PROFILES: dict[str, Profile] = {
         sequential_requests=10000,
     ),
 }
+
+MAX_DURATION = 24 * 3600.0
+"""The longest ``--duration`` a run's measurement may take, in seconds."""
 
 DEFAULT_MAX_RUNS = 30
 """Most repetitions ``--precision`` adds up to (``--max-runs``)."""

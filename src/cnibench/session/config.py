@@ -128,10 +128,20 @@ class SessionConfig:
         ``max_runs`` is reached (:func:`cnibench.scenarios.runner.precision_reached`).
         ``None``: exactly the profile's runs.
     max_runs:
-        ``--max-runs``: most repetitions ``precision`` may take a condition to.
+        ``--max-runs``: most repetitions ``precision`` or ``until_decided`` may take a
+        condition to.
     precision_metrics:
         ``--precision-on``: the metrics ``precision`` judges (default: each scenario's
         positive primary metrics), e.g. ``("throughput",)``.
+    until_decided:
+        ``--until-decided``: after the profile's rounds, an interleaved group adds rounds to
+        the conditions whose contrasts are undecided, looking at them at the rounds of
+        :func:`cnibench.stats.look_schedule` (the profile's runs, doubling, ``max_runs``),
+        each look at the level of :func:`cnibench.stats.look_level`; a condition stops when
+        every contrast it takes part in is decided.
+    budget:
+        ``--budget``: seconds the session may spend; ``until_decided`` starts no look's
+        rounds that would end past it (``None``: no limit but ``max_runs``).
     report:
         ``--report``: HTML report written at the end of the session (``None``: none).
     reference:
@@ -158,6 +168,8 @@ class SessionConfig:
     precision: float | None = None
     max_runs: int = DEFAULT_MAX_RUNS
     precision_metrics: tuple[str, ...] = ()
+    until_decided: bool = False
+    budget: float | None = None
     report: Path | None = None
     reference: str | None = None
     all_metrics: bool = False

@@ -3,6 +3,7 @@ into a :class:`~cnibench.session.config.SessionConfig` (:func:`session_config`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -62,10 +63,25 @@ def add_session_options(add: Callable[..., object]) -> None:
         " --max-runs is reached; stops on width, never on significance",
     )
     add(
+        "--until-decided",
+        action="store_true",
+        help="add interleaved rounds to the conditions whose contrasts are undecided (neither"
+        " a cost nor the same within ±5%%), looking after the profile's runs, then at twice"
+        " as many, up to --max-runs; each look is tested at 5%% over the number of looks",
+    )
+    add(
+        "--budget",
+        default=None,
+        metavar="TIME",
+        help="with --until-decided: time the session may take, e.g. 2h; no further rounds"
+        " start that would end past it",
+    )
+    add(
         "--max-runs",
         default=None,
         metavar="N",
-        help=f"most runs per condition --precision may take (default {DEFAULT_MAX_RUNS})",
+        help="most runs per condition --precision or --until-decided may take (default"
+        f" {DEFAULT_MAX_RUNS})",
     )
     add(
         "--precision-on",
@@ -129,6 +145,8 @@ SESSION_OPTIONS = (
     "runs",
     "duration",
     "precision",
+    "until_decided",
+    "budget",
     "max_runs",
     "precision_on",
     "results_dir",
@@ -183,6 +201,17 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         load_workers=values.get("load_workers"),
     )
     precision = _precision(values.get("precision"))
+    until_decided = bool(values.get("until_decided"))
+    if until_decided and precision is not None:
+        raise ConfigError(
+            "--until-decided and --precision both choose when a condition stops: give one"
+        )
+    budget_text = values.get("budget")
+    if budget_text is not None and not until_decided:
+        raise ConfigError("--budget needs --until-decided")
+    budget = None if budget_text is None else parse_duration(str(budget_text))
+    if budget is not None and budget < 60.0:
+        raise ConfigError(f"--budget {budget_text}: give at least 1m, the time of a round or two")
     max_runs = _integer("--max-runs", values.get("max_runs"))
     if max_runs is not None and max_runs < profile.runs:
         raise ConfigError(
@@ -199,12 +228,33 @@ def session_config(values: Mapping[str, Any]) -> SessionConfig:
         precision=precision,
         max_runs=DEFAULT_MAX_RUNS if max_runs is None else max_runs,
         precision_metrics=_precision_metrics(values.get("precision_on"), precision),
-        report=Path(str(values["report"])) if values.get("report") else None,
+        until_decided=until_decided,
+        budget=budget,
+        report=_report_path(values.get("report")),
         reference=None if values.get("reference") is None else str(values["reference"]),
         all_metrics=bool(values.get("all_metrics")),
         nodes=NodePins.parse(values.get("nodes")),
         image_registry=str(values.get("image_registry") or ""),
     )
+
+
+def _report_path(text: object) -> Path | None:
+    """``--report`` as a path a file can be written to, checked before anything is measured:
+    not a directory, and its nearest existing parent a writable directory (the report creates
+    the missing ones)."""
+    if not text:
+        return None
+    path = Path(str(text))
+    if path.is_dir():
+        raise ConfigError(f"--report {path} is a directory: name a file, e.g. {path}/report.html")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"--report {path}: {parent} is a file, not a directory")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"--report {path}: {parent} is not writable")
+    return path
 
 
 def _precision_metrics(text: object, precision: float | None) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cnibench import stats
 from cnibench.backends.base import ClusterSpec
 from cnibench.errors import ConfigError, SetupError, UnsupportedError, VerificationError
 from cnibench.results import ResultsStore
@@ -35,6 +36,7 @@ from cnibench.session.plan import (
     run_design,
     run_key,
 )
+from cnibench.session.until import Budget, undecided_conditions
 from cnibench.signals import sigterm_raises_interrupt
 
 
@@ -203,6 +205,8 @@ class BenchSession:
         self._designs: list[dict[str, Any]] = []
         self._rounds: list[dict[str, Any]] = []
         self._skipped: list[dict[str, Any]] = []
+        # --until-decided: what each interleaved group's looks found.
+        self._looks: list[dict[str, Any]] = []
 
     def plan(self, planned: Sequence[PlannedCondition]) -> list[PlannedRun]:
         """``planned`` (from :func:`plan_conditions`) on this session's CNIs, in running order.
@@ -343,14 +347,31 @@ class BenchSession:
             tell(ProgressEvent(EventKind.DESIGN, line))
         self.runner.progress = lambda text: tell(ProgressEvent(EventKind.RUN, text, 1))
         self.pool.notice = lambda text: tell(ProgressEvent(EventKind.CLUSTER, text))
+        budget = Budget(self.config.budget)
         try:
             for group in design.groups:
+                until = self.config.until_decided and group.order is RunOrder.INTERLEAVED
+                schedule = (
+                    stats.look_schedule(max(2, runs), max(self.runner.max_runs, runs, 2))
+                    if until
+                    else ()
+                )
+                self.runner.looks = len(schedule) if until else 1
+                budget.start_group()
                 for round_number, planned_run in group.rounds:
                     one(round_number, planned_run)
                 if group.order is RunOrder.INTERLEAVED and self.config.precision is not None:
                     self._rounds_to_precision(group, merged, given_up, one)
+                if until:
+                    pace = budget.round_seconds(runs)
+                    self._looks += [
+                        self._rounds_until_decided(
+                            group, schedule, pace, budget, given_up, one, tell
+                        )
+                    ]
         finally:
             self.runner.progress = None
+            self.runner.looks = 1
             self.pool.notice = None
         self._designs += [group.as_json() for group in design.groups]
         # A round of null: a sequential condition, every repetition on one set-up.
@@ -374,7 +395,15 @@ class BenchSession:
             for (name, cni, reason), ids in skipped.items()
         ]
         if self.store.session_dir.is_dir():  # not when every condition was skipped
-            self.store.write_json("design", {"groups": self._designs, "rounds": self._rounds})
+            self.store.write_json(
+                "design",
+                {
+                    "groups": self._designs,
+                    "rounds": self._rounds,
+                    "looks": self._looks,
+                    "warmups": self.runner.warmups,
+                },
+            )
             if self._skipped:
                 # What the clusters could not run, and why: the report's matrix says so in
                 # the cells of those configurations rather than leaving them blank.
@@ -433,6 +462,86 @@ class BenchSession:
                 f"precision-{p.scenario.name}-{slug}-{p.condition.id}",
                 {"target": target, "max_runs": self.runner.max_runs, "note": note},
             )
+
+    def _rounds_until_decided(
+        self,
+        group: GroupDesign,
+        schedule: Sequence[int],
+        round_seconds: float,
+        budget: Budget,
+        given_up: set[tuple[str, str, str]],
+        one: Callable[[int, PlannedRun], None],
+        tell: ProgressListener,
+    ) -> dict[str, Any]:
+        """``--until-decided`` on an interleaved group whose profile's rounds have run: at each
+        look of ``schedule`` ask the verdict which conditions still take part in an undecided
+        contrast, and run rounds among those until the next look; stop when none is left,
+        at the last look, or when the next look's rounds would end past ``--budget``
+        (about ``round_seconds`` a round). Returns what ``design.json`` records of it."""
+        members = list({p.condition.id: p for _, p in group.rounds}.values())
+        looks: list[dict[str, Any]] = []
+        stopped = ""
+        for index, at in enumerate(schedule):
+            look = undecided_conditions(
+                self.store.session_dir,
+                group.scenario,
+                group.cni,
+                [p.condition.id for p in members],
+                rounds=at,
+                scenarios=self.scenarios,
+            )
+            looks.append(
+                {
+                    "rounds": at,
+                    "undecided": sorted(look.undecided),
+                    "contrasts": list(look.contrasts),
+                    "saturated": look.saturated,
+                }
+            )
+            open_ = [
+                p
+                for p in members
+                if p.condition.id in look.undecided and run_key(p) not in given_up
+            ]
+            if not open_:
+                stopped = "every contrast decided" + (
+                    f" but {look.saturated} set aside: saturated runs" if look.saturated else ""
+                )
+                break
+            if index + 1 == len(schedule):
+                stopped = f"--max-runs {at} reached"
+                break
+            following = schedule[index + 1]
+            share = len(open_) / max(len(members), 1)
+            if not budget.allows(following - at, round_seconds * share):
+                stopped = f"--budget: {following - at} more rounds would end past it"
+                break
+            tell(
+                ProgressEvent(
+                    EventKind.DESIGN,
+                    f"{group.scenario} {group.cni}: {len(look.contrasts)} contrast(s) undecided"
+                    f" after {at} rounds; {following - at} more rounds of"
+                    f" {', '.join(p.condition.id for p in open_)}",
+                )
+            )
+            for round_number in range(at, following):
+                for p in rotated(open_, round_number):
+                    one(round_number, p)
+        looked = ", ".join(str(entry["rounds"]) for entry in looks)
+        tell(
+            ProgressEvent(
+                EventKind.DESIGN,
+                f"{group.scenario} {group.cni}: until decided, looked after {looked} rounds"
+                f" (each look at 5 %/{len(schedule)}); stopped: {stopped}",
+            )
+        )
+        return {
+            "scenario": group.scenario,
+            "cni": group.cni,
+            "schedule": list(schedule),
+            "looks": looks,
+            "stopped": stopped,
+        }
 
     def run_condition(
         self,

@@ -21,6 +21,8 @@ estimates:
 * :mod:`~cnibench.stats.families`: Holm's correction within each question's family
   (:func:`family_holm`) and the level of the interval that carries each call
   (:func:`call_levels`, :func:`interval_at_level`);
+* :mod:`~cnibench.stats.sequential`: runs until decided, the planned looks and each look's
+  level (:func:`look_schedule`, :func:`look_level`);
 * :mod:`~cnibench.stats.proportions`: yes/no outcomes (Clopper-Pearson, Wilson, Newcombe);
 * :mod:`~cnibench.stats.splits`: traffic-split accuracy (:func:`splitting_error`: Goodman,
   Sison-Glaz; :func:`split_test` over runs), and :mod:`~cnibench.stats.time_windows` its shares
@@ -81,6 +83,7 @@ from cnibench.stats.proportions import (
     proportion_difference,
     proportion_interval,
 )
+from cnibench.stats.sequential import look_level, look_schedule
 from cnibench.stats.splits import SplitResult, SplitTest, split_test, splitting_error
 from cnibench.stats.summaries import (
     Histogram,
@@ -120,6 +123,8 @@ __all__ = [
     "histogram",
     "holm_adjusted",
     "interval_at_level",
+    "look_level",
+    "look_schedule",
     "outlier_report",
     "outlier_runs",
     "outlier_threshold",

@@ -199,22 +199,32 @@ def decide(
     level: float,
     margin: float | None,
 ) -> None:
-    """Call every measured contrast, in place: ``p_adjusted`` (Holm within its question),
+    """Call every measured contrast, in place: ``p_adjusted`` (Holm within its question, of
+    each p-value times its contrast's planned ``looks``: Bonferroni over the looks of runs
+    until decided, :mod:`cnibench.stats.sequential`; 1 for a fixed design),
     ``question``, ``family_size``, ``call_level`` and the interval moved to it,
     ``significant``, ``margin``, ``equivalent``, and the advice (:func:`advise`); a contrast
     with a saturated run is set aside first (:func:`set_aside_saturated`): no call."""
     alpha = 1.0 - level
     relative = DEFAULT_MARGIN if margin is None else margin
     aside = [set_aside_saturated(m) for _, m in measured]
-    p_values = np.array([float(m["p_value"]) for _, m in measured], dtype=np.float64)
+    looks = np.array([max(1, int(m.get("looks", 1))) for _, m in measured], dtype=np.int64)
+    # Bonferroni over a contrast's planned looks (runs until decided: cnibench.stats.
+    # sequential), then Holm within its question: K·p is what Holm corrects further.
+    p_values = np.minimum(
+        1.0, looks * np.array([float(m["p_value"]) for _, m in measured], dtype=np.float64)
+    )
     families = [question_of(p) for p, _ in measured]
     adjusted = stats.family_holm(p_values, families)
     sizes = stats.family_sizes(p_values, families)
-    levels = stats.call_levels(p_values, adjusted, level=level)
-    for (planned, row), p_adj, size, to_level, saturated in zip(
-        measured, adjusted, sizes, levels, aside, strict=True
+    # The level whose interval excludes no change exactly when K·p passes Holm, moved to
+    # the raw p's scale: 1 - alpha·p/p_adj = 1 - (1 - holm's level)/K.
+    levels = 1.0 - (1.0 - stats.call_levels(p_values, adjusted, level=level)) / looks
+    for (planned, row), p_adj, size, to_level, saturated, k in zip(
+        measured, adjusted, sizes, levels, aside, looks, strict=True
     ):
         row["kind"] = planned.kind
+        row["looks"] = int(k)
         row["p_adjusted"] = float(p_adj)
         row["question"] = question_text(planned)
         row["family_size"] = int(size)
@@ -230,4 +240,4 @@ def decide(
             and _within(row, row["margin"])
         )
         if planned.kind is not ContrastKind.WEIGHTS and not saturated:
-            advise(row, alpha=alpha / max(int(size), 1), margin=float(row["margin"]))
+            advise(row, alpha=alpha / max(int(size), 1) / int(k), margin=float(row["margin"]))

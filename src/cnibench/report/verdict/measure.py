@@ -560,6 +560,18 @@ def _saturated_count(rows: pd.DataFrame, planned: PlannedContrast, sessions: set
     return len(set(design.run_keys(chosen)))
 
 
+def planned_looks(rows: pd.DataFrame, planned: PlannedContrast) -> int:
+    """The most looks either side's runs record (``looks``: a session run until decided);
+    1 without the column."""
+    if "looks" not in rows.columns:
+        return 1
+    sides = ((rows["cni"] == planned.cni) & (rows["condition"] == planned.treatment)) | (
+        (rows["cni"] == planned.control_cni) & (rows["condition"] == planned.control)
+    )
+    values = pd.to_numeric(rows.loc[sides, "looks"], errors="coerce").dropna()
+    return max(1, int(values.max())) if not values.empty else 1
+
+
 def measure_contrast(
     planned: PlannedContrast,
     rows: pd.DataFrame,
@@ -614,6 +626,11 @@ def measure_contrast(
     left_out = ""
     if shared is not None:
         control_runs, treatment_runs, left_out = shared
+    if planned_looks(scenario_rows, planned) > 1:
+        control_runs, treatment_runs, alone = design.shared_rounds(control_runs, treatment_runs)
+        if alone:
+            ran_on = f"{alone} run(s) of one side after the other stopped left out"
+            left_out = "; ".join(part for part in (left_out, ran_on) if part)
     treatment, control = treatment_runs.values, control_runs.values
     sessions = {*control_runs.sessions, *treatment_runs.sessions}
     row["saturated"] = _saturated_count(scenario_rows, planned, sessions)
