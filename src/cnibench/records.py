@@ -49,10 +49,15 @@ def summary_scale(unit: str) -> Literal["auto", "binary"]:
 
 
 class RunStatus(enum.StrEnum):
-    """Outcome of one run: ``ok`` values may be averaged; ``failed`` ones never are."""
+    """Outcome of one run: ``ok`` values may be averaged; ``failed`` and ``warmup`` ones never
+    are."""
 
     OK = "ok"
     FAILED = "failed"
+    WARMUP = "warmup"
+    """Measured before the first counted run on a new cluster, to let it warm up (its
+    repetition is -1; a failed one keeps this status, with its reason): shown as warm-up,
+    never in a statistic, the verdict or the gate, and not a failure."""
 
 
 @dataclass(frozen=True)
@@ -106,13 +111,14 @@ class RunRecord:
     parameters:
         The scenario parameters of this condition.
     repetition:
-        0-based repetition index within the condition.
+        0-based repetition index within the condition; -1 for a warm-up run.
     metric, value, unit:
         The measurement (see :class:`Measurement`).
     verified:
         Whether the scenario's verification passed before this run was measured.
     status:
-        ``ok`` or ``failed``; failed runs carry ``reason`` and are never averaged in.
+        ``ok``, ``failed`` or ``warmup``: failed runs carry ``reason`` and are never averaged
+        in, nor are warm-up runs (:attr:`RunStatus.WARMUP`).
     reason:
         Why the run failed; empty when ``status`` is ``ok``.
     environment_id:
@@ -125,6 +131,11 @@ class RunRecord:
         or a run without pairs). Statistics, verdicts and comparisons read only ``None``
         rows, so one run is one sample however many pairs it ran; files written before the
         field existed load with ``None``.
+    looks:
+        How many times the session planned to look at this run's contrasts: above 1 for a run
+        of a session run until decided (:func:`cnibench.stats.look_schedule`), whose verdict
+        tests each look at ``alpha / looks``; 1 for a fixed design, and for files written
+        before the field existed.
     """
 
     session_id: str
@@ -147,6 +158,7 @@ class RunRecord:
     environment_id: str = ""
     options: Mapping[str, ParamValue] = field(default_factory=dict)
     pair: int | None = None
+    looks: int = 1
 
     def to_json_dict(self) -> dict[str, Any]:
         """Plain-JSON form (what the results store writes)."""
@@ -164,6 +176,7 @@ class RunRecord:
         values["value"] = float("nan") if values["value"] is None else float(values["value"])
         pair = values.get("pair")
         values["pair"] = None if pair is None else int(pair)
+        values["looks"] = int(values.get("looks", 1))
         return cls(**values)
 
 
@@ -193,6 +206,14 @@ class Environment:
         Helm values or lab options of the CNI; never contains secrets.
     tool_versions:
         Tool name to version string, e.g. ``{"iperf3": "3.12"}``.
+    datapath_settings:
+        Data-path settings as the running cluster reported them, not as asked (that is
+        ``cni_values``): e.g. ``{"service proxy": "cilium eBPF", "kube-proxy replacement":
+        "true", "host routing": "bpf", "masquerade": "bpf"}`` from Cilium's agents, or
+        ``{"service proxy": "kube-proxy nftables"}`` from kube-proxy's ConfigMap
+        (:meth:`~cnibench.backends.kube.cnis.base.CniDriver.datapath_status`); ``{}`` where
+        nothing was read (the lab, fingerprints written before the field). Left out of
+        :attr:`environment_id` while empty, so those fingerprints keep their ids.
     """
 
     kernel: str
@@ -208,6 +229,7 @@ class Environment:
     nodes: Mapping[str, Mapping[str, ParamValue]] = field(default_factory=dict)
     cni_values: Mapping[str, Any] = field(default_factory=dict)
     tool_versions: Mapping[str, str] = field(default_factory=dict)
+    datapath_settings: Mapping[str, str] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
         """Plain-JSON form, including the derived ``environment_id``."""
@@ -218,5 +240,8 @@ class Environment:
     @property
     def environment_id(self) -> str:
         """Stable 12-hex-digit key: equal fingerprints give equal ids."""
-        payload = json.dumps(asdict(self), sort_keys=True, default=str)
+        fields = asdict(self)
+        if not fields["datapath_settings"]:
+            del fields["datapath_settings"]
+        payload = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:12]

@@ -1,8 +1,10 @@
 """Cilium built from its Go module on real kind clusters: seed 001's two modes, the egress
 gateway with each node's own CPU, network policy and policy precedence, measured on real pods.
 
-Two clusters, one after the other: kube-proxy replacement (``--cni cilium:napi=threaded``, the
-default mode, kind's ``kubeProxyMode: none``, each node receiving in NAPI threads of its own)
+Two clusters, one after the other: kube-proxy replacement with the egress gateway (``--cni
+cilium:egress-gateway,napi=threaded``: the default mode, kind's ``kubeProxyMode: none``, the
+egress gateway asked for by name, which also switches on BPF masquerading, each node receiving
+in NAPI threads of its own)
 runs every scenario the offline build offers and is kept for the negative control, which then
 removes it; kube-proxy (iptables) mode with Traefik as its Gateway
 (``--cni cilium:gateway=traefik,mode=kube-proxy``) runs the baseline and a 60/40 split. The
@@ -39,9 +41,11 @@ from .kind_support import (
     run_args,
 )
 
-KPR, KUBE_PROXY = "cilium:napi=threaded", "cilium:gateway=traefik,mode=kube-proxy"
-"""Seed 001's two modes. Kube-proxy replacement receives in NAPI threads of each node's own, so
-that each node's CPU is its own (the egress gateway's forwarding counted to the gateway node);
+KPR, KUBE_PROXY = "cilium:egress-gateway,napi=threaded", "cilium:gateway=traefik,mode=kube-proxy"
+"""Seed 001's two modes. Kube-proxy replacement asks for the egress gateway by name (no
+default of either mode has it since the two modes differ in the Service proxy alone) and
+receives in NAPI threads of each node's own, so that each node's CPU is its own (the egress
+gateway's forwarding counted to the gateway node);
 kube-proxy mode also runs Traefik as its Gateway API implementation, the second CNI a split
 goes through (kube-router's module has the first)."""
 KPR_SLUG = ClusterSpec.from_label(KPR).slug
@@ -297,7 +301,9 @@ def test_the_kept_cilium_cluster_reached_by_its_kubeconfig_runs_egress_and_polic
     assert "--cni flannel: this cluster runs cilium" in refusals[0]
     assert "Traceback" not in wrong.stderr
     assert not results.exists() or not list(results.rglob("*.jsonl"))
-    args = [*common, "--cni", "cilium", "--scenario", "egress", "--scenario", "policy"]
+    # The egress gateway is a feature asked for by name (no mode has it by default).
+    args = [*common, "--cni", "cilium:egress-gateway", "--scenario", "egress"]
+    args += ["--scenario", "policy"]
     args += condition_args(EGRESS_CONDITIONS + POLICY_CONDITIONS)
     done = cnibench(*args, env=env, check=False, timeout=1800)
     output = done.stdout + done.stderr

@@ -29,7 +29,7 @@ from kube_support import (
 from cnibench.backends.base import ClusterSpec
 from cnibench.backends.kube.cni import cni_definition
 
-SPLIT_HINT = "add the feature: --cni cilium:egress-gateway,gateway-api,l7"
+SPLIT_HINT = "add the feature: --cni cilium:gateway-api,l7"
 
 
 @pytest.fixture(scope="module")

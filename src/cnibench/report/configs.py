@@ -18,7 +18,10 @@ The factors, with the value each takes when the label does not name it:
 ``service proxy``
     What serves ClusterIP Services: ``kube-proxy iptables`` by default, ``kube-proxy
     nftables``, or a CNI's own (``cilium eBPF`` in Cilium's default ``mode=kpr``), as the CNI's
-    driver declares (``CniDriver.service_proxy``). Not a factor on the lab.
+    driver declares (``CniDriver.service_proxy``). Not a factor on the lab. Two service proxies
+    are compared only on a condition whose traffic goes to a Service
+    (:meth:`~cnibench.scenarios.base.Scenario.through_service`): pod-to-pod traffic meets no
+    Service proxy, so a difference there would be something else's.
 ``encryption``
     ``""`` or ``wireguard``.
 ``gateway``
@@ -28,6 +31,16 @@ The factors, with the value each takes when the label does not name it:
 any other option
     Taken as a factor (a CNI feature switched on, e.g. ``l7``), with ``""`` when absent: when
     unsure, a comparison is refused rather than confounded.
+
+Beside the factors a label names, a configuration has *settings*: what its CNI's data path
+does that no label option says, from the session's environment fingerprint
+(:func:`recorded_settings`): what the CNI's agents reported while it ran
+(``datapath_settings``, e.g. Cilium's host routing and masquerading) and otherwise what its
+installer values asked (``cni_values``, through ``CniDriver.datapath_settings``). Two
+configurations of one CNI compared on one factor must share every setting besides that
+factor's own (:func:`differing_settings`); else their contrast is "not compared: differs in
+masquerade (bpf vs iptables)". Settings are not factors between CNIs: how each CNI builds
+its data path is what a comparison of CNIs compares.
 """
 
 from __future__ import annotations
@@ -41,13 +54,20 @@ from cnibench.errors import ConfigError
 
 __all__ = [
     "CONTROL_VALUES",
+    "FACTOR_SETTINGS",
     "GATEWAY_SCENARIOS",
     "INSTRUMENT_FACTOR",
+    "INSTRUMENT_WORDS",
+    "SERVICE_PROXY_FACTOR",
     "Configuration",
+    "RecordedSettings",
     "configuration",
     "differing_factors",
+    "differing_settings",
     "factor_words",
     "instrumented",
+    "recorded_settings",
+    "settings_words",
 ]
 
 INSTRUMENT_FACTOR = "napi"
@@ -55,6 +75,22 @@ INSTRUMENT_FACTOR = "napi"
 
 INSTRUMENTED_VALUE = "threaded"
 """:data:`INSTRUMENT_FACTOR`'s value that instruments a configuration."""
+
+INSTRUMENT_WORDS = (
+    "each node receives packets in kernel threads of its own, so that its CPU can be counted"
+    " per node"
+)
+"""What ``napi=threaded`` does, in the words of a reader who never set it (the report's
+lines and legends say this, not "napi" or "instrument" alone)."""
+
+SERVICE_PROXY_FACTOR = "service proxy"
+"""The factor naming what serves Services (kube-proxy's mode, or a CNI's own proxy)."""
+
+FACTOR_SETTINGS: Mapping[str, frozenset[str]] = {
+    SERVICE_PROXY_FACTOR: frozenset({"service proxy", "kube-proxy replacement"}),
+}
+"""The settings in which a factor itself shows (Cilium's reported kube-proxy replacement is
+its service proxy): no second difference beside that factor."""
 
 GATEWAY_SCENARIOS = frozenset({"split"})
 """Scenarios whose measured traffic crosses the Gateway API implementation."""
@@ -81,11 +117,15 @@ class Configuration:
         The CNI (or lab datapath) name, e.g. ``cilium``.
     factors:
         Every data-path factor with its value (defaults filled in), sorted by name.
+    settings:
+        The CNI's data-path settings no label option names, as recorded
+        (:func:`recorded_settings`), sorted by name; ``()`` when nothing was recorded.
     """
 
     label: str
     name: str
     factors: tuple[tuple[str, str], ...]
+    settings: tuple[tuple[str, str], ...] = ()
 
     def factor(self, name: str) -> str:
         """The value of factor ``name`` (``""`` when the configuration does not set it)."""
@@ -114,7 +154,13 @@ def _service_proxy(name: str, options_json: str) -> str:
     return driver.service_proxy(options)
 
 
-def configuration(label: str, *, backend: str, options: Mapping[str, str] | str) -> Configuration:
+def configuration(
+    label: str,
+    *,
+    backend: str,
+    options: Mapping[str, str] | str,
+    settings: Mapping[str, str] | None = None,
+) -> Configuration:
     """The data-path factors of one configuration.
 
     Parameters
@@ -126,6 +172,8 @@ def configuration(label: str, *, backend: str, options: Mapping[str, str] | str)
     options:
         The records' ``options`` (a mapping or its JSON text): the cluster options the run
         had, including ``encryption``.
+    settings:
+        The configuration's recorded data-path settings (:func:`recorded_settings`).
 
     Returns
     -------
@@ -159,7 +207,9 @@ def configuration(label: str, *, backend: str, options: Mapping[str, str] | str)
         given.pop("kube-proxy", None)
     for key, value in given.items():
         factors[key] = value
-    return Configuration(label, name, tuple(sorted(factors.items())))
+    return Configuration(
+        label, name, tuple(sorted(factors.items())), tuple(sorted((settings or {}).items()))
+    )
 
 
 def differing_factors(a: Configuration, b: Configuration, *, scenario: str) -> list[str]:
@@ -179,3 +229,113 @@ def factor_words(factors: Sequence[str], a: Configuration, b: Configuration) -> 
 def instrumented(config: Configuration) -> bool:
     """Whether the configuration carries the per-node CPU instrument (``napi=threaded``)."""
     return config.factor(INSTRUMENT_FACTOR) == INSTRUMENTED_VALUE
+
+
+def differing_settings(a: Configuration, b: Configuration, *, factor: str) -> list[str]:
+    """The settings (:attr:`Configuration.settings`) both configurations recorded with
+    different values, besides ``factor``'s own (:data:`FACTOR_SETTINGS`, and a setting the
+    factor's value names, as ``features`` ``egress-gateway`` names ``egress gateway``): what
+    else a contrast of ``factor`` between ``a`` and ``b`` would change. A setting only one
+    side recorded is not counted (nothing says it differs). ``factor`` ``""``: every
+    setting (two configurations compared as equal in every factor)."""
+    left, right = dict(a.settings), dict(b.settings)
+    named = {
+        word.strip().replace("-", " ")
+        for value in (a.factor(factor), b.factor(factor))
+        for word in value.split(",")
+    }
+    own = FACTOR_SETTINGS.get(factor, frozenset()) | named
+    return [
+        key for key in sorted(set(left) & set(right)) if key not in own and left[key] != right[key]
+    ]
+
+
+def settings_words(keys: Sequence[str], a: Configuration, b: Configuration) -> str:
+    """``"masquerade (bpf vs iptables), egress gateway (on vs off)"``: ``a``'s value first."""
+    left, right = dict(a.settings), dict(b.settings)
+    return ", ".join(f"{key} ({left[key]} vs {right[key]})" for key in keys)
+
+
+@dataclass(frozen=True)
+class RecordedSettings:
+    """One configuration's data-path settings from its environment fingerprints.
+
+    Attributes
+    ----------
+    settings:
+        Each setting's value: what the cluster reported, else what was asked; where the
+        fingerprints of several sessions disagree, their values joined (``"bpf or
+        iptables"``), which equals no single value.
+    mismatches:
+        What a cluster reported otherwise than asked, in words (``"masquerade: bpf reported,
+        iptables asked"``), once each.
+    """
+
+    settings: Mapping[str, str]
+    mismatches: tuple[str, ...] = ()
+
+
+def _json_mapping(text: object) -> dict[str, object]:
+    if isinstance(text, Mapping):
+        return {str(k): v for k, v in text.items()}
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        loaded = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return {str(k): v for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+
+
+def _asked_settings(name: str, values: Mapping[str, object]) -> dict[str, str]:
+    # The CNI's driver reads its own installer values (imported only for Kubernetes
+    # fingerprints, as _service_proxy is).
+    from cnibench.backends.kube.cnis import DRIVERS
+
+    driver = DRIVERS.get(name)
+    return {} if driver is None else dict(driver.datapath_settings(values))
+
+
+def recorded_settings(
+    name: str,
+    *,
+    service_proxy: str,
+    fingerprints: Sequence[Mapping[str, object]],
+) -> RecordedSettings:
+    """A configuration's data-path settings from the environment fingerprints of its sessions.
+
+    Parameters
+    ----------
+    name:
+        The CNI, e.g. ``cilium``.
+    service_proxy:
+        The service proxy its label asks for (its ``service proxy`` factor; ``""`` on the lab).
+    fingerprints:
+        Rows of :func:`cnibench.results.load_environments` of its sessions: ``backend``,
+        ``cni_values`` (asked) and ``datapath_settings`` (reported), each JSON text or a
+        mapping.
+
+    Returns
+    -------
+    RecordedSettings
+        The settings (reported, else asked) and what was reported otherwise than asked (the
+        service proxy included). Lab fingerprints hold none.
+    """
+    seen: dict[str, set[str]] = {}
+    mismatches: list[str] = []
+    for row in fingerprints:
+        if str(row.get("backend", "")) != "kube":
+            continue
+        asked = _asked_settings(name, _json_mapping(row.get("cni_values")))
+        if service_proxy:
+            asked.setdefault("service proxy", service_proxy)
+        reported = {str(k): str(v) for k, v in _json_mapping(row.get("datapath_settings")).items()}
+        for key, value in reported.items():
+            if key in asked and asked[key] != value:
+                words = f"{key}: {value} reported, {asked[key]} asked"
+                if words not in mismatches:
+                    mismatches.append(words)
+        for key, value in {**asked, **reported}.items():
+            seen.setdefault(key, set()).add(value)
+    settings = {key: " or ".join(sorted(values)) for key, values in sorted(seen.items())}
+    return RecordedSettings(settings, tuple(mismatches))

@@ -361,15 +361,15 @@ def write_export(
     if runs.empty:
         raise ConfigError(f"no runs under {source}: nothing to export")
     contents: dict[Path, bytes] = {}
+    with warnings.catch_warnings():  # an unreadable fingerprint: documents without it
+        warnings.simplefilter("ignore")
+        environments = load_environments(source, on_error="warn")
     if export_format == "opensearch":
-        with warnings.catch_warnings():  # an unreadable fingerprint: documents without it
-            warnings.simplefilter("ignore")
-            environments = load_environments(source, on_error="warn")
         contents[paths.runs] = opensearch_bulk(runs, environments, index=index)
     else:
         from cnibench.report.verdict import verdict
 
-        table = verdict(runs, reference=reference, margin=margin)
+        table = verdict(runs, reference=reference, margin=margin, environments=environments)
         if paths.contrasts is None:
             document = {
                 "schema": "cnibench.export",

@@ -151,10 +151,11 @@ class Facts:
         ok = run_values(df[(df["status"] == "ok") & df["verified"]])
         account = directory / "study.json"
         wall = json.loads(account.read_text()).get("wall_seconds") if account.exists() else None
+        environments = load_environments(directory)
         return cls(
             with_derived_metrics(ok),
-            verdict(df, reference=reference),
-            load_environments(directory),
+            verdict(df, reference=reference, environments=environments),
+            environments,
             float(wall) if wall is not None else None,
         )
 

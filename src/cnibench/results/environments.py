@@ -48,9 +48,11 @@ ENVIRONMENT_COLUMNS: tuple[str, ...] = (
     "nodes",
     "cni_values",
     "tool_versions",
+    "datapath_settings",
 )
-"""Columns of :func:`load_environments`; ``nodes``, ``cni_values`` and ``tool_versions`` are
-JSON text."""
+"""Columns of :func:`load_environments`; ``nodes``, ``cni_values``, ``tool_versions`` and
+``datapath_settings`` (what the running cluster reported, :attr:`Environment.
+datapath_settings`; ``{}`` in fingerprints written before it) are JSON text."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -120,6 +122,7 @@ def load_environments(path: str | os.PathLike[str], *, on_error: OnError = "rais
                 "nodes": _json_text(document.get("nodes", {})),
                 "cni_values": _json_text(_cni_values(document)),
                 "tool_versions": _json_text(document.get("tool_versions", {})),
+                "datapath_settings": _json_text(document.get("datapath_settings", {})),
             }
         except (KeyError, TypeError, ValueError) as exc:
             _handle(ResultsError(f"corrupted results file {file}: missing or bad {exc}"), on_error)
@@ -186,6 +189,7 @@ def environment_fingerprint(
     nodes: Mapping[str, Mapping[str, ParamValue]] | None = None,
     cni_values: Mapping[str, Any] | None = None,
     tool_versions: Mapping[str, str] | None = None,
+    datapath_settings: Mapping[str, str] | None = None,
 ) -> Environment:
     """Fingerprint of this host and what is benchmarked on it.
 
@@ -204,6 +208,9 @@ def environment_fingerprint(
         Helm values or lab options of the CNI.
     tool_versions:
         Tool name to version string, as reported by the backend.
+    datapath_settings:
+        Data-path settings as the running cluster reports them
+        (:attr:`~cnibench.records.Environment.datapath_settings`).
 
     Returns
     -------
@@ -226,4 +233,5 @@ def environment_fingerprint(
         nodes=redact(nodes or {}),
         cni_values=redact(cni_values or {}),
         tool_versions=dict(tool_versions or {}),
+        datapath_settings=dict(datapath_settings or {}),
     )

@@ -261,6 +261,18 @@ class Scenario(abc.ABC):
     (N > 1; the baseline's iperf3 and sockperf conditions). Planning refuses ``--pairs`` above
     1 for every scenario that does not (:func:`cnibench.session.plan_conditions`)."""
 
+    proxy_parameter: str = ""
+    """The parameter in which a condition through a Service names the proxy it asks for (the
+    baseline's ``proxy``; ``""`` when none does). It differs whenever the proxy does, so a
+    contrast of two Service proxies pairs conditions equal in every other parameter."""
+
+    def through_service(self, parameters: Mapping[str, ParamValue]) -> bool:
+        """Whether a condition with these recorded ``parameters`` sends its measured traffic to
+        a Kubernetes Service, so that a Service proxy handles it. Default: no (pod to pod, to
+        an external host, through a Gateway that sends to the pods). The verdict compares two
+        Service proxies only on such conditions: pod-to-pod traffic meets none."""
+        return False
+
     def headline_metrics(self, condition: Condition) -> tuple[str, ...]:
         """Metrics ``cnibench run``'s table shows for ``condition``, in order: what the
         scenario exists to measure. Default :attr:`primary_metrics` with

@@ -166,9 +166,16 @@ class BaselineScenario(Scenario):
     )
 
     runs_pairs = True
+    proxy_parameter = "proxy"
 
     def __init__(self, options: ScenarioOptions | None = None) -> None:
         self.options = options or DEFAULT_OPTIONS
+
+    def through_service(self, parameters: Mapping[str, ParamValue]) -> bool:
+        """A condition with a ``target`` (``service`` or ``nodeport``): its client reaches the
+        server through the Service's address, and the answer naming the server pod proves the
+        proxy translated it."""
+        return "target" in parameters
 
     def conditions(self) -> list[Condition]:
         """(placement, load, tool) combinations, e.g. ``cross-node-idle-iperf3``, each to the

@@ -1,4 +1,5 @@
-"""What a CNI driver may read from a running cluster, and so the CNI's account of its encryption.
+"""What a CNI driver may read from a running cluster, and so the CNI's account of its encryption
+and of its data-path settings.
 
 :class:`KubeAgentAccess` implements :class:`~cnibench.backends.kube.cnis.base.AgentAccess` (the
 Nodes' annotations; a command in each of the CNI's agent pods) and hands itself to the driver's
@@ -14,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from cnibench.backends.base import EncryptionStatus, Node, NodeRole
 from cnibench.backends.kube.pods import KubePod, exec_in_container
 from cnibench.backends.kube.runtime import KubeRuntime
+from cnibench.backends.kube.services import kube_proxy_mode
+from cnibench.errors import CnibenchError
 
 __all__ = ["AGENT_EXEC_TIMEOUT", "KubeAgentAccess"]
 
@@ -44,6 +47,27 @@ class KubeAgentAccess:
             For CNIs that cannot encrypt.
         """
         return self._runtime.driver.encryption_status(self)
+
+    def datapath_settings(self) -> dict[str, str]:
+        """The data-path settings the running cluster reports, not what was asked: the CNI's
+        agents through its driver (:meth:`~cnibench.backends.kube.cnis.base.CniDriver.
+        datapath_status`, e.g. Cilium's kube-proxy replacement, host routing and
+        masquerading), and ``"service proxy"`` from kube-proxy's ConfigMap
+        (``"kube-proxy iptables"``) where the CNI serves no Services itself. What cannot be
+        read is left out (``{}`` at worst): the fingerprint is taken for the record, never a
+        reason to stop a run."""
+        from kubernetes.client.exceptions import ApiException
+
+        rt = self._runtime
+        try:
+            settings = dict(rt.driver.datapath_status(self))
+        except (CnibenchError, ApiException):
+            settings = {}
+        if "service proxy" not in settings:
+            mode = kube_proxy_mode(rt.core)
+            if mode:
+                settings["service proxy"] = f"kube-proxy {mode}"
+        return settings
 
     def node_annotations(self) -> list[tuple[str, Mapping[str, str]]]:
         """``(node name, annotations)`` of every node of the cluster."""

@@ -27,7 +27,7 @@ from cnibench.backends.kube.api import Applier, api_error_message
 from cnibench.errors import ConfigError, ProvisioningError, UnsupportedError
 from cnibench.waiting import wait_for
 
-__all__ = ["BULK_WORKERS", "KubeServices", "service_proxy"]
+__all__ = ["BULK_WORKERS", "KubeServices", "kube_proxy_mode", "service_proxy"]
 
 BULK_WORKERS = 8
 """Concurrent API requests when Services are created or deleted in bulk (5000 one by one take
@@ -46,10 +46,19 @@ def service_proxy(core: Any, *, replaces_kube_proxy: bool) -> str:
     ``replaces_kube_proxy``: the CNI runs without kube-proxy (Cilium's kube-proxy
     replacement), so its eBPF programs the Services.
     """
-    from kubernetes.client.exceptions import ApiException
-
     if replaces_kube_proxy:
         return ServiceProxy.EBPF.value
+    mode = kube_proxy_mode(core)
+    return mode if mode in (ServiceProxy.IPTABLES, ServiceProxy.NFTABLES) else ""
+
+
+def kube_proxy_mode(core: Any) -> str:
+    """kube-proxy's mode as its ConfigMap (``kube-system/kube-proxy``, ``config.conf``) sets
+    it: ``"iptables"`` when it names none (kube-proxy's default), else the mode it names
+    (``"nftables"``, ``"ipvs"``); ``""`` when there is no readable ConfigMap (no kube-proxy,
+    as under a kube-proxy replacement on kind)."""
+    from kubernetes.client.exceptions import ApiException
+
     namespace, name, key = _KUBE_PROXY_CONFIG
     try:
         config_map = core.read_namespaced_config_map(name, namespace)
@@ -59,8 +68,7 @@ def service_proxy(core: Any, *, replaces_kube_proxy: bool) -> str:
         config = yaml.safe_load((config_map.data or {}).get(key, "")) or {}
     except yaml.YAMLError:
         return ""
-    mode = str(config.get("mode") or "iptables") if isinstance(config, dict) else ""
-    return mode if mode in (ServiceProxy.IPTABLES, ServiceProxy.NFTABLES) else ""
+    return str(config.get("mode") or "iptables") if isinstance(config, dict) else ""
 
 
 def proxy_hint(proxy: str) -> str:

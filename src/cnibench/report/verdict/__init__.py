@@ -22,7 +22,9 @@ its call (:func:`cnibench.stats.call_levels`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +41,7 @@ from cnibench.report.verdict.measure import (
     Drift,
     Scale,
     measure_contrast,
+    planned_looks,
 )
 from cnibench.report.verdict.measure import DRIFT_TOO_STRONG as DRIFT_TOO_STRONG
 from cnibench.report.verdict.plan import (
@@ -114,10 +117,12 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "question",
     "family_size",
     "call_level",
+    "looks",
     "design",
     "pairing",
     "sessions",
     "saturated",
+    "backend",
     "verdict",
 )
 """Columns of :func:`verdict`, one row per contrast."""
@@ -130,6 +135,7 @@ def verdict(
     level: float = LEVEL,
     margin: float | None = None,
     scenarios: Mapping[str, Scenario] | None = None,
+    environments: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The planned contrasts of a result set as a tidy DataFrame, grouped by feature.
 
@@ -149,6 +155,13 @@ def verdict(
         uses its unit's margin (:data:`cnibench.report.verdict.decide.ABSOLUTE_MARGINS`).
     scenarios:
         Registry with the declarations (default :data:`cnibench.scenarios.SCENARIOS`).
+    environments:
+        The results' environment fingerprints (:func:`cnibench.results.load_environments`),
+        which hold each configuration's data-path settings as asked and as its cluster
+        reported them: two configurations of one CNI that differ in such a setting besides
+        the option compared are "not compared: differs in ..." (:func:`plan_contrasts`), a
+        line with no number that stays out of its question's family. ``None``: no setting
+        is known, and option contrasts go by the labels alone.
 
     Returns
     -------
@@ -175,16 +188,19 @@ def verdict(
         requests for a 5-point skew of a split at its number of runs; -1 when unknown, or for a
         split when only more runs would do); ``margin``; ``equivalent``;
         ``significant`` (``p_adjusted <= 1 - level``: its interval then excludes no
-        difference); ``question``, ``family_size``, ``call_level``; ``design`` (how the sides'
-        runs were taken: ``interleaved``, ``sequential``, ``across sessions``, or
-        ``unknown`` without run times);
+        difference); ``question``, ``family_size``, ``call_level``; ``looks`` (the analyses
+        planned for the sides' runs: above 1 for a session run until decided, whose p-values
+        are multiplied by it before Holm's correction, :mod:`cnibench.stats.sequential`);
+        ``design`` (how the sides' runs were taken: ``interleaved``, ``sequential``,
+        ``across sessions``, or ``unknown`` without run times);
         ``pairing`` (``"6 rounds, paired"`` where an interleaved contrast was estimated from
         its within-round differences, why not where a round lacked a side, else ``""``);
         ``sessions`` (the sessions the contrast draws on: ``"A"``, or ``"B vs A"``,
         treatment first, when the sides' sessions differ); ``saturated`` (how many of the
         sides' runs left less than 5 % of the host's CPU idle,
         :func:`cnibench.report.data.saturated_runs`: such a contrast is no finding, with no
-        p-value or interval, and its line says why); and ``verdict`` (the line).
+        p-value or interval, and its line says why); ``backend`` (the treatment's, ``""``
+        when not recorded); and ``verdict`` (the line).
         Grouped by scenario, kind (feature, option, CNI, weights, outcome) and feature,
         each in order of first appearance; within a group by ``effect_size``, largest
         first, rows without a p-value last.
@@ -214,7 +230,12 @@ def verdict(
     notes: list[str] = []
     references: dict[str, str] = {}
     planned = plan_contrasts(
-        df, reference=reference, scenarios=scenarios, notes=notes, references=references
+        df,
+        reference=reference,
+        scenarios=scenarios,
+        notes=notes,
+        references=references,
+        environments=environments,
     )
     rows = usable_rows(df)
     positions = design.run_positions(df)
@@ -226,6 +247,10 @@ def verdict(
     rows = rows.assign(_saturated=_saturated_mask(df, rows))
     drift = Drift(rows, planned)
     measured = [(p, measure_contrast(p, rows, level, drift)) for p in planned]
+    for p, m in measured:
+        m["looks"] = planned_looks(rows[rows["scenario"] == p.scenario], p)
+        if p.not_compared:
+            _set_aside_not_compared(m, p.not_compared)
     decide(measured, level=level, margin=margin)
     records = []
     for p, m in measured:
@@ -242,8 +267,9 @@ def verdict(
                 "treatment_parameters": p.treatment_parameters,
                 "contrast": p.label,
                 "metric": p.metric,
+                "backend": p.backend,
                 **{k: v for k, v in m.items() if k not in ("why_not", "detail", "kind")},
-                "verdict": sentence(p, m),
+                "verdict": _not_compared_line(p) if p.not_compared else sentence(p, m),
             }
         )
     frame = pd.DataFrame(records, columns=list(VERDICT_COLUMNS))
@@ -253,6 +279,31 @@ def verdict(
     frame.attrs["reference"] = reference_cni(df, reference) if not df.empty else ""
     frame.attrs["references"] = references
     return frame
+
+
+def _set_aside_not_compared(row: dict[str, Any], why: str) -> None:
+    """Drop every number of a contrast its plan holds back (:attr:`PlannedContrast.
+    not_compared`), in place: no estimate, interval or p-value, so that no call is made and
+    Holm's correction of its question runs without it; its run counts stay."""
+    row.update(
+        treatment_mean=math.nan,
+        control_mean=math.nan,
+        estimate=math.nan,
+        ratio=math.nan,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        p_value=math.nan,
+        effect_size=math.nan,
+        detectable=math.nan,
+        runs_needed=-1,
+        sd=math.nan,
+        why_not=why,
+    )
+
+
+def _not_compared_line(planned: PlannedContrast) -> str:
+    """``"<contrast>: <metric> not compared: differs in masquerade (bpf vs iptables)"``."""
+    return f"{planned.label}: {metric_words(planned.metric)} not compared: {planned.not_compared}"
 
 
 def _saturated_mask(df: pd.DataFrame, rows: pd.DataFrame) -> npt.NDArray[np.bool_]:

@@ -16,6 +16,16 @@ Only what the scenarios declare (:mod:`cnibench.scenarios.base`), never every pa
 
 Feature and CNI contrasts are made for every :attr:`Scenario.primary_metrics` that both sides
 recorded.
+
+*Option contrasts* (two configurations of one CNI that differ in one label factor,
+:mod:`cnibench.report.configs`) pair conditions with equal parameters; a Service-proxy
+contrast pairs only conditions whose traffic goes to a Service
+(:meth:`Scenario.through_service`), equal but for the proxy they name, and says once per pair
+that the others are not compared. A contrast whose configurations also differ in a recorded
+data-path setting (:func:`cnibench.report.configs.differing_settings`: Cilium's masquerading
+under kube-proxy replacement but not in kube-proxy mode) is planned as "not compared: differs
+in ..." (:attr:`PlannedContrast.not_compared`): a line without a number, outside its
+question's family.
 """
 
 from __future__ import annotations
@@ -33,11 +43,16 @@ from cnibench.records import ParamValue
 from cnibench.report.configs import (
     CONTROL_VALUES,
     INSTRUMENT_FACTOR,
+    INSTRUMENT_WORDS,
+    SERVICE_PROXY_FACTOR,
     Configuration,
     configuration,
     differing_factors,
+    differing_settings,
     factor_words,
     instrumented,
+    recorded_settings,
+    settings_words,
 )
 from cnibench.report.data import ok_runs
 from cnibench.report.derived import (
@@ -48,6 +63,7 @@ from cnibench.report.derived import (
     host_wide_replaced,
     with_derived_metrics,
 )
+from cnibench.report.labels import feature_words
 from cnibench.report.verdict.formatting import percent_text
 from cnibench.scenarios import SCENARIOS
 from cnibench.scenarios.base import OTHER_THAN_CONTROL, Condition, Contrast, Scenario
@@ -97,6 +113,12 @@ class PlannedContrast:
         ``"rules 1000 vs 0; engine=iptables, placement=cross-node"`` (``""`` when nothing).
     weights:
         The configured weights as JSON, normalised to shares (splits only; ``""`` otherwise).
+    backend:
+        The backend the treatment ran on (``"lab"``, ``"kube"``; ``""`` when not recorded).
+    not_compared:
+        Why the two sides are not compared although the contrast is planned, e.g. ``"differs
+        in masquerade (bpf vs iptables)"``: its line says so and nothing else; ``""`` for a
+        contrast that is measured.
     """
 
     scenario: str
@@ -111,10 +133,14 @@ class PlannedContrast:
     context: str
     metric: str
     weights: str = ""
+    backend: str = ""
+    not_compared: str = ""
 
     @property
     def label(self) -> str:
-        """How a verdict line names the contrast, e.g. ``"egress gateway on vxlan"``."""
+        """How a verdict line names the contrast, e.g. ``"egress gateway on vxlan"``, or what
+        ran where the backend says more (:func:`cnibench.report.labels.feature_words`:
+        ``"WireGuard (userspace wireguard-go) on vxlan"``)."""
         if self.kind is ContrastKind.CNI:
             head = f"{self.scenario} {self.cni} vs reference {self.control_cni}"
         elif self.kind is ContrastKind.OPTION:
@@ -127,7 +153,8 @@ class PlannedContrast:
             )
             head = f"{self.scenario} shares vs configured {configured} on {self.cni}"
         else:
-            head = f"{self.scenario} {self.feature} on {self.cni}"
+            words = feature_words(self.scenario, self.feature, self.backend)
+            head = f"{words or f'{self.scenario} {self.feature}'} on {self.cni}"
         return f"{head} ({self.context})" if self.context else head
 
 
@@ -144,6 +171,7 @@ class _Condition:
     parameters: Mapping[str, ParamValue]
     metrics: frozenset[str]
     config: Configuration
+    backend: str = ""
 
 
 def usable_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -152,9 +180,13 @@ def usable_rows(df: pd.DataFrame) -> pd.DataFrame:
     return kept
 
 
-def _configurations(rows: pd.DataFrame) -> dict[str, Configuration]:
+def _configurations(
+    rows: pd.DataFrame, environments: pd.DataFrame | None, notes: list[str]
+) -> dict[str, Configuration]:
     """Each CNI label's data-path factors, from its records' backend and options (or, for
-    frames without them, from the label itself)."""
+    frames without them, from the label itself), and its settings from the fingerprints of
+    the environments its records name (none without ``environments``); a configuration whose
+    cluster reported a setting otherwise than asked is named in ``notes``."""
     out: dict[str, Configuration] = {}
     has_options = "options" in rows.columns
     has_backend = "backend" in rows.columns
@@ -165,8 +197,38 @@ def _configurations(rows: pd.DataFrame) -> dict[str, Configuration]:
         options = first["options"] if has_options else None
         if not isinstance(options, str) or not options:
             options = json.dumps(dict(ClusterSpec.from_label(label).options))
-        out[label] = configuration(label, backend=backend, options=options)
+        config = configuration(label, backend=backend, options=options)
+        fingerprints = _fingerprints(group, environments)
+        if fingerprints:
+            recorded = recorded_settings(
+                config.name,
+                service_proxy=config.factor(SERVICE_PROXY_FACTOR) if backend == "kube" else "",
+                fingerprints=fingerprints,
+            )
+            config = configuration(
+                label, backend=backend, options=options, settings=recorded.settings
+            )
+            if recorded.mismatches:
+                notes.append(
+                    f"{label}: its cluster reported its data path otherwise than asked"
+                    f" ({'; '.join(recorded.mismatches)}); its contrasts go by what it reported"
+                )
+        out[label] = config
     return out
+
+
+def _fingerprints(
+    group: pd.DataFrame, environments: pd.DataFrame | None
+) -> list[dict[str, object]]:
+    """The environment fingerprints (rows of ``environments``) of ``group``'s records."""
+    if environments is None or environments.empty or "environment_id" not in group.columns:
+        return []
+    wanted = set(group["environment_id"].astype(str))
+    mine = environments[environments["environment_id"].astype(str).isin(wanted)]
+    return [
+        {str(k): v for k, v in row.items()}
+        for row in mine.drop_duplicates("environment_id").to_dict("records")
+    ]
 
 
 def _conditions(
@@ -194,6 +256,7 @@ def _conditions(
                 loaded,
                 frozenset(str(m) for m in group["metric"]),
                 configs[str(cni)],
+                str(group["backend"].iloc[0]) if "backend" in group.columns else "",
             )
         )
     return out
@@ -306,8 +369,8 @@ def _instrument_note(scenario: Scenario, condition: _Condition, notes: list[str]
     if not moved:
         return
     note = (
-        f"{scenario.name} on {condition.cni}: {', '.join(moved)} not compared (napi=threaded,"
-        " the per-node CPU instrument, moves throughput and latency: they are stated on a"
+        f"{scenario.name} on {condition.cni}: {', '.join(moved)} not compared (napi=threaded:"
+        f" {INSTRUMENT_WORDS}; it slows throughput and latency, so they are stated on a"
         " configuration without it, and this one states CPU and memory only)"
     )
     if note not in notes:
@@ -356,6 +419,8 @@ def _on_metrics(
     control: _Condition,
     context: str,
     metrics: Sequence[str],
+    *,
+    not_compared: str = "",
 ) -> list[PlannedContrast]:
     """One contrast per metric."""
     return [
@@ -371,6 +436,8 @@ def _on_metrics(
             control.parameters_json,
             context,
             metric,
+            backend=treatment.backend,
+            not_compared=not_compared,
         )
         for metric in metrics
     ]
@@ -427,6 +494,13 @@ def _cni_contrasts(
                     )
                     continue
                 _instrument_note(scenario, treatment, notes)
+                # Two configurations of one CNI equal in every factor on this path may still
+                # have recorded different settings (a feature that switched one on).
+                extra = (
+                    differing_settings(member, chosen, factor="")
+                    if member.name == chosen.name
+                    else []
+                )
                 planned += _on_metrics(
                     scenario,
                     ContrastKind.CNI,
@@ -435,6 +509,9 @@ def _cni_contrasts(
                     control,
                     _all_context(treatment.parameters),
                     _compared_metrics(scenario, treatment, control),
+                    not_compared=(
+                        f"differs in {settings_words(extra, member, chosen)}" if extra else ""
+                    ),
                 )
     # Every pair of configurations of different groups: an option contrast when the CNI is
     # the same and one factor differs, otherwise confounded (said once per pair).
@@ -446,7 +523,7 @@ def _cni_contrasts(
                     differing = differing_factors(first, second, scenario=scenario.name)
                     if first.name == second.name and len(differing) == 1:
                         planned += _option_contrasts(
-                            scenario, conditions, first, second, differing[0]
+                            scenario, conditions, first, second, differing[0], notes
                         )
                         continue
                     what = "the CNI and " if first.name != second.name else ""
@@ -464,17 +541,38 @@ def _option_contrasts(
     a: Configuration,
     b: Configuration,
     factor: str,
+    notes: list[str],
 ) -> list[PlannedContrast]:
-    """One option of one CNI against its default, condition by condition."""
+    """One option of one CNI against its default, condition by condition: on conditions
+    with equal parameters, or for the Service proxy on conditions through a Service equal but
+    for the proxy they name (the others said once in ``notes``); "not compared: differs in
+    ..." where the two configurations recorded another data-path setting differently."""
     default = CONTROL_VALUES.get(factor, "")
     control, treatment = (a, b) if b.factor(factor) != default else (b, a)
     feature = f"{factor} {treatment.factor(factor) or 'none'} vs {control.factor(factor) or 'none'}"
     if factor == INSTRUMENT_FACTOR:
-        feature += " (the per-node CPU instrument)"
-    controls = {_key(c.parameters): c for c in conditions if c.cni == control.label}
+        feature += " (threaded receive, to count each node's CPU)"
+    leave_out = (scenario.proxy_parameter,) if factor == SERVICE_PROXY_FACTOR else ()
+
+    def key(parameters: Mapping[str, ParamValue]) -> str:
+        return _key({k: v for k, v in parameters.items() if k not in leave_out})
+
+    sides = [c for c in conditions if c.cni == treatment.label]
+    if factor == SERVICE_PROXY_FACTOR:
+        untouched = [c for c in sides if not scenario.through_service(c.parameters)]
+        sides = [c for c in sides if scenario.through_service(c.parameters)]
+        if untouched:
+            notes.append(
+                f"{scenario.name} {feature} on {treatment.name}:"
+                f" {', '.join(c.condition for c in untouched)} not compared: the service proxy"
+                " handles none of their traffic, which goes to no Service"
+            )
+    extra = differing_settings(treatment, control, factor=factor)
+    not_compared = f"differs in {settings_words(extra, treatment, control)}" if extra else ""
+    controls = {key(c.parameters): c for c in conditions if c.cni == control.label}
     planned: list[PlannedContrast] = []
-    for side in (c for c in conditions if c.cni == treatment.label):
-        other = controls.get(_key(side.parameters))
+    for side in sides:
+        other = controls.get(key(side.parameters))
         if other is None:
             continue
         planned += _on_metrics(
@@ -483,10 +581,11 @@ def _option_contrasts(
             feature,
             side,
             other,
-            _all_context(side.parameters),
+            _all_context(side.parameters, leave_out=leave_out),
             _compared_metrics(
                 scenario, side, other, instrument_contrast=factor == INSTRUMENT_FACTOR
             ),
+            not_compared=not_compared,
         )
     return planned
 
@@ -579,6 +678,7 @@ def plan_contrasts(
     scenarios: Mapping[str, Scenario] | None = None,
     notes: list[str] | None = None,
     references: dict[str, str] | None = None,
+    environments: pd.DataFrame | None = None,
 ) -> list[PlannedContrast]:
     """The contrasts the scenarios declare, as far as these results contain both sides.
 
@@ -597,11 +697,19 @@ def plan_contrasts(
         :data:`cnibench.scenarios.SCENARIOS`).
     notes:
         If given, receives one line per treatment condition that could not be paired, per
-        pair of configurations confounded by more than one factor, and per instrumented
-        configuration whose throughput and latency are not compared.
+        pair of configurations confounded by more than one factor, per instrumented
+        configuration whose throughput and latency are not compared, per Service-proxy
+        contrast whose conditions without a Service are not compared, and per configuration
+        whose cluster reported a setting otherwise than asked.
     references:
         If given, receives the reference chosen for each group of comparable
         configurations: ``{"<scenario>: <labels>": reference}``.
+    environments:
+        The environment fingerprints of the results' sessions
+        (:func:`cnibench.results.load_environments`), from which each configuration's
+        recorded data-path settings are read (:func:`cnibench.report.configs.
+        recorded_settings`); ``None``: none are known, so no option contrast is held back
+        for a setting its label does not name.
 
     Returns
     -------
@@ -621,7 +729,7 @@ def plan_contrasts(
     chosen = reference_cni(df, reference)
     found = [] if notes is None else notes
     chosen_references = {} if references is None else references
-    configs = _configurations(rows)
+    configs = _configurations(rows, environments, found)
     planned: list[PlannedContrast] = []
     for name in dict.fromkeys(str(s) for s in rows["scenario"]):
         scenario = registry.get(name)

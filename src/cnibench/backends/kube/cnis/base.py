@@ -4,8 +4,8 @@ driver (:class:`ObjectScope`, :class:`AgentAccess`) and :class:`DriverBase`, who
 
 A driver is pure where it can be: it renders objects and parses what agents print; the
 cluster (:class:`~cnibench.backends.kube.cluster.KubeCluster`) applies, deletes, lists and
-executes. The one place a driver reads a running cluster is :meth:`CniDriver.encryption_status`,
-and then only through :class:`AgentAccess`.
+executes. The places a driver reads a running cluster are :meth:`CniDriver.encryption_status` and
+:meth:`CniDriver.datapath_status`, and then only through :class:`AgentAccess`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class ObjectScope:
 
 class AgentAccess(Protocol):
     """What a driver may read from a running cluster to give the CNI's own account of its
-    encryption."""
+    encryption and data path."""
 
     def node_annotations(self) -> list[tuple[str, Mapping[str, str]]]:
         """``(node name, annotations)`` of every node."""
@@ -129,6 +129,27 @@ class CniDriver(Protocol):
         """What serves ClusterIP Services with these ``--cni`` options, e.g. ``"kube-proxy
         iptables"`` or ``"cilium eBPF"``: a data-path factor the report holds equal when it
         compares two CNIs (:mod:`cnibench.report.configs`)."""
+        ...
+
+    def datapath_settings(self, values: Mapping[str, Any]) -> dict[str, str]:
+        """What the CNI's installer ``values`` (its chart values, as the environment
+        fingerprint records them) ask of the data path, in the words the report compares
+        (``{"masquerade": "bpf", "egress gateway": "on"}``): settings the ``--cni`` label
+        does not name, which two configurations of one CNI must share to be compared on one
+        factor. ``{}`` when the CNI has none."""
+        ...
+
+    def datapath_status(self, access: AgentAccess) -> dict[str, str]:
+        """The data-path settings the CNI's running agents report, read through ``access``,
+        in the words of :meth:`datapath_settings` (plus ``"service proxy"`` where the CNI
+        serves Services itself, in the words of :meth:`service_proxy`). ``{}`` when the CNI
+        reports none.
+
+        Raises
+        ------
+        cnibench.errors.CnibenchError
+            A command in an agent fails.
+        """
         ...
 
     def definition(
@@ -245,6 +266,14 @@ class DriverBase:
     def service_proxy(self, options: Mapping[str, str]) -> str:
         """kube-proxy in the mode the ``kube-proxy`` option names (iptables by default)."""
         return f"kube-proxy {options.get('kube-proxy', 'iptables')}"
+
+    def datapath_settings(self, values: Mapping[str, Any]) -> dict[str, str]:
+        """None: the CNI's values ask nothing of the data path that its label does not say."""
+        return {}
+
+    def datapath_status(self, access: AgentAccess) -> dict[str, str]:
+        """None: the CNI's agents report nothing cnibench reads."""
+        return {}
 
     def manifests(self, definition: CniDefinition, images: Images) -> list[dict[str, Any]]:
         """None: installed by chart, release manifest, or kind itself."""

@@ -2,11 +2,14 @@
 
 Options of ``--cni cilium``: ``mode`` (``kpr``, the default: eBPF kube-proxy replacement with
 kind's ``kubeProxyMode: none``; or ``kube-proxy``, iptables kube-proxy kept) and ``features``
-(comma-separated subset of :data:`CILIUM_FEATURES`; default ``egress-gateway,l7`` with
-``kpr`` and ``l7`` with kube-proxy, since the egress gateway and Gateway API need kube-proxy
-replacement). ``gateway-api`` needs the Gateway API CRDs installed *before* Cilium
-(:attr:`~cnibench.backends.kube.cni.CniDefinition.gateway_api_crds`): cilium-operator looks
-for them once at start and otherwise leaves Gateway API off.
+(comma-separated subset of :data:`CILIUM_FEATURES`; default ``l7`` in both modes, so that
+``cilium`` and ``cilium:mode=kube-proxy`` differ in the Service proxy alone). The egress
+gateway and Gateway API need kube-proxy replacement, and the egress gateway BPF masquerading,
+which it alone switches on (:func:`cilium_values`): with it, Cilium also routes in BPF on the
+host, a data path of its own, so a configuration asks for it by name
+(``cilium:egress-gateway``). ``gateway-api`` needs the Gateway API CRDs installed *before*
+Cilium (:attr:`~cnibench.backends.kube.cni.CniDefinition.gateway_api_crds`): cilium-operator
+looks for them once at start and otherwise leaves Gateway API off.
 
 With the offline image set (``CNIBENCH_IMAGES=offline``, or ``CNIBENCH_IMAGE_CILIUM`` set)
 the chart is the one inside Cilium's Go module (``install/kubernetes/cilium`` in the module
@@ -69,6 +72,7 @@ __all__ = [
     "cilium_ldflags",
     "cilium_network_policy",
     "cilium_values",
+    "parse_cilium_datapath",
     "parse_cilium_encryption",
 ]
 
@@ -111,7 +115,8 @@ CHART_CAPABILITIES = {
 def _features(spec: ClusterSpec, mode: str, *, envoy: bool) -> frozenset[str]:
     features = features_option(spec, CILIUM_FEATURES)
     if features is None:
-        defaults = {"egress-gateway", "l7"} if mode == "kpr" else {"l7"}
+        # The same in both modes: a mode changes the Service proxy and nothing else.
+        defaults = {"l7"}
         return frozenset(defaults if envoy else defaults - _NEEDS_ENVOY)
     needs_kpr = sorted(features & _NEEDS_KPR)
     if mode != "kpr" and needs_kpr:
@@ -196,7 +201,11 @@ def cilium_values(
     mode:
         ``"kpr"`` or ``"kube-proxy"``.
     features:
-        Subset of :data:`CILIUM_FEATURES`.
+        Subset of :data:`CILIUM_FEATURES`. ``egress-gateway`` also switches on BPF
+        masquerading (``bpf.masquerade``), which Cilium's egress gateway needs; without it
+        masquerading stays in iptables in both modes, so that the mode alone decides the
+        Service proxy (BPF masquerading under kube-proxy replacement also moves host routing
+        into BPF).
     wireguard:
         Encrypt pod-to-pod traffic with WireGuard (UDP 51871).
     k8s_service_host, k8s_service_port:
@@ -222,7 +231,7 @@ def cilium_values(
         "kubeProxyReplacement": kpr,
         "routingMode": "tunnel",
         "tunnelProtocol": "vxlan",
-        "bpf": {"masquerade": kpr},
+        "bpf": {"masquerade": "egress-gateway" in features},
         "l7Proxy": "l7" in features or "gateway-api" in features,
         "egressGateway": {"enabled": "egress-gateway" in features},
         "gatewayAPI": {"enabled": "gateway-api" in features},
@@ -350,6 +359,53 @@ def _regex_escape(text: str) -> str:
 _WG_RE = re.compile(
     r"^Encryption:\s+Wireguard\s+\[(?P<body>.*)\]\s*$", re.IGNORECASE | re.MULTILINE
 )
+
+
+_STATUS_LINE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z ]*?):[ \t]+(?P<value>\S.*?)\s*$", re.MULTILINE)
+
+_KPR_WORDS: Mapping[str, str] = MappingProxyType(
+    {"true": "true", "strict": "true", "false": "false", "disabled": "false", "partial": "partial"}
+)
+"""``KubeProxyReplacement:`` words of Cilium 1.16-1.18 (``True``/``False``) and of older
+releases (``Strict``/``Partial``/``Disabled``), as :func:`parse_cilium_datapath` records them."""
+
+
+def parse_cilium_datapath(text: str) -> dict[str, str]:
+    """The data-path settings one Cilium agent reports in ``cilium-dbg status``.
+
+    Read from three lines of the status (the first word after the colon, lower-cased):
+    ``KubeProxyReplacement:    True   [eth0 ...]`` (``True``/``False``; releases before 1.16
+    printed ``Strict``/``Partial``/``Disabled``), the host routing, printed as ``Routing:
+    Network: Tunnel [vxlan]   Host: BPF`` since 1.16 and as ``Host Routing:  Legacy`` before,
+    and ``Masquerading:  BPF   [eth0] ...`` (``BPF``, ``IPTables`` or ``Disabled``).
+
+    Parameters
+    ----------
+    text:
+        The status output (``fixtures/cilium/`` holds examples).
+
+    Returns
+    -------
+    dict
+        ``"kube-proxy replacement"`` (``"true"``, ``"false"`` or ``"partial"``), ``"host
+        routing"`` (``"bpf"`` or ``"legacy"``) and ``"masquerade"`` (``"bpf"``,
+        ``"iptables"`` or ``"off"``), each only when its line is there; a value Cilium prints
+        that these words do not cover is kept lower-cased, so it differs from every other.
+    """
+    lines = {m.group("key").strip().lower(): m.group("value") for m in _STATUS_LINE.finditer(text)}
+    settings: dict[str, str] = {}
+    kpr = lines.get("kubeproxyreplacement", "").split()
+    if kpr:
+        settings["kube-proxy replacement"] = _KPR_WORDS.get(kpr[0].lower(), kpr[0].lower())
+    host = re.search(r"\bHost:\s*(\S+)", lines.get("routing", ""))
+    legacy = lines.get("host routing", "").split()
+    if host or legacy:
+        settings["host routing"] = (host.group(1) if host else legacy[0]).lower()
+    masquerading = lines.get("masquerading", "").split()
+    if masquerading:
+        word = masquerading[0].lower()
+        settings["masquerade"] = "off" if word == "disabled" else word
+    return settings
 
 
 def parse_cilium_encryption(text: str) -> tuple[bool, str, int]:
@@ -631,6 +687,45 @@ class CiliumDriver(DriverBase):
         if options.get("mode", "kpr") == "kpr":
             return "cilium eBPF"
         return f"kube-proxy {options.get('kube-proxy', 'iptables')}"
+
+    def datapath_settings(self, values: Mapping[str, Any]) -> dict[str, str]:
+        """What the chart ``values`` ask of the data path: ``"kube-proxy replacement"``
+        (``"true"``/``"false"``), ``"masquerade"`` (``"bpf"``, or ``"iptables"``, Cilium's
+        default implementation) and ``"egress gateway"`` (``"on"``/``"off"``); each only
+        when the values set it."""
+        asked: dict[str, str] = {}
+        kpr = values.get("kubeProxyReplacement")
+        if isinstance(kpr, bool):
+            asked["kube-proxy replacement"] = "true" if kpr else "false"
+        bpf = values.get("bpf")
+        if isinstance(bpf, Mapping) and isinstance(bpf.get("masquerade"), bool):
+            asked["masquerade"] = "bpf" if bpf["masquerade"] else "iptables"
+        egress = values.get("egressGateway")
+        if isinstance(egress, Mapping) and isinstance(egress.get("enabled"), bool):
+            asked["egress gateway"] = "on" if egress["enabled"] else "off"
+        return asked
+
+    def datapath_status(self, access: AgentAccess) -> dict[str, str]:
+        """``cilium-dbg status`` in the agent of every node (:func:`parse_cilium_datapath`),
+        with ``"service proxy"`` ``"cilium eBPF"`` where the agents replace kube-proxy. A
+        setting the agents report differently is recorded as each node's value
+        (``"bpf (node-a), legacy (node-b)"``), which equals no single value."""
+        outputs = access.exec_in_agents(
+            "kube-system", "k8s-app=cilium", "cilium-agent", ["cilium-dbg", "status"]
+        )
+        per_node = {node: parse_cilium_datapath(output) for node, output in outputs}
+        settings: dict[str, str] = {}
+        for key in sorted({key for reported in per_node.values() for key in reported}):
+            seen = {node: reported.get(key, "unreported") for node, reported in per_node.items()}
+            values = set(seen.values())
+            settings[key] = (
+                values.pop()
+                if len(values) == 1
+                else ", ".join(f"{value} ({node})" for node, value in sorted(seen.items()))
+            )
+        if settings.get("kube-proxy replacement") == "true":
+            settings["service proxy"] = self.service_proxy({"mode": "kpr"})
+        return settings
 
     def definition(
         self,
