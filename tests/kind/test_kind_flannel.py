@@ -18,6 +18,8 @@ import pytest
 
 from cnibench.backends.kube.providers import ENGINE_LEASE, KIND_CLUSTER_LEASE
 from cnibench.errors import SetupError
+from cnibench.report.gate.loading import failed_candidate_runs
+from cnibench.report.tables import table_runs
 from cnibench.results import load_environments, load_results
 from cnibench.session import BenchSession, SessionConfig
 
@@ -62,6 +64,37 @@ def test_every_baseline_record_is_verified_and_plausible(flannel_baseline: pd.Da
     # The quick profile's five runs per condition, every one successful.
     ok = flannel_baseline[flannel_baseline["status"] == "ok"].drop_duplicates("run_id")
     assert ok.groupby("condition").size().to_dict() == dict.fromkeys(BASELINE_CONDITIONS, 5)
+
+
+def test_the_new_cluster_settled_then_warmed_up_and_the_warm_up_is_never_counted(
+    flannel_baseline: pd.DataFrame, kind_results: Path
+) -> None:
+    """Issue 48, item 4: the run that made the cluster waited for flanneld's own CPU to settle
+    (at most its bound), then measured one warm-up run of the first condition, recorded as
+    warm-up: before every measured run, not among them (each condition still has the
+    profile's five, above), and shown as warm-up in the report's table, not as failed."""
+    runs = flannel_baseline.drop_duplicates("run_id")
+    warm = runs[runs["status"] == "warmup"]
+    assert len(warm) == 1, runs["status"].value_counts().to_dict()
+    (warm_id,) = warm["run_id"]
+    first = runs[runs["status"] == "ok"].sort_values(["time", "run_id"]).iloc[0]
+    assert warm["condition"].iloc[0] == first["condition"]
+    assert warm["repetition"].iloc[0] == -1
+    assert pd.Timestamp(warm["time"].iloc[0]) < pd.Timestamp(first["time"])
+    assert set(runs["status"]) <= {"ok", "failed", "warmup"}
+    rows = flannel_baseline[flannel_baseline["run_id"] == warm_id].set_index("metric")
+    assert rows.at["throughput", "value"] > 0  # measured like any run (iperf3 first)
+    waited = float(rows.at["settle_wait", "value"])
+    (note,) = (kind_results / "flannel-baseline").glob("*/warmup-*.json")
+    written = json.loads(note.read_text())
+    assert written["runs"] == [warm_id]
+    assert written["settle"]["seconds"] == pytest.approx(waited)
+    assert 0.0 <= waited <= written["settle"]["bound"] + 5.0
+    assert "flanneld" in written["settle"]["detail"], written  # the agent's own CPU was read
+    table = table_runs(flannel_baseline, "baseline", str(first["condition"]), cni="flannel")
+    assert str(table.index[0]).startswith("Warm-up, not counted"), list(table.index)
+    assert table.attrs["run_ids"][0] == warm_id
+    assert failed_candidate_runs(flannel_baseline) == []
 
 
 SERVICE_CONDITIONS = (
@@ -208,6 +241,13 @@ def test_pairs_record_each_pair_beside_their_sum(
         latency = run[run["metric"] == "latency_avg"]
         assert sorted(latency["pair"].dropna().astype(int)) == list(range(pairs)), run_id
         assert latency["pair"].isna().sum() == 1
+
+
+def test_the_kept_cluster_asks_no_warm_up_when_reused(
+    flannel_pairs: tuple[int, pd.DataFrame, Path],
+) -> None:
+    _, everything, _ = flannel_pairs
+    assert "warmup" not in set(everything["status"])
 
 
 def test_pairs_ran_at_the_same_time(flannel_pairs: tuple[int, pd.DataFrame, Path]) -> None:

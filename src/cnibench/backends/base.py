@@ -62,6 +62,7 @@ __all__ = [
     "ServiceProxy",
     "StartedCommand",
     "TrafficSplit",
+    "WarmUp",
     "WorkloadKind",
     "WorkloadSpec",
 ]
@@ -444,6 +445,36 @@ class ResourceUsage:
     memory_peak_bytes: int | None = None
 
 
+@dataclass(frozen=True)
+class WarmUp:
+    """What the runner does on a cluster before its first measured run
+    (:attr:`Monitoring.warm_up`): a cluster just made is still busy starting (its CNI's
+    agents, its control plane), and its first runs read low (kind, 2026-12-05: the first three
+    iperf3 runs 9.09-9.20 Gbit/s, the next two 10.07-10.87).
+
+    Attributes
+    ----------
+    settle_seconds:
+        The longest wait (s) for the cluster's CPU to settle: every machine and agent whose
+        CPU :meth:`Monitoring.resource_usage` separates below a fifth of a core for 5 s
+        (:func:`cnibench.scenarios.warmup.settle`); 0: no wait.
+    runs:
+        Then this many runs of the first condition, recorded with status ``warmup``, shown
+        as warm-up and never counted in a statistic, the verdict or the gate; 0: none.
+    reason:
+        Why, in a few words, for the records (``"a cluster made for this session"``).
+    """
+
+    settle_seconds: float = 0.0
+    runs: int = 0
+    reason: str = ""
+
+    @property
+    def needed(self) -> bool:
+        """Whether there is anything to do (a wait or a run)."""
+        return self.settle_seconds > 0 or self.runs > 0
+
+
 @runtime_checkable
 class Endpoint(Protocol):
     """A pod: a place where client commands run and servers listen."""
@@ -756,6 +787,12 @@ class Monitoring(Protocol):
         ``external`` and ``monitoring``. Empty when the backend cannot separate machines (their
         CPU is then only known host-wide, from Prometheus). ``reset_peak`` restarts the memory
         peaks after reading them."""
+
+    @property
+    def warm_up(self) -> WarmUp:
+        """What the runner does before the first measured run on this cluster (:class:`WarmUp`):
+        on a cluster made for the session a bounded wait for its CPU to settle and one
+        warm-up run; nothing where the backend measured no first-run effect."""
 
 
 class Cluster(

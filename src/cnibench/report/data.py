@@ -22,7 +22,7 @@ import pandas as pd
 
 from cnibench import stats
 from cnibench.errors import CnibenchError, ConfigError, InsufficientDataError, ResultsError
-from cnibench.records import summary_scale, unit_upper_bound
+from cnibench.records import RunStatus, summary_scale, unit_upper_bound
 from cnibench.results import load_results, run_file_name
 from cnibench.tools.http_timing import parse_http_timing
 
@@ -46,6 +46,7 @@ __all__ = [
     "request_time_summary",
     "run_values",
     "saturated_runs",
+    "scenario_title",
     "session_dirs",
 ]
 
@@ -321,8 +322,9 @@ def bar_summary(
         ``ci_low``, ``ci_high`` (its interval; NaN with one run), ``estimator`` (what
         ``mean`` is, in words), ``successes`` (yes/no metrics; else -1), ``flagged`` (run ids
         of outlying runs, *in* the estimate, shown so a reader can look at them),
-        ``flagged_values``, ``reasons``, ``failed`` (number of failed runs), all in the unit
-        of the metric. Groups in order of first appearance.
+        ``flagged_values``, ``reasons``, ``failed`` (number of failed runs; warm-up runs
+        are neither counted nor failed), all in the unit of the metric. Groups in order of
+        first appearance.
 
     Raises
     ------
@@ -334,7 +336,7 @@ def bar_summary(
         raise InsufficientDataError(
             f"no successful run of scenario {scenario!r} has metric {metric!r}"
         )
-    failed = df[(df["scenario"] == scenario) & (df["status"] != "ok")]
+    failed = df[(df["scenario"] == scenario) & (df["status"] == RunStatus.FAILED)]
     summary: list[dict[str, Any]] = []
     for (cni, condition), group in rows.groupby(list(GROUP_COLUMNS), sort=False):
         group = group.sort_values(["time", "run_id"])
@@ -688,3 +690,16 @@ def load_split_records(
     if not parts:
         return pd.DataFrame({column: [] for column in columns})
     return pd.concat(parts, ignore_index=True)
+
+
+def scenario_title(df: pd.DataFrame, scenario: str) -> str:
+    """How a report's headings and figures name ``scenario`` in the tidy results ``df``: what
+    ran, where the backends of its runs say more than its name
+    (:func:`cnibench.report.labels.scenario_words`: the lab's ``wireguard`` is ``"WireGuard
+    (userspace wireguard-go)"``), else the name."""
+    from cnibench.report.labels import scenario_words
+
+    backends: list[str] = []
+    if "backend" in df.columns and "scenario" in df.columns:
+        backends = [str(b) for b in df.loc[df["scenario"] == scenario, "backend"]]
+    return scenario_words(scenario, backends)

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cnibench.errors import ConfigError, InsufficientDataError
+from cnibench.records import RunStatus
 from cnibench.report.data import (
     HOST_IDLE_METRIC,
     high_retransmit_runs,
@@ -21,6 +22,7 @@ from cnibench.report.data import (
     saturated_runs,
 )
 from cnibench.scenarios.base import with_companions
+from cnibench.scenarios.warmup import SETTLE_WAIT, SETTLED
 
 __all__ = [
     "AVG_ROW",
@@ -32,6 +34,7 @@ __all__ = [
     "saturated_mark",
     "table_runs",
     "text_table",
+    "warmup_label",
 ]
 
 AVG_ROW = "Avg"
@@ -77,9 +80,11 @@ def table_runs(
         :data:`~cnibench.report.data.RETRANSMIT_RATE_BOUND` is marked in its label
         (``"Run 3 ⚠ retransmits 13 %"``, :func:`retransmit_mark`), and a run that left less
         than :data:`~cnibench.report.data.SATURATION_IDLE_BOUND` of the host's CPU idle too
-        (``"Run 2 ⊘ saturated, 1.2 % CPU idle"``, :func:`saturated_mark`).
-        ``df.attrs["run_ids"]`` lists the run ids of the rows. Failed runs are not rows: they
-        have no values (see the report's failed-runs section).
+        (``"Run 2 ⊘ saturated, 1.2 % CPU idle"``, :func:`saturated_mark`). A warm-up run
+        of the condition (status ``warmup``: measured first on a new cluster) comes first,
+        labelled as such (:func:`warmup_label`), and is in neither ``"Avg"`` nor
+        ``"Std Dev"``. ``df.attrs["run_ids"]`` lists the run ids of the rows. Failed runs
+        are not rows: they have no values (see the report's failed-runs section).
 
     Raises
     ------
@@ -143,15 +148,63 @@ def table_runs(
         )
         for i, run in enumerate(order, start=1)
     ]
+    warm_ids, warm_labels, warm_values = _warmup_rows(df, scenario, condition, cni, chosen)
     table = pd.DataFrame(
-        np.vstack([values, mean, std]),
-        index=[*labels, AVG_ROW, STD_ROW],
+        np.vstack([warm_values, values, mean, std]),
+        index=[*warm_labels, *labels, AVG_ROW, STD_ROW],
         columns=[
             f"{metric} [{units[metric]}]" if units.get(metric) else metric for metric in chosen
         ],
     )
-    table.attrs["run_ids"] = order
+    table.attrs["run_ids"] = [*warm_ids, *order]
     return table
+
+
+def warmup_label(settle_wait: float | None = None, settled: bool | None = None) -> str:
+    """The row label of a warm-up run in :func:`table_runs`, with the settle wait before it
+    when there was one (s).
+
+    Examples
+    --------
+    >>> warmup_label()
+    'Warm-up, not counted'
+    >>> warmup_label(7.2, True), warmup_label(60.4, False)
+    ('Warm-up, not counted (settled in 7 s)', 'Warm-up, not counted (not settled in 60 s)')
+    """
+    label = "Warm-up, not counted"
+    if settle_wait is None or not math.isfinite(settle_wait):
+        return label
+    how = "settled" if settled else "not settled"
+    return f"{label} ({how} in {settle_wait:.0f} s)"
+
+
+def _warmup_rows(
+    df: pd.DataFrame, scenario: str, condition: str, cni: str | None, chosen: Sequence[str]
+) -> tuple[list[str], list[str], np.ndarray]:
+    """The warm-up runs of one condition for :func:`table_runs`: their ids, labels and values
+    of ``chosen`` (NaN where a failed warm-up has none)."""
+    mask = (
+        (df["status"] == RunStatus.WARMUP)
+        & (df["scenario"] == scenario)
+        & (df["condition"] == condition)
+    )
+    if cni is not None:
+        mask &= df["cni"] == cni
+    if "pair" in df.columns:
+        mask &= df["pair"].isna().to_numpy(dtype=bool)
+    rows = df[mask]
+    if rows.empty:
+        return [], [], np.empty((0, len(chosen)))
+    ids = rows.drop_duplicates("run_id").sort_values(["time", "run_id"])["run_id"].tolist()
+    wide = rows.pivot_table(index="run_id", columns="metric", values="value", aggfunc="mean")
+    wide = wide.reindex(index=ids)  # a failed warm-up has no value but is a row
+
+    def cell(run: str, metric: str) -> float:
+        return float(wide[metric].get(run, math.nan)) if metric in wide.columns else math.nan
+
+    labels = [warmup_label(cell(run, SETTLE_WAIT), cell(run, SETTLED) >= 0.5) for run in ids]
+    values = wide.reindex(columns=list(chosen)).to_numpy(dtype=np.float64)
+    return ids, labels, values
 
 
 def _with_pair_spread(

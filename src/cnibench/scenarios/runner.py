@@ -6,7 +6,10 @@ adds CPU and memory over each run's window (host-wide from the cluster's Prometh
 machine's own where the backend can separate them), and writes every run
 atomically to the results store as soon as it ends. A failed attempt is recorded with its reason
 and never averaged in; an unverified set-up, or one that cannot be made, is recorded as failed
-and raises.
+and raises. Before the first measured run on a cluster that asks for it
+(:attr:`~cnibench.backends.base.Monitoring.warm_up`: one made for this session on kind), the
+runner waits, within a bound, for the cluster's CPU to settle (:mod:`cnibench.scenarios.warmup`)
+and measures warm-up runs, recorded with status ``warmup`` and never counted.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from cnibench.records import (
 from cnibench.results import ResultsStore
 from cnibench.scenarios.base import Condition, Prepared, Scenario, Verification
 from cnibench.scenarios.profiles import DEFAULT_MAX_RUNS, Profile
+from cnibench.scenarios.warmup import Settled, settle
 from cnibench.signals import signals_deferred
 
 __all__ = [
@@ -96,7 +100,7 @@ class RunResult:
     attempt:
         0 for the first attempt, 1.. for retries.
     status:
-        ``ok`` or ``failed``.
+        ``ok`` or ``failed``; ``warmup`` for a warm-up run (:attr:`ConditionResult.warmup`).
     reason:
         Why it failed (empty when ok).
     measurements:
@@ -165,6 +169,10 @@ class ConditionResult:
     precision_note:
         With ``--precision``: whether the target was reached and after how many runs, or the
         maximum stopped it (``""`` without ``--precision``).
+    warmup:
+        The warm-up runs made on this condition's set-up before its first measured run, when
+        it was the first on a new cluster (:attr:`Runner.warmups`): status ``warmup``, never
+        in :attr:`runs`, :meth:`summaries` or any statistic.
     """
 
     scenario: str
@@ -174,6 +182,7 @@ class ConditionResult:
     runs: tuple[RunResult, ...]
     session_dir: str
     precision_note: str = ""
+    warmup: tuple[RunResult, ...] = ()
 
     @property
     def ok_runs(self) -> tuple[RunResult, ...]:
@@ -324,6 +333,11 @@ class ClusterPool:
             cluster.listen(functools.partial(self._tell, spec.label))
         return cluster
 
+    def tell(self, cluster: ClusterIdentity, line: str) -> None:
+        """Pass ``line`` about ``cluster`` on to whoever listens (:attr:`notice`), prefixed
+        with its ``--cni`` label, as the cluster's own lines are."""
+        self._tell(cluster.spec.label, line)
+
     def _tell(self, label: str, line: str) -> None:
         notice = self.notice
         if notice is not None:
@@ -458,9 +472,18 @@ class Runner:
         self.precision = precision
         self.max_runs = max(max_runs, profile.runs)
         self.precision_metrics = precision_metrics
+        self.looks = 1
+        """The looks the session plans for the runs it records now (``--until-decided``
+        sets it for an interleaved group: :attr:`RunRecord.looks`)."""
         self._environments: set[str] = set()
         self._metrics_checked: set[int] = set()
         self._environment_ids: dict[int, str] = {}
+        self._warmed: set[int] = set()
+        self.warmups: list[dict[str, Any]] = []
+        """One entry per cluster the runner warmed up (JSON): its ``--cni`` label, why
+        (:attr:`~cnibench.backends.base.WarmUp.reason`), the settle wait
+        (:meth:`~cnibench.scenarios.warmup.Settled.as_json`) and the warm-up runs' ids; each
+        is also written as the session's ``warmup-<cluster>.json``."""
 
     def run_condition(
         self,
@@ -525,6 +548,7 @@ class Runner:
                 f"verification-{scenario.name}-{cluster.spec.slug}-{condition.id}",
                 {"ok": verification.ok, "detail": verification.detail, **verification.evidence},
             )
+            warmup = self._warm_up(scenario, cluster, prepared, condition)
             if repetitions is not None:
                 runs = [
                     run
@@ -547,7 +571,57 @@ class Runner:
             runs=tuple(runs),
             session_dir=str(self.store.session_dir),
             precision_note=precision_note,
+            warmup=warmup,
         )
+
+    def _warm_up(
+        self, scenario: Scenario, cluster: Cluster, prepared: Prepared, condition: Condition
+    ) -> tuple[RunResult, ...]:
+        """Once per cluster, on the first condition's set-up and before its first measured
+        run: what the cluster's :attr:`~cnibench.backends.base.Monitoring.warm_up` asks, a
+        bounded wait for its CPU to settle, then the warm-up runs (one attempt each, status
+        ``warmup`` whether they succeed or fail; a failed one is not retried). They measure on a
+        copy of the set-up's state, so what the set-up hands its first run (a time to effect,
+        :func:`~cnibench.scenarios.effect.take_effect`) still goes to the first measured one."""
+        if id(cluster) in self._warmed:
+            return ()
+        self._warmed.add(id(cluster))
+        wanted = cluster.warm_up
+        if not wanted.needed:
+            return ()
+        settled = None
+        if wanted.settle_seconds > 0:
+            settled = settle(
+                lambda: cluster.resource_usage(reset_peak=True), bound=wanted.settle_seconds
+            )
+        runs = tuple(
+            self._attempt(
+                scenario,
+                cluster,
+                dataclasses.replace(prepared, expected=dict(prepared.expected)),
+                condition,
+                -1,
+                n,
+                warmup=True,
+                settled=settled,
+            )
+            for n in range(wanted.runs)
+        )
+        entry: dict[str, Any] = {
+            "cni": cluster.spec.label,
+            "reason": wanted.reason,
+            "scenario": scenario.name,
+            "condition": condition.id,
+            "settle": None if settled is None else settled.as_json(),
+            "runs": [run.run_id for run in runs],
+        }
+        self.warmups.append(entry)
+        self.store.write_json(f"warmup-{cluster.spec.slug}", entry)
+        said = [] if settled is None else [settled.line()]
+        if runs:
+            said.append(f"{len(runs)} warm-up run(s) of {condition.id} recorded, never counted")
+        self.pool.tell(cluster, f"{wanted.reason}: {'; '.join(said)}")
+        return runs
 
     def _measured_runs(
         self, scenario: Scenario, cluster: Cluster, prepared: Prepared, condition: Condition
@@ -616,8 +690,17 @@ class Runner:
         condition: Condition,
         repetition: int,
         attempt: int,
+        *,
+        warmup: bool = False,
+        settled: Settled | None = None,
     ) -> RunResult:
+        """One attempt, recorded. With ``warmup`` a warm-up run: status ``warmup`` whether it
+        succeeds or fails, and the wait before it (``settled``) among its records
+        (:meth:`Settled.measurements`)."""
         run_id = f"{scenario.name}-{cluster.spec.slug}-{condition.id}-r{repetition}a{attempt}"
+        if warmup:
+            run_id = f"{scenario.name}-{cluster.spec.slug}-{condition.id}-warmup{attempt}"
+        waited = [] if settled is None else settled.measurements()
         resources = self.resource_metrics and scenario.resource_metrics
         before = cluster.resource_usage(reset_peak=True) if resources else {}
         host_before = _host_cpu(cluster)
@@ -636,6 +719,7 @@ class Runner:
                 measurements += machine_usage(before, after, ended - started)
                 measurements += self._resources(cluster, started, ended)
             evidence: dict[str, ParamValue] = {}
+            measurements += waited
             if output.verification is not None:
                 evidence = {"verified": output.verification.ok, **output.verification.evidence}
                 if not output.verification.ok:
@@ -653,6 +737,7 @@ class Runner:
                 failed_raw["tool-output.txt"] = output_text
             # A tool failure does not undo the set-up's verification; a failed proof does.
             verified = not isinstance(exc, VerificationError)
+            status = RunStatus.WARMUP if warmup else RunStatus.FAILED
             self._write(
                 cluster,
                 scenario,
@@ -660,14 +745,18 @@ class Runner:
                 repetition,
                 run_id,
                 started,
-                [],
+                waited,
                 reason,
                 failed_raw,
                 verified=verified,
+                status=status,
             )
-            return RunResult(run_id, repetition, attempt, RunStatus.FAILED, reason, ())
+            return RunResult(run_id, repetition, attempt, status, reason, tuple(waited))
         if evidence:
             raw = {**raw, "evidence.json": json.dumps(evidence, indent=2)}
+        if settled is not None:
+            raw = {**raw, "settle.json": json.dumps(settled.as_json(), indent=2)}
+        status = RunStatus.WARMUP if warmup else RunStatus.OK
         self._write(
             cluster,
             scenario,
@@ -679,10 +768,9 @@ class Runner:
             "",
             raw,
             verified=True,
+            status=status,
         )
-        return RunResult(
-            run_id, repetition, attempt, RunStatus.OK, "", tuple(measurements), evidence
-        )
+        return RunResult(run_id, repetition, attempt, status, "", tuple(measurements), evidence)
 
     @staticmethod
     def _agent_first(cluster: Monitoring, reason: str) -> str:
@@ -768,6 +856,7 @@ class Runner:
             reason,
             {},
             verified=False,
+            status=RunStatus.FAILED,
         )
 
     def _write(
@@ -783,7 +872,10 @@ class Runner:
         raw: Mapping[str, str],
         *,
         verified: bool,
+        status: RunStatus,
     ) -> None:
+        """One run's records: one per measurement, after a row ``run`` with the reason when
+        it failed (a failed warm-up keeps its settle wait's records too)."""
         failed = bool(reason)
         base = RunRecord(
             session_id=self.store.session_id,
@@ -801,16 +893,15 @@ class Runner:
             value=math.nan,
             unit="",
             verified=verified,
-            status=RunStatus.FAILED if failed else RunStatus.OK,
+            status=status,
             reason=reason,
             environment_id=self._record_environment(cluster),
             options={"encryption": cluster.spec.encryption, **cluster.spec.options},
+            looks=self.looks,
         )
-        if failed:
-            records = [base]
-        else:
-            records = [
-                dataclasses.replace(base, metric=m.metric, value=m.value, unit=m.unit, pair=m.pair)
-                for m in measurements
-            ]
+        records = [base] if failed else []
+        records += [
+            dataclasses.replace(base, metric=m.metric, value=m.value, unit=m.unit, pair=m.pair)
+            for m in measurements
+        ]
         self.store.write_run(run_id, records, raw)

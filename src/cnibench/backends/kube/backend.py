@@ -437,6 +437,7 @@ class KubeBackend:
                 node_usage=node_usage,
                 pins=self.nodes,
                 notes=notes,
+                created=made.created,
             )
             cluster.start()
             if spec.options.get("napi") == "threaded":

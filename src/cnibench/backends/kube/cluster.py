@@ -39,6 +39,7 @@ from cnibench.backends.base import (
     ResourceUsage,
     Service,
     ServiceProxy,
+    WarmUp,
     WorkloadSpec,
 )
 from cnibench.backends.kube import render
@@ -51,7 +52,11 @@ from cnibench.backends.kube.external import EXTERNAL_ADDRESS_ENV
 from cnibench.backends.kube.filters import POLICY_SETTLE, PRIORITY_SETTLE, KubeFilters
 from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.limits import policy_rule_limit
-from cnibench.backends.kube.monitoring import METRICS_DEVICE_REGEX, KubeMonitoring
+from cnibench.backends.kube.monitoring import (
+    METRICS_DEVICE_REGEX,
+    NEW_CLUSTER_WARM_UP,
+    KubeMonitoring,
+)
 from cnibench.backends.kube.node_usage import KindNodeUsage
 from cnibench.backends.kube.placement import NodeChoice, NodeFacts, choose_nodes
 from cnibench.backends.kube.pods import (
@@ -131,6 +136,9 @@ class KubeCluster:
     notes:
         What the backend found out before (the CNI running on an existing cluster), shown
         first in :attr:`notes`.
+    created:
+        Whether the provider made the cluster for this session (not reused, not existing):
+        it then asks for a warm-up (:attr:`warm_up`).
     """
 
     def __init__(
@@ -151,6 +159,7 @@ class KubeCluster:
         node_usage: KindNodeUsage | None = None,
         pins: NodePins | None = None,
         notes: Sequence[str] = (),
+        created: bool = False,
     ) -> None:
         self._runtime = KubeRuntime(
             api_client,
@@ -168,6 +177,7 @@ class KubeCluster:
         self._api_client = api_client
         self._pykube: Any = None
         self._provider = provider
+        self._created = created
         self.session = session
         self.namespace = self._runtime.namespace
         self._external = external
@@ -507,10 +517,17 @@ class KubeCluster:
         :meth:`KubeMonitoring.resource_usage`."""
         return self._monitoring.resource_usage(reset_peak=reset_peak)
 
+    @property
+    def warm_up(self) -> WarmUp:
+        """:data:`~cnibench.backends.kube.monitoring.NEW_CLUSTER_WARM_UP` on a cluster made
+        for this session; nothing on one reused or existing."""
+        return NEW_CLUSTER_WARM_UP if self._created else WarmUp()
+
     # -- environment and teardown ---------------------------------------------------------
     def environment(self) -> Environment:
-        """Host fingerprint plus nodes and the CNI's Helm values. Each node is described by
-        its role (roles joined by ``+`` when it holds several), how it was found
+        """Host fingerprint plus nodes, the CNI's Helm values and the data-path settings its
+        agents and kube-proxy report (:meth:`KubeAgentAccess.datapath_settings`). Each node is
+        described by its role (roles joined by ``+`` when it holds several), how it was found
         (``chosen_by``: ``label``, ``pinned`` or ``chosen``), its zone (``""`` without a
         ``topology.kubernetes.io/zone`` label), whether it holds several roles
         (``same_node``), CPUs and memory."""
@@ -538,6 +555,7 @@ class KubeCluster:
             cni_version=cni.version,
             nodes=described,
             cni_values=dict(cni.chart.values) if cni.chart else {},
+            datapath_settings=self._agents.datapath_settings(),
         )
 
     def teardown(self) -> None:

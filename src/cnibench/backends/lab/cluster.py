@@ -39,6 +39,7 @@ from cnibench.backends.base import (
     NodeRole,
     ResourceUsage,
     Service,
+    WarmUp,
     WorkloadSpec,
 )
 from cnibench.backends.lab.cgroups import LabCgroups
@@ -602,6 +603,11 @@ class LabCluster:
             known = out.get(name)
             out[name] = usage if known is None else _summed(known, usage)
         return out
+
+    @property
+    def warm_up(self) -> WarmUp:
+        """None: a lab's first run reads as the runs after it (docs/statistics.md)."""
+        return WarmUp()
 
     @property
     def notes(self) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from cnibench.errors import ConfigError, ResultsError
+from cnibench.records import RunStatus
 from cnibench.report.data import ok_runs, run_values
 from cnibench.report.gate.directions import gated_direction, zero_is_impossible
 from cnibench.results import ALL_SESSIONS, load_results
@@ -177,9 +178,10 @@ def failed_candidate_runs(candidate: pd.DataFrame) -> list[FailedRun]:
     """Runs of a candidate that failed, or recorded a gated metric at an impossible 0.
 
     A failed attempt whose repetition was retried successfully in the same session is not
-    counted. A metric at 0 or below where 0 is impossible (no throughput, no request, a
-    latency or RTT of 0: :func:`~cnibench.report.gate.directions.zero_is_impossible`) and any
-    non-finite value of a gated metric are; CPU or memory at 0 is not a failure.
+    counted, nor is a warm-up run (status ``warmup``), failed or not: it never counted. A
+    metric at 0 or below where 0 is impossible (no throughput, no request, a latency or RTT
+    of 0: :func:`~cnibench.report.gate.directions.zero_is_impossible`) and any non-finite
+    value of a gated metric are; CPU or memory at 0 is not a failure.
 
     Parameters
     ----------
@@ -219,6 +221,8 @@ def failed_candidate_runs(candidate: pd.DataFrame) -> list[FailedRun]:
     out: list[FailedRun] = []
     seen: set[tuple[ConditionKey, str, str]] = set()
     for i, key in enumerate(key_list):
+        if statuses[i] == RunStatus.WARMUP:
+            continue
         if statuses[i] != "ok":
             if (key, sessions[i], repetitions[i]) in succeeded or (key, "", run_ids[i]) in seen:
                 continue
