@@ -256,15 +256,25 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         session_dir = state.session.store.session_dir
         if report and session_dir.is_dir():
             from cnibench.report import verdict, verdict_summary, write_report
-            from cnibench.results import load_results
+            from cnibench.results import load_environments, load_results
 
             write_report(
                 session_dir, html=report, reference=reference, all_metrics=checked.all_metrics
             )
+            from cnibench.report.matrix import WIDTH
+
             writer = config.get_terminal_writer()
-            table = verdict(load_results(session_dir), reference=reference)
-            for line in verdict_summary(table, full_at=f"the Verdict section of {report}"):
-                writer.line(f"cnibench: {line}")
+            table = verdict(
+                load_results(session_dir),
+                reference=reference,
+                environments=load_environments(session_dir, on_error="warn"),
+            )
+            prefix = "cnibench: "
+            # The heading wraps within the terminal, the prefix included (60 at the least).
+            width = max(60, min(WIDTH, writer.fullwidth)) - len(prefix)
+            full_at = f"the Verdict section of {report}"
+            for line in verdict_summary(table, full_at=full_at, width=width):
+                writer.line(f"{prefix}{line}")
             writer.line(f"cnibench: report written to {report}")
 
 

@@ -96,7 +96,7 @@ def test_a_feature_the_cluster_cannot_run_says_so_in_its_cell_with_the_reason(
 
     # The terminal: routed's cost beside vxlan's "not possible here", and why.
     matrix = printed.split("What each feature costs:", 1)[1].split("verdict:", 1)[0]
-    throughput = next(line for line in matrix.splitlines() if "throughput" in line)
+    throughput = next(line for line in matrix.splitlines() if line.startswith("  throughput "))
     assert "×0.70" in throughput
     assert NOT_POSSIBLE_CELL in throughput
     assert f"{NOT_POSSIBLE_CELL}: egress on vxlan: {REASON}" in matrix

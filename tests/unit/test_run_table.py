@@ -138,3 +138,37 @@ def test_every_primary_metric_is_a_headline(name: str) -> None:
     scenario = SCENARIOS[name]
     for condition in scenario.conditions():
         assert set(scenario.primary_metrics) <= set(scenario.headline_metrics(condition))
+
+
+EGRESS_ON = Condition("egress", "gateway-on", {"gateway": "on"})
+
+
+def _egress_runs(idle: list[float]) -> list[dict[str, float]]:
+    """Egress runs with the host's idle CPU share each left (``host_idle``, a ratio)."""
+    return [
+        {"throughput": 9e9 + 1e7 * i, "rtt_mean": 100.0, "host_idle": share}
+        for i, share in enumerate(idle)
+    ]
+
+
+def _printed(results: list[ConditionResult], width: int = 200) -> str:
+    buffer = io.StringIO()
+    cli._print_table(results, SCENARIOS, Console(file=buffer, width=width))
+    return buffer.getvalue()
+
+
+def test_a_condition_with_saturated_runs_is_marked_and_the_mark_explained() -> None:
+    # Two of five runs left 3 % and 1 % of the host's CPU idle: below the 5 % the matrix
+    # marks with ⊘ (issue 48). The table says how many, on every headline row of the
+    # condition, and one line under it says what the mark means.
+    hot = [_result("egress", EGRESS_ON, _egress_runs([0.03, 0.30, 0.01, 0.4, 0.5]))]
+    text, rows = _printed(hot), _rows(hot)
+    assert rows[(EGRESS_ON.id, "throughput")][8] == "verified, ⊘ 2 of 5 saturated"
+    assert rows[(EGRESS_ON.id, "rtt_mean")][8] == "verified, ⊘ 2 of 5 saturated"
+    legend = " ".join(line for line in text.splitlines() if "│" not in line)
+    assert "⊘ N of M saturated" in legend
+    assert "less than 5 % of the host's CPU idle" in legend
+    # Calm runs, and a run at exactly 5 % (the bound is strict), are not marked.
+    calm = _printed([_result("egress", EGRESS_ON, _egress_runs([0.05, 0.30, 0.2]))])
+    assert "⊘" not in calm
+    assert "saturated" not in calm

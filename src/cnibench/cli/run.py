@@ -177,11 +177,14 @@ def _print_table(
     from rich.console import Console
     from rich.table import Table
 
+    from cnibench.report.data import SATURATION_IDLE_BOUND
+    from cnibench.report.matrix import SATURATED
     from cnibench.report.tables import format_number
     from cnibench.scenarios.base import Scenario
     from cnibench.scenarios.runner import ConditionResult
 
     assert isinstance(console, Console)
+    saturated = _saturated_counts(results)
     table = Table(
         title="95 % confidence interval per condition: geometric mean of positive metrics,"
         " mean of signed ones, share of yes (k/n, Clopper-Pearson) of yes/no ones;"
@@ -200,6 +203,7 @@ def _print_table(
         scenario = scenarios[result.scenario]
         assert isinstance(scenario, Scenario)
         failed = len(result.runs) - len(result.ok_runs)
+        hot = saturated.get((result.scenario, result.cni, result.condition.id), 0)
         summaries = {summary.metric: summary for summary in result.summaries()}
         for metric in scenario.headline_metrics(result.condition):
             summary = summaries.get(metric)
@@ -232,10 +236,19 @@ def _print_table(
                 summary.unit,
                 ("verified" if result.verified else "NOT verified")
                 + (f", {failed} failed" if failed else "")
+                + (f", {SATURATED} {hot} of {len(result.ok_runs)} saturated" if hot else "")
                 + (f", {summary.flagged} outlying run(s) flagged" if summary.flagged else "")
                 + spread,
             )
     console.print(table)
+    if saturated:
+        console.print(
+            f"{SATURATED} N of M saturated: N of the condition's M runs left less than"
+            f" {100 * SATURATION_IDLE_BOUND:g} % of the host's CPU idle: the machine, not the"
+            " datapath, limited them, and the verdict claims nothing from a contrast with one",
+            markup=False,
+            highlight=False,
+        )
     for result in results:
         assert isinstance(result, ConditionResult)
         if result.precision_note:
@@ -249,11 +262,50 @@ def _print_table(
         console.print(note, markup=False, highlight=False)
 
 
+def _saturated_counts(results: Sequence[object]) -> dict[tuple[str, str, str], int]:
+    """How many ok runs of each (scenario, configuration, condition) saturated the host, as
+    :func:`cnibench.report.data.saturated_runs` flags them from their ``host_idle``; only
+    conditions with one."""
+    import pandas as pd
+
+    from cnibench.report.data import HOST_IDLE_METRIC, saturated_runs
+    from cnibench.scenarios.runner import ConditionResult
+
+    rows = []
+    for result in results:
+        assert isinstance(result, ConditionResult)
+        for run in result.ok_runs:
+            for m in run.measurements:
+                if m.metric == HOST_IDLE_METRIC and m.pair is None:
+                    rows.append(
+                        {
+                            "session_id": "",
+                            "run_id": run.run_id,
+                            "cni": result.cni,
+                            "scenario": result.scenario,
+                            "condition": result.condition.id,
+                            "metric": m.metric,
+                            "value": m.value,
+                            "unit": m.unit,
+                            "status": "ok",
+                        }
+                    )
+    if not rows:
+        return {}
+    flagged = saturated_runs(pd.DataFrame(rows))
+    keys = zip(flagged["scenario"], flagged["cni"], flagged["condition"], strict=True)
+    counts: dict[tuple[str, str, str], int] = {}
+    for scenario, cni, condition in keys:
+        key = (str(scenario), str(cni), str(condition))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def _print_verdict(results_dir: Path, reference: str | None, margin: float | None) -> Any:
     """The session's verdict on stdout: a heading, then one line per planned contrast.
     Returns the verdict's table."""
     from cnibench.report import verdict
-    from cnibench.results import load_results
+    from cnibench.results import load_environments, load_results
 
     command = ["cnibench", "report", str(results_dir)]
     if reference is not None:
@@ -261,7 +313,8 @@ def _print_verdict(results_dir: Path, reference: str | None, margin: float | Non
     if margin is not None:
         command += ["--margin", f"{100 * margin:g}%"]
     runs = load_results(results_dir)
-    table = verdict(runs, reference=reference, margin=margin)
+    environments = load_environments(results_dir, on_error="warn")
+    table = verdict(runs, reference=reference, margin=margin, environments=environments)
     where = f"{shlex.join(command)} (its Verdict section)"
     _print_answer(table, full_at=where, margin=margin, runs=runs, results=results_dir)
     return table
@@ -279,14 +332,18 @@ def _print_answer(
     ``results``: their directory, for what its clusters could not run), then the verdict's
     lines (one each, however narrow the terminal: people grep these)."""
     from cnibench.report import verdict_summary
+    from cnibench.report.columns import wrap_words
     from cnibench.report.data import load_skipped, measured_on
     from cnibench.report.matrix import (
         cni_matrix,
+        cpu_scope,
         feature_matrix,
         matrix_text,
         not_possible_notes,
     )
     from cnibench.results import load_environments
+
+    width = answer_width()
 
     skipped = None
     where = ""
@@ -299,18 +356,37 @@ def _print_answer(
     if not features.empty:
         notes = not_possible_notes(features, skipped)
         title = "What each feature costs"
-        lines = matrix_text(features, title=title, margin=margin, notes=notes)
+        scope = cpu_scope(runs)
+        lines = matrix_text(
+            features, title=title, width=width, margin=margin, notes=notes, cpu_scope=scope
+        )
         if where:  # every number on this screen carries n (its cell), date and machine
-            lines.insert(1, f"  {where}")
+            lines[1:1] = wrap_words(where, width, indent="  ", hang="    ")
         for line in lines:
             print(line, flush=True)
         cnis = cni_matrix(table, runs=runs)
         if not cnis.empty:
             title = "Each CNI against the reference of its group"
-            for line in matrix_text(cnis, title=title, margin=margin):
+            for line in matrix_text(cnis, title=title, width=width, margin=margin, cpu_scope=scope):
                 print(line, flush=True)
-    for line in verdict_summary(table, full_at=full_at):
+    for line in verdict_summary(table, full_at=full_at, width=width):
         print(line, flush=True)
+
+
+NARROWEST = 60
+"""Fewest columns the answer is laid out in, however narrow the terminal says it is."""
+
+
+def answer_width() -> int:
+    """Columns for the matrix and the verdict's heading: the terminal's (``COLUMNS`` if
+    set), at most :data:`cnibench.report.matrix.WIDTH` and at least :data:`NARROWEST`; a
+    file or a pipe gets the widest."""
+    import shutil
+
+    from cnibench.report.matrix import WIDTH
+
+    columns = shutil.get_terminal_size((WIDTH, 24)).columns
+    return max(NARROWEST, min(WIDTH, columns))
 
 
 def _few_runs_note(n: int) -> str:
@@ -336,6 +412,9 @@ def _report(args: argparse.Namespace) -> int:
         raise ConfigError(f"results directory {args.results} does not exist")
     if not args.results.is_dir():
         raise ConfigError(f"results path {args.results} is not a directory")
+    if not any(args.results.glob("**/runs/*.json")):
+        # As `cnibench compare` says of an empty baseline: nothing to read is a bad argument.
+        raise ConfigError(f"no results in {args.results}: no runs/<run_id>.json files found")
     with _stdout_to_stderr(args.json):
         table = _report_files(args)
     if args.json:
@@ -378,10 +457,11 @@ def _report_files(args: argparse.Namespace) -> Any:
 def _json_verdict_only(args: argparse.Namespace) -> Any:
     """``report --json`` without a file to write: the verdict, and its answer on stderr."""
     from cnibench.report import verdict
-    from cnibench.results import load_results
+    from cnibench.results import load_environments, load_results
 
     runs = load_results(args.results, sessions=args.session or "all")
-    table = verdict(runs, reference=args.reference, margin=args.margin)
+    environments = load_environments(args.results, on_error="warn")
+    table = verdict(runs, reference=args.reference, margin=args.margin, environments=environments)
     where = "cnibench report " + shlex.quote(str(args.results)) + " (its Verdict section)"
     _print_answer(table, full_at=where, margin=args.margin, runs=runs, results=args.results)
     return table

@@ -46,6 +46,7 @@ from cnibench.report.data import (
     ok_runs,
     request_time_summary,
     saturated_runs,
+    scenario_title,
     session_dirs,
 )
 from cnibench.report.scrub import environment_secrets, scrub_mapping, scrub_text
@@ -286,7 +287,8 @@ def _methods(doc: _Document, df: pd.DataFrame) -> None:
             "Verdict: only the contrasts each scenario declares (a feature against its own "
             "control with every other recorded parameter equal; every CNI against the reference "
             "of its group on the same condition, where a group holds the configurations whose "
-            "data-path factors (napi, Service proxy, encryption, Gateway) are all equal; two "
+            "data-path factors (threaded receive, napi; Service proxy; encryption; Gateway) are "
+            "all equal; two "
             "configurations of one CNI that differ in one factor as that option's contrast; "
             "each split against its configured weights), on the "
             "scenario's primary metrics. Ratio = treatment / control of the geometric means, "
@@ -394,7 +396,7 @@ def _verification(doc: _Document, results_path: Path, df: pd.DataFrame) -> None:
 
 def _failed(doc: _Document, df: pd.DataFrame) -> None:
     doc.heading(2, "Failed runs", "failed")
-    failed = df[df["status"] != "ok"].drop_duplicates("run_id")
+    failed = df[df["status"] == "failed"].drop_duplicates("run_id")
     if failed.empty:
         doc.paragraph("None: every run succeeded.", css="ok")
         return
@@ -465,14 +467,18 @@ def _scenario(
     split: pd.DataFrame,
     all_metrics: bool,
 ) -> None:
-    doc.heading(2, f"Scenario: {scenario}", f"scenario-{scenario}")
+    # What ran, where the backend ran something other than the name says (the lab's
+    # WireGuard is wireguard-go): every heading and caption of the section says it.
+    shown = scenario_title(df, scenario)
+    named = f"{scenario}: {shown}" if shown != scenario else scenario
+    doc.heading(2, f"Scenario: {named}", f"scenario-{scenario}")
     ok = ok_runs(df, scenario=scenario)
     if ok.empty:
         doc.paragraph("No successful run.", css="bad")
     _priority_section(doc, df, scenario)
     scenario_times = times[times["scenario"] == scenario] if not times.empty else times
     if not scenario_times.empty:
-        doc.heading(3, f"{scenario}: request-response times")
+        doc.heading(3, f"{shown}: request-response times")
         summary = request_time_summary(scenario_times)
         doc.table(
             ["group", "count", "mean µs", "min µs", "max µs", "std µs"],
@@ -490,29 +496,29 @@ def _scenario(
         )
         doc.figure(
             f"{scenario}-rr-histogram",
-            f"{scenario}: histogram of request times (log axis)",
+            f"{shown}: histogram of request times (log axis)",
             partial(figures.figure_rr_histogram, scenario_times),
         )
         doc.figure(
             f"{scenario}-rr-ecdf",
-            f"{scenario}: ECDF of request times (log axis)",
+            f"{shown}: ECDF of request times (log axis)",
             partial(figures.figure_rr_ecdf, scenario_times),
         )
     scenario_split = split[split["run_id"].isin(ok["run_id"])] if not split.empty else split
     if not scenario_split.empty:
-        doc.heading(3, f"{scenario}: traffic split")
+        doc.heading(3, f"{shown}: traffic split")
         keys = ["cni", "weights", "load_engine"]
         for (cni, weights, engine), group in scenario_split.groupby(keys, sort=False):
             made_by = f", load by {engine}" if engine else ""
             label = f"{cni}, weights {weights}{made_by}"
             doc.figure(
                 f"{scenario}-{cni}-split-shares",
-                f"{scenario}: share per backend in 5 s windows, {label} (one run per users level)",
+                f"{shown}: share per backend in 5 s windows, {label} (one run per users level)",
                 partial(figures.figure_split_shares, _first_run_per_level(group)),
             )
             doc.figure(
                 f"{scenario}-{cni}-split-distance",
-                f"{scenario}: distance to the configured weights, {label}",
+                f"{shown}: distance to the configured weights, {label}",
                 partial(figures.figure_split_distance, group),
             )
     recorded = [str(m) for m in dict.fromkeys(ok["metric"])]
@@ -529,23 +535,23 @@ def _scenario(
             if metrics:
                 doc.figure(
                     f"{scenario}-scaling-{x}",
-                    f"{scenario}: scaling with the number of {x}",
+                    f"{shown}: scaling with the number of {x}",
                     partial(
                         figures.figure_policy_scaling, df, x=x, metrics=metrics, scenario=scenario
                     ),
                 )
     for metric in drawn:
         kind = "primary metric" if metric in primary else "other metric"
-        doc.heading(3, f"{scenario}: {metric} ({kind})")
+        doc.heading(3, f"{shown}: {metric} ({kind})")
         doc.figure(
             f"{scenario}-{metric}-bars",
-            f"{scenario}: {metric}, geometric mean (mean where a run is not positive) and"
+            f"{shown}: {metric}, geometric mean (mean where a run is not positive) and"
             f" {100 * LEVEL:g}% CI per CNI and condition",
             partial(figures.figure_bars, df, scenario, str(metric)),
         )
         doc.figure(
             f"{scenario}-{metric}-runs",
-            f"{scenario}: {metric} per run",
+            f"{shown}: {metric} per run",
             partial(figures.figure_runs, df, scenario, str(metric)),
         )
     if others and not all_metrics:
@@ -554,7 +560,7 @@ def _scenario(
             "in the run tables; --all-metrics draws them.",
             css="note",
         )
-    doc.heading(3, f"{scenario}: runs")
+    doc.heading(3, f"{shown}: runs")
     _run_tables(doc, df, scenario)
 
 
@@ -617,8 +623,8 @@ def _matrix_section(
         doc.table(
             header,
             rows,
-            caption="Configurations are compared only where every data-path option (napi,"
-            " Service proxy, encryption, and on a split the Gateway) is equal; "
+            caption="Configurations are compared only where every data-path option (threaded"
+            " receive, napi; Service proxy; encryption; on a split the Gateway) is equal; "
             + answer.matrix_legend(cnis, margin),
             css="matrix",
         )
@@ -692,14 +698,15 @@ def _verdict_section(
     # One forest per scenario: a single figure of every contrast of a two-CNI session (about
     # 160 rows) was taller than any screen.
     for scenario, contrasts in table.groupby("scenario", sort=False):
+        shown = scenario_title(contrasts, str(scenario))  # what ran (the lab's wireguard-go)
         doc.figure(
             f"verdict-forest-{scenario}",
-            f"Verdict, {scenario}: ratio and CI per contrast, at the level that carries its call"
+            f"Verdict, {shown}: ratio and CI per contrast, at the level that carries its call"
             f" ({100 * level:g}% or more; log axis, line at 1)",
             partial(
                 figures.figure_forest,
                 contrasts,
-                title=f"Verdict, {scenario}: ratio with the CI that carries its call"
+                title=f"Verdict, {shown}: ratio with the CI that carries its call"
                 f" ({CORRECTION} within each question)",
             ),
         )
@@ -708,9 +715,11 @@ def _verdict_section(
 def _overview(doc: _Document, df: pd.DataFrame, results_path: Path) -> None:
     runs = df.drop_duplicates("run_id")
     ok = int((runs["status"] == "ok").sum())
+    warm = int((runs["status"] == "warmup").sum())  # measured on a new cluster, never counted
+    warming = f", {warm} warm-up, not counted" if warm else ""
     doc.paragraph(
         f"Results: {results_path.name}; {runs['session_id'].nunique()} session(s), {len(runs)} "
-        f"run(s) ({ok} successful, {len(runs) - ok} failed); scenarios "
+        f"run(s) ({ok} successful, {len(runs) - ok - warm} failed{warming}); scenarios "
         f"{', '.join(dict.fromkeys(runs['scenario']))}; "
         f"CNIs {', '.join(dict.fromkeys(runs['cni']))}."
     )
@@ -819,14 +828,14 @@ def write_report(
     png_path = None if png_dir is None else Path(png_dir)
     secrets = environment_secrets()
     doc = _Document(secrets)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        table = verdict(df, reference=reference, margin=margin)
-    # The answer first (what each feature costs, per configuration), then where it came from.
-    skipped = load_skipped(results_path, sessions=set(df["session_id"].astype(str)))
     with warnings.catch_warnings():  # a fingerprint that cannot be read names no machine
         warnings.simplefilter("ignore")
         environments = load_environments(results_path, on_error="warn")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        table = verdict(df, reference=reference, margin=margin, environments=environments)
+    # The answer first (what each feature costs, per configuration), then where it came from.
+    skipped = load_skipped(results_path, sessions=set(df["session_id"].astype(str)))
     _matrix_section(doc, table, margin, df, skipped, measured_on(df, environments))
     doc.paragraph(f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC by cnibench.")
     _overview(doc, df, results_path)

@@ -14,10 +14,45 @@ All functions are pure: text in, text out.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["common_parts", "distinct_labels", "shorten_cni_labels", "wrap_label"]
+__all__ = [
+    "RAN_AS",
+    "common_parts",
+    "distinct_labels",
+    "feature_words",
+    "scenario_words",
+    "shorten_cni_labels",
+    "wrap_label",
+]
+
+RAN_AS: Mapping[tuple[str, str, str], str] = {
+    ("wireguard", "encryption", "lab"): "WireGuard (userspace wireguard-go)",
+}
+"""How a (scenario, feature) measured on a backend is named where the backend runs it as
+something other than its name suggests: the lab's WireGuard is wireguard-go, a userspace
+process over a TUN device, not the kernel module that a Kubernetes CNI's WireGuard uses, so
+its cost is no estimate of a cluster's."""
+
+
+def scenario_words(scenario: str, backends: Iterable[str]) -> str:
+    """How a report names a scenario's section and figures: what ran (:data:`RAN_AS`) where
+    every backend of its runs says the same, else the scenario's name:
+    ``scenario_words("wireguard", ["lab"])`` is ``"WireGuard (userspace wireguard-go)"``."""
+    named = {
+        next((words for (s, _, b), words in RAN_AS.items() if s == scenario and b == backend), "")
+        for backend in set(backends)
+    }
+    return named.pop() or scenario if len(named) == 1 else scenario
+
+
+def feature_words(scenario: str, feature: str, backend: str) -> str:
+    """What ran, where :data:`RAN_AS` says more than the feature's name (``""`` elsewhere):
+    ``feature_words("wireguard", "encryption", "lab")`` is ``"WireGuard (userspace
+    wireguard-go)"``."""
+    return RAN_AS.get((scenario, feature, backend), "")
+
 
 _SEPARATORS = ",;"
 _OPENING = {"(": ")", "[": "]", "{": "}"}

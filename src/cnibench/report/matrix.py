@@ -23,19 +23,20 @@ from __future__ import annotations
 
 import json
 import math
-import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
+from cnibench.report.columns import GAP, fit_columns, lay_out_row, wrap_words
+from cnibench.report.configs import INSTRUMENT_WORDS
 from cnibench.report.data import (
     RETRANSMIT_RATE_BOUND,
     SATURATION_IDLE_BOUND,
     high_retransmit_runs,
 )
 from cnibench.report.derived import AGENT_METRICS, HOST_WIDE, NODE_SUM
-from cnibench.report.labels import shorten_cni_labels
+from cnibench.report.labels import feature_words, shorten_cni_labels
 from cnibench.report.verdict import DRIFT_TOO_STRONG, interval_text, metric_words
 
 __all__ = [
@@ -45,17 +46,37 @@ __all__ = [
     "NOT_POSSIBLE_CELL",
     "SAME",
     "SATURATED",
+    "SHORT_METRICS",
     "WIDTH",
     "cni_matrix",
+    "cpu_scope",
     "feature_matrix",
     "matrix_legend",
     "matrix_rows",
     "matrix_text",
+    "metric_key",
     "not_possible_notes",
 ]
 
 WIDTH = 100
-"""Columns of the terminal matrix."""
+"""Columns of the terminal matrix at most (fewer on a narrower terminal)."""
+
+SHORT_METRICS: Mapping[str, str] = {
+    "new_connections_per_second": "new conn/s",
+    "connection_success_rate": "conn success",
+    "requests_per_second": "req/s",
+    "latency_under_load_avg": "latency loaded",
+    "cores_per_gbps": "cores/Gbit/s",
+    "cores_per_kconn": "cores/kconn/s",
+}
+"""How the terminal matrix names a long metric (:func:`metric_key` gives the full name)."""
+
+CPU_MEANINGS: Mapping[str, str] = {
+    AGENT_METRICS[0]: "the CNI's own pods' CPU, summed",
+    NODE_SUM: "the nodes' own CPU, summed",
+    "cpu@egress-gw": "the egress gateway node's own CPU",
+}
+"""What a per-node or per-agent CPU metric counts, in the matrix's key."""
 
 DETECTABLE = "●"
 """Mark of a detectable difference (Holm-corrected, its interval excludes no difference)."""
@@ -179,6 +200,10 @@ def _cell(row: Mapping[str, Any]) -> str:
     if row["kind"] == "outcome":
         return f"{round(float(row['estimate']) * n)}/{n} yes"
     estimate = float(row["estimate"])
+    if not math.isfinite(estimate) and " not compared: " in str(row.get("verdict", "")):
+        # The configurations differ in more than the factor compared (the verdict's line
+        # names how): no number to show.
+        return NOT_COMPARED_CELL
     low, high = float(row["ci_low"]), float(row["ci_high"])
     if row["scale"] == "ratio":
         head = f"×{estimate:.2f}"
@@ -195,9 +220,34 @@ def _cell(row: Mapping[str, Any]) -> str:
         return f"{head} {SATURATED}"
     mark = {"detectable": DETECTABLE, "same": SAME}.get(state, "")
     if state == "undecided":
-        needed = int(row["runs_needed"])
-        mark = "?" if needed <= 0 else f"?{needed}" if needed < 1000 else "?>999"
+        mark = _undecided_mark(row)
     return f"{head} {ci} {mark}".rstrip()
+
+
+NOT_COMPARED_CELL = "not compared"
+"""A cell whose configurations differ in more than the factor of its row (its verdict line
+says in what): no estimate, no call."""
+
+NO_COUNT = "?±"
+"""Prefix of an undecided cell's mark where no margin is set for the row's unit, so no count
+of runs decides it: ``?±0.07`` (this design detects about ±0.07 in the row's unit)."""
+
+UNKNOWN = "?"
+"""An undecided cell's mark where the runs give no estimate of what would decide it."""
+
+
+def _undecided_mark(row: Mapping[str, Any]) -> str:
+    """``?N`` (N runs per side decide ±margin), ``?>999``, ``?±D`` (no margin in the row's
+    unit: this design detects about ±D), or :data:`UNKNOWN`."""
+    needed = int(row["runs_needed"])
+    if needed > 0:
+        return f"?{needed}" if needed < 1000 else "?>999"
+    detectable = float(row["detectable"])
+    if not math.isfinite(detectable):
+        return UNKNOWN
+    if row["scale"] == "ratio":
+        return f"{NO_COUNT}{100 * detectable:.0f}%"
+    return f"{NO_COUNT}{_number(detectable)}"
 
 
 def _runs(row: Mapping[str, Any]) -> str:
@@ -271,8 +321,9 @@ def _frame(
         if record["kind"] == "cni":
             words = record["scenario"]
         else:
-            words = _FEATURE_WORDS.get(
-                (record["scenario"], record["feature"]), f"{record['scenario']} {record['feature']}"
+            scenario, feature = str(record["scenario"]), str(record["feature"])
+            words = feature_words(scenario, feature, str(record.get("backend", ""))) or (
+                _FEATURE_WORDS.get((scenario, feature), f"{scenario} {feature}")
             )
         key = keys.get(int(str(index)), "")
         label = f"{words} ({key})" if key else words
@@ -327,7 +378,7 @@ def feature_matrix(
     return _instrumented_cells(pd.concat([features, options], ignore_index=True))
 
 
-INSTRUMENTED_CELL = "CPU only (napi)"
+INSTRUMENTED_CELL = "CPU only"
 """What a cell of an instrumented configuration says where the verdict states no throughput
 or latency (:func:`cnibench.report.configs.instrumented`)."""
 
@@ -439,6 +490,10 @@ def cni_matrix(verdict: pd.DataFrame, *, runs: pd.DataFrame | None = None) -> pd
 def matrix_legend(matrix: pd.DataFrame, margin: float | None = None) -> str:
     """What the cells of ``matrix`` say: the marks every matrix uses, then only the words and
     marks that appear in it (the instrument, cross-session cells, lossy runs)."""
+    return "; ".join(_legend_parts(matrix, margin))
+
+
+def _legend_parts(matrix: pd.DataFrame, margin: float | None) -> list[str]:
     runs = common_runs(matrix)
     cells = matrix["cell"].astype(str)
     same = f", {SAME} same within ±{100 * (margin or 0.05):g} %"
@@ -451,8 +506,18 @@ def matrix_legend(matrix: pd.DataFrame, margin: float | None = None) -> str:
     ]
     if (cells == INSTRUMENTED_CELL).any():
         parts.append(
-            f"{INSTRUMENTED_CELL}: measured with the per-node CPU instrument, which moves"
-            " throughput and latency"
+            f"{INSTRUMENTED_CELL}: run with napi=threaded ({INSTRUMENT_WORDS}), which slows"
+            " throughput and latency: they are stated on the configuration without it"
+        )
+    marks = {str(cell).removesuffix(f" {LOSSY}").rsplit(" ", 1)[-1] for cell in cells}
+    if any(mark.startswith(NO_COUNT) for mark in marks):
+        parts.append(
+            f"{NO_COUNT}D undecided, and no margin is set in the row's unit: this design"
+            " detects about ±D (no count of runs decides it)"
+        )
+    if UNKNOWN in marks:
+        parts.append(
+            f"{UNKNOWN} alone: undecided, and these runs give no estimate of what would decide it"
         )
     if cells.str.contains(f" {DRIFT_CELL}", regex=False).any():
         parts.append(
@@ -479,7 +544,7 @@ def matrix_legend(matrix: pd.DataFrame, margin: float | None = None) -> str:
             f"{LOSSY} a run retransmitted more than {100 * RETRANSMIT_RATE_BOUND:g} % of its"
             " TCP segments (loss limited its throughput)"
         )
-    return "; ".join(parts)
+    return parts
 
 
 def has_saturated(matrix: pd.DataFrame) -> bool:
@@ -506,16 +571,18 @@ def _metric_rank(metric: str, scenario: str) -> int:
     return order.index(metric) if metric in order else len(order)
 
 
-def matrix_rows(matrix: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+def matrix_rows(matrix: pd.DataFrame, *, short: bool = False) -> tuple[list[str], list[list[str]]]:
     """Header and rows of a matrix as a table for HTML/Markdown: one row per feature and
     metric (a feature's metrics together, in the scenario's order), one column per
-    configuration (labels shortened to what differs)."""
+    configuration (labels shortened to what differs). A row names its metric and unit
+    (``throughput (bits/s)``), or with ``short`` its short name alone (:data:`SHORT_METRICS`;
+    :func:`metric_key` then says what each is)."""
     if matrix.empty:
         return [], []
     columns = list(dict.fromkeys(matrix["column"]))
-    short = shorten_cni_labels(columns) if not any(" vs " in c for c in columns) else {}
+    short_columns = shorten_cni_labels(columns) if not any(" vs " in c for c in columns) else {}
     common = common_runs(matrix) != ""
-    header = ["feature", "metric", *(short.get(c, c) for c in columns)]
+    header = ["feature", "metric", *(short_columns.get(c, c) for c in columns)]
     appearance = {r: i for i, r in enumerate(dict.fromkeys(matrix["row"]))}
     rank_of_row = {
         str(label): _FEATURE_RANK.get((str(scenario), str(feature)), len(_FEATURE_RANK))
@@ -532,30 +599,84 @@ def matrix_rows(matrix: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
             c: cell if common or not runs else f"{cell} {runs}"
             for c, cell, runs in zip(group["column"], group["cell"], group["runs"], strict=True)
         }
-        shown = metric_words(str(metric)) + (f" ({unit})" if unit and metric != "shares" else "")
+        if short:
+            shown = SHORT_METRICS.get(str(metric), str(metric))
+        else:
+            shown = metric_words(str(metric))
+            shown += f" ({unit})" if unit and metric != "shares" else ""
         rank = (row_order[label], _metric_rank(str(metric), str(scenario)))
         keyed.append((rank, [str(label), shown, *(cells.get(c, "") for c in columns)]))
     return header, [row for _, row in sorted(keyed, key=lambda item: item[0])]
 
 
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def metric_key(matrix: pd.DataFrame) -> str:
+    """What each row of the terminal matrix measures, in the order the rows name them:
+    ``"metrics: new conn/s = new_connections_per_second (1/s); cpu@agent (cores): the CNI's
+    own pods' CPU, summed"``."""
+    _, rows = matrix_rows(matrix, short=True)
+    units = dict(zip(matrix["metric"].astype(str), matrix["unit"].astype(str), strict=True))
+    full_name = {name: metric for metric, name in SHORT_METRICS.items()}
+    order = dict.fromkeys(full_name.get(row[1], row[1]) for row in rows)
+    parts = []
+    for metric in order:
+        name = SHORT_METRICS.get(metric, metric)
+        text = metric if name == metric else f"{name} = {metric}"
+        unit = units.get(metric, "")
+        if unit and metric != "shares":
+            text += f" ({unit})"
+        if metric in CPU_MEANINGS:
+            text += f": {CPU_MEANINGS[metric]}"
+        parts.append(text)
+    return "metrics: " + "; ".join(parts) if parts else ""
 
 
-def _header_lines(labels: Sequence[str], width: int) -> list[list[str]]:
-    """Each label broken after ``:``, ``,`` or `` vs`` into lines of at most ``width``."""
-    broken = []
-    for label in labels:
-        # A break before "vs" takes the space it replaced back when the pieces join again.
-        pieces = label.replace(":", ":\n").replace(",", ",\n").replace(" vs ", "\n vs ").split("\n")
-        lines: list[str] = []
-        for piece in pieces:
-            if lines and len(lines[-1]) + len(piece) <= width:
-                lines[-1] += piece
-            else:
-                lines.append(piece.lstrip())
-        broken.append([_fit(line, width) for line in lines])
-    return broken
+def cpu_scope(runs: pd.DataFrame | None) -> str:
+    """Whose cores a per-node CPU figure counts, where the results say so: on kind every node
+    is a container on this one host (``""`` for other providers or without runs)."""
+    if runs is None or runs.empty or "provider" not in runs.columns:
+        return ""
+    if "kind" not in set(runs["provider"].astype(str)):
+        return ""
+    return (
+        "CPU on kind is in cores of the one host that every kind node shares: a node's figure"
+        " is its share of that host, not a machine of its own"
+    )
+
+
+_LABEL_LEAST = 14
+"""Narrowest metric column of the terminal matrix (indent included)."""
+
+_CELL_COMFORT = 23
+"""Width a configuration's column asks for in the terminal matrix before its cells wrap."""
+
+
+def _wrap_name(name: str, width: int, indent: str) -> list[str]:
+    """A metric name in lines of ``width``, broken after an ``_`` where it must be."""
+    if len(indent) + len(name) <= width:
+        return [indent + name]
+    lines = wrap_words(name.replace("_", "_ "), width, indent=indent, hang=indent + " ")
+    return [line.replace("_ ", "_") for line in lines]
+
+
+def _header_pieces(label: str) -> list[str]:
+    """A configuration label in the pieces its header may break into: after ``:`` or ``,``
+    and before `` vs`` (``cilium:``, ``gateway=traefik,``, ``mode=kube-proxy``, `` vs
+    flannel``)."""
+    return label.replace(":", ":\n").replace(",", ",\n").replace(" vs ", "\n vs ").split("\n")
+
+
+def _header_lines(label: str, width: int) -> list[str]:
+    """A configuration label in lines of at most ``width``, joined again from its pieces
+    (:func:`_header_pieces`) without a character added or lost; a piece wider than ``width``
+    on a line of its own."""
+    lines: list[str] = []
+    for piece in _header_pieces(label):
+        if lines and len(lines[-1]) + len(piece) <= width:
+            lines[-1] += piece
+        else:
+            # A break before "vs" takes the space it replaced back when the pieces join again.
+            lines.append(piece.lstrip())
+    return lines
 
 
 def matrix_text(
@@ -565,26 +686,37 @@ def matrix_text(
     width: int = WIDTH,
     margin: float | None = None,
     notes: Sequence[str] = (),
+    cpu_scope: str = "",
 ) -> list[str]:
-    """A matrix laid out in ``width`` columns: a title, the legend, then per feature a line
-    with its name and one line per metric; configurations that do not fit beside each other
-    go into further blocks."""
+    """A matrix laid out in ``width`` columns: a title, the legend and the key of the metrics'
+    short names (:func:`metric_key`; then ``cpu_scope``, :func:`cpu_scope`, where a row is a
+    CPU figure), then per feature a line with its
+    name and one line per metric; configurations that do not fit beside each other go into
+    further blocks. Nothing is cut: a name or cell that does not fit its column goes on in
+    the next line of it, broken at a space (never inside a number), and a column is at
+    least as wide as its longest word."""
     if matrix.empty:
         return [f"{title}: nothing to show"]
-    header, rows = matrix_rows(matrix)
-    label_width = 31
-    cell_width = 23
-    per_block = max(1, (width - label_width) // cell_width)
+    header, rows = matrix_rows(matrix, short=True)
     configs = header[2:]
     lines = [f"{title}:"]
-    legend = matrix_legend(matrix, margin)
-    lines += [f"  {part}" for part in textwrap.wrap(legend, width - 2)]
-    for start in range(0, len(configs), per_block):
-        block = list(range(start, min(start + per_block, len(configs))))
-        heads = _header_lines([configs[i] for i in block], cell_width - 1)
-        for depth in range(max(len(h) for h in heads)):
-            text = "".join((h[depth] if depth < len(h) else "").ljust(cell_width) for h in heads)
-            lines.append((" " * label_width + text).rstrip())
+    # One paragraph per thing the legend explains, so each can be found at a glance.
+    shows_cpu = matrix["metric"].astype(str).str.startswith("cpu@").any()
+    scope = cpu_scope if shows_cpu else ""
+    for part in [*_legend_parts(matrix, margin), metric_key(matrix), scope]:
+        if part:
+            lines += wrap_words(part, width, indent="  ", hang="    ")
+    names = [row[1] for row in rows]
+    label_width = max(_LABEL_LEAST, min(2 + max(len(n) for n in names) + GAP, width // 3))
+    columns = [
+        [*_header_pieces(config), *(row[2 + i] for row in rows)] for i, config in enumerate(configs)
+    ]
+    start = 0
+    for widths in fit_columns(columns, width - label_width, comfortable=_CELL_COMFORT):
+        block = range(start, start + len(widths))
+        start += len(widths)
+        heads = [_header_lines(configs[i], w - GAP) for i, w in zip(block, widths, strict=True)]
+        lines += lay_out_row([], label_width, heads, widths)
         feature = ""
         for row in rows:
             cells = [row[2 + i] for i in block]
@@ -592,10 +724,10 @@ def matrix_text(
                 continue
             if row[0] != feature:
                 feature = row[0]
-                lines.append(_fit(feature, width))
-            label = _fit(f"  {row[1]}", label_width - 1).ljust(label_width)
-            body = "".join(_fit(c, cell_width - 1).ljust(cell_width) for c in cells)
-            lines.append((label + body).rstrip())
+                lines += wrap_words(feature, width, hang="    ")
+            name = _wrap_name(row[1], label_width - GAP, "  ")
+            wrapped = [wrap_words(c, w - GAP) for c, w in zip(cells, widths, strict=True)]
+            lines += lay_out_row(name, label_width, wrapped, widths)
     for note in notes:  # :func:`not_possible_notes`: whole, as people grep them
         lines.append(f"  {NOT_POSSIBLE_CELL}: {note}")
     return lines

@@ -25,9 +25,18 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from cnibench.errors import InsufficientDataError
-from cnibench.report.data import LEVEL, bar_summary, group_label, metric_unit, ok_runs
+from cnibench.report.data import (
+    LEVEL,
+    bar_summary,
+    group_label,
+    metric_unit,
+    ok_runs,
+    scenario_title,
+)
 from cnibench.report.figures.common import (
     NON_NEGATIVE_UNITS,
+    SMALL_PT,
+    TITLE_PT,
     AxisUnit,
     _color,
     _declutter_ticks,
@@ -35,6 +44,7 @@ from cnibench.report.figures.common import (
     _outside_legend,
     _param_value,
     _value_axis,
+    fit_suptitle,
     keep_axes_wide,
     new_figure,
 )
@@ -68,7 +78,7 @@ def _cap_value_axis(
             ha="left",
             va="top",
             rotation=90,
-            fontsize=6,
+            fontsize=SMALL_PT,
         )
     return True
 
@@ -269,19 +279,21 @@ def figure_bars(
                     ecolor="black",
                     capsize=4,
                 )
-        ax.set_xticks(np.arange(len(conditions)), [labels[c] for c in conditions], fontsize=8)
+        ax.set_xticks(
+            np.arange(len(conditions)), [labels[c] for c in conditions], fontsize=SMALL_PT
+        )
         ax.set_xlim(-0.6, len(conditions) - 0.4)
-        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=SMALL_PT)
         # The prefix follows the bars, not a wide interval from two runs.
         heights = summary["mean"] if shared else part["mean"]
         shown = _value_axis(ax, metric, panel.unit, heights)
         if panel.unit in NON_NEGATIVE_UNITS:
             ax.set_ylim(bottom=0.0)
         off_scale = _cap_value_axis(ax, heights, uppers, shown) or off_scale
-        ax.set_title(panel.title, fontsize=9)
+        ax.set_title(panel.title, fontsize=TITLE_PT)
         ax.grid(axis="y", alpha=0.3)
     estimators = ", ".join(dict.fromkeys(str(e) for e in summary["estimator"]))
-    figure.suptitle(title or f"{scenario}: {metric}, {estimators}")
+    figure.suptitle(title or f"{scenario_title(df, scenario)}: {metric}, {estimators}")
     handles: list[Any] = [Rectangle((0, 0), 1, 1, color=_color(i)) for i in range(len(cnis))]
     names = _legend_names(cnis)
     legend_labels = [
@@ -306,15 +318,16 @@ def figure_bars(
         notes.append(f"{failed} failed run(s) not shown")
     if notes:
         text = "; ".join(notes)
-        figure.text(0.01, 0.005, text, fontsize=7, color="firebrick", wrap=True)
+        figure.text(0.01, 0.005, text, fontsize=SMALL_PT, color="firebrick", wrap=True)
         engine = figure.get_layout_engine()
         if isinstance(engine, ConstrainedLayoutEngine):
-            # Room under the axes for the wrapped note: about 16 characters per inch at 7 pt,
-            # 0.14 inch per line.
-            lines = math.ceil(len(text) / (16 * figure.get_figwidth()))
-            room = min(0.4, (0.1 + 0.14 * lines) / figure.get_figheight())
+            # Room under the axes for the wrapped note: about 11 characters per inch at 10 pt
+            # (SMALL_PT), 1.2 times its size per line.
+            lines = math.ceil(len(text) / (11 * figure.get_figwidth()))
+            room = min(0.4, (0.1 + 1.2 * SMALL_PT / 72 * lines) / figure.get_figheight())
             engine.set(rect=(0, room, 1, 1 - room))
     keep_axes_wide(figure)
+    fit_suptitle(figure)
     _declutter_ticks(figure, list(axes))
     return figure
 
@@ -431,9 +444,9 @@ def figure_runs(
         ax.set_xlim(-0.6, len(conditions) - 0.4)
         ax.set_xlabel(axis_label)
         _value_axis(ax, metric, panel.unit, rows["value"] if shared else panel.rows["value"])
-        ax.set_title(panel.title, fontsize=9)
+        ax.set_title(panel.title, fontsize=TITLE_PT)
         ax.grid(alpha=0.3, axis="y")
-    figure.suptitle(title or f"{scenario}: {metric} per run")
+    figure.suptitle(title or f"{scenario_title(df, scenario)}: {metric} per run")
     handles: list[Any] = [
         Line2D([], [], color=_color(i), marker="o", linestyle="none") for i in range(len(cnis))
     ]
@@ -446,5 +459,6 @@ def figure_runs(
         names.append("outlying run (counted)")
     _outside_legend(figure, handles, names)
     keep_axes_wide(figure)
+    fit_suptitle(figure)
     _declutter_ticks(figure, list(axes))
     return figure

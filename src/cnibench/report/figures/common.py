@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import itertools
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from matplotlib import rcParams
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.ticker import FuncFormatter
 
 from cnibench.report.labels import shorten_cni_labels, wrap_label
@@ -65,6 +68,28 @@ def new_figure(width: float = 8.0, height: float = 4.5) -> Figure:
     """An empty figure on an Agg canvas, size in inches (rendered at 100 dpi by reports)."""
     figure = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(figure)
+    return figure
+
+
+SMALL_PT = 10.0
+"""Size of a figure's smallest text (ticks, legends, value labels, notes), in points: 10 pt
+is 11 px at the report's 80 dpi, the least a reader reads without zooming."""
+
+TITLE_PT = 11.0
+"""Size of a panel's or section's title, in points (one step above :data:`SMALL_PT`)."""
+
+
+def fit_suptitle(figure: Figure) -> Figure:
+    """Wrap ``figure``'s title (at matplotlib's default title size) at spaces to its width
+    (about 0.6 of the font size per character), so that a long title (a scenario named by
+    what ran, a metric, its estimator) is never clipped at the figure's edges; call it once
+    the figure has its final width."""
+    text = " ".join(figure.get_suptitle().split())
+    if not text:
+        return figure
+    size = float(FontProperties(size=rcParams["figure.titlesize"]).get_size_in_points())
+    per_line = max(20, int(figure.get_figwidth() * 72 / (0.6 * size)))
+    figure.suptitle(textwrap.fill(text, per_line, break_long_words=False, break_on_hyphens=False))
     return figure
 
 
@@ -178,7 +203,7 @@ def _outside_legend(figure: Figure, handles: Sequence[Any], labels: Sequence[str
     """One legend for the whole figure, right of every axes, so it never covers data, and
     centred on that side, so that a long label never runs into the figure's title above."""
     if handles:
-        figure.legend(handles, labels, loc="outside right center", fontsize=7, frameon=False)
+        figure.legend(handles, labels, loc="outside right center", fontsize=SMALL_PT, frameon=False)
 
 
 def _overlaps(boxes: Sequence[Any]) -> bool:

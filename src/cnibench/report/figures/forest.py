@@ -18,8 +18,22 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import FuncFormatter
 
 from cnibench.errors import ConfigError, InsufficientDataError
-from cnibench.report.figures.common import _color, _outside_legend, keep_axes_wide, new_figure
-from cnibench.report.labels import common_parts, distinct_labels, shorten_cni_labels, wrap_label
+from cnibench.report.data import scenario_title
+from cnibench.report.figures.common import (
+    SMALL_PT,
+    TITLE_PT,
+    _color,
+    _outside_legend,
+    keep_axes_wide,
+    new_figure,
+)
+from cnibench.report.labels import (
+    common_parts,
+    distinct_labels,
+    feature_words,
+    shorten_cni_labels,
+    wrap_label,
+)
 from cnibench.report.verdict import CORRECTION, VERDICT_COLUMNS, verdict
 
 
@@ -87,6 +101,11 @@ def figure_forest(
     # contrast, and a long verdict reads as a few short lists.
     # Scenarios, and metrics within one, in the order of their largest effect.
     keys = scenarios + ": " + rows["metric"].astype(str)
+    # A section is titled by what ran (the lab's wireguard is wireguard-go), keyed by scenario.
+    titles = {
+        str(s): scenario_title(rows, str(s)) if "backend" in rows.columns else str(s)
+        for s in dict.fromkeys(scenarios)
+    }
     order = {name: index for index, name in enumerate(dict.fromkeys(scenarios))}
     names = sorted(dict.fromkeys(keys), key=lambda key: order[key.split(": ", 1)[0]])
     labels, shared = _forest_labels(rows)
@@ -115,7 +134,10 @@ def figure_forest(
         ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         ax.xaxis.set_minor_formatter(FuncFormatter(partial(_forest_minor_label, ax)))
         ax.grid(axis="x", which="both", alpha=0.3)
-        ax.set_title(name, fontsize=9, loc="left", fontweight="bold")
+        scenario, _, metric = name.partition(": ")
+        ax.set_title(
+            f"{titles[scenario]}: {metric}", fontsize=TITLE_PT, loc="left", fontweight="bold"
+        )
     axes[-1].set_xlabel("ratio treatment / control (log scale; 1 = no difference)")
     level = float(rows["level"].iloc[0])
     heading = (
@@ -126,7 +148,7 @@ def figure_forest(
     if shared:
         # What every line leaves out, said once.
         heading += "\n" + wrap_label("every contrast at " + ", ".join(shared), 120)
-    figure.suptitle(heading, fontsize=10)
+    figure.suptitle(heading, fontsize=TITLE_PT)
     _outside_legend(figure, list(handles.values()), list(handles))
     left_out = int((~shown).sum())
     if left_out:
@@ -135,7 +157,7 @@ def figure_forest(
             0.005,
             f"{left_out} contrast(s) without a ratio interval (differences in a metric's unit,"
             " proportions, splits, or no interval) are not shown: see the verdict lines",
-            fontsize=7,
+            fontsize=SMALL_PT,
         )
         engine = figure.get_layout_engine()
         if isinstance(engine, ConstrainedLayoutEngine):
@@ -154,9 +176,9 @@ def _forest_minor_label(ax: Axes, value: float, _pos: float | None = None) -> st
     return f"{value:g}" if round(mantissa, 6) in (2.0, 3.0, 5.0) else ""
 
 
-FOREST_LABEL_WIDTH = 56
-"""Most characters per line of a forest plot's row label (about 3 inches at 7 pt, under a
-third of the forest's 11 inches)."""
+FOREST_LABEL_WIDTH = 44
+"""Most characters per line of a forest plot's row label (about 3.3 inches at 10 pt,
+:data:`SMALL_PT`; under a third of the forest's 11 inches)."""
 
 
 def _forest_labels(rows: pd.DataFrame) -> tuple[np.ndarray[Any, Any], list[str]]:
@@ -185,8 +207,17 @@ def _forest_labels(rows: pd.DataFrame) -> tuple[np.ndarray[Any, Any], list[str]]
     contexts = [str(c) if isinstance(c, str) else "" for c in rows["context"]]
     shared = common_parts(contexts) if all(contexts) else []
     distinct = distinct_labels(contexts) if shared else contexts
+    # What ran, where the backend says more than the feature's name (the lab's WireGuard).
+    backends = rows["backend"].astype(str) if "backend" in rows.columns else [""] * len(rows)
+    named = scenarios if scenarios is not None else [""] * len(rows)
+    words = {
+        (str(s), str(f), str(b)): feature_words(str(s), str(f), str(b))
+        for s, f, b in zip(named, rows["feature"], backends, strict=True)
+    }
     labels = []
-    for kind, feature, cni, control, context, contrast in zip(
+    for scenario, backend, kind, feature, cni, control, context, contrast in zip(
+        named,
+        backends,
         rows["kind"].astype(str),
         rows["feature"].astype(str),
         rows["cni"].astype(str),
@@ -198,7 +229,7 @@ def _forest_labels(rows: pd.DataFrame) -> tuple[np.ndarray[Any, Any], list[str]]
         if kind == "cni":
             head = f"{short[cni]} vs {short[control]}"
         elif kind == "feature":
-            head = f"{feature} on {short[cni]}"
+            head = f"{words.get((scenario, feature, backend)) or feature} on {short[cni]}"
         else:
             head, _, _ = contrast.partition(" (")
         labels.append(wrap_label(f"{head} ({context})" if context else head, FOREST_LABEL_WIDTH))
@@ -206,8 +237,10 @@ def _forest_labels(rows: pd.DataFrame) -> tuple[np.ndarray[Any, Any], list[str]]
 
 
 def _forest_row_heights(labels: Sequence[str]) -> np.ndarray[Any, Any]:
-    """Height of each row in inches: 0.12 per label line (7 pt) and room between rows."""
-    return np.array([0.12 * (str(label).count("\n") + 1) + 0.1 for label in labels])
+    """Height of each row in inches: a label line (1.2 times :data:`SMALL_PT`) per line of its
+    label, and room between rows."""
+    line = 1.2 * SMALL_PT / 72
+    return np.array([line * (str(label).count("\n") + 1) + 0.1 for label in labels])
 
 
 def _forest_section(
@@ -248,5 +281,5 @@ def _forest_section(
             zorder=3,
         )
     ax.axvline(1.0, color="black", linewidth=1, linestyle="--")
-    ax.set_yticks(y, list(labels), fontsize=7)
+    ax.set_yticks(y, list(labels), fontsize=SMALL_PT)
     ax.set_ylim(-0.05, float(tops[-1]) + 0.05)

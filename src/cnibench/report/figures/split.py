@@ -16,7 +16,13 @@ from matplotlib.figure import Figure
 from cnibench import stats
 from cnibench.errors import ConfigError, InsufficientDataError
 from cnibench.report.data import parse_weights
-from cnibench.report.figures.common import _color, _outside_legend, keep_axes_wide, new_figure
+from cnibench.report.figures.common import (
+    TITLE_PT,
+    _color,
+    _outside_legend,
+    keep_axes_wide,
+    new_figure,
+)
 
 
 def _split_weights(records: pd.DataFrame, weights: Mapping[str, float] | str | None) -> Any:
@@ -116,7 +122,7 @@ def figure_split_shares(
             )
         ax.set_ylim(-0.02, 1.02)
         ax.set_ylabel("share of requests")
-        ax.set_title(label, fontsize=9, loc="left")
+        ax.set_title(label, fontsize=TITLE_PT, loc="left")
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel(f"time since first request [s] ({window:g} s windows)")
     _outside_legend(figure, *axes[0].get_legend_handles_labels())

@@ -15,7 +15,14 @@ from matplotlib.lines import Line2D
 from cnibench import stats
 from cnibench.errors import ConfigError, InsufficientDataError
 from cnibench.report.data import group_label, request_time_summary
-from cnibench.report.figures.common import _color, _outside_legend, keep_axes_wide, new_figure
+from cnibench.report.figures.common import (
+    SMALL_PT,
+    TITLE_PT,
+    _color,
+    _outside_legend,
+    keep_axes_wide,
+    new_figure,
+)
 from cnibench.report.labels import shorten_cni_labels
 
 
@@ -87,7 +94,7 @@ def figure_rr_histogram(times: pd.DataFrame, *, bins: int = 60, title: str | Non
         loc="center",
         bbox=(0.0, 0.0, 1.0, 1.0),
     )
-    table.set_fontsize(8)
+    table.set_fontsize(SMALL_PT)
     return keep_axes_wide(figure)
 
 
@@ -133,7 +140,7 @@ def figure_rr_ecdf(times: pd.DataFrame, *, title: str | None = None) -> Figure:
         ax.set_ylim(0.0, 1.02)
         ax.grid(alpha=0.3, which="both")
         if len(cnis) > 1:
-            ax.set_title(short[cni], fontsize=9)
+            ax.set_title(short[cni], fontsize=TITLE_PT)
     handles = [Line2D([], [], color=_color(i)) for i in range(len(conditions))]
     _outside_legend(figure, handles, conditions if len(cnis) > 1 else [g for g, _ in groups])
     figure.suptitle(title or "Request-response time ECDF")

@@ -25,6 +25,7 @@ import pandas as pd
 
 from cnibench.errors import ConfigError
 from cnibench.report import design
+from cnibench.report.columns import wrap_words
 from cnibench.report.data import SATURATION_IDLE_BOUND
 from cnibench.report.derived import HOST_WIDE
 from cnibench.report.verdict.decide import is_apart
@@ -68,10 +69,23 @@ def _n_text(row: Mapping[str, Any]) -> str:
         n = f"n = {row['n_treatment']} rounds, paired"
     else:
         n = f"n = {row['n_treatment']} vs {row['n_control']}"
+    if int(row.get("looks", 1)) > 1:
+        # Run until decided: the level of the interval is 5 % over the planned looks.
+        n += f", run until decided ({int(row['looks'])} looks planned)"
     notes = [str(row[k]) for k in ("pairing", "drift") if row.get(k) and not row.get("paired")]
     if row.get("paired") and row.get("drift"):
         notes = [str(row["drift"])]
+    if str(row.get("why_not", "")).startswith(DRIFT_TOO_STRONG):
+        # The line's reason says it, with the drift and what to do: said once.
+        notes = [note for note in notes if note != DRIFT_TOO_STRONG]
+        notes = [note.replace(f"; {DRIFT_TOO_STRONG}", "") for note in notes]
     return "; ".join([n, *notes])
+
+
+def _drift_too_strong(row: Mapping[str, Any]) -> bool:
+    """Whether a sequential contrast's drift left no interval (its ``drift`` says so after
+    what else it notes, e.g. the sessions the sides shared)."""
+    return DRIFT_TOO_STRONG in str(row.get("drift", ""))
 
 
 def level_text(level: float) -> str:
@@ -160,9 +174,7 @@ def sentence(planned: PlannedContrast, row: Mapping[str, Any]) -> str:
         )
     if int(row.get("saturated", 0)):
         return f"{head} {saturated_words(row)} ({_estimate_words(row)}{n})"
-    stated_without_claim = row["design"] == design.Layout.ACROSS_SESSIONS or str(
-        row.get("drift", "")
-    ).startswith(DRIFT_TOO_STRONG)
+    stated_without_claim = row["design"] == design.Layout.ACROSS_SESSIONS or _drift_too_strong(row)
     if row["why_not"] and stated_without_claim:
         shown = f"×{number_text(row['ratio'])}" if math.isfinite(row["ratio"]) else "not compared"
         return f"{head} {shown} ({n}; {row['why_not']})"
@@ -260,13 +272,14 @@ def _call(row: Mapping[str, Any]) -> str:
     return "undecided"
 
 
-def _references_text(frame: pd.DataFrame) -> str:
-    """``"; references: flannel (baseline: flannel, kube-router), ..."``, or ``""``."""
+def _references(frame: pd.DataFrame) -> list[str]:
+    """``["flannel for baseline: flannel, kube-router", ...]``: each group's reference."""
     chosen: Mapping[str, str] = frame.attrs.get("references", {})
-    if not chosen:
-        return ""
-    parts = [f"{reference} for {group}" for group, reference in chosen.items()]
-    return "; CNIs compared within groups of equal data-path options, reference " + "; ".join(parts)
+    return [f"{reference} for {group}" for group, reference in chosen.items()]
+
+
+REFERENCES_WORDS = "CNIs compared within groups of equal data-path options, reference"
+"""What the heading says before each group's reference (:func:`_references`)."""
 
 
 def verdict_lines(frame: pd.DataFrame) -> list[str]:
@@ -275,9 +288,13 @@ def verdict_lines(frame: pd.DataFrame) -> list[str]:
 
 
 def verdict_summary(
-    frame: pd.DataFrame, *, limit: int = SUMMARY_LINES, full_at: str = ""
+    frame: pd.DataFrame,
+    *,
+    limit: int = SUMMARY_LINES,
+    full_at: str = "",
+    width: int | None = None,
 ) -> list[str]:
-    """What ``cnibench run`` and ``pytest --report`` print at the end: a heading line, then
+    """What ``cnibench run`` and ``pytest --report`` print at the end: a heading, then
     :func:`verdict_lines` (the heading alone says so when there is no contrast).
 
     A terminal is read from its last screen, so at most ``limit`` lines are printed, chosen
@@ -286,7 +303,10 @@ def verdict_summary(
     host-wide figures after all others; they are printed in :func:`verdict`'s order (grouped
     by feature). A last line counts what was left out by call and says where every line is
     (``full_at``, e.g. the ``cnibench report`` command of the results). The heading counts
-    the tested contrasts (:func:`tested_count`) and the questions they answer."""
+    the tested contrasts (:func:`tested_count`) and the questions they answer, then says how
+    to read the lines. With ``width`` it is several lines of at most ``width`` characters,
+    one paragraph per thing it says (each reference on a line of its own); without, one line.
+    The contrast lines are one each, however long: people grep them."""
     if frame.empty:
         notes = [f"  {note}" for note in frame.attrs.get("notes", [])]
         return [
@@ -302,20 +322,23 @@ def verdict_summary(
     stated = f"; {untested} more stated without a test" if untested else ""
     has_test = np.isfinite(frame["p_value"].to_numpy(dtype=np.float64))
     questions = frame.loc[has_test, "question"].nunique() if "question" in frame else 0
-    heading = (
-        f"verdict: {tested} tested contrast(s) in {questions} question(s){stated};"
-        f" {CORRECTION}-corrected within each question (at most {100 * (1 - level):g} % chance"
-        " of any false cost per question), each interval at the level that carries its call;"
-        " treatment vs control: ratio of geometric means (×), or a difference in the metric's"
+    # One paragraph per thing the heading says; joined by "; " on one line without a width.
+    heading = [
+        f"verdict: {tested} tested contrast(s) in {questions} question(s){stated}",
+        f"{CORRECTION}-corrected within each question (at most {100 * (1 - level):g} % chance"
+        " of any false cost per question), each interval at the level that carries its call",
+        "treatment vs control: ratio of geometric means (×), or a difference in the metric's"
         " unit (+/-) where a side is 0, near 0 or negative, a difference of proportions for"
-        " yes/no, one pooled test per split; grouped by feature"
-    )
-    heading += _references_text(frame)
+        " yes/no, one pooled test per split; grouped by feature",
+    ]
+    references = _references(frame)
+    if references:
+        heading.append(f"{REFERENCES_WORDS} " + "; ".join(references))
     aside = int((frame["saturated"] > 0).sum()) if "saturated" in frame.columns else 0
     if aside:
         # In the heading, not below the lines: what follows the lines is read as a line.
-        heading += (
-            f"; {aside} not decided: a run on a side saturated the host"
+        heading.append(
+            f"{aside} not decided: a run on a side saturated the host"
             f" (< {100 * SATURATION_IDLE_BOUND:g} % CPU idle)"
         )
     shown, tail = frame, []
@@ -331,8 +354,8 @@ def verdict_summary(
         shown = frame.iloc[chosen]
         hidden = np.ones(len(frame), dtype=bool)
         hidden[chosen] = False
-        heading += (
-            f"; the {len(shown)} that say most: {detected} cost(s) and outcome(s), then"
+        heading.append(
+            f"the {len(shown)} that say most: {detected} cost(s) and outcome(s), then"
             ' "same within", then undecided, host-wide figures last'
         )
         counted = ", ".join(
@@ -352,4 +375,24 @@ def verdict_summary(
         tail.append(
             f"  {len(notes)} note(s) on what was not compared and why: see the report{where}"
         )
-    return [heading + ":", *(f"  {line}" for line in verdict_lines(shown)), *tail]
+    lines = [f"  {line}" for line in verdict_lines(shown)]
+    return [*_heading_lines(heading, references, width), *lines, *tail]
+
+
+def _heading_lines(paragraphs: list[str], references: list[str], width: int | None) -> list[str]:
+    """The heading's paragraphs on one line (``width`` None), or each wrapped to ``width``
+    under the first (indented 4, its further lines 6; one line per reference), the last
+    ending in ``:``."""
+    if width is None:
+        return ["; ".join(paragraphs) + ":"]
+    first, *rest = paragraphs
+    lines = wrap_words(first, width, hang="      ")
+    for paragraph in rest:
+        if references and paragraph.startswith(REFERENCES_WORDS):
+            lines += wrap_words(f"{REFERENCES_WORDS}s:", width, indent="    ", hang="      ")
+            for reference in references:
+                lines += wrap_words(reference, width, indent="      ", hang="        ")
+            continue
+        lines += wrap_words(paragraph, width, indent="    ", hang="      ")
+    lines[-1] += ":"
+    return lines
