@@ -20,7 +20,6 @@ import json
 import math
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -48,7 +47,6 @@ from cnibench.errors import (
     VerificationError,
 )
 from cnibench.metrics import MetricsClient, MetricsSettings
-from cnibench.metrics.host_cpu import HOST_IDLE, CpuTimes, idle_share, read_cpu_times
 from cnibench.records import (
     Measurement,
     ParamValue,
@@ -59,7 +57,10 @@ from cnibench.records import (
 )
 from cnibench.results import ResultsStore
 from cnibench.scenarios.base import Condition, Prepared, Scenario, Verification
+from cnibench.scenarios.precision import precision_reached as precision_reached
+from cnibench.scenarios.precision import precision_words as precision_words
 from cnibench.scenarios.profiles import DEFAULT_MAX_RUNS, Profile
+from cnibench.scenarios.usage import host_cpu, host_idle, machine_usage
 from cnibench.scenarios.warmup import Settled, settle
 from cnibench.signals import signals_deferred
 
@@ -79,9 +80,6 @@ METRICS_READY_TIMEOUT = 60.0
 to have every node's rates."""
 SCRAPE_TIMEOUT = 15.0
 """Seconds to wait after a run for every node's next scrape (fifteen 1 s scrape intervals)."""
-LOCAL_PROVIDERS = frozenset({"lab", "kind"})
-"""Providers whose clusters run on this host (the lab's namespaces, kind's node containers):
-only their runs record this host's idle CPU (:data:`~cnibench.metrics.host_cpu.HOST_IDLE`)."""
 
 ProgressCallback = Callable[[str], None]
 """Called with a short description after each attempted run (drives progress bars)."""
@@ -248,64 +246,6 @@ class ConditionResult:
         return out
 
 
-def precision_reached(
-    runs: Sequence[RunResult], metrics: Sequence[str], target: float
-) -> tuple[bool, dict[str, float]]:
-    """Whether every positive primary metric's interval is narrow enough for ``target``.
-
-    Parameters
-    ----------
-    runs:
-        The attempts so far (only ok ones count).
-    metrics:
-        The scenario's primary metrics; those not measured, or with a run at 0 or below (no
-        relative width), are left out.
-    target:
-        Wanted half-width of a *contrast* between two such conditions, as a fraction (0.05
-        for ``--precision 5%``). Each condition must reach ``target / sqrt(2)``: two
-        independent conditions of that half-width on the log scale give a ratio of about
-        ``target``.
-
-    Returns
-    -------
-    tuple of (bool, dict)
-        Whether all reached it (False with fewer than 2 ok runs or no metric to judge), and
-        per metric the relative half-width of its 95 % interval, ``sqrt(high / low) - 1``.
-    """
-    ok = [run for run in runs if run.status is RunStatus.OK]
-    widths: dict[str, float] = {}
-    for metric in metrics:
-        values = [
-            m.value for run in ok for m in run.measurements if m.metric == metric and m.pair is None
-        ]
-        finite = [v for v in values if math.isfinite(v)]
-        if len(finite) < 2 or min(finite) <= 0:
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-            interval = stats.geometric_mean_interval(finite)
-        widths[metric] = math.sqrt(interval.high / interval.low) - 1.0
-    reached = bool(widths) and all(w <= target / math.sqrt(2.0) for w in widths.values())
-    return reached, widths
-
-
-def precision_words(
-    reached: bool, widths: Mapping[str, float], target: float, repetitions: int
-) -> str:
-    """What ``--precision`` did, in one line, e.g. ``"precision ±5 % reached after 9 runs:
-    throughput ±3.1 %"``."""
-    shown = ", ".join(f"{metric} ±{100 * width:.1f} %" for metric, width in widths.items())
-    goal = (
-        f"±{100 * target:g} % per contrast (±{100 * target / math.sqrt(2.0):.1f} % per condition)"
-    )
-    if reached:
-        return f"precision {goal} reached after {repetitions} runs: {shown}"
-    return (
-        f"precision {goal} NOT reached: stopped at the maximum of {repetitions} runs:"
-        f" {shown or 'no positive primary metric to judge'}"
-    )
-
-
 class ClusterPool:
     """Clusters by spec, provisioned on first use and torn down together (also on Ctrl-C).
 
@@ -363,61 +303,6 @@ class ClusterPool:
 
     def __exit__(self, *exc: object) -> None:
         self.teardown()
-
-
-def machine_usage(
-    before: Mapping[str, ResourceUsage], after: Mapping[str, ResourceUsage], seconds: float
-) -> list[Measurement]:
-    """Each machine's own CPU and memory over a run, from two readings of
-    :meth:`Cluster.resource_usage` taken ``seconds`` apart.
-
-    ``cpu@<machine>`` is in cores (CPU seconds per second of run: 0.5 is half a core, and a
-    machine may use more than one); ``ram@<machine>`` is the peak over the run in MB (2**20
-    bytes) where the peak can be reset, otherwise what is charged at the end. A machine whose
-    CPU is not its own (``cpu_seconds`` ``None``) has only ``ram@``.
-
-    >>> machine_usage({"egress-gw": ResourceUsage(10.0)}, {"egress-gw": ResourceUsage(11.5)}, 3.0)
-    [Measurement(metric='cpu@egress-gw', value=0.5, unit='cores')]
-    """
-    out: list[Measurement] = []
-    if seconds <= 0:
-        return out
-    for name, end in after.items():
-        start = before.get(name)
-        if start is None:
-            continue
-        if start.cpu_seconds is not None and end.cpu_seconds is not None:
-            cpu = max(0.0, end.cpu_seconds - start.cpu_seconds) / seconds
-            out.append(Measurement(f"cpu@{name}", cpu, "cores"))
-        memory = end.memory_peak_bytes if end.memory_peak_bytes is not None else end.memory_bytes
-        if memory is not None:
-            out.append(Measurement(f"ram@{name}", memory / 2**20, "MB"))
-    return out
-
-
-def _host_cpu(cluster: ClusterIdentity) -> CpuTimes | None:
-    """This host's CPU times now, for a cluster that runs on it (:data:`LOCAL_PROVIDERS`);
-    ``None`` for a remote one or when ``/proc/stat`` cannot be read (the run then has no
-    ``host_idle``, never a guess)."""
-    if cluster.provider not in LOCAL_PROVIDERS:
-        return None
-    try:
-        return read_cpu_times()
-    except CnibenchError:
-        return None
-
-
-def host_idle(before: CpuTimes | None, after: CpuTimes | None) -> list[Measurement]:
-    """The ``host_idle`` record of a run (ratio, 0-1: the host's idle CPU share over its
-    window, :func:`cnibench.metrics.host_cpu.idle_share`), or nothing without both readings.
-
-    >>> [(m.metric, m.value, m.unit) for m in host_idle(CpuTimes(800, 1000), CpuTimes(805, 1100))]
-    [('host_idle', 0.05, 'ratio')]
-    """
-    if before is None or after is None:
-        return []
-    share = idle_share(before, after)
-    return [] if math.isnan(share) else [Measurement(HOST_IDLE, share, "ratio")]
 
 
 def new_session_id() -> str:
@@ -703,13 +588,13 @@ class Runner:
         waited = [] if settled is None else settled.measurements()
         resources = self.resource_metrics and scenario.resource_metrics
         before = cluster.resource_usage(reset_peak=True) if resources else {}
-        host_before = _host_cpu(cluster)
+        host_before = host_cpu(cluster)
         started = time.time()
         raw: Mapping[str, str] = {}
         after: Mapping[str, ResourceUsage] | None = None  # the run's closing reading
         try:
             output = scenario.measure(cluster, prepared, condition, self.profile, repetition)
-            host_after = _host_cpu(cluster)
+            host_after = host_cpu(cluster)
             raw = output.raw
             ended = time.time()
             after = cluster.resource_usage() if before else {}
