@@ -10,6 +10,7 @@ never with the code under test.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -186,7 +187,9 @@ def test_the_answer_says_when_and_on_what_machine_it_was_measured(lab_session):
     """The line under the matrix's title: the first and last run's UTC date and time, and this
     machine (its logical CPUs and kernel, read here from the OS), with the backend."""
     lines = [line for line in lab_session["stdout"].splitlines() if line.strip()]
-    where = lines[1].strip()
+    # The line wraps within the terminal's width: its continuation lines are indented further.
+    more = itertools.takewhile(lambda line: line.startswith("    "), lines[2:])
+    where = " ".join(line.strip() for line in (lines[1], *more))
     df = cnibench.load_results(lab_session["results"])
     first = pd.to_datetime(df["time"], utc=True).min()
     last = pd.to_datetime(df["time"], utc=True).max()
@@ -301,7 +304,8 @@ def test_html_has_no_inf_nan_or_negative_bound(lab_session):
 def test_cnibench_run_prints_the_same_verdict_lines(lab_session):
     stdout = lab_session["stdout"].splitlines()
     heading = next(i for i, line in enumerate(stdout) if line.startswith("verdict: "))
-    after = stdout[heading + 1 :]
+    # The heading's own lines are indented by four, the verdict's lines by two.
+    after = list(itertools.dropwhile(lambda line: line.startswith("    "), stdout[heading + 1 :]))
     end = next((i for i, line in enumerate(after) if not line.startswith("  ")), len(after))
     printed = [line.strip() for line in after[:end]]
     assert printed == _verdict_lines(lab_session["markdown"].read_text())

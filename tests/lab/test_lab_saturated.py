@@ -11,6 +11,7 @@ verdict line may claim a cost or "same within" from them.
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -123,7 +124,9 @@ def test_no_verdict_line_claims_anything_from_saturated_runs(busy_session):
         assert " CI " not in line, line
         assert "same within" not in line, line
     # ``cnibench run`` says it too, at the end of its verdict.
-    heading = next(
-        line for line in str(busy_session["stdout"]).splitlines() if line.startswith("verdict: ")
-    )
-    assert f"; {len(table)} not decided: a run on a side saturated the host" in heading
+    stdout = str(busy_session["stdout"]).splitlines()
+    first = next(i for i, line in enumerate(stdout) if line.startswith("verdict: "))
+    # The heading wraps: its further lines are indented by four.
+    more = itertools.takewhile(lambda line: line.startswith("    "), stdout[first + 1 :])
+    heading = " ".join(line.strip() for line in (stdout[first], *more))
+    assert f"{len(table)} not decided: a run on a side saturated the host" in heading

@@ -103,11 +103,13 @@ my $address = $family == AF_INET6 ? pack_sockaddr_in6($port, $packed)
 my $request = "GET / HTTP/1.0\r\nHost: $host\r\nConnection: close\r\n\r\n";
 my ($interval, $timeout) = ($interval_ms * 1e6, $timeout_ms * 1e6);
 
-my (%live, @effective);
-my ($seq, $contiguous, $streak, $launching, $reason) = (0, 0, 0, 1, "");
+my (%live, @effective, @held);
+my ($seq, $contiguous, $streak, $launching, $reason, $told) = (0, 0, 0, 1, "", 0);
 my $start = $now->();
 my $next = $start;
-print "start $$ $start $source\n";
+
+# Lines wait until the start line is out: the caller reads that line first.
+sub out { if ($told) { print @_ } else { push @held, @_ } }
 
 sub effective {
     my ($outcome, $detail) = @_;
@@ -121,7 +123,7 @@ sub finish {
     delete $live{fileno $attempt->{sock}};
     close $attempt->{sock};
     my $end = $now->();
-    print join(" ", "a", $attempt->{seq}, $attempt->{t0}, $end, $outcome, $detail // ()), "\n";
+    out(join(" ", "a", $attempt->{seq}, $attempt->{t0}, $end, $outcome, $detail // ()), "\n");
     $effective[$attempt->{seq}] = effective($outcome, $detail // "") ? 1 : 0;
     while ($contiguous < $seq && defined $effective[$contiguous]) {
         $streak = $effective[$contiguous++] ? $streak + 1 : 0;
@@ -147,7 +149,7 @@ sub launch {
     my $t0 = $now->();
     my $attempt = {seq => $seq++, t0 => $t0, deadline => $t0 + $timeout, buf => ""};
     socket(my $sock, $family, SOCK_STREAM, 0) or do {
-        print "a $attempt->{seq} $t0 $t0 error socket\n";
+        out("a $attempt->{seq} $t0 $t0 error socket\n");
         $effective[$attempt->{seq}] = 0;
         return;
     };
@@ -158,6 +160,14 @@ sub launch {
     elsif ($! == EINPROGRESS) { $attempt->{state} = "connect" }
     else { failed($attempt, $! + 0) }
 }
+
+# The first attempt is on its way before the start line tells the caller the probe runs, so
+# a change the caller makes on that line comes after at least one attempt of the old state.
+launch();
+$next += $interval;
+print "start $$ $start $source\n";
+$told = 1;
+print @held;
 
 while (1) {
     my $t = $now->();
