@@ -19,7 +19,17 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-_NOT_SOURCE = (".git", ".nox", "build", "dist", "results", "*.egg-info", "__pycache__", ".*_cache")
+_NOT_SOURCE = (".git", ".nox", "*.egg-info", "__pycache__", ".*_cache")
+"""Left out of the copy the wheel is built from, at any depth."""
+_NOT_SOURCE_AT_TOP = ("build", "dist", "results")
+"""Left out only at the top of the checkout: ``src/cnibench/results`` is a package."""
+
+
+def _not_source(directory: str, names: list[str]) -> set[str]:
+    ignored = set(shutil.ignore_patterns(*_NOT_SOURCE)(directory, names))
+    if Path(directory) == REPO:
+        ignored |= {name for name in names if name in _NOT_SOURCE_AT_TOP}
+    return ignored
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +38,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     build = tmp_path_factory.mktemp("build")
     # pip builds in the source tree; build a copy so the checkout gets no build/ or egg-info.
     source = build / "source"
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*_NOT_SOURCE))
+    shutil.copytree(REPO, source, ignore=_not_source)
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
         capture_output=True,

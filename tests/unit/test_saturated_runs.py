@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from cnibench import report
-from cnibench.errors import CnibenchError
+from cnibench.errors import CnibenchError, InsufficientDataError
 from cnibench.metrics.host_cpu import CpuTimes, idle_share, parse_cpu_times, read_cpu_times
 from cnibench.records import Measurement
 from cnibench.report.data import SATURATION_IDLE_BOUND, saturated_runs
@@ -218,3 +218,17 @@ def test_the_run_table_marks_each_saturated_run():
         "Run 3",
     ]
     assert "host_idle [ratio]" in table.columns
+
+
+def test_a_forest_of_saturated_contrasts_says_why_it_has_no_interval():
+    # Every contrast set aside (a notebook on a busy machine): a figure that says so, not an
+    # error (the docs' notebook example draws the forest of whatever its session gave).
+    table = report.verdict(_egress(0.7, [0.01] * 5, CALM))
+    assert (table["saturated"] > 0).all()
+    figure = report.figure_forest(table)
+    texts = [text.get_text() for text in figure.texts]
+    assert texts == [
+        f"No contrast has an interval to plot ({len(table)} set aside: a run saturated the host)."
+    ]
+    with pytest.raises(InsufficientDataError):
+        report.figure_forest(table.iloc[0:0])

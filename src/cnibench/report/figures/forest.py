@@ -64,12 +64,13 @@ def figure_forest(
         filled when the difference holds after the multiplicity correction and hollow
         otherwise; a vertical line at 1 (no difference). Contrasts without a ratio interval
         (differences in the metric's unit, proportions, splits, or none) are counted in a
-        note under the axes.
+        note under the axes. Where no contrast has an interval (each set aside for a
+        saturated run, not compared, or untestable), a figure that says so and why.
 
     Raises
     ------
     InsufficientDataError
-        No contrast has an interval.
+        The verdict holds no contrast at all.
     ConfigError
         ``frame`` is neither a verdict nor results.
     """
@@ -92,7 +93,9 @@ def figure_forest(
     ratio = table["ratio"].to_numpy(dtype=np.float64)
     shown = np.isfinite(low) & np.isfinite(high) & np.isfinite(ratio) & (low > 0)
     if not shown.any():
-        raise InsufficientDataError("no contrast has an interval to plot")
+        if table.empty:
+            raise InsufficientDataError("no contrast has an interval to plot")
+        return _no_interval_figure(table, title)
     rows = table[shown]
     scenarios = (
         rows["scenario"].astype(str) if "scenario" in rows.columns else pd.Series("", rows.index)
@@ -283,3 +286,28 @@ def _forest_section(
     ax.axvline(1.0, color="black", linewidth=1, linestyle="--")
     ax.set_yticks(y, list(labels), fontsize=SMALL_PT)
     ax.set_ylim(-0.05, float(tops[-1]) + 0.05)
+
+
+def _no_interval_figure(table: pd.DataFrame, title: str | None) -> Figure:
+    """A verdict whose contrasts all lack an interval (every one set aside for a saturated
+    run, not compared, or untestable): a figure that says so and why, rather than none, so a
+    notebook on a busy machine gets an answer instead of an error."""
+    counts = table["saturated"] if "saturated" in table.columns else pd.Series(0, table.index)
+    saturated = int((pd.to_numeric(counts, errors="coerce").fillna(0) > 0).sum())
+    words = (table["verdict"] if "verdict" in table.columns else pd.Series("", table.index)).astype(
+        str
+    )
+    apart = int(words.str.contains(" not compared: ", regex=False).sum())
+    reasons = [
+        f"{saturated} set aside: a run saturated the host" if saturated else "",
+        f"{apart} not compared" if apart else "",
+    ]
+    other = len(table) - saturated - apart
+    if other > 0:
+        reasons.append(f"{other} without an interval")
+    text = f"No contrast has an interval to plot ({'; '.join(r for r in reasons if r)})."
+    figure = new_figure(11.0, 1.6)
+    figure.text(0.5, 0.5, text, ha="center", va="center", fontsize=SMALL_PT, wrap=True)
+    if title:
+        figure.suptitle(title)
+    return figure
