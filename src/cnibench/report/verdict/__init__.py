@@ -41,7 +41,6 @@ from cnibench.report.verdict.measure import (
     Drift,
     Scale,
     measure_contrast,
-    planned_looks,
 )
 from cnibench.report.verdict.measure import DRIFT_TOO_STRONG as DRIFT_TOO_STRONG
 from cnibench.report.verdict.plan import (
@@ -248,7 +247,6 @@ def verdict(
     drift = Drift(rows, planned)
     measured = [(p, measure_contrast(p, rows, level, drift)) for p in planned]
     for p, m in measured:
-        m["looks"] = planned_looks(rows[rows["scenario"] == p.scenario], p)
         if p.not_compared:
             _set_aside_not_compared(m, p.not_compared)
     decide(measured, level=level, margin=margin)

@@ -580,6 +580,9 @@ def measure_contrast(
 ) -> dict[str, Any]:
     scenario_rows = rows[rows["scenario"] == planned.scenario]
     row = _empty_row("", level)
+    # The looks its sides' runs were planned with (runs until decided), read once here: the
+    # decision tests at 5 % over them, and below they say whether rounds are cut to shared.
+    row["looks"] = planned_looks(scenario_rows, planned)
     if planned.kind in (ContrastKind.WEIGHTS, ContrastKind.OUTCOME):
         mine = scenario_rows[
             (scenario_rows["cni"] == planned.cni)
@@ -626,7 +629,7 @@ def measure_contrast(
     left_out = ""
     if shared is not None:
         control_runs, treatment_runs, left_out = shared
-    if planned_looks(scenario_rows, planned) > 1:
+    if row["looks"] > 1:
         control_runs, treatment_runs, alone = design.shared_rounds(control_runs, treatment_runs)
         if alone:
             ran_on = f"{alone} run(s) of one side after the other stopped left out"
