@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -333,8 +334,28 @@ def test_no_new_cb_namespace_survives_the_batch(batch: Batch) -> None:
 
 # -- pytest bench session ---------------------------------------------------------------------
 
-BENCH_DELAYS = (4.0, 12.0, 22.0)
-"""Seconds after the pytest session's lab appears (set-up, measurement, later measurement)."""
+BENCH_DELAYS = (4.0, 12.0, 18.0)
+"""Seconds after the pytest session's lab appears (set-up, measurement, later measurement).
+
+The session lasts about 22 s here; a slower or faster machine moves the last point into the
+teardown or past the end, which the exit-code check below allows for.
+"""
+
+SESSION_SUMMARY = re.compile(r"^=*\s*\d+ (passed|failed|error)[^\n]* in [\d.]+s", re.MULTILINE)
+"""pytest's last line: once printed, the session is over and only interpreter exit remains."""
+
+
+def _allowed_bench_exit_codes(interrupted: bool, output: str) -> set[int]:
+    """2 for an interrupted pytest session, 0 for one that finished before the signal.
+
+    A SIGINT that lands after pytest printed its summary (the interpreter is shutting down, the
+    lab is gone, every result is written) keeps Python's default: the process dies by it (-2).
+    """
+    if not interrupted:
+        return {0}
+    if SESSION_SUMMARY.search(output) and "KeyboardInterrupt" not in output:
+        return {0, 2, -signal.SIGINT}
+    return {2}
 
 
 @pytest.mark.parametrize("delay", BENCH_DELAYS, ids=[f"sigint+{d:g}s" for d in BENCH_DELAYS])
@@ -384,8 +405,7 @@ def test_interrupted_bench_session_leaves_nothing(tmp_path: Path, delay: float) 
             child.kill()
             child.wait()
     output = log.read_text(errors="replace")
-    # pytest exits 2 when interrupted; 0 if the session had already finished.
-    assert child.returncode == (2 if interrupted else 0), output[-2000:]
+    assert child.returncode in _allowed_bench_exit_codes(interrupted, output), output[-2000:]
     assert leftovers_of(labs) == [], output[-2000:]
     assert new_leaked_namespaces(before, ()) == set()
     assert unparsable_files(results) == [] if results.exists() else True
