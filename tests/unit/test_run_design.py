@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cnibench import cli
+from cnibench import cli, load_results, report
 from cnibench.backends.base import ClusterSpec
 from cnibench.errors import UnsupportedError
-from cnibench.records import Measurement, RunStatus
+from cnibench.records import Measurement, RunRecord, RunStatus
 from cnibench.scenarios import SCENARIOS, Condition, Scenario, build_scenarios
 from cnibench.scenarios.base import Verification
 from cnibench.scenarios.runner import ConditionResult, Runner, RunResult
@@ -35,6 +36,7 @@ from cnibench.session import (
 from cnibench.study import STUDY, commands
 
 OFF, ON = "gateway-off", "gateway-on"
+START = datetime(2026, 12, 6, 8, tzinfo=UTC)
 SVC = "cross-node-idle-sockperf-service-nftables-{}svc"
 EGRESS = [
     "run",
@@ -52,10 +54,15 @@ EGRESS = [
 class _Calls:
     """What the faked runner was asked: (condition id, first repetition or None for all)."""
 
-    def __init__(self, values: dict[str, float] | None = None, seed: int = 3) -> None:
+    def __init__(
+        self, values: dict[str, float] | None = None, seed: int = 3, *, records: bool = False
+    ) -> None:
         self.made: list[tuple[str, int | None]] = []
+        self.on: list[str] = []
         self.values = values or {}
         self.rng = np.random.default_rng(seed)
+        self.records = records
+        """Also write each run's records, as the real runner does (time: the call's order)."""
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         calls = self
@@ -69,6 +76,7 @@ class _Calls:
             repetitions: range | None = None,
         ) -> ConditionResult:
             calls.made.append((condition.id, None if repetitions is None else repetitions[0]))
+            calls.on.append(cni.label)
             # As the real runner does once a set-up is verified (so the session has a directory).
             self.store.write_json(f"verification-{scenario.name}-{condition.id}", {"ok": True})
             numbers = range(self.profile.runs) if repetitions is None else repetitions
@@ -88,6 +96,30 @@ class _Calls:
                 )
                 for n in numbers
             )
+            for run in runs if calls.records else ():
+                (measurement,) = run.measurements
+                record = RunRecord(
+                    session_id=self.store.session_id,
+                    run_id=f"{cni.slug}-{run.run_id}",
+                    time=(
+                        START + timedelta(seconds=len(calls.made) * 60 + run.repetition)
+                    ).isoformat(),
+                    backend="lab",
+                    provider="lab",
+                    cni=cni.label,
+                    cni_version="",
+                    scenario=scenario.name,
+                    condition=condition.id,
+                    parameters=dict(condition.parameters),
+                    repetition=run.repetition,
+                    metric=measurement.metric,
+                    value=measurement.value,
+                    unit=measurement.unit,
+                    verified=True,
+                    status=RunStatus.OK,
+                    looks=self.looks,
+                )
+                self.store.write_run(record.run_id, [record])
             return ConditionResult(
                 scenario.name,
                 cni.label,
@@ -133,6 +165,7 @@ def test_the_default_run_interleaves_the_conditions_of_an_interleavable_scenario
             "order": "interleaved",
             "conditions": [OFF, ON],
             "reason": "",
+            "rounds_shared_with": [],
         }
     ]
     assert [(r["condition"], r["round"]) for r in design["rounds"]] == calls.made
@@ -260,3 +293,81 @@ def test_a_run_whose_every_condition_is_skipped_writes_no_design(
     assert code == cli.EXIT_FAILED, printed
     assert "nothing was measured: every condition was skipped" in printed
     assert list((tmp_path / "results").glob("*/design.json")) == []
+
+
+def test_lab_clusters_take_turns_in_the_same_rounds_so_a_cni_against_its_reference_is_paired(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two CNIs on the lab: the egress groups of routed and vxlan share their rounds, the
+    groups' order rotating every round as the conditions' does, and the verdict pairs
+    vxlan against its reference routed by round."""
+    calls = _Calls({OFF: 0.03, ON: 0.03}, records=True)
+    calls.install(monkeypatch)
+    argv = [*EGRESS, "--cni", "vxlan", "--profile", "quick"]
+    code, err = _run(argv, tmp_path, capsys)
+    assert code == cli.EXIT_OK, err
+    made = list(zip(calls.on, calls.made, strict=True))
+    assert made[:8] == [
+        ("routed", (OFF, 0)),
+        ("routed", (ON, 0)),
+        ("vxlan", (OFF, 0)),
+        ("vxlan", (ON, 0)),
+        ("vxlan", (ON, 1)),
+        ("vxlan", (OFF, 1)),
+        ("routed", (ON, 1)),
+        ("routed", (OFF, 1)),
+    ]
+    assert len(made) == 4 * 5
+    groups = _design(tmp_path)["groups"]
+    assert [(g["cni"], g["rounds_shared_with"]) for g in groups] == [
+        ("routed", ["vxlan"]),
+        ("vxlan", ["routed"]),
+    ]
+    flat = " ".join(err.split())
+    assert "rounds shared across clusters: egress on routed, vxlan" in flat
+    df = load_results(tmp_path / "results")
+    table = report.verdict(df)
+    cni = table[table["kind"] == "cni"]
+    assert len(cni) == 2
+    assert (cni["pairing"] == f"{len(set(df['repetition']))} rounds, paired").all(), cni.verdict
+    assert cni["verdict"].str.contains("n = 5 rounds, paired").all()
+
+
+def test_kubernetes_clusters_keep_their_own_rounds() -> None:
+    """Where a cluster per CNI costs minutes (``across_clusters`` False, the kube backend),
+    each CNI's group runs all its rounds before the next CNI's cluster is used."""
+    egress = SCENARIOS["egress"]
+    plan = [*_plan(egress, [OFF, ON]), *_plan(egress, [OFF, ON], "vxlan")]
+    alone = run_design(plan, 2)
+    assert [p.cni for _, p in alone.order] == ["routed"] * 4 + ["vxlan"] * 4
+    assert alone.shared_line() == ""
+    shared = run_design(plan, 2, across_clusters=True)
+    assert [p.cni for _, p in shared.order] == ["routed"] * 2 + ["vxlan"] * 4 + ["routed"] * 2
+    assert sorted(step[0] for step in shared.order) == sorted(step[0] for step in alone.order)
+
+
+def test_until_decided_adds_shared_rounds_for_an_undecided_cni_contrast(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--until-decided`` on two lab CNIs: a look finds the block's undecided contrasts,
+    CNI against reference among them, and the next rounds run the open conditions of both
+    CNIs in shared rounds, so the CNI contrast stays paired."""
+    calls = _Calls({OFF: 0.05, ON: 0.05}, seed=11, records=True)
+    calls.install(monkeypatch)
+    argv = [*EGRESS, "--cni", "vxlan", "--until-decided", "--max-runs", "4"]
+    code, err = _run(argv, tmp_path, capsys)
+    assert code == cli.EXIT_OK, err
+    (block,) = _design(tmp_path)["looks"]
+    assert block["cni"] == "routed, vxlan"
+    first = block["looks"][0]
+    assert first["rounds"] == 2
+    # Two rounds at 5 %/2 decide nothing: every condition of both CNIs is still open.
+    assert first["undecided"] == sorted(f"{c}/{g}" for c in ("routed", "vxlan") for g in (OFF, ON))
+    assert any("vs reference" in contrast for contrast in first["contrasts"]), first
+    later = [(cni, made) for cni, made in zip(calls.on, calls.made, strict=True) if made[1] == 2]
+    assert {cni for cni, _ in later} == {"routed", "vxlan"}
+    df = load_results(tmp_path / "results")
+    cni = report.verdict(df)
+    cni = cni[cni["kind"] == "cni"]
+    assert (cni["pairing"] == f"{len(set(df['repetition']))} rounds, paired").all(), cni.verdict
+    assert (cni["n_treatment"] == 4).all()

@@ -833,6 +833,13 @@ class Backend(Protocol):
         instead of from this host: true where pods can be placed as many as the load needs
         (Kubernetes); the lab keeps locust on this host."""
 
+    @property
+    def clusters_coexist(self) -> bool:
+        """Whether the session's clusters stand side by side at little cost, so that the
+        conditions of a scenario on several CNIs can take turns in the same rounds
+        (:func:`cnibench.session.run_design`): the lab's namespaces do; a Kubernetes cluster
+        per CNI costs minutes and a share of the machine, so each CNI keeps its own rounds."""
+
     def validate(self, specs: Sequence[ClusterSpec]) -> tuple[ClusterSpec, ...]:
         """``specs`` (the session's ``--cni`` values, parsed once) checked against what this
         backend runs, each name's options and features by its own rules; this backend's

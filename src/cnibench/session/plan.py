@@ -3,10 +3,11 @@ interleaved in rounds unless a reason keeps them sequential (:func:`run_design`)
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cnibench.backends.base import ClusterSpec
 from cnibench.errors import ConfigError
@@ -85,7 +86,10 @@ def _groups(plan: Sequence[PlannedRun]) -> dict[tuple[str, str], list[PlannedRun
     return groups
 
 
-def rotated(members: Sequence[PlannedRun], round_number: int) -> list[PlannedRun]:
+_T = TypeVar("_T")
+
+
+def rotated(members: Sequence[_T], round_number: int) -> list[_T]:
     """``members`` in the order of round ``round_number``: each leads in turn."""
     shift = round_number % len(members)
     return [*members[shift:], *members[:shift]]
@@ -126,6 +130,10 @@ class GroupDesign:
     rounds:
         The running order of these conditions: (repetition, run), the repetition ``-1`` for a
         sequential condition (all its repetitions on one set-up).
+    shared_with:
+        The other CNIs whose groups of this scenario take turns with this one in the same
+        rounds (:attr:`RunDesign.blocks`): clusters that stand side by side, as the lab's do,
+        so that a CNI against its reference is paired by round too. Empty: its own rounds.
     """
 
     scenario: str
@@ -134,6 +142,7 @@ class GroupDesign:
     conditions: tuple[str, ...]
     reason: str = ""
     rounds: tuple[tuple[int, PlannedRun], ...] = ()
+    shared_with: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         """What ``design.json`` records of the group."""
@@ -143,19 +152,45 @@ class GroupDesign:
             "order": self.order.value,
             "conditions": list(self.conditions),
             "reason": self.reason,
+            "rounds_shared_with": list(self.shared_with),
         }
 
 
 @dataclass(frozen=True)
 class RunDesign:
-    """The running order of a session's plan (:func:`run_design`), group by group."""
+    """The running order of a session's plan (:func:`run_design`), group by group.
+
+    ``blocks`` holds the indices of :attr:`groups` that run together, their rounds merged
+    (:func:`block_rounds`); empty: every group on its own, in order."""
 
     groups: tuple[GroupDesign, ...]
+    blocks: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def running_blocks(self) -> list[tuple[GroupDesign, ...]]:
+        """The groups in running order, those that share their rounds together."""
+        blocks = self.blocks or tuple((i,) for i in range(len(self.groups)))
+        return [tuple(self.groups[i] for i in block) for block in blocks]
 
     @property
     def order(self) -> list[tuple[int, PlannedRun]]:
         """Every (repetition, run) in running order; repetition ``-1``: all of them."""
-        return [step for group in self.groups for step in group.rounds]
+        return [step for block in self.running_blocks for step in block_rounds(block)]
+
+    def shared_line(self) -> str:
+        """One line naming the scenarios whose CNIs take turns in the same rounds (``""``
+        when none do), e.g. ``rounds shared across clusters: egress on routed, vxlan``."""
+        shared = [
+            f"{block[0].scenario} on {', '.join(g.cni for g in block)}"
+            for block in self.running_blocks
+            if len(block) > 1
+        ]
+        if not shared:
+            return ""
+        return (
+            f"rounds shared across clusters: {'; '.join(shared)} (the clusters stand side by"
+            " side, so each CNI against its reference is paired by round)"
+        )
 
     def sequential_line(self) -> str:
         """One line saying what runs sequentially and why (``""`` when nothing does), e.g.
@@ -175,7 +210,33 @@ class RunDesign:
         return f"sequential, not interleaved: {' | '.join(parts)}"
 
 
-def run_design(plan: Sequence[PlannedRun], runs: int, *, sequential: bool = False) -> RunDesign:
+def block_rounds(groups: Sequence[GroupDesign]) -> list[tuple[int, PlannedRun]]:
+    """The running order of ``groups`` taking turns in the same rounds: round ``r`` holds
+    each group's runs of round ``r``, the groups' order rotating every round as the
+    conditions' does within a group (:func:`rotated`). A group alone keeps its order."""
+    if len(groups) == 1:
+        return list(groups[0].rounds)
+    by_round: list[dict[int, list[tuple[int, PlannedRun]]]] = []
+    for group in groups:
+        steps: dict[int, list[tuple[int, PlannedRun]]] = {}
+        for step in group.rounds:
+            steps.setdefault(step[0], []).append(step)
+        by_round.append(steps)
+    numbers = sorted({n for steps in by_round for n in steps})
+    order: list[tuple[int, PlannedRun]] = []
+    for n in numbers:
+        for steps in rotated(by_round, n):
+            order += steps.get(n, [])
+    return order
+
+
+def run_design(
+    plan: Sequence[PlannedRun],
+    runs: int,
+    *,
+    sequential: bool = False,
+    across_clusters: bool = False,
+) -> RunDesign:
     """The running order of ``plan``: interleaved rounds wherever conditions can be set up
     side by side, sequential where they cannot, each group saying which and why. Pure.
 
@@ -193,6 +254,13 @@ def run_design(plan: Sequence[PlannedRun], runs: int, *, sequential: bool = Fals
         Repetitions per condition (the profile's runs).
     sequential:
         ``--sequential``: every condition after the other, as planned.
+    across_clusters:
+        The backend's clusters stand side by side at little cost (the lab's namespaces:
+        :attr:`Backend.clusters_coexist <cnibench.backends.base.Backend.clusters_coexist>`):
+        the interleaved groups of one scenario on different CNIs take turns in the same rounds
+        (:attr:`RunDesign.blocks`), so that drift falls on a CNI and its reference alike and
+        the contrast between them is paired by round. A Kubernetes cluster per CNI costs
+        minutes and a share of a small machine; there each CNI keeps its own rounds.
     """
     groups: list[GroupDesign] = []
     for (name, cni), members in _groups(plan).items():
@@ -218,7 +286,31 @@ def run_design(plan: Sequence[PlannedRun], runs: int, *, sequential: bool = Fals
             if reason:
                 costly.setdefault(reason, []).append(p)
         groups += [_sequential(name, cni, some, reason) for reason, some in costly.items()]
-    return RunDesign(tuple(groups))
+    if not across_clusters:
+        return RunDesign(tuple(groups))
+    return _shared_across_clusters(groups)
+
+
+def _shared_across_clusters(groups: Sequence[GroupDesign]) -> RunDesign:
+    """``groups`` with the interleaved groups of each scenario in one block, placed where
+    the first of them stands, each naming the CNIs it shares its rounds with."""
+    blocks: list[list[int]] = []
+    block_of: dict[str, int] = {}
+    for index, group in enumerate(groups):
+        if group.order is RunOrder.INTERLEAVED and group.scenario in block_of:
+            blocks[block_of[group.scenario]].append(index)
+            continue
+        if group.order is RunOrder.INTERLEAVED:
+            block_of[group.scenario] = len(blocks)
+        blocks.append([index])
+    shared = list(groups)
+    for block in blocks:
+        if len(block) > 1:
+            cnis = [groups[i].cni for i in block]
+            for i in block:
+                others = tuple(c for c in cnis if c != groups[i].cni)
+                shared[i] = dataclasses.replace(groups[i], shared_with=others)
+    return RunDesign(tuple(shared), tuple(tuple(block) for block in blocks))
 
 
 def _sequential(name: str, cni: str, members: Sequence[PlannedRun], reason: str) -> GroupDesign:

@@ -31,6 +31,7 @@ from cnibench.session.plan import (
     PlannedCondition,
     PlannedRun,
     RunOrder,
+    block_rounds,
     plan_conditions,
     rotated,
     run_design,
@@ -297,7 +298,12 @@ class BenchSession:
                 skipped.setdefault((p.scenario.name, p.cni, refusal), []).append(p.condition.id)
         refused = {(name, cni, c) for (name, cni, _), ids in skipped.items() for c in ids}
         runnable = [p for p in plan if run_key(p) not in refused]
-        design = run_design(runnable, runs, sequential=not interleave)
+        design = run_design(
+            runnable,
+            runs,
+            sequential=not interleave,
+            across_clusters=self.backend.clusters_coexist,
+        )
         tell = progress or (lambda event: None)
         merged: dict[tuple[str, str, str], ConditionResult] = {}
         given_up: set[tuple[str, str, str]] = set()
@@ -342,15 +348,16 @@ class BenchSession:
         for (name, cni, reason), ids in skipped.items():
             line = Skipped(name, cni, reason, tuple(ids), planned_per[(name, cni)]).line()
             tell(ProgressEvent(EventKind.REFUSED, line, len(ids) * runs))
-        line = design.sequential_line()
-        if line:
-            tell(ProgressEvent(EventKind.DESIGN, line))
+        for line in (design.shared_line(), design.sequential_line()):
+            if line:
+                tell(ProgressEvent(EventKind.DESIGN, line))
         self.runner.progress = lambda text: tell(ProgressEvent(EventKind.RUN, text, 1))
         self.pool.notice = lambda text: tell(ProgressEvent(EventKind.CLUSTER, text))
         budget = Budget(self.config.budget)
         try:
-            for group in design.groups:
-                until = self.config.until_decided and group.order is RunOrder.INTERLEAVED
+            for block in design.running_blocks:
+                # A block's groups are all interleaved or it is one group: they share a design.
+                until = self.config.until_decided and block[0].order is RunOrder.INTERLEAVED
                 schedule = (
                     stats.look_schedule(max(2, runs), max(self.runner.max_runs, runs, 2))
                     if until
@@ -358,15 +365,16 @@ class BenchSession:
                 )
                 self.runner.looks = len(schedule) if until else 1
                 budget.start_group()
-                for round_number, planned_run in group.rounds:
+                for round_number, planned_run in block_rounds(block):
                     one(round_number, planned_run)
-                if group.order is RunOrder.INTERLEAVED and self.config.precision is not None:
-                    self._rounds_to_precision(group, merged, given_up, one)
+                for group in block:
+                    if group.order is RunOrder.INTERLEAVED and self.config.precision is not None:
+                        self._rounds_to_precision(group, merged, given_up, one)
                 if until:
                     pace = budget.round_seconds(runs)
                     self._looks += [
                         self._rounds_until_decided(
-                            group, schedule, pace, budget, given_up, one, tell
+                            block, schedule, pace, budget, given_up, one, tell
                         )
                     ]
         finally:
@@ -465,7 +473,7 @@ class BenchSession:
 
     def _rounds_until_decided(
         self,
-        group: GroupDesign,
+        block: Sequence[GroupDesign],
         schedule: Sequence[int],
         round_seconds: float,
         budget: Budget,
@@ -473,36 +481,46 @@ class BenchSession:
         one: Callable[[int, PlannedRun], None],
         tell: ProgressListener,
     ) -> dict[str, Any]:
-        """``--until-decided`` on an interleaved group whose profile's rounds have run: at each
+        """``--until-decided`` on an interleaved block (one group, or the groups of one
+        scenario on clusters that share their rounds) whose profile's rounds have run: at each
         look of ``schedule`` ask the verdict which conditions still take part in an undecided
-        contrast, and run rounds among those until the next look; stop when none is left,
-        at the last look, or when the next look's rounds would end past ``--budget``
-        (about ``round_seconds`` a round). Returns what ``design.json`` records of it."""
-        members = list({p.condition.id: p for _, p in group.rounds}.values())
+        contrast, and run rounds among those until the next look, in turns as the block's
+        first rounds ran; stop when none is left, at the last look, or when the next look's
+        rounds would end past ``--budget`` (about ``round_seconds`` a round). Returns what
+        ``design.json`` records of it."""
+        members = list({run_key(p): p for _, p in block_rounds(block)}.values())
+        scenario = block[0].scenario
+        cnis = ", ".join(group.cni for group in block)
+        alone = len(block) == 1
+
+        def label(p: PlannedRun) -> str:
+            return p.condition.id if alone else f"{p.cni}/{p.condition.id}"
+
         looks: list[dict[str, Any]] = []
         stopped = ""
         for index, at in enumerate(schedule):
             look = undecided_conditions(
                 self.store.session_dir,
-                group.scenario,
-                group.cni,
-                [p.condition.id for p in members],
+                scenario,
+                [(p.cni, p.condition.id) for p in members],
                 rounds=at,
                 scenarios=self.scenarios,
-            )
-            looks.append(
-                {
-                    "rounds": at,
-                    "undecided": sorted(look.undecided),
-                    "contrasts": list(look.contrasts),
-                    "saturated": look.saturated,
-                }
             )
             open_ = [
                 p
                 for p in members
-                if p.condition.id in look.undecided and run_key(p) not in given_up
+                if (p.cni, p.condition.id) in look.undecided and run_key(p) not in given_up
             ]
+            looks.append(
+                {
+                    "rounds": at,
+                    "undecided": sorted(
+                        label(p) for p in members if (p.cni, p.condition.id) in look.undecided
+                    ),
+                    "contrasts": list(look.contrasts),
+                    "saturated": look.saturated,
+                }
+            )
             if not open_:
                 stopped = "every contrast decided" + (
                     f" but {look.saturated} set aside: saturated runs" if look.saturated else ""
@@ -519,25 +537,35 @@ class BenchSession:
             tell(
                 ProgressEvent(
                     EventKind.DESIGN,
-                    f"{group.scenario} {group.cni}: {len(look.contrasts)} contrast(s) undecided"
+                    f"{scenario} {cnis}: {len(look.contrasts)} contrast(s) undecided"
                     f" after {at} rounds; {following - at} more rounds of"
-                    f" {', '.join(p.condition.id for p in open_)}",
+                    f" {', '.join(label(p) for p in open_)}",
                 )
             )
-            for round_number in range(at, following):
-                for p in rotated(open_, round_number):
-                    one(round_number, p)
+            extra = tuple(
+                dataclasses.replace(
+                    group,
+                    rounds=tuple(
+                        (n, p)
+                        for n in range(at, following)
+                        for p in rotated([q for q in open_ if q.cni == group.cni], n)
+                    ),
+                )
+                for group in block
+            )
+            for round_number, p in block_rounds(extra):
+                one(round_number, p)
         looked = ", ".join(str(entry["rounds"]) for entry in looks)
         tell(
             ProgressEvent(
                 EventKind.DESIGN,
-                f"{group.scenario} {group.cni}: until decided, looked after {looked} rounds"
+                f"{scenario} {cnis}: until decided, looked after {looked} rounds"
                 f" (each look at 5 %/{len(schedule)}); stopped: {stopped}",
             )
         )
         return {
-            "scenario": group.scenario,
-            "cni": group.cni,
+            "scenario": scenario,
+            "cni": cnis,
             "schedule": list(schedule),
             "looks": looks,
             "stopped": stopped,

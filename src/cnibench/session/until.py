@@ -1,4 +1,4 @@
-"""Runs until decided (``--until-decided``): which of an interleaved group's conditions still
+"""Runs until decided (``--until-decided``): which of an interleaved block's conditions still
 take part in an undecided contrast, asked of the verdict itself, so the session stops a
 condition on exactly the calls its report will print.
 
@@ -23,29 +23,34 @@ from cnibench.waiting import Deadline
 
 __all__ = ["Budget", "Look", "budget_allows", "undecided_conditions"]
 
-DECIDABLE_KINDS = ("feature", "option")
-"""The contrasts a group's rounds can decide: between conditions of one configuration.
-A CNI against its reference compares two clusters, whose runs never share a round."""
+DECIDABLE_KINDS = ("feature", "option", "cni")
+"""The contrasts rounds can decide: between conditions of one configuration, and between a
+CNI and its reference where their clusters take turns in the same rounds (the lab's; on
+Kubernetes each CNI's group is a block of its own, so no CNI contrast is in one)."""
+
+Member = tuple[str, str]
+"""A condition of a block: (CNI label, condition id)."""
 
 
 @dataclass(frozen=True)
 class Look:
-    """What one look found in a group.
+    """What one look found in a block of groups that share their rounds.
 
     Attributes
     ----------
     rounds:
         Rounds each condition had when the session looked.
     undecided:
-        Conditions still in an undecided contrast: the next rounds run these.
+        Conditions still in an undecided contrast, as (CNI, condition): the next rounds run
+        these.
     contrasts:
-        Undecided contrasts of the group, as their lines name them.
+        Undecided contrasts of the block, as their lines name them.
     saturated:
         Contrasts set aside for a saturated run: no call, and no more rounds for them.
     """
 
     rounds: int
-    undecided: frozenset[str]
+    undecided: frozenset[Member]
     contrasts: tuple[str, ...]
     saturated: int = 0
 
@@ -53,16 +58,16 @@ class Look:
 def undecided_conditions(
     session_dir: Path,
     scenario: str,
-    cni: str,
-    conditions: Sequence[str],
+    members: Sequence[Member],
     *,
     rounds: int,
     scenarios: Mapping[str, Scenario] | None = None,
 ) -> Look:
-    """The conditions of one group that take part in a contrast the verdict of the session's
-    runs so far leaves undecided: tested, neither a cost nor "same within". A contrast set
-    aside for a saturated run has no test, so it asks for no rounds either: more rounds on a
-    machine with no CPU to spare measure the machine, and the look counts them."""
+    """The conditions of one block (``members``: the (CNI, condition) of each) that take part
+    in a contrast the verdict of the session's runs so far leaves undecided: tested, neither
+    a cost nor "same within", both sides in the block. A contrast set aside for a saturated
+    run has no test, so it asks for no rounds either: more rounds on a machine with no CPU to
+    spare measure the machine, and the look counts them."""
     from cnibench.report.verdict import verdict
     from cnibench.results import load_environments, load_results
 
@@ -75,19 +80,20 @@ def undecided_conditions(
         )
     if table.empty:
         return Look(rounds, frozenset(), ())
-    ours = set(conditions)
-    mine = table[
-        (table["scenario"] == scenario)
-        & (table["cni"] == cni)
-        & (table["control_cni"] == cni)
-        & table["kind"].isin(DECIDABLE_KINDS)
-        & table["treatment"].isin(ours)
-        & table["control"].isin(ours)
-    ]
+    ours = set(members)
+    treatment = list(zip(table["cni"], table["treatment"], strict=True))
+    control = list(zip(table["control_cni"], table["control"], strict=True))
+    inside = pd.Series(
+        [t in ours and c in ours for t, c in zip(treatment, control, strict=True)],
+        index=table.index,
+    )
+    mine = table[(table["scenario"] == scenario) & table["kind"].isin(DECIDABLE_KINDS) & inside]
     tested = pd.to_numeric(mine["p_value"], errors="coerce").notna()
     saturated = pd.to_numeric(mine["saturated"], errors="coerce").fillna(0) > 0
     open_ = mine[tested & ~mine["significant"].astype(bool) & ~mine["equivalent"].astype(bool)]
-    undecided = frozenset(open_["treatment"]) | frozenset(open_["control"])
+    undecided = frozenset(zip(open_["cni"], open_["treatment"], strict=True)) | frozenset(
+        zip(open_["control_cni"], open_["control"], strict=True)
+    )
     names = tuple(f"{c} {m}" for c, m in zip(open_["contrast"], open_["metric"], strict=True))
     return Look(rounds, undecided, names, int(saturated.sum()))
 

@@ -209,6 +209,12 @@ class KubeBackend:
         in client pods (the locust image, :attr:`~cnibench.backends.kube.images.Images.locust`)."""
         return True
 
+    @property
+    def clusters_coexist(self) -> bool:
+        """False: a cluster per CNI costs minutes and a share of the machine, so each CNI's
+        conditions take turns in rounds of their own."""
+        return False
+
     def available(self) -> tuple[bool, str]:
         """Whether the provider's tools are installed (``kind``/``terraform`` or ``tofu``,
         ``helm``)."""

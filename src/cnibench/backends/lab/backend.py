@@ -57,6 +57,12 @@ class LabBackend:
         (``--load-workers`` is refused)."""
         return False
 
+    @property
+    def clusters_coexist(self) -> bool:
+        """True: a lab is a few namespaces of this host, and the session keeps each until it
+        ends, so the CNIs of a scenario take turns in the same rounds."""
+        return True
+
     def available(self) -> tuple[bool, str]:
         """Whether labs can be provisioned here (root, ``ip netns``, required tools), and why
         not."""
