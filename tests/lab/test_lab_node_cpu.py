@@ -20,6 +20,7 @@ from cnibench import load_results
 from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, WorkloadSpec
 from cnibench.backends.lab import LabBackend, LabCluster
 from cnibench.backends.lab.cgroups import LabCgroups
+from cnibench.scenarios.egress import INSTRUMENTED_PACE
 from suite_support import run_cnibench
 
 EXTERNAL_PORT = 5201
@@ -205,3 +206,9 @@ def test_a_run_records_each_nodes_cpu_beside_the_host_wide_cpu(tmp_path: Path) -
     assert (on["cpu@egress-gw"] > 5 * on["cpu@server"]).all(), on
     assert on["cpu@egress-gw"].min() > 5 * off["cpu@egress-gw"].max(), (on, off)
     assert (on["cpu"] > 0).all()
+    # Instrumented runs are paced, so the gateway's CPU is compared at one load, on and off.
+    offered = ok[ok["metric"] == "offered_load"]
+    assert len(offered) == 4
+    assert (offered["value"] == INSTRUMENTED_PACE).all()
+    sent = ok[ok["metric"] == "throughput"]["value"]
+    assert sent.between(0.8 * INSTRUMENTED_PACE, 1.05 * INSTRUMENTED_PACE).all(), sent

@@ -188,6 +188,34 @@ def test_the_instrument_itself_is_a_contrast_on_throughput():
     )
 
 
+def test_paced_instrumented_runs_are_not_set_against_runs_at_full_speed():
+    """Since 2026-12-06 the egress scenario paces its instrumented runs (``offered_load``
+    recorded): their throughput is the pace, and their CPU is that of a smaller load, so the
+    instrument's own contrast is not made, and the reason is said; the gateway's cost on the
+    paced configuration is, both sides at the same load."""
+    built = _Frame()
+    _egress(built, "cilium")
+    for state in ("off", "on"):
+        built.add(
+            "egress",
+            "cilium:napi=threaded",
+            f"gateway-{state}",
+            {"gateway": state},
+            {
+                "throughput": _noisy(2e9),
+                "offered_load": [2e9] * 5,
+                "cpu@agent-x": _noisy(0.1 if state == "off" else 0.2),
+            },
+        )
+    table = report.verdict(built.frame())
+    assert not (table["kind"] == "option").any(), table[["contrast", "metric"]]
+    notes = " ".join(table.attrs["notes"])
+    assert "cilium:napi=threaded's runs were paced (a fixed offered load" in notes, notes
+    paced = table[(table["kind"] == "feature") & (table["cni"] == "cilium:napi=threaded")]
+    assert set(paced["metric"]) >= {"cpu@agent"}
+    assert "throughput" not in set(paced["metric"])
+
+
 # --------------------------------------------------------------------------------------------
 # Host-wide figures out of the answer
 # --------------------------------------------------------------------------------------------

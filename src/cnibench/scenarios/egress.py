@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from cnibench.backends.base import Capability, Cluster, Endpoint, NodeRole, Placement
 from cnibench.errors import CnibenchError, ToolError
+from cnibench.records import Measurement
 from cnibench.scenarios.base import (
     Condition,
     Contrast,
@@ -30,6 +31,14 @@ GATEWAY_SETTLE = 90.0
 """Seconds a gateway may take to come into effect (see :meth:`EgressScenario.verify`). Cilium
 usually needs a few seconds, but a client pod recreated under the name the previous condition
 used can wait about a minute (cilium/cilium#26503); 30 s once failed the kind tier."""
+
+INSTRUMENTED_PACE = 2_000_000_000
+"""Bits/s an instrumented configuration's runs send (``napi=threaded``, which counts each
+node's CPU): the gateway's CPU is compared at one fixed load, gateway on and off, and the host
+keeps CPU to spare. Unpaced, those runs took the 2-core machine to 84-96 % host CPU
+(2026-12-06, lab) and a kind host to 99-100 % in 6 of 10 runs (2026-11-27), where the gateway
+node's CPU fell as the host saturated. Well under the 4.5-6.8 Gbit/s they reach unpaced on the
+lab. Recorded with each run as ``offered_load``."""
 
 
 class EgressScenario(Scenario):
@@ -104,12 +113,18 @@ class EgressScenario(Scenario):
         profile: Profile,
         repetition: int,
     ) -> RunOutput:
-        """One iperf3 run to the external server; its source address is checked again."""
+        """One iperf3 run to the external server; its source address is checked again. On an
+        instrumented configuration the run is paced at :data:`INSTRUMENTED_PACE`, recorded as
+        ``offered_load``."""
+        paced = cluster.spec.options.get("napi") == "threaded"
+        bitrate = INSTRUMENTED_PACE if paced else None
         parsed, seen, raw = _run_once(
-            cluster, prepared.endpoints["client"], profile.egress_duration
+            cluster, prepared.endpoints["client"], profile.egress_duration, bitrate=bitrate
         )
         # Throughput, retransmits and their rate, RTT: what every iperf3 run records.
         measurements = iperf3.iperf3_result_measurements(parsed)
+        if bitrate is not None:
+            measurements.append(Measurement("offered_load", bitrate, "bits/s"))
         verification = _source_check(seen, prepared.expected["source"], condition)
         return RunOutput(measurements, raw, verification)
 
@@ -121,10 +136,12 @@ class EgressScenario(Scenario):
 
 
 def _run_once(
-    cluster: Placement, client: Endpoint, seconds: float
+    cluster: Placement, client: Endpoint, seconds: float, *, bitrate: int | None = None
 ) -> tuple[iperf3.Iperf3Result, str, dict[str, str]]:
     server = cluster.external.iperf3_server_once(port=EXTERNAL_PORT, timeout=seconds + 60)
-    argv = iperf3.iperf3_client_argv(cluster.external.ip, port=EXTERNAL_PORT, duration=seconds)
+    argv = iperf3.iperf3_client_argv(
+        cluster.external.ip, port=EXTERNAL_PORT, duration=seconds, bitrate=bitrate
+    )
     try:
         result = client.run(argv, timeout=seconds + 30)
         parsed = iperf3.parse_iperf3(result.stdout, stderr=result.stderr)

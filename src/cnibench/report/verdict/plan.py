@@ -318,6 +318,11 @@ def _all_context(parameters: Mapping[str, ParamValue], *, leave_out: Iterable[st
     return ", ".join(f"{k}={_shown(v)}" for k, v in parameters.items() if k not in skipped)
 
 
+OFFERED_LOAD = "offered_load"
+"""The record of a run paced at a fixed load (bits/s; the egress scenario's instrumented
+runs): its throughput is the pace, so it is compared only with runs paced alike."""
+
+
 def _resource(metric: str) -> bool:
     """CPU and memory figures (host-wide, per node, per agent, per unit of work): what an
     instrumented configuration may state."""
@@ -574,6 +579,14 @@ def _option_contrasts(
     for side in sides:
         other = controls.get(key(side.parameters))
         if other is None:
+            continue
+        if (OFFERED_LOAD in side.metrics) != (OFFERED_LOAD in other.metrics):
+            paced = side if OFFERED_LOAD in side.metrics else other
+            notes.append(
+                f"{scenario.name} {feature} on {treatment.name} ({side.condition}) not compared:"
+                f" {paced.cni}'s runs were paced (a fixed offered load, to count CPU), the"
+                " other's ran as fast as they could"
+            )
             continue
         planned += _on_metrics(
             scenario,
