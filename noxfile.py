@@ -75,7 +75,7 @@ def tests(session: nox.Session) -> None:
     args = session.posargs or [
         "tests",
         "--cluster=lab",
-        "--profile=smoke",
+        "--cnibench-profile=smoke",
         "-p",
         "no:cacheprovider",
         "--durations=25",

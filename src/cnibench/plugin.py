@@ -5,6 +5,12 @@ datapath. Options live in the ``cnibench`` group; heavy modules are imported onl
 and fixtures that need them, so the plugin costs nothing to sessions that do not benchmark. The
 stateful :class:`_BenchState` exists only once a test asks for a cluster.
 
+The options are those of ``cnibench run``, each named ``--cnibench-NAME`` (``--cnibench-profile``,
+``--cnibench-runs``, ``--cnibench-results-dir``, ...) but for ``--cni`` and ``--cluster``, which
+users type bare: the plugin is loaded in every pytest of the environment, where a bare
+``--profile`` would meet pytest-profiling's. Errors, help and skip reasons from the shared code
+name the plugin's options (:func:`in_plugin_words`).
+
 Fixtures
 --------
 cni
@@ -23,17 +29,21 @@ bench
     pytest's order); ``cnibench run`` interleaves a scenario's conditions in rounds
     (:func:`cnibench.session.run_design`).
 
-``--compare-to DIR [--fail-on-regression 5%]`` compares the session's results with DIR when it
-ends, as ``cnibench compare`` does (:mod:`cnibench.report.compare`), and with the second option
-fails the session unless every gated comparison is within the threshold: on a regression (as
-``cnibench compare``'s exit 1) and, with its own message, when the gate is undecided (its exit
-3). ``--session-sd`` and ``--allow-missing`` mean what they mean there.
+``--cnibench-compare-to DIR [--cnibench-fail-on-regression 5%]`` compares the session's results
+with DIR when it ends, as ``cnibench compare`` does (:mod:`cnibench.report.compare`), and with the
+second option fails the session unless every gated comparison is within the threshold: on a
+regression (as ``cnibench compare``'s exit 1) and, with its own message, when the gate is
+undecided (its exit 3). ``--cnibench-session-sd`` and ``--cnibench-allow-missing`` mean what
+``--session-sd`` and ``--allow-missing`` mean there.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +55,7 @@ if TYPE_CHECKING:
     from cnibench.scenarios.runner import ConditionResult
     from cnibench.session import BenchSession
 
-__all__ = ["Bench"]
+__all__ = ["BARE_OPTIONS", "Bench", "in_plugin_words", "plugin_option"]
 
 SCENARIO_MARKERS = {
     "baseline": "pod-to-pod throughput, latency and HTTP rate (seeds 001, 004)",
@@ -65,40 +75,117 @@ _SCENARIOS_KEY = pytest.StashKey[Any]()
 """The scenarios configured by the session's options, built once (:func:`_scenarios`)."""
 
 
+BARE_OPTIONS = ("--cni", "--cluster")
+"""The plugin's options users type bare (``pytest -k egress --cni=antrea``); every other one is
+``--cnibench-NAME`` (:func:`plugin_option`)."""
+
+_PREFIX = "--cnibench-"
+
+_GATE_OPTIONS = ("--compare-to", "--fail-on-regression", "--session-sd", "--allow-missing")
+"""The regression gate's options as ``cnibench compare`` and its output name them."""
+
+_QUOTED_COMMAND = re.compile(
+    r"\bcnibench(?: [a-z]+){1,2}(?: --[\w-]+(?:[ =][^\s;,)`'-][^\s;,)`']*)?)+"
+)
+"""A ``cnibench COMMAND --option VALUE ...`` a text quotes: its options are the command's."""
+
+
+def plugin_option(option: str) -> str:
+    """The plugin's name for an option of ``cnibench run`` (or ``cnibench compare``'s gate):
+    ``--runs`` is ``--cnibench-runs``; ``--cni`` and ``--cluster`` keep their names."""
+    return option if option in BARE_OPTIONS else _PREFIX + option.removeprefix("--")
+
+
+def _plugin_dest(name: str) -> str:
+    """Where pytest keeps the value of the session option argparse calls ``name``
+    (``results_dir`` -> ``cnibench_results_dir``), for ``config.getoption``."""
+    option = plugin_option("--" + name.replace("_", "-"))
+    return option.removeprefix("--").replace("-", "_")
+
+
+def _shared_options() -> tuple[str, ...]:
+    """The options of ``cnibench run``'s table the plugin takes, as the CLI names them."""
+    from cnibench.session import add_session_options
+
+    names: list[str] = []
+    add_session_options(lambda option, **_: names.append(option))
+    return tuple(names)
+
+
+@functools.cache
+def _renamed_option() -> re.Pattern[str]:
+    """A renamed option (:func:`plugin_option`) or a quoted ``cnibench`` command (group
+    ``command``), whichever comes first."""
+    renamed = [o for o in (*_shared_options(), *_GATE_OPTIONS) if o not in BARE_OPTIONS]
+    names = "|".join(re.escape(o) for o in renamed)
+    return re.compile(rf"(?P<command>{_QUOTED_COMMAND.pattern})|(?<![\w-])(?:{names})(?![\w-])")
+
+
+def in_plugin_words(text: str) -> str:
+    """``text`` (an error, a help text, a skip reason or a gate line of the code the plugin
+    shares with ``cnibench run`` and ``cnibench compare``) with the plugin's option names:
+    ``--runs must be a positive integer`` -> ``--cnibench-runs must be ...``. The options of
+    a ``cnibench COMMAND ...`` it quotes stay the command's."""
+
+    def rename(match: re.Match[str]) -> str:
+        return match.group() if match.group("command") else plugin_option(match.group())
+
+    return _renamed_option().sub(rename, text)
+
+
+def _usage_error(exc: Exception) -> pytest.UsageError:
+    """A one-line usage error of a :class:`~cnibench.errors.ConfigError`, in the plugin's
+    option names."""
+    return pytest.UsageError(in_plugin_words(str(exc)))
+
+
+def _prefixed(add: Callable[..., object]) -> Callable[..., object]:
+    """``add`` (``group.addoption``) taking the options of ``cnibench run`` by the plugin's
+    names, their help in the plugin's words."""
+
+    def add_option(option: str, **kwargs: Any) -> object:
+        if "help" in kwargs:
+            kwargs["help"] = in_plugin_words(kwargs["help"])
+        return add(plugin_option(option), **kwargs)
+
+    return add_option
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """The ``cnibench`` option group (same options as ``cnibench run``)."""
+    """The ``cnibench`` option group: the options of ``cnibench run`` (named
+    ``--cnibench-NAME`` but for :data:`BARE_OPTIONS`) and the regression gate's."""
     group = parser.getgroup("cnibench", "cnibench benchmark suite")
     from cnibench.session import add_session_options
 
-    add_session_options(group.addoption)
+    add_session_options(_prefixed(group.addoption))
     group.addoption(
-        "--compare-to",
+        "--cnibench-compare-to",
         default=None,
         metavar="DIR",
         help="at the end, compare this session's results with the results in DIR and print the"
         " table of cnibench compare",
     )
     group.addoption(
-        "--fail-on-regression",
+        "--cnibench-fail-on-regression",
         default=None,
         metavar="THRESHOLD",
-        help="with --compare-to: fail the session unless every gated metric is within"
+        help="with --cnibench-compare-to: fail the session unless every gated metric is within"
         " THRESHOLD (5%% or 0.05): on a regression, a failed run or a missing metric, and, with"
         " its own message, when the gate is undecided (cnibench compare's exit 1 and 3)",
     )
     group.addoption(
-        "--session-sd",
+        "--cnibench-session-sd",
         default=None,
         metavar="SD",
-        help="with --compare-to: session-to-session SD to assume (3%% or 0.03) where one"
-        " session a side does not estimate it (as cnibench compare --session-sd)",
+        help="with --cnibench-compare-to: session-to-session SD to assume (3%% or 0.03) where"
+        " one session a side does not estimate it (as cnibench compare --session-sd)",
     )
     group.addoption(
-        "--allow-missing",
+        "--cnibench-allow-missing",
         action="store_true",
         default=False,
-        help="with --compare-to: list the conditions and metrics of DIR this session did not"
-        " measure instead of failing the gate on them (e.g. a -k subset of the suite)",
+        help="with --cnibench-compare-to: list the conditions and metrics of DIR this session"
+        " did not measure instead of failing the gate on them (e.g. a -k subset of the suite)",
     )
 
 
@@ -107,10 +194,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, description in SCENARIO_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
     # Every option checked once, by the same code and with the same one-line errors as
-    # cnibench run; the CNI names once here too (from collection the same error would come
-    # once per test module).
-    # The backend and the CNIs (and --reference against them) are chosen once here when the
-    # session names them, else at collection: either way once (one engine probe).
+    # cnibench run (in the plugin's option names); the CNI names once here too (from
+    # collection the same error would come once per test module).
+    # The backend and the CNIs (and --cnibench-reference against them) are chosen once here
+    # when the session names them, else at collection: either way once (one engine probe).
     checked = _session_config(config)
     if checked.cnis or checked.reference is not None:
         _choice(config)
@@ -118,19 +205,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _register_regression_gate(config: pytest.Config) -> None:
-    """Validate ``--compare-to``/``--fail-on-regression`` and load the baseline now, so that a
-    bad value stops the session before anything is benchmarked; register the gate.
+    """Validate ``--cnibench-compare-to``/``--cnibench-fail-on-regression`` and load the
+    baseline now, so that a bad value stops the session before anything is benchmarked;
+    register the gate.
 
     On an xdist worker nothing is registered: the controller sees every worker's test reports
     (and the session directories they name), so it alone compares.
     """
-    compare_to = config.getoption("--compare-to", default=None)
-    fail_on = config.getoption("--fail-on-regression", default=None)
-    session_sd = config.getoption("--session-sd", default=None)
+    compare_to = config.getoption("--cnibench-compare-to", default=None)
+    fail_on = config.getoption("--cnibench-fail-on-regression", default=None)
+    session_sd = config.getoption("--cnibench-session-sd", default=None)
     if compare_to is None:
-        for option, value in (("--fail-on-regression", fail_on), ("--session-sd", session_sd)):
+        for option, value in (
+            ("--cnibench-fail-on-regression", fail_on),
+            ("--cnibench-session-sd", session_sd),
+        ):
             if value is not None:
-                raise pytest.UsageError(f"{option} needs --compare-to DIR")
+                raise pytest.UsageError(f"{option} needs --cnibench-compare-to DIR")
         return
     from cnibench.errors import ConfigError
     from cnibench.report.compare import (
@@ -143,22 +234,22 @@ def _register_regression_gate(config: pytest.Config) -> None:
     try:
         threshold = DEFAULT_THRESHOLD if fail_on is None else parse_threshold(fail_on)
     except ConfigError as exc:
-        raise pytest.UsageError(f"--fail-on-regression: {exc}") from None
+        raise pytest.UsageError(f"--cnibench-fail-on-regression: {exc}") from None
     try:
         sd = None if session_sd is None else parse_session_sd(session_sd)
     except ConfigError as exc:
-        raise pytest.UsageError(f"--session-sd: {exc}") from None
+        raise pytest.UsageError(f"--cnibench-session-sd: {exc}") from None
     try:
-        baseline = load_result_set(Path(compare_to), what="--compare-to")
+        baseline = load_result_set(Path(compare_to), what="--cnibench-compare-to")
     except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise _usage_error(exc) from None
     if not hasattr(config, "workerinput"):
         gate = _RegressionGate(
             baseline,
             threshold=threshold,
             fail=fail_on is not None,
             session_sd=sd,
-            allow_missing=bool(config.getoption("--allow-missing", default=False)),
+            allow_missing=bool(config.getoption("--cnibench-allow-missing", default=False)),
         )
         config.pluginmanager.register(gate, "cnibench-regression-gate")
 
@@ -169,7 +260,7 @@ def _session_config(config: pytest.Config) -> Any:
     Raises
     ------
     pytest.UsageError
-        A bad value, in the words ``cnibench run`` uses.
+        A bad value, in the words ``cnibench run`` uses but for the plugin's option names.
     """
     from cnibench.errors import ConfigError
     from cnibench.session import SESSION_OPTIONS, session_config
@@ -177,11 +268,11 @@ def _session_config(config: pytest.Config) -> Any:
     known = config.stash.get(_CONFIG_KEY, None)
     if known is not None:
         return known
-    values = {name: config.getoption(name) for name in SESSION_OPTIONS}
+    values = {name: config.getoption(_plugin_dest(name)) for name in SESSION_OPTIONS}
     try:
         checked = session_config(values)
     except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise _usage_error(exc) from None
     config.stash[_CONFIG_KEY] = checked
     return checked
 
@@ -198,7 +289,7 @@ class _BenchState:
                 _session_config(config), scenarios=_scenarios(config), choice=_choice(config)
             )
         except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            raise _usage_error(exc) from None
         self.session.__enter__()
 
     def close(self) -> None:
@@ -206,14 +297,15 @@ class _BenchState:
 
 
 def _scenarios(config: pytest.Config) -> Any:
-    """The scenario registry configured by ``--weights``/``--users``/... and planned for the
-    session's backend (:meth:`~cnibench.scenarios.base.Scenario.on_backend`), built once: the
-    conditions tests are parametrized with and the scenarios the session runs are the same.
+    """The scenario registry configured by ``--cnibench-weights``/``--cnibench-users``/... and
+    planned for the session's backend (:meth:`~cnibench.scenarios.base.Scenario.on_backend`),
+    built once: the conditions tests are parametrized with and the scenarios the session runs
+    are the same.
 
     Raises
     ------
     pytest.UsageError
-        An option the backend cannot honour (``--engine`` on Kubernetes).
+        An option the backend cannot honour (``--cnibench-engine`` on Kubernetes).
     """
     known = config.stash.get(_SCENARIOS_KEY, None)
     if known is None:
@@ -225,7 +317,7 @@ def _scenarios(config: pytest.Config) -> Any:
         try:
             known = {name: s.on_backend(backend) for name, s in configured.items()}
         except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            raise _usage_error(exc) from None
         config.stash[_SCENARIOS_KEY] = known
     return known
 
@@ -279,7 +371,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 class _RegressionGate:
-    """``--compare-to``: compares this session's results with a baseline when the session ends.
+    """``--cnibench-compare-to``: compares this session's results with a baseline when the
+    session ends.
 
     The session's result directories are the ones its test reports name (``Bench.run`` adds a
     ``cnibench_session`` user property, which xdist carries from the workers), plus this
@@ -327,7 +420,9 @@ class _RegressionGate:
         dirs = [Path(d) for d in self.session_dirs if Path(d).is_dir()]
         try:
             if not dirs:
-                raise ConfigError("--compare-to: this session recorded no results to compare")
+                raise ConfigError(
+                    "--cnibench-compare-to: this session recorded no results to compare"
+                )
             candidate = load_result_set(dirs, what="this session's")
             comparison = compare_result_sets(
                 self.baseline,
@@ -337,11 +432,12 @@ class _RegressionGate:
                 allow_missing=self.allow_missing,
             )
         except (ConfigError, InsufficientDataError) as exc:
-            self.lines = [f"cnibench: error: {exc}"]
+            self.lines = [f"cnibench: error: {in_plugin_words(str(exc))}"]
             return pytest.ExitCode.USAGE_ERROR
-        self.text = comparison.text()
+        # cnibench compare's words, with this session's option names (--cnibench-session-sd).
+        self.text = in_plugin_words(comparison.text())
         lines = (*comparison.regression_lines(), *comparison.undecided_lines())
-        self.lines = [f"cnibench: {line}" for line in lines]
+        self.lines = [f"cnibench: {in_plugin_words(line)}" for line in lines]
         answer = comparison.answer
         if not self.fail or answer is Answer.WITHIN:
             return None
@@ -355,7 +451,7 @@ class _RegressionGate:
                 f"could not decide {count} comparison{'s' if count != 1 else ''} (undecided;"
                 " each UNDECIDED line says what would decide it)"
             )
-        self.lines.append(f"cnibench: the session fails: --fail-on-regression {why}")
+        self.lines.append(f"cnibench: the session fails: --cnibench-fail-on-regression {why}")
         return pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -375,7 +471,7 @@ def _choice(config: pytest.Config) -> Any:
     Raises
     ------
     pytest.UsageError
-        A CNI the chosen backend lacks, a bad ``--reference``, images not built, ...
+        A CNI the chosen backend lacks, a bad ``--cnibench-reference``, images not built, ...
     """
     known = config.stash.get(_CHOICE_KEY, None)
     if known is not None:
@@ -386,7 +482,7 @@ def _choice(config: pytest.Config) -> Any:
     try:
         choice = choose_backend(_session_config(config))
     except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise _usage_error(exc) from None
     config.stash[_CHOICE_KEY] = choice
     return choice
 
@@ -404,7 +500,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("cni", cnis, ids=list(cnis), scope="session")
     if "condition" in metafunc.fixturenames and not _parametrizes(metafunc, "condition"):
         # A test marked with a scenario gets every condition of that scenario as configured
-        # by --weights/--users/--rules/--clients/--engine, planned as cnibench run plans.
+        # by --cnibench-weights/-users/-rules/-clients/-engine, planned as cnibench run plans.
         from cnibench.errors import ConfigError
         from cnibench.session import plan_conditions
 
@@ -413,8 +509,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             pairs = _session_config(metafunc.config).scenario_options.pairs
             try:
                 planned = plan_conditions(_scenarios(metafunc.config), [names[0]], pairs=pairs)
-            except ConfigError as exc:  # --pairs N for a scenario of one pair
-                raise pytest.UsageError(str(exc)) from None
+            except ConfigError as exc:  # --cnibench-pairs N for a scenario of one pair
+                raise _usage_error(exc) from None
             conditions = [p.condition for p in planned]
             metafunc.parametrize("condition", conditions, ids=[c.id for c in conditions])
 
@@ -440,7 +536,7 @@ def cluster(cnibench_session: BenchSession, cni: str) -> Cluster:
     spec = cnibench_session.spec(cni)
     refusal = cnibench_session.backend.unsupported(spec)
     if refusal:
-        pytest.skip(f"{spec.label}: {refusal}")
+        pytest.skip(in_plugin_words(f"{spec.label}: {refusal}"))
     return cnibench_session.pool.get(spec)
 
 
@@ -477,9 +573,9 @@ class Bench:
         if notes:  # the cluster was provisioned for this test: say what it found
             self._request.node.add_report_section("call", "cnibench cluster", "\n".join(notes))
         if outcome.skipped:
-            pytest.skip(outcome.skipped[0].reason)
+            pytest.skip(in_plugin_words(outcome.skipped[0].reason))
         if outcome.not_proven:
-            pytest.fail(outcome.not_proven[0], pytrace=False)
+            pytest.fail(in_plugin_words(outcome.not_proven[0]), pytrace=False)
         (result,) = outcome.results
         self._request.node.add_report_section("call", "cnibench", _summary_text(result))
         self._request.node.user_properties.append(("cnibench_session", result.session_dir))

@@ -1,5 +1,5 @@
-"""``pytest --report=FILE`` writes the HTML report of the benchmark session at its end and prints
-the verdict lines."""
+"""``pytest --cnibench-report=FILE`` writes the HTML report of the benchmark session at its end
+and prints the verdict lines."""
 
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ def test_pytest_report_option_writes_the_session_report(tmp_path):
         "egress",
         "--cluster=lab",
         "--cni=routed",
-        "--profile=smoke",
-        "--runs=2",
-        f"--results-dir={tmp_path / 'results'}",
-        f"--report={report}",
+        "--cnibench-profile=smoke",
+        "--cnibench-runs=2",
+        f"--cnibench-results-dir={tmp_path / 'results'}",
+        f"--cnibench-report={report}",
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

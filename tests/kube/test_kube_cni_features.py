@@ -65,8 +65,8 @@ def _suite(kubeconfig: Path, tmp_path: Path, cni: str) -> subprocess.CompletedPr
     )
     return subprocess.run(
         [sys.executable, "-m", "pytest", "tests/bench/test_split.py", "-k", "split",
-         "--cluster=existing", f"--cni={cni}", "--runs=1", "--results-dir", str(tmp_path),
-         "-p", "no:cacheprovider", "-rs", "-x", "-q"],
+         "--cluster=existing", f"--cni={cni}", "--cnibench-runs=1",
+         "--cnibench-results-dir", str(tmp_path), "-p", "no:cacheprovider", "-rs", "-x", "-q"],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
 

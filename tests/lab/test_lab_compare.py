@@ -1,4 +1,5 @@
-"""``cnibench compare`` and the plugin's ``--fail-on-regression`` on real lab result sets.
+"""``cnibench compare`` and the plugin's ``--cnibench-fail-on-regression`` on real lab result
+sets.
 
 Three real sessions, all on the ``smoke`` profile and the ``routed`` datapath, the two compared
 ones with 4 runs: the gate calls a regression only when it is significant at 1 % after Holm's
@@ -7,16 +8,17 @@ freedom) cannot show even for a five-fold slowdown whose runs vary:
 
 * baseline: ``cnibench run`` of ``baseline/same-node-idle-iperf3``;
 * candidate: the same condition through the benchmark suite (``pytest tests/bench ...
-  --compare-to BASELINE --fail-on-regression 5%``), made slower for real: the whole run, and so
-  every iperf3, namespace and Prometheus process it starts, is confined to a CPU cgroup with a
-  quota of a fifth of one CPU. No scenario parameter caps the rate without also changing the
-  condition (the policy scenario's rule count is part of its condition id, so it would not
-  match, which is right), so the slowdown comes from outside cnibench, where a regression of a
-  real datapath would come from too;
+  --cnibench-compare-to BASELINE --cnibench-fail-on-regression 5%``), made slower for real: the
+  whole run, and so every iperf3, namespace and Prometheus process it starts, is confined to a
+  CPU cgroup with a quota of a fifth of one CPU. No scenario parameter caps the rate without
+  also changing the condition (the policy scenario's rule count is part of its condition id, so
+  it would not match, which is right), so the slowdown comes from outside cnibench, where a
+  regression of a real datapath would come from too;
 * another condition (``same-node-idle-sockperf``, one run), which matches nothing.
 
 Each side is one session, which cannot bound the gate's false alarms: without a session SD
-(``--session-sd``) the gate answers undecided (exit 3); with one it decides.
+(``--session-sd``; the plugin's ``--cnibench-session-sd``) the gate answers undecided (exit 3);
+with one it decides.
 """
 
 from __future__ import annotations
@@ -131,12 +133,12 @@ def sets(tmp_path_factory: pytest.TempPathFactory, lab_backend: object) -> dict[
                 f"tests/bench/test_baseline.py::test_baseline[routed-{CONDITION}]",
                 "--cluster=lab",
                 "--cni=routed",
-                "--profile=smoke",
-                f"--runs={RUNS}",
-                f"--results-dir={slow}",
-                f"--compare-to={base}",
-                "--fail-on-regression=5%",
-                f"--session-sd={SESSION_SD}",
+                "--cnibench-profile=smoke",
+                f"--cnibench-runs={RUNS}",
+                f"--cnibench-results-dir={slow}",
+                f"--cnibench-compare-to={base}",
+                "--cnibench-fail-on-regression=5%",
+                f"--cnibench-session-sd={SESSION_SD}",
             ],
             cwd=ROOT,
             capture_output=True,

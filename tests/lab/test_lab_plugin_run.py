@@ -1,6 +1,6 @@
 """A user's own pytest suite measures on the lab through the plugin (``pytester``, subprocess,
 the plugin loaded from its entry point): one egress condition, verified, in the results, and the
-session's report with ``--report --all-metrics``."""
+session's report with ``--cnibench-report --cnibench-all-metrics``."""
 
 from __future__ import annotations
 
@@ -33,13 +33,13 @@ def test_a_users_marked_test_measures_and_records_verified_runs(
     outcome = pytester.runpytest_subprocess(
         "--cluster=lab",
         "--cni=routed",
-        "--profile=smoke",
-        f"--results-dir={results}",
+        "--cnibench-profile=smoke",
+        f"--cnibench-results-dir={results}",
         "-k",
         "gateway-off",
         "-rA",
-        f"--report={report}",
-        "--all-metrics",
+        f"--cnibench-report={report}",
+        "--cnibench-all-metrics",
         timeout=600,
     )
     outcome.assert_outcomes(passed=1, deselected=1)
@@ -53,7 +53,7 @@ def test_a_users_marked_test_measures_and_records_verified_runs(
     throughput = frame[(frame["metric"] == "throughput") & (frame["status"] == "ok")]
     assert len(throughput) == 2  # the smoke profile's runs
     assert (throughput["value"] > 0).all()
-    # --all-metrics reached the report: it draws more than the primary metrics' figures.
+    # --cnibench-all-metrics reached the report: it draws more than the primary metrics' figures.
     assert f"cnibench: report written to {report}" in outcome.stdout.str()
     primary = write_report(results, html=tmp_path / "primary.html").html
     assert primary is not None

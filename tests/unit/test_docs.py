@@ -1,6 +1,7 @@
 """The README stays short and starts with its two set-up-and-go commands, every relative link in
 the README and docs/ reaches a file (and heading) that exists, and every ``--option`` the docs
-name is one that cnibench, its pytest plugin or ``cnibench.system`` really takes."""
+name is one that cnibench, its pytest plugin or ``cnibench.system`` really takes (on a pytest
+command line, one pytest with the plugin takes)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ FENCE = re.compile(r"^```.*?^```[ \t]*$", re.S | re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 TOP_COMMAND = re.compile(r"^python3 -m pip install nox && nox -s (\w+) +# \S.*$")
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+PYTEST_COMMAND = re.compile(r"`(?:python3? -m )?pytest( [^`]*)`|(?:^|-m )pytest( [^`\n#]*)", re.M)
+"""A pytest command of the docs, a code span (which may wrap) or a code line from ``pytest`` on,
+up to a comment: its arguments."""
 
 
 def _doc_files() -> list[Path]:
@@ -149,15 +153,8 @@ def _choices(help_text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def known_options() -> set[str]:
-    """Every long option in the help of each ``cnibench`` command and subcommand, of
-    ``python -m cnibench.system`` and ``python -m cnibench.study``, and of pytest with the
-    plugin."""
-    texts = [_help(cli.main), _help(system.main), _help(study.main)]
-    for command in _choices(texts[0]):
-        text = _help(cli.main, command)
-        texts.append(text)
-        texts.extend(_help(cli.main, command, sub) for sub in _choices(text))
+def pytest_options() -> set[str]:
+    """Every long option in the help of pytest with the plugin."""
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
         capture_output=True,
@@ -167,12 +164,24 @@ def known_options() -> set[str]:
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    texts.append(done.stdout)
-    return {option for text in texts for option in OPTION.findall(text)}
+    return set(OPTION.findall(done.stdout))
+
+
+@pytest.fixture(scope="module")
+def known_options(pytest_options: set[str]) -> set[str]:
+    """Every long option in the help of each ``cnibench`` command and subcommand, of
+    ``python -m cnibench.system`` and ``python -m cnibench.study``, and of pytest with the
+    plugin."""
+    texts = [_help(cli.main), _help(system.main), _help(study.main)]
+    for command in _choices(texts[0]):
+        text = _help(cli.main, command)
+        texts.append(text)
+        texts.extend(_help(cli.main, command, sub) for sub in _choices(text))
+    return {option for text in texts for option in OPTION.findall(text)} | pytest_options
 
 
 def test_every_option_the_docs_name_exists(known_options: set[str]) -> None:
-    assert {"--cluster", "--compare-to", "--prepare", "--install"} <= known_options
+    assert {"--cluster", "--cnibench-compare-to", "--prepare", "--install"} <= known_options
     unknown = sorted(
         f"{path.name}: {option}"
         for path in _doc_files()
@@ -180,3 +189,19 @@ def test_every_option_the_docs_name_exists(known_options: set[str]) -> None:
         if option not in known_options
     )
     assert not unknown, "options the docs name that no command takes:\n" + "\n".join(unknown)
+
+
+def test_every_option_a_pytest_command_of_the_docs_names_exists(pytest_options: set[str]) -> None:
+    """``cnibench run --profile`` is the plugin's ``--cnibench-profile``: an option of the
+    command on a pytest line would pass the check above and fail the reader."""
+    assert {"--cni", "--cluster", "--cnibench-profile"} <= pytest_options
+    unknown = sorted(
+        f"{path.name}: {option}"
+        for path in _doc_files()
+        for match in PYTEST_COMMAND.finditer(path.read_text())
+        for option in OPTION.findall(match.group(1) or match.group(2))
+        if option not in pytest_options
+    )
+    assert not unknown, "options pytest lines of the docs name that pytest lacks:\n" + "\n".join(
+        unknown
+    )

@@ -240,7 +240,7 @@ def test_the_plugin_skips_what_the_existing_cluster_would_have_to_change(
     provision would have errored: no server answers, no registry image is named)."""
     pytester.makepyfile(test_user=USER_SUITE)
     result = pytester.runpytest_subprocess(
-        "-rs", "--cluster=existing", "--cni=flannel:napi=threaded", "--profile=smoke"
+        "-rs", "--cluster=existing", "--cni=flannel:napi=threaded", "--cnibench-profile=smoke"
     )
     output = result.stdout.str() + result.stderr.str()
     assert result.ret == 0, output

@@ -1,14 +1,18 @@
 """``cnibench run`` and the pytest plugin read one option table and check it with one function,
 so the same bad value gets the same one-line error from both (exit 2 from the command, a
-usage error from pytest), before anything starts."""
+usage error from pytest), before anything starts, each naming the option as its user types it
+(``--runs``, the plugin's ``--cnibench-runs``)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from cnibench.plugin import plugin_option
 
 BAD = [
     (
@@ -57,7 +61,8 @@ def _message_of_plugin(option: str, value: str, tmp_path: Path) -> str:
     (suite / "test_one.py").write_text("def test_one(bench):\n    pass\n")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", str(suite), "-p", "no:cacheprovider", "-q",
-         "--cluster=lab", f"{option}={value}", "--results-dir", str(tmp_path / "results")],
+         "--cluster=lab", f"{plugin_option(option)}={value}",
+         "--cnibench-results-dir", str(tmp_path / "results")],
         capture_output=True, text=True, timeout=60, check=False, cwd=suite,
     )  # fmt: skip
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
@@ -78,7 +83,9 @@ def test_the_command_and_the_plugin_refuse_a_bad_value_in_the_same_words(
     from_cli = _message_of_cli(option, value, tmp_path / "cli")
     from_plugin = _message_of_plugin(option, value, tmp_path / "plugin")
     assert message in from_cli
-    assert from_cli == from_plugin
+    # The same words, but each option as the plugin names it: --runs is --cnibench-runs there.
+    in_plugin_names = re.sub(r"--[a-z][a-z-]*", lambda m: plugin_option(m.group()), from_cli)
+    assert from_plugin == in_plugin_names
 
 
 def test_both_front_ends_default_to_one_profile() -> None:

@@ -209,7 +209,11 @@ def test_the_cli_the_plugin_and_the_notebook_example_all_go_through_bench_sessio
         )
     )
     outcome = pytester.runpytest_inprocess(
-        "-p", "no:cacheprovider", "--cluster=lab", "--cni=vxlan", f"--results-dir={results}"
+        "-p",
+        "no:cacheprovider",
+        "--cluster=lab",
+        "--cni=vxlan",
+        f"--cnibench-results-dir={results}",
     )
     outcome.assert_outcomes(skipped=2)
     assert calls[1:] == [("egress/vxlan/gateway-off",), ("egress/vxlan/gateway-on",)]
@@ -242,7 +246,7 @@ def test_the_plugin_asks_the_container_engine_once(
         )
     )
     outcome = pytester.runpytest_inprocess(
-        "-p", "no:cacheprovider", "--cluster=auto", f"--results-dir={tmp_path / 'results'}"
+        "-p", "no:cacheprovider", "--cluster=auto", f"--cnibench-results-dir={tmp_path / 'results'}"
     )
     outcome.assert_outcomes(passed=2)  # routed and vxlan, the lab's defaults
     assert asked == ["?"]

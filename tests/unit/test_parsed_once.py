@@ -127,7 +127,7 @@ def test_the_plugin_parses_each_cni_once_and_checks_the_cluster_once(
     )
     outcome = pytester.runpytest_inprocess(
         "-p", "no:cacheprovider", "--cluster=lab", "--cni=routed", "--cni=vxlan:napi=threaded",
-        f"--results-dir={tmp_path / 'results'}",
+        f"--cnibench-results-dir={tmp_path / 'results'}",
     )  # fmt: skip
     outcome.assert_outcomes(passed=2, skipped=4)
     assert counted.parsed == Counter(["routed", "vxlan:napi=threaded"])

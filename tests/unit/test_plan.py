@@ -81,7 +81,7 @@ def test_the_plugin_parametrizes_a_marked_test_with_the_planned_conditions(
         test_user="import pytest\n\n@pytest.mark.split\ndef test_split(cni, condition):\n    pass\n"
     )
     result = pytester.runpytest_subprocess(
-        "--collect-only", "-q", "--cluster=lab", "--cni=vxlan", "--weights=v1=70,v2=30"
+        "--collect-only", "-q", "--cluster=lab", "--cni=vxlan", "--cnibench-weights=v1=70,v2=30"
     )
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     collected = [line.split("::", 1)[1] for line in result.outlines if "::" in line]

@@ -41,13 +41,13 @@ def test_cni_defaults_to_both_lab_profiles():
     ("args", "message"),
     [
         (["--cluster=moon"], "unknown --cluster 'moon'"),
-        (["--profile=turbo"], "unknown profile 'turbo'"),
-        (["--runs=0"], "--runs must be a positive integer, got 0"),
-        (["--duration=soon"], "invalid duration 'soon'"),
+        (["--cnibench-profile=turbo"], "unknown profile 'turbo'"),
+        (["--cnibench-runs=0"], "--cnibench-runs must be a positive integer, got 0"),
+        (["--cnibench-duration=soon"], "invalid duration 'soon'"),
         (["--cluster=lab", "--cni=weave"], "unknown --cni 'weave' for the lab"),
         (
-            ["--cluster=lab", "--cni=vxlan", "--reference=routed"],
-            "--reference 'routed' is not one of the CNIs of this session: vxlan",
+            ["--cluster=lab", "--cni=vxlan", "--cnibench-reference=routed"],
+            "--cnibench-reference 'routed' is not one of the CNIs of this session: vxlan",
         ),
     ],
     ids=["cluster", "profile", "runs", "duration", "cni", "reference"],

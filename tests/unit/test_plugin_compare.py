@@ -1,4 +1,5 @@
-"""The pytest plugin's regression gate: ``--compare-to DIR --fail-on-regression 5%``.
+"""The pytest plugin's regression gate: ``--cnibench-compare-to DIR
+--cnibench-fail-on-regression 5%``.
 
 Each case runs a real pytest session (``pytester``, in a subprocess) whose test names a results
 session the way ``Bench.run`` does (the ``cnibench_session`` user property). The results are
@@ -44,7 +45,12 @@ def _suite(pytester, session_dir):
 def test_regression_fails_the_session_with_the_cli_lines(pytester, sets):
     _suite(pytester, sets["slow"])
     result = pytester.runpytest_subprocess(
-        "--compare-to", str(sets["base"]), "--fail-on-regression", "5%", "--session-sd", "2%"
+        "--cnibench-compare-to",
+        str(sets["base"]),
+        "--cnibench-fail-on-regression",
+        "5%",
+        "--cnibench-session-sd",
+        "2%",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1)
@@ -53,7 +59,7 @@ def test_regression_fails_the_session_with_the_cli_lines(pytester, sets):
             "*cnibench compare*",
             "REGRESSED: 1 regression beyond 5%; 1 metric comparison of 1 condition*",
             "cnibench: REGRESSION throughput of baseline/routed/same-node-idle-iperf3: ratio 0.5*",
-            "cnibench: the session fails: --fail-on-regression found a regression",
+            "cnibench: the session fails: --cnibench-fail-on-regression found a regression",
         ]
     )
 
@@ -65,11 +71,11 @@ def test_regression_through_xdist_workers(pytester, sets):
         "xdist",
         "-n",
         "2",
-        "--compare-to",
+        "--cnibench-compare-to",
         str(sets["base"]),
-        "--fail-on-regression",
+        "--cnibench-fail-on-regression",
         "5%",
-        "--session-sd",
+        "--cnibench-session-sd",
         "2%",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -79,7 +85,12 @@ def test_regression_through_xdist_workers(pytester, sets):
 def test_within_threshold_passes_and_prints_the_table(pytester, sets):
     _suite(pytester, sets["fast"])
     result = pytester.runpytest_subprocess(
-        "--compare-to", str(sets["base"]), "--fail-on-regression", "0.05", "--session-sd", "1%"
+        "--cnibench-compare-to",
+        str(sets["base"]),
+        "--cnibench-fail-on-regression",
+        "0.05",
+        "--cnibench-session-sd",
+        "1%",
     )
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
@@ -88,11 +99,11 @@ def test_within_threshold_passes_and_prints_the_table(pytester, sets):
 
 
 def test_undecided_fails_the_session_with_its_own_message(pytester, sets):
-    """One baseline session and no --session-sd: the gate cannot decide, so a session that
-    asked to fail on a regression fails, saying it is undecided and what would decide it."""
+    """One baseline session and no --cnibench-session-sd: the gate cannot decide, so a session
+    that asked to fail on a regression fails, saying it is undecided and what would decide it."""
     _suite(pytester, sets["fast"])
     result = pytester.runpytest_subprocess(
-        "--compare-to", str(sets["base"]), "--fail-on-regression", "5%"
+        "--cnibench-compare-to", str(sets["base"]), "--cnibench-fail-on-regression", "5%"
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1)
@@ -100,7 +111,8 @@ def test_undecided_fails_the_session_with_its_own_message(pytester, sets):
         [
             "UNDECIDED: 1 undecided at 5%, none regressed*",
             "cnibench: UNDECIDED throughput of baseline/routed/same-node-idle-iperf3: *session-sd*",
-            "cnibench: the session fails: --fail-on-regression could not decide 1 comparison*",
+            "cnibench: the session fails: --cnibench-fail-on-regression could not decide 1"
+            " comparison*",
         ]
     )
     assert "found a regression" not in result.stdout.str()
@@ -108,7 +120,9 @@ def test_undecided_fails_the_session_with_its_own_message(pytester, sets):
 
 def test_compare_to_alone_reports_but_does_not_fail(pytester, sets):
     _suite(pytester, sets["slow"])
-    result = pytester.runpytest_subprocess("--compare-to", str(sets["base"]), "--session-sd", "2%")
+    result = pytester.runpytest_subprocess(
+        "--cnibench-compare-to", str(sets["base"]), "--cnibench-session-sd", "2%"
+    )
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["cnibench: REGRESSION throughput of *"])
     assert "the session fails" not in result.stdout.str()
@@ -117,24 +131,36 @@ def test_compare_to_alone_reports_but_does_not_fail(pytester, sets):
 def test_a_session_without_results_is_a_usage_error(pytester, sets):
     _suite(pytester, None)
     result = pytester.runpytest_subprocess(
-        "--compare-to", str(sets["base"]), "--fail-on-regression", "5%"
+        "--cnibench-compare-to", str(sets["base"]), "--cnibench-fail-on-regression", "5%"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(
-        ["cnibench: error: --compare-to: this session recorded no results to compare"]
+        ["cnibench: error: --cnibench-compare-to: this session recorded no results to compare"]
     )
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--fail-on-regression=-5%"], "--fail-on-regression: invalid threshold '-5%'*"),
-        (["--fail-on-regression", "5"], "*write 5% for per cent"),
-        (["--fail-on-regression", "garbage"], "*invalid threshold 'garbage'*"),
-        (["--fail-on-regression", "200%"], "*must be at most 100%"),
-        (["--session-sd", "5"], "--session-sd: invalid session SD '5'*write 5% for per cent"),
-        (["--compare-to", "{missing}"], "--compare-to results directory */missing does not exist"),
-        (["--compare-to", "{empty}"], "--compare-to results in */empty hold no run records"),
+        (
+            ["--cnibench-fail-on-regression=-5%"],
+            "--cnibench-fail-on-regression: invalid threshold '-5%'*",
+        ),
+        (["--cnibench-fail-on-regression", "5"], "*write 5% for per cent"),
+        (["--cnibench-fail-on-regression", "garbage"], "*invalid threshold 'garbage'*"),
+        (["--cnibench-fail-on-regression", "200%"], "*must be at most 100%"),
+        (
+            ["--cnibench-session-sd", "5"],
+            "--cnibench-session-sd: invalid session SD '5'*write 5% for per cent",
+        ),
+        (
+            ["--cnibench-compare-to", "{missing}"],
+            "--cnibench-compare-to results directory */missing does not exist",
+        ),
+        (
+            ["--cnibench-compare-to", "{empty}"],
+            "--cnibench-compare-to results in */empty hold no run records",
+        ),
     ],
     ids=[
         "negative",
@@ -150,8 +176,8 @@ def test_bad_values_are_one_line_usage_errors(pytester, sets, tmp_path, args, me
     (tmp_path / "empty").mkdir()
     paths = {"missing": tmp_path / "missing", "empty": tmp_path / "empty"}
     argv = [arg.format(**paths) for arg in args]
-    if not any(arg.startswith("--compare-to") for arg in argv):
-        argv = ["--compare-to", str(sets["base"]), *argv]
+    if not any(arg.startswith("--cnibench-compare-to") for arg in argv):
+        argv = ["--cnibench-compare-to", str(sets["base"]), *argv]
     _suite(pytester, sets["fast"])
     result = pytester.runpytest_subprocess(*argv)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -160,9 +186,9 @@ def test_bad_values_are_one_line_usage_errors(pytester, sets, tmp_path, args, me
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
 
 
-@pytest.mark.parametrize("option", ["--fail-on-regression", "--session-sd"])
+@pytest.mark.parametrize("option", ["--cnibench-fail-on-regression", "--cnibench-session-sd"])
 def test_the_gate_options_need_compare_to(pytester, option):
     _suite(pytester, None)
     result = pytester.runpytest_subprocess(option, "5%")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: {option} needs --compare-to DIR"])
+    result.stderr.fnmatch_lines([f"ERROR: {option} needs --cnibench-compare-to DIR"])

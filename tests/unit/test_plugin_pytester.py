@@ -54,8 +54,11 @@ def test_k_selects_one_condition(pytester: pytest.Pytester) -> None:
     ("args", "message"),
     [
         (("--cluster=lab", "--cni=warp"), "warp"),
-        (("--cluster=lab", "--cni=vxlan", "--reference=routed"), "--reference 'routed'"),
-        (("--cluster=lab", "--runs=0"), "--runs"),
+        (
+            ("--cluster=lab", "--cni=vxlan", "--cnibench-reference=routed"),
+            "--cnibench-reference 'routed'",
+        ),
+        (("--cluster=lab", "--cnibench-runs=0"), "--cnibench-runs"),
         (("--cluster=moon",), "moon"),
     ],
     ids=["unknown-cni", "reference-not-a-session-cni", "runs-zero", "unknown-cluster"],

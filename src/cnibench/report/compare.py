@@ -1,6 +1,6 @@
 r"""Regression gate between two result sets: is the candidate measurably worse than the baseline?
 
-``cnibench compare BASELINE CANDIDATE`` and the pytest plugin's ``--compare-to`` both call
+``cnibench compare BASELINE CANDIDATE`` and the pytest plugin's ``--cnibench-compare-to`` both call
 :func:`compare_result_sets`; a notebook calls :func:`compare_results` for the same numbers as a
 tidy DataFrame. Nothing here plots.
 

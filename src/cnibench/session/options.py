@@ -23,9 +23,10 @@ from cnibench.session.config import (
 
 def add_session_options(add: Callable[..., object]) -> None:
     """The options of a session, one table for ``cnibench run`` (argparse) and the pytest
-    plugin (its option group): same names, defaults and help. Values stay text here and are
-    checked once, by :func:`session_config`, so both front ends give the same one-line
-    errors."""
+    plugin (its option group): same options, defaults and help; the plugin names each but
+    ``--cluster`` and ``--cni`` ``--cnibench-NAME`` (:func:`cnibench.plugin.plugin_option`).
+    Values stay text here and are checked once, by :func:`session_config`, so both front ends
+    give the same one-line errors (the plugin's in its own option names)."""
     add(
         "--cluster",
         default="auto",

@@ -1,5 +1,5 @@
-"""The regression gate behind ``cnibench compare`` and the plugin's ``--compare-to``, one module
-per job (its public names are re-exported by :mod:`cnibench.report.compare`):
+"""The regression gate behind ``cnibench compare`` and the plugin's ``--cnibench-compare-to``,
+one module per job (its public names are re-exported by :mod:`cnibench.report.compare`):
 
 * :mod:`~cnibench.report.gate.directions`: which metrics are gated, which way each gets better,
   where a 0 is impossible, and the syntax of the threshold and the session SD;

@@ -3,8 +3,9 @@
 :data:`METRIC_DIRECTIONS` is the one place that says which metrics the gate compares and
 whether higher or lower is better (with per-node CPU ``cpu@<role>``, :func:`gated_direction`);
 :func:`zero_is_impossible` says where a 0 is a failed measurement; :func:`parse_threshold` reads
-the threshold as ``cnibench compare --threshold`` and the plugin's ``--fail-on-regression`` take
-it, :func:`parse_session_sd` the ``--session-sd`` both take.
+the threshold as ``cnibench compare --threshold`` and the plugin's
+``--cnibench-fail-on-regression`` take it, :func:`parse_session_sd` the ``--session-sd`` (the
+plugin's ``--cnibench-session-sd``) both take.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ ZERO_POSSIBLE = frozenset({"cpu", "ram"})
 at 0 is a failed measurement (:func:`zero_is_impossible`)."""
 
 DEFAULT_THRESHOLD = 0.05
-"""5 %: the default of ``cnibench compare --threshold`` and of ``--fail-on-regression``."""
+"""5 %: the default of ``cnibench compare --threshold`` and of the plugin's
+``--cnibench-fail-on-regression``."""
 
 _NUMBER = re.compile(r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(?P<percent>%?)$")
 
