@@ -32,7 +32,9 @@ _PROBE = (
     "<script>window.addEventListener('load', () => {"
     " document.title = 'scrollWidth=' + document.documentElement.scrollWidth"
     " + ' widest=' + Math.max(...[...document.querySelectorAll('table')]"
-    ".map(t => t.scrollWidth)); });</script>"
+    ".map(t => t.scrollWidth))"
+    " + ' matrix=' + Math.max(0, ...[...document.querySelectorAll('table.matrix')]"
+    ".map(t => t.scrollWidth - t.parentElement.clientWidth)); });</script>"
 )
 
 
@@ -44,9 +46,10 @@ def _chromium() -> str:
     pytest.skip("Chromium is not installed (Debian package: chromium)")
 
 
-def _laid_out(page: Path, profile: Path) -> tuple[int, int]:
-    """The page's ``document.documentElement.scrollWidth`` and its widest table's, in px, in
-    a window ``WINDOW_PX`` wide."""
+def _laid_out(page: Path, profile: Path) -> tuple[int, int, int]:
+    """The page's ``document.documentElement.scrollWidth``, its widest table's, and how far the
+    widest matrix reaches beyond its box (0 when every matrix fits), in px, in a window
+    ``WINDOW_PX`` wide."""
     completed = subprocess.run(
         [
             _chromium(),
@@ -68,9 +71,11 @@ def _laid_out(page: Path, profile: Path) -> tuple[int, int]:
         check=False,
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
-    found = re.search(r"<title>scrollWidth=(\d+) widest=(\d+)</title>", completed.stdout)
+    found = re.search(
+        r"<title>scrollWidth=(\d+) widest=(\d+) matrix=(-?\d+)</title>", completed.stdout
+    )
     assert found is not None, completed.stdout[:2000]
-    return int(found.group(1)), int(found.group(2))
+    return int(found.group(1)), int(found.group(2)), int(found.group(3))
 
 
 def test_the_report_never_scrolls_sideways_at_1400_px(tmp_path: Path) -> None:
@@ -78,9 +83,24 @@ def test_the_report_never_scrolls_sideways_at_1400_px(tmp_path: Path) -> None:
     assert paths.html is not None
     probed = tmp_path / "probed.html"
     probed.write_text(paths.html.read_text().replace("</body>", f"{_PROBE}</body>"))
-    page, widest = _laid_out(probed, tmp_path / "profile")
+    page, widest, _ = _laid_out(probed, tmp_path / "profile")
     assert widest > WINDOW_PX  # the case that matters: a table wider than the window
     assert page <= WINDOW_PX
+
+
+def test_the_study_s_matrix_fits_the_page_with_every_configuration(tmp_path: Path) -> None:
+    """The kind study's matrix has seven configurations: each cell breaks between its
+    estimate with its interval and its marks, so every column is on screen (before: the
+    matrix scrolled inside its box and its napi column was off-screen)."""
+    paths = report.write_report(KIND, html=tmp_path / "report.html")
+    assert paths.html is not None
+    html = paths.html.read_text()
+    assert html.count('<table class="matrix">') >= 1
+    probed = tmp_path / "probed.html"
+    probed.write_text(html.replace("</body>", f"{_PROBE}</body>"))
+    page, _, beyond = _laid_out(probed, tmp_path / "profile")
+    assert page <= WINDOW_PX
+    assert beyond <= 0
 
 
 @pytest.mark.parametrize("results", [RESULTS, KIND], ids=lambda p: p.name)

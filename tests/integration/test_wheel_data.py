@@ -101,8 +101,8 @@ def test_installed_wheel_loads_the_report_templates(wheel: Path, tmp_path: Path)
     target = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(target)
     probe = (
-        "from cnibench.report.document import _templates\n"
-        "templates = _templates()\n"
+        "from cnibench.report.templating import report_templates\n"
+        "templates = report_templates()\n"
         "print(templates.get_template('report.html').filename)\n"
         "print(templates.get_template('report.md').filename)\n"
     )

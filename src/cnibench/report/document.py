@@ -25,8 +25,6 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-import jinja2
-import markupsafe
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -50,6 +48,7 @@ from cnibench.report.data import (
     session_dirs,
 )
 from cnibench.report.scrub import environment_secrets, scrub_mapping, scrub_text
+from cnibench.report.templating import numeric, report_templates
 from cnibench.report.verdict import CORRECTION, tested_count, verdict, verdict_lines
 from cnibench.results import (
     ALL_SESSIONS,
@@ -63,8 +62,6 @@ from cnibench.scenarios import SCENARIOS
 __all__ = ["ReportPaths", "write_report"]
 
 _DPI = 80
-_TEMPLATES = "templates"
-"""Package directory of the report's jinja2 templates (``report.html``, ``report.md``)."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +179,7 @@ class _Document:
         right = tuple(
             index
             for index in range(1, len(headers))
-            if cells and all(_numeric(row[index]) for row in cells)
+            if cells and all(numeric(row[index]) for row in cells)
         )
         self.blocks.append(
             _Block(
@@ -223,32 +220,6 @@ class _Document:
         self.blocks.append(
             _Block("figure", caption=self.text(caption), name=unique, png=_png(rendered))
         )
-
-
-def _numeric(cell: object) -> bool:
-    """Whether a table cell is a number (right-aligned), as the HTML template tests it."""
-    return bool(re.fullmatch(r"[-+]?[0-9.,eE+–-]+[kMGT%]?|n/a", str(cell).strip()))
-
-
-def _breakable(label: str) -> markupsafe.Markup:
-    """A configuration label that a narrow column may break after ``:`` and ``,`` (the
-    terminal's matrix breaks there too): escaped, with ``<wbr>`` at those places."""
-    escaped = str(markupsafe.escape(label))
-    return markupsafe.Markup(escaped.replace(":", ":<wbr>").replace(",", ",<wbr>"))
-
-
-def _templates() -> jinja2.Environment:
-    """The report's templates, HTML autoescaped, Markdown as written."""
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("cnibench.report", _TEMPLATES),
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default=False),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-    )
-    environment.tests["numeric"] = _numeric
-    environment.filters["markdown_table"] = tables.markdown_table
-    environment.filters["breakable"] = _breakable
-    return environment
 
 
 # --------------------------------------------------------------------------------------------
@@ -860,7 +831,7 @@ def write_report(
             raise ResultsError(f"cannot create directory {png_path}: {exc.strerror}") from exc
         for rendered in doc.figures:
             pngs.append(atomic_write_bytes(png_path / f"{rendered.name}.png", rendered.png))
-    templates = _templates()
+    templates = report_templates()
     shown_title = doc.text(title)
     if html_path is not None:
         page = templates.get_template("report.html").render(title=shown_title, blocks=doc.blocks)
