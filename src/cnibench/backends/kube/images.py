@@ -94,6 +94,17 @@ _NOT_IMAGES = frozenset({"cni_set", "cni_overrides", "registry"})
 """Fields of :class:`Images` that are not image references."""
 
 
+TRAEFIK_VERSION = "v3.6.12"
+"""The Traefik release of ``gateway=traefik``, written once: the public image's tag, the offline
+image's tag and the release its recipe builds (``offline.recipes.OfflineVersions``) all read
+it. v3.6.12 is the newest release whose whole build closure the Go module proxy serves
+(checked 2026-11-26)."""
+
+OFFLINE_KUBERNETES_VERSION = "v1.34.4"
+"""The Kubernetes release the offline kind node image is built from, written once: its tag and
+its recipe (``offline.recipes.OfflineVersions``) read it."""
+
+
 @dataclass(frozen=True)
 class Images:
     """Images of the pods cnibench runs in a cluster: the shared ones, and which of each CNI
@@ -142,7 +153,7 @@ class Images:
     http_echo: str = "docker.io/library/nginx:1.27.5-alpine"
     prometheus: str = "quay.io/prometheus/prometheus:v3.5.0"
     node_exporter: str = "quay.io/prometheus/node-exporter:v1.9.1"
-    traefik: str = "docker.io/library/traefik:v3.6.12"
+    traefik: str = f"docker.io/library/traefik:{TRAEFIK_VERSION}"
     locust: str = "docker.io/locustio/locust:2.12.1"
     kind_node: str = (
         "docker.io/kindest/node:v1.33.4"
@@ -318,9 +329,9 @@ OFFLINE_IMAGES = Images(
     http_echo="localhost/cnibench-tools:offline-1",
     prometheus="localhost/cnibench-prometheus:offline-1",
     node_exporter="localhost/cnibench-node-exporter:offline-1",
-    traefik="localhost/cnibench-traefik:v3.6.12-offline-1",
+    traefik=f"localhost/cnibench-traefik:{TRAEFIK_VERSION}-offline-1",
     locust="localhost/cnibench-locust:2.12.1-offline-1",
-    kind_node="localhost/cnibench-kind-node:v1.34.4-offline-1",
+    kind_node=f"localhost/cnibench-kind-node:{OFFLINE_KUBERNETES_VERSION}-offline-1",
     cni_set="offline",
 )
 """The images ``cnibench images build`` makes from Debian packages and Go modules only, for

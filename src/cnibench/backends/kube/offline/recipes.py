@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from cnibench.backends.kube.build_recipes import PATH_ENV, ImageRecipe
 from cnibench.backends.kube.cnis.flannel import OFFLINE_VERSION as FLANNEL_OFFLINE_VERSION
-from cnibench.backends.kube.images import Images
+from cnibench.backends.kube.images import OFFLINE_KUBERNETES_VERSION, TRAEFIK_VERSION, Images
 
 __all__ = [
     "CNI_PLUGINS",
@@ -71,8 +71,8 @@ class OfflineVersions:
     traefik:
         ``github.com/traefik/traefik/v3`` release: the Gateway API implementation of
         ``gateway=traefik`` (its go.mod has ``replace`` directives, so it is built with its
-        own module directory as the main module). v3.6.12 is the newest release whose whole
-        build closure the Go module proxy serves (checked 2026-11-26): v3.7.x needs fifteen
+        own module directory as the main module): ``images.TRAEFIK_VERSION``, the newest
+        release whose whole build closure the Go module proxy serves; v3.7.x needs fifteen
         modules it refuses (lego v5's DNS provider SDKs and Traefik's fork of go-http-auth).
     gateway_api:
         ``sigs.k8s.io/gateway-api`` release Traefik is built against; its standard CRDs
@@ -81,7 +81,7 @@ class OfflineVersions:
         Debian suite of every root filesystem.
     """
 
-    kubernetes: str = "v1.34.4"
+    kubernetes: str = OFFLINE_KUBERNETES_VERSION
     kind: str = "v0.30.0"
     etcd: str = "3.6.5"
     coredns: str = "v1.12.1"
@@ -91,7 +91,7 @@ class OfflineVersions:
     # Out of repr: the steps that do not build them digest the whole version set's repr
     # (recipe_digest), so helm's, Traefik's and Gateway API's versions must not rebuild them.
     helm: str = field(default="v3.18.6", repr=False)
-    traefik: str = field(default="v3.6.12", repr=False)
+    traefik: str = field(default=TRAEFIK_VERSION, repr=False)
     gateway_api: str = field(default="v1.4.0", repr=False)
     debian: str = "bookworm"
 
