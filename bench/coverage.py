@@ -72,6 +72,7 @@ import pandas as pd
 
 import _decide
 import _gate_plan
+import _split_advice
 from cnibench import report, stats
 from cnibench.report.compare import Answer, compare_result_sets, plan_gate
 
@@ -107,6 +108,7 @@ SECTIONS = (
     "outliers",
     "split-intervals",
     "split-power",
+    "split-advice",
     "paired",
     "families",
     "tost",
@@ -862,6 +864,7 @@ def main(argv: list[str] | None = None) -> int:
         "outliers": lambda: outlier_rates(n, rng),
         "split-intervals": lambda: split_interval_coverage(n, rng),
         "split-power": lambda: split_power(max(10, n // 2), rng),
+        "split-advice": lambda: _split_advice.split_advice_rates(max(10, n // 2), rng),
         "paired": lambda: _decide.paired_rates(max(10, n // 2), rng),
         "families": lambda: _decide.family_rates(max(10, n // 4), rng),
         "tost": lambda: _decide.tost_rates(max(10, n // 2), rng),

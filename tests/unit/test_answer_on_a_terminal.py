@@ -132,7 +132,7 @@ def test_a_drift_too_strong_for_an_interval_is_said_once_per_line() -> None:
     assert len(drifting) >= 10
     for line in drifting:
         assert line.count("drift too strong for an interval") == 1, line
-        assert "AR(1) about" in line  # with the why and what to do
+        assert "AR(1) up to" in line  # with the why and what to do
 
 
 def test_the_cli_lays_the_answer_out_in_the_terminals_width(monkeypatch) -> None:

@@ -29,7 +29,7 @@ estimates:
   over time (:func:`windowed_shares`);
 * :mod:`~cnibench.stats.power`: power and precision (:func:`detectable_effect`,
   :func:`runs_needed`, :func:`split_test_power`, :func:`skew_detection_plan`,
-  :func:`requests_needed`);
+  :func:`dispersion_spread`, :func:`requests_needed`);
 * :mod:`~cnibench.stats._validation`: the input checks they all share.
 
 Error policy
@@ -71,6 +71,7 @@ from cnibench.stats.paired import (
 from cnibench.stats.power import (
     SkewPlan,
     detectable_effect,
+    dispersion_spread,
     requests_needed,
     requests_to_detect_skew,
     runs_needed,
@@ -117,6 +118,7 @@ __all__ = [
     "confidence_interval",
     "describe",
     "detectable_effect",
+    "dispersion_spread",
     "family_holm",
     "family_sizes",
     "geometric_mean_interval",

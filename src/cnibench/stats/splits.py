@@ -349,6 +349,11 @@ class SplitTest:
     dispersion_df:
         Degrees of freedom of the dispersion estimate, :math:`(R-1)(K-1)` over the runs with
         requests (0 when it cannot be estimated: one run, one weighted backend).
+    dispersion_estimate:
+        :math:`\\hat\\phi` before its floor at 1 (NaN when it cannot be estimated): what
+        :func:`skew_detection_plan` spreads over the dispersion's uncertainty. The floor
+        would hide how far below 1 it came, and so make a pilot of multinomial runs look
+        as if it might hide much more dispersion than it can.
     """
 
     runs: int
@@ -364,6 +369,7 @@ class SplitTest:
     max_abs_error: float
     level: float
     dispersion_df: int = 0
+    dispersion_estimate: float = math.nan
 
 
 def split_test(
@@ -500,4 +506,5 @@ def split_test(
         max_abs_error=pooled.max_abs_error,
         level=confidence,
         dispersion_df=df_between,
+        dispersion_estimate=estimated,
     )
