@@ -8,7 +8,9 @@ packages (iperf3, nginx, Prometheus, ...) are installed with apt when running as
 
 from __future__ import annotations
 
+import glob
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -280,8 +282,9 @@ def lint(session: nox.Session) -> None:
     # release day for code that did not change.
     session.install("ruff==0.17.6", "import-linter>=2.0")
     session.install("-e", ".", "--no-deps")
-    session.run("ruff", "check", "src", "tests", "bench", "noxfile.py")
-    session.run("ruff", "format", "--check", "src", "tests", "bench", "noxfile.py")
+    checked = ("src", "tests", "bench", "noxfile.py", "scripts/bootstrap.py")
+    session.run("ruff", "check", *checked)
+    session.run("ruff", "format", "--check", *checked)
     session.run("lint-imports")
 
 
@@ -326,3 +329,176 @@ def perf(session: nox.Session) -> None:
     for script in sorted(os.listdir("bench")):
         if script.endswith(".py") and not script.startswith("_"):
             session.run("python", os.path.join("bench", script), *session.posargs)
+
+
+BOOTSTRAP_CHECK_SUITE = "bookworm"
+BOOTSTRAP_CHECK_MIRROR = "http://deb.debian.org/debian"
+BOOTSTRAP_CHECK_IGNORED_AT_TOP = (".git", ".nox", "results")
+BOOTSTRAP_CHECK_IGNORED = (
+    "*.egg-info",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".import_linter_cache",
+)
+"""What of the working tree is not copied into the fresh root: what a clone does not have
+(``results`` only at the top: ``src/cnibench/results`` is a package)."""
+
+
+def _not_in_a_clone(directory: str, names: list[str]) -> set[str]:
+    ignored = shutil.ignore_patterns(*BOOTSTRAP_CHECK_IGNORED)(directory, names)
+    if os.path.abspath(directory) == os.path.abspath("."):
+        ignored |= set(BOOTSTRAP_CHECK_IGNORED_AT_TOP) & set(names)
+    return ignored
+
+
+BOOTSTRAP_CHECK_RUN = r"""
+root=$1; shift
+trap 'umount -R "$root" 2>/dev/null || true' EXIT
+# A mount point of its own: `ip netns exec` makes / a slave mount and remounts /sys, which a
+# plain directory chroot refuses (see scripts/demo-fresh-rootfs.sh).
+mount --bind "$root" "$root"
+mount -t proc proc "$root/proc"
+mount --rbind /sys "$root/sys"
+mount --rbind /dev "$root/dev"
+mount -t tmpfs tmpfs "$root/run"
+ca=/etc/ssl/certs/machine-ca.crt
+chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    SSL_CERT_FILE=$ca PIP_CERT=$ca REQUESTS_CA_BUNDLE=$ca \
+    /bin/sh -c 'cd /root/cnibench && exec "$@"' sh "$@"
+"""
+"""Runs its arguments in the root ``$1`` as root, with /proc, /sys, /dev and a fresh /run
+mounted, in a mount namespace of its own (``unshare --propagation private``: nothing reaches
+the machine's mounts, even if this is killed) and unmounted on exit all the same. The machine's
+CA bundle is used because this machine's egress proxy signs TLS; a real machine has its own."""
+
+
+def _readme_command(index: int) -> list[str]:
+    """The README's top command ``index`` (0: the demo, 1: the tests), without its comment."""
+    text = pathlib.Path("README.md").read_text()
+    lines = text.split("```sh\n", 1)[1].split("```", 1)[0].splitlines()
+    return lines[index].split("#", 1)[0].split()
+
+
+def _mounts_under(root: str) -> list[str]:
+    with open("/proc/self/mountinfo") as mountinfo:
+        points = [line.split()[4] for line in mountinfo]
+    return [p for p in points if p == root or p.startswith(root + "/")]
+
+
+def _in_root(root: str, *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["chroot", root, *command], capture_output=True, text=True, check=False)
+
+
+def _enabled_units(root: str) -> set[str]:
+    base = os.path.join(root, "etc/systemd/system")
+    found = glob.glob(f"{base}/*.wants/*") + glob.glob(f"{base}/*.requires/*")
+    return {os.path.relpath(link, base) for link in found}
+
+
+@nox.session(name="bootstrap-check", python=False)
+def bootstrap_check(session: nox.Session) -> None:
+    """The README's first command as a new user runs it: in a fresh Debian 12 root
+    (``mmdebstrap --variant=minbase --include=python3,ca-certificates bookworm``, the tarball
+    cached by date in ~/.cache/cnibench/mmdebstrap), as root in a chroot with /proc, /sys, /dev
+    and /run mounted. Checks exit 0, the matrix printed, no unit enabled by the install under
+    etc/systemd/system/*.wants and the iptables alternative unchanged; prints each step's
+    seconds. Needs root; about 10 minutes. Not in CI yet."""
+    import datetime
+    import tempfile
+    import time
+
+    if os.geteuid() != 0:
+        session.error("bootstrap-check needs root (mmdebstrap's root, chroot and mounts)")
+    timings: list[tuple[str, float]] = []
+    cache = os.path.join(os.path.expanduser("~"), ".cache", "cnibench", "mmdebstrap")
+    os.makedirs(cache, exist_ok=True)
+    day = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+    tarball = os.path.join(cache, f"{BOOTSTRAP_CHECK_SUITE}-minbase-python3-{day}.tar")
+    started = time.monotonic()
+    if not os.path.exists(tarball):
+        partial = f"{tarball}.partial"
+        session.run(
+            "mmdebstrap", "--quiet", "--variant=minbase", "--format=tar",
+            "--include=python3,ca-certificates", BOOTSTRAP_CHECK_SUITE, partial,
+            BOOTSTRAP_CHECK_MIRROR, external=True,
+        )  # fmt: skip
+        os.replace(partial, tarball)
+        for old in os.listdir(cache):  # one tarball kept: today's
+            if old.endswith(".tar") and os.path.join(cache, old) != tarball:
+                os.unlink(os.path.join(cache, old))
+        timings.append(("mmdebstrap (cold)", time.monotonic() - started))
+    else:
+        timings.append((f"mmdebstrap (cached: {os.path.basename(tarball)})", 0.0))
+    root = tempfile.mkdtemp(prefix="cnibench-bootstrap-check-", dir="/var/tmp")
+    log_path = os.path.join(session.create_tmp(), "bootstrap-check.log")
+    try:
+        started = time.monotonic()
+        subprocess.run(["tar", "-xf", tarball, "-C", root], check=True)
+        with open(os.path.join(root, "etc/apt/sources.list"), "a") as sources:
+            sources.write(
+                f"deb {BOOTSTRAP_CHECK_MIRROR} {BOOTSTRAP_CHECK_SUITE}-updates main\n"
+                f"deb http://deb.debian.org/debian-security {BOOTSTRAP_CHECK_SUITE}-security"
+                " main\n"
+            )
+        shutil.copy("/etc/resolv.conf", os.path.join(root, "etc/resolv.conf"))
+        shutil.copy(
+            "/etc/ssl/certs/ca-certificates.crt", os.path.join(root, "etc/ssl/certs/machine-ca.crt")
+        )
+        shutil.copytree(
+            ".",
+            os.path.join(root, "root/cnibench"),
+            symlinks=True,
+            ignore=_not_in_a_clone,
+        )
+        timings.append(("unpack the root and copy the repository", time.monotonic() - started))
+        units_before = _enabled_units(root)
+        iptables_before = _in_root(root, "update-alternatives", "--query", "iptables").stdout
+        command = _readme_command(0)
+        session.log(f"running {' '.join(command)} in {root} (output: {log_path})")
+        started = time.monotonic()
+        with open(log_path, "w") as log:
+            done = subprocess.run(
+                ["unshare", "--mount", "--propagation", "private", "bash", "-euc",
+                 BOOTSTRAP_CHECK_RUN, "bash", root, *command],
+                stdout=log, stderr=subprocess.STDOUT, check=False,
+            )  # fmt: skip
+        timings.append((" ".join(command), time.monotonic() - started))
+        with open(log_path, errors="replace") as log:
+            output = log.read()
+        print("\n".join(output.splitlines()[-60:]), flush=True)
+        left = _mounts_under(root)
+        new_units = sorted(_enabled_units(root) - units_before)
+        iptables_after = _in_root(root, "update-alternatives", "--query", "iptables").stdout
+        before_value = _alternative_state(iptables_before)
+        after_value = _alternative_state(iptables_after)
+        for step, seconds in timings:
+            session.log(f"{seconds:7.1f} s  {step}")
+        session.log(f"iptables alternative: before {before_value}, after {after_value}")
+        problems = []
+        if done.returncode != 0:
+            problems.append(f"exit {done.returncode}")
+        if "What each feature costs" not in output:
+            problems.append("no matrix ('What each feature costs') in the output")
+        if new_units:
+            problems.append(f"units enabled by the install: {', '.join(new_units)}")
+        if before_value is not None and after_value != before_value:
+            problems.append("the iptables alternative changed")
+        if left:
+            problems.append(f"mounts left behind: {', '.join(left)}")
+        if problems:
+            session.error(f"bootstrap-check failed: {'; '.join(problems)} (log: {log_path})")
+    finally:
+        if _mounts_under(root):  # never delete through a mount of /dev or /sys
+            session.warn(f"{root} kept: mounts are still under it")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _alternative_state(query: str) -> str | None:
+    """``Status Value`` of an ``update-alternatives --query`` output (None: no such group)."""
+    fields = dict(line.split(": ", 1) for line in query.splitlines() if ": " in line[:8])
+    if "Value" not in fields:
+        return None
+    return f"{fields.get('Status', '?')} {fields['Value']}"

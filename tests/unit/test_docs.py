@@ -23,7 +23,7 @@ MAX_README_LINES = 155
 
 FENCE = re.compile(r"^```.*?^```[ \t]*$", re.S | re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-TOP_COMMAND = re.compile(r"^python3 -m pip install nox && nox -s (\w+) +# \S.*$")
+TOP_COMMAND = re.compile(r"^(python3 scripts/bootstrap\.py (\w+)) +# \S.*$")
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 PYTEST_COMMAND = re.compile(r"`(?:python3? -m )?pytest( [^`]*)`|(?:^|-m )pytest( [^`\n#]*)", re.M)
 """A pytest command of the docs, a code span (which may wrap) or a code line from ``pytest`` on,
@@ -67,7 +67,7 @@ def broken_links(path: Path) -> list[str]:
 
 def top_commands(text: str) -> list[str]:
     """The README's set-up-and-go commands: what stands between the title and the first heading
-    must be exactly one ``sh`` block of two ``nox`` lines, first the demo, then the tests.
+    must be exactly one ``sh`` block of two bootstrap lines, first the demo, then the tests.
     Returns the sessions named; raises AssertionError naming what changed shape."""
     lines = text.splitlines()
     assert lines[0].startswith("# "), "the README starts with its title"
@@ -85,7 +85,7 @@ def top_commands(text: str) -> list[str]:
     for line in commands:
         match = TOP_COMMAND.match(line)
         assert match, f"top command changed shape: {line!r}"
-        sessions.append(match.group(1))
+        sessions.append(match.group(2))
     return sessions
 
 
@@ -98,6 +98,20 @@ def test_readme_is_short() -> None:
 
 def test_readme_opens_with_the_demo_and_the_tests_command() -> None:
     assert top_commands(README.read_text()) == ["demo", "tests"]
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    """.ci/run's last command is the README's second line, as written there (its comment
+    aside): CI runs what a reader runs."""
+    lines = README.read_text().splitlines()
+    head = lines[: next(i for i, line in enumerate(lines[1:], 1) if line.startswith("#"))]
+    tests_line = [m.group(1) for line in head if (m := TOP_COMMAND.match(line))][1]
+    ci = [
+        line.strip()
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert ci[-1] == tests_line
     noxfile = (ROOT / "noxfile.py").read_text()
     for session in ("demo", "tests"):
         assert re.search(rf"@nox\.session\([^)]*\)\ndef {session}\(", noxfile), session
