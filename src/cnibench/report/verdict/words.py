@@ -1,5 +1,6 @@
 """The verdict's lines: each contrast's numbers in words, their order, and the summary
-``cnibench run`` and ``pytest --report`` print (one step of :mod:`cnibench.report.verdict`).
+``cnibench run`` and ``pytest --cnibench-report`` print (a step of
+:mod:`cnibench.report.verdict`).
 
 Words
 -----
@@ -294,7 +295,7 @@ def verdict_summary(
     full_at: str = "",
     width: int | None = None,
 ) -> list[str]:
-    """What ``cnibench run`` and ``pytest --report`` print at the end: a heading, then
+    """What ``cnibench run`` and ``pytest --cnibench-report`` print at the end: a heading, then
     :func:`verdict_lines` (the heading alone says so when there is no contrast).
 
     A terminal is read from its last screen, so at most ``limit`` lines are printed, chosen
