@@ -3,6 +3,7 @@ the folder of the root conftest, on ``sys.path``)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -44,3 +45,20 @@ def run_pytest(
 def run_cnibench(*args: object, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """The ``cnibench`` command (``python -m cnibench.cli ARGS``)."""
     return run_python("-m", "cnibench.cli", *map(str, args), timeout=timeout)
+
+
+def code_strings(tree: ast.AST) -> list[str]:
+    """String constants of a module that are code, not documentation: every bare string
+    statement (module, class, function and attribute docstrings) is left out."""
+    documentation = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in documentation
+    ]

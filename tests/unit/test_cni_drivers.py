@@ -17,6 +17,7 @@ from cnibench.backends.kube.cni import cni_definition
 from cnibench.backends.kube.cnis import DRIVERS, CniDriver, cni_names
 from cnibench.backends.kube.images import CNI_IMAGES
 from cnibench.errors import ConfigError, UnsupportedError
+from suite_support import code_strings
 
 SRC = Path(cnibench.__file__).parent
 
@@ -73,23 +74,6 @@ def _mentions(version: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w.])v?{core}(?!\.?\d)")
 
 
-def _code_strings(tree: ast.Module) -> list[str]:
-    """String constants of a module that are code, not documentation: every bare string
-    statement (module, class, function and attribute docstrings) is left out."""
-    documentation = {
-        id(node.value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-    }
-    return [
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and id(node) not in documentation
-    ]
-
-
 SOURCES = {path: path.read_text() for path in sorted(SRC.rglob("*.py"))}
 
 
@@ -111,7 +95,7 @@ def test_a_driver_s_versions_are_written_once_in_its_own_module(name: str) -> No
             if mentions.search(line)
         ]
         assert elsewhere == [], f"{name} {version} is also written in {elsewhere}"
-        constants = [s for s in _code_strings(ast.parse(SOURCES[own])) if mentions.search(s)]
+        constants = [s for s in code_strings(ast.parse(SOURCES[own])) if mentions.search(s)]
         assert len(constants) == 1, f"{name} {version} in {own.name}: {constants}"
 
 

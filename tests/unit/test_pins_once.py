@@ -19,24 +19,9 @@ from cnibench.backends.kube.images import (
     Images,
 )
 from cnibench.backends.kube.offline.recipes import OfflineVersions
+from suite_support import code_strings
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "cnibench"
-
-
-def _literals(tree: ast.AST) -> list[str]:
-    """String constants of ``tree`` that are not docstrings (a string statement)."""
-    documented = {
-        id(node.value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-    }
-    return [
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and id(node) not in documented
-    ]
 
 
 @pytest.mark.parametrize("pin", [TRAEFIK_VERSION, OFFLINE_KUBERNETES_VERSION])
@@ -44,7 +29,7 @@ def test_a_pinned_release_is_written_once(pin: str) -> None:
     places = [
         f"{path.relative_to(SRC)}: {text!r}"
         for path in sorted(SRC.rglob("*.py"))
-        for text in _literals(ast.parse(path.read_text()))
+        for text in code_strings(ast.parse(path.read_text()))
         if pin in text
     ]
     assert len(places) == 1, places

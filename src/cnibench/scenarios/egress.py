@@ -38,7 +38,11 @@ node's CPU): the gateway's CPU is compared at one fixed load, gateway on and off
 keeps CPU to spare. Unpaced, those runs took the 2-core machine to 84-96 % host CPU
 (2026-12-06, lab) and a kind host to 99-100 % in 6 of 10 runs (2026-11-27), where the gateway
 node's CPU fell as the host saturated. Well under the 4.5-6.8 Gbit/s they reach unpaced on the
-lab. Recorded with each run as ``offered_load``."""
+lab. Recorded with each run as :data:`OFFERED_LOAD`."""
+
+OFFERED_LOAD = "offered_load"
+"""The record of a paced run's pace (bits/s): its throughput is the pace, so the verdict
+compares it only with runs paced alike."""
 
 
 class EgressScenario(Scenario):
@@ -115,7 +119,7 @@ class EgressScenario(Scenario):
     ) -> RunOutput:
         """One iperf3 run to the external server; its source address is checked again. On an
         instrumented configuration the run is paced at :data:`INSTRUMENTED_PACE`, recorded as
-        ``offered_load``."""
+        :data:`OFFERED_LOAD`."""
         paced = cluster.spec.options.get("napi") == "threaded"
         bitrate = INSTRUMENTED_PACE if paced else None
         parsed, seen, raw = _run_once(
@@ -124,7 +128,7 @@ class EgressScenario(Scenario):
         # Throughput, retransmits and their rate, RTT: what every iperf3 run records.
         measurements = iperf3.iperf3_result_measurements(parsed)
         if bitrate is not None:
-            measurements.append(Measurement("offered_load", bitrate, "bits/s"))
+            measurements.append(Measurement(OFFERED_LOAD, bitrate, "bits/s"))
         verification = _source_check(seen, prepared.expected["source"], condition)
         return RunOutput(measurements, raw, verification)
 

@@ -67,6 +67,7 @@ from cnibench.report.labels import feature_words
 from cnibench.report.verdict.formatting import percent_text
 from cnibench.scenarios import SCENARIOS
 from cnibench.scenarios.base import OTHER_THAN_CONTROL, Condition, Contrast, Scenario
+from cnibench.scenarios.egress import OFFERED_LOAD
 
 
 class ContrastKind(enum.StrEnum):
@@ -316,11 +317,6 @@ def _feature_context(contrast: Contrast, treatment: _Condition, control: _Condit
 def _all_context(parameters: Mapping[str, ParamValue], *, leave_out: Iterable[str] = ()) -> str:
     skipped = set(leave_out)
     return ", ".join(f"{k}={_shown(v)}" for k, v in parameters.items() if k not in skipped)
-
-
-OFFERED_LOAD = "offered_load"
-"""The record of a run paced at a fixed load (bits/s; the egress scenario's instrumented
-runs): its throughput is the pace, so it is compared only with runs paced alike."""
 
 
 def _resource(metric: str) -> bool:
