@@ -1,7 +1,8 @@
 """The answer as a platform engineer reads it in a terminal (issues 48 and 49): the matrix cuts
 no number and no name at 80 or 100 columns, the verdict's heading is lines of a terminal's
 width, a reason is said once, an undecided cell says what would decide it, and labels say what
-ran (the lab's WireGuard is wireguard-go; kind's nodes share one host's CPUs).
+ran (the lab's WireGuard is wireguard-go in the committed study, as its fingerprint records;
+kind's nodes share one host's CPUs).
 
 The matrix and the verdict are those of the committed kind study, the numbers the issues
 quote; what the text must hold is read from the verdict's numbers (estimate, interval, runs
@@ -22,7 +23,7 @@ import pytest
 from cnibench import report
 from cnibench.cli import run as cli_run
 from cnibench.report.matrix import cni_matrix, cpu_scope, feature_matrix, matrix_text
-from cnibench.results import load_results
+from cnibench.results import load_environments, load_results
 from cnibench.scenarios import SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,7 +118,7 @@ def test_the_verdicts_heading_is_lines_of_the_terminals_width(width: int) -> Non
     heading = lines[: len(lines) - len(contrast_lines)]
     assert len(heading) >= 5
     assert max(len(line) for line in heading) <= width
-    assert heading[0].startswith("verdict: 130 tested contrast(s) in 33 question(s)")
+    assert re.match(r"verdict: \d+ tested contrast\(s\) in \d+ question\(s\)", heading[0])
     assert heading[-1].endswith(":")
     # The same words as the one line, nothing lost; each group's reference on its own line.
     assert _words(" ".join(heading)) == _words(one_line[0])
@@ -212,7 +213,7 @@ def test_the_labs_wireguard_reads_userspace_wireguard_go_in_the_matrix_and_lines
         for p in environments
     }
     assert "wireguard-go" in recorded  # what the lab ran, as its fingerprint says
-    table = report.verdict(runs)
+    table = report.verdict(runs, environments=load_environments(LAB_WIREGUARD))
     assert all(
         line.startswith("WireGuard (userspace wireguard-go) on vxlan") for line in table["verdict"]
     )

@@ -56,6 +56,7 @@ __all__ = [
     "CONTROL_VALUES",
     "FACTOR_SETTINGS",
     "GATEWAY_SCENARIOS",
+    "IMPLEMENTATION_VALUE",
     "INSTRUMENT_FACTOR",
     "INSTRUMENT_WORDS",
     "SERVICE_PROXY_FACTOR",
@@ -66,6 +67,7 @@ __all__ = [
     "differing_settings",
     "factor_words",
     "instrumented",
+    "recorded_implementation",
     "recorded_settings",
     "settings_words",
 ]
@@ -339,3 +341,31 @@ def recorded_settings(
             seen.setdefault(key, set()).add(value)
     settings = {key: " or ".join(sorted(values)) for key, values in sorted(seen.items())}
     return RecordedSettings(settings, tuple(mismatches))
+
+
+IMPLEMENTATION_VALUE = "wireguard_implementation"
+"""The installer value in which the lab records what ran its WireGuard (``"kernel"`` or
+``"wireguard-go"``; absent without encryption and in fingerprints written before it)."""
+
+
+def recorded_implementation(fingerprints: Sequence[Mapping[str, object]]) -> str:
+    """What ran a condition's encryption, as the environment fingerprints of its sessions
+    recorded it (the lab's ``cni_values``, :data:`IMPLEMENTATION_VALUE`).
+
+    Parameters
+    ----------
+    fingerprints:
+        Rows of :func:`cnibench.results.load_environments` of the condition's records.
+
+    Returns
+    -------
+    str
+        ``"kernel"`` or ``"wireguard-go"`` where every fingerprint says the same; the ones
+        they name joined by ``" or "`` where they differ (``"kernel or wireguard-go"``);
+        ``""`` where any of them names none (no encryption, a Kubernetes cluster, or a
+        fingerprint written before the lab recorded it) or there is none.
+    """
+    named = [_json_mapping(row.get("cni_values")).get(IMPLEMENTATION_VALUE) for row in fingerprints]
+    if not named or not all(isinstance(value, str) and value for value in named):
+        return ""
+    return " or ".join(sorted({str(value) for value in named}))

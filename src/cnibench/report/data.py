@@ -692,14 +692,26 @@ def load_split_records(
     return pd.concat(parts, ignore_index=True)
 
 
-def scenario_title(df: pd.DataFrame, scenario: str) -> str:
-    """How a report's headings and figures name ``scenario`` in the tidy results ``df``: what
-    ran, where the backends of its runs say more than its name
+def scenario_title(df: pd.DataFrame, scenario: str, *, verdict: pd.DataFrame | None = None) -> str:
+    """How a report's headings and figures name ``scenario``: what ran, where the backends of
+    its runs in ``df`` (tidy results or the verdict) say more than its name
     (:func:`cnibench.report.labels.scenario_words`: the lab's ``wireguard`` is ``"WireGuard
-    (userspace wireguard-go)"``), else the name."""
+    (userspace wireguard-go)"`` where every session of its feature contrasts recorded
+    wireguard-go, ``"WireGuard (kernel module, lab)"`` where every one recorded the kernel's,
+    ``"WireGuard (lab)"`` where they differ or did not say), else the name.
+
+    What ran is read from the ``implementation`` of the scenario's feature contrasts in
+    ``verdict`` (:func:`cnibench.report.verdict.verdict`; default: ``df`` itself where it is
+    the verdict)."""
     from cnibench.report.labels import scenario_words
 
     backends: list[str] = []
     if "backend" in df.columns and "scenario" in df.columns:
         backends = [str(b) for b in df.loc[df["scenario"] == scenario, "backend"]]
-    return scenario_words(scenario, backends)
+    table = df if verdict is None else verdict
+    implementations: list[str] = []
+    if {"scenario", "kind", "implementation"} <= set(table.columns):
+        # Only a feature contrast's treatment surely ran the feature (a CNI contrast's may not).
+        ran = table.loc[(table["scenario"] == scenario) & (table["kind"] == "feature")]
+        implementations = [r if isinstance(r, str) else "" for r in ran["implementation"]]
+    return scenario_words(scenario, backends, implementations=implementations)

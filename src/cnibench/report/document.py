@@ -437,10 +437,11 @@ def _scenario(
     times: pd.DataFrame,
     split: pd.DataFrame,
     all_metrics: bool,
+    table: pd.DataFrame,
 ) -> None:
-    # What ran, where the backend ran something other than the name says (the lab's
-    # WireGuard is wireguard-go): every heading and caption of the section says it.
-    shown = scenario_title(df, scenario)
+    # What ran, where the backend ran something other than the name says (the lab's WireGuard,
+    # as its sessions recorded it): every heading and caption of the section says it.
+    shown = scenario_title(df, scenario, verdict=table)
     named = f"{scenario}: {shown}" if shown != scenario else scenario
     doc.heading(2, f"Scenario: {named}", f"scenario-{scenario}")
     ok = ok_runs(df, scenario=scenario)
@@ -669,7 +670,7 @@ def _verdict_section(
     # One forest per scenario: a single figure of every contrast of a two-CNI session (about
     # 160 rows) was taller than any screen.
     for scenario, contrasts in table.groupby("scenario", sort=False):
-        shown = scenario_title(contrasts, str(scenario))  # what ran (the lab's wireguard-go)
+        shown = scenario_title(contrasts, str(scenario))  # what ran (the lab's WireGuard)
         doc.figure(
             f"verdict-forest-{scenario}",
             f"Verdict, {shown}: ratio and CI per contrast, at the level that carries its call"
@@ -817,7 +818,7 @@ def write_report(
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
         _verdict_section(doc, table, margin, df)
         for scenario in _iter_scenarios(df):
-            _scenario(doc, df, scenario, times, split, all_metrics)
+            _scenario(doc, df, scenario, times, split, all_metrics, table)
     _methods(doc, df)
     _environment(doc, results_path, df)
     _verification(doc, results_path, df)

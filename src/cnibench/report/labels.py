@@ -27,31 +27,65 @@ __all__ = [
     "wrap_label",
 ]
 
-RAN_AS: Mapping[tuple[str, str, str], str] = {
-    ("wireguard", "encryption", "lab"): "WireGuard (userspace wireguard-go)",
+RAN_AS: Mapping[tuple[str, str, str], Mapping[str, str]] = {
+    ("wireguard", "encryption", "lab"): {
+        "kernel": "WireGuard (kernel module, lab)",
+        "wireguard-go": "WireGuard (userspace wireguard-go)",
+        "": "WireGuard (lab)",
+    },
 }
 """How a (scenario, feature) measured on a backend is named where the backend runs it as
-something other than its name suggests: the lab's WireGuard is wireguard-go, a userspace
-process over a TUN device, not the kernel module that a Kubernetes CNI's WireGuard uses, so
-its cost is no estimate of a cluster's."""
+something other than its name suggests, by what its sessions recorded as running it: the lab's
+WireGuard is the kernel module where the host has one, else wireguard-go, a userspace process
+over a TUN device, not the kernel module that a Kubernetes CNI's WireGuard uses, so its cost
+is no estimate of a cluster's. Each session records which in its environment (the cni value
+``wireguard_implementation``, :func:`cnibench.report.configs.recorded_implementation`); the
+words under ``""`` claim neither, for sessions that recorded none (written before the lab
+recorded it) or that recorded different ones."""
 
 
-def scenario_words(scenario: str, backends: Iterable[str]) -> str:
+def _ran_as(words: Mapping[str, str], implementations: Iterable[str]) -> str:
+    """The words for the one implementation every record names, else the words claiming none
+    (an unknown implementation, or several)."""
+    recorded = set(implementations)
+    return words.get(recorded.pop() if len(recorded) == 1 else "", words[""])
+
+
+def scenario_words(
+    scenario: str, backends: Iterable[str], *, implementations: Iterable[str] = ()
+) -> str:
     """How a report names a scenario's section and figures: what ran (:data:`RAN_AS`) where
-    every backend of its runs says the same, else the scenario's name:
-    ``scenario_words("wireguard", ["lab"])`` is ``"WireGuard (userspace wireguard-go)"``."""
+    every backend of its runs says the same, else the scenario's name.
+
+    ``implementations`` are what the runs recorded as running the feature (``"kernel"``,
+    ``"wireguard-go"``; ``""`` where a run recorded none): one implementation is named, none or
+    several are not. ``scenario_words("wireguard", ["lab"], implementations=["wireguard-go"])``
+    is ``"WireGuard (userspace wireguard-go)"``; without implementations it is ``"WireGuard
+    (lab)"``."""
+    recorded = list(implementations)
     named = {
-        next((words for (s, _, b), words in RAN_AS.items() if s == scenario and b == backend), "")
+        next(
+            (
+                _ran_as(words, recorded)
+                for (s, _, b), words in RAN_AS.items()
+                if s == scenario and b == backend
+            ),
+            "",
+        )
         for backend in set(backends)
     }
     return named.pop() or scenario if len(named) == 1 else scenario
 
 
-def feature_words(scenario: str, feature: str, backend: str) -> str:
-    """What ran, where :data:`RAN_AS` says more than the feature's name (``""`` elsewhere):
-    ``feature_words("wireguard", "encryption", "lab")`` is ``"WireGuard (userspace
-    wireguard-go)"``."""
-    return RAN_AS.get((scenario, feature, backend), "")
+def feature_words(
+    scenario: str, feature: str, backend: str, *, implementations: Iterable[str] = ()
+) -> str:
+    """What ran, where :data:`RAN_AS` says more than the feature's name (``""`` elsewhere), by
+    what the treatment's runs recorded as running it (``implementations``, as for
+    :func:`scenario_words`): ``feature_words("wireguard", "encryption", "lab",
+    implementations=["kernel"])`` is ``"WireGuard (kernel module, lab)"``."""
+    words = RAN_AS.get((scenario, feature, backend))
+    return "" if words is None else _ran_as(words, implementations)
 
 
 _SEPARATORS = ",;"

@@ -322,9 +322,13 @@ def _frame(
             words = record["scenario"]
         else:
             scenario, feature = str(record["scenario"]), str(record["feature"])
-            words = feature_words(scenario, feature, str(record.get("backend", ""))) or (
-                _FEATURE_WORDS.get((scenario, feature), f"{scenario} {feature}")
-            )
+            ran = record.get("implementation")  # what the treatment's sessions recorded
+            words = feature_words(
+                scenario,
+                feature,
+                str(record.get("backend", "")),
+                implementations=[ran if isinstance(ran, str) else ""],
+            ) or _FEATURE_WORDS.get((scenario, feature), f"{scenario} {feature}")
         key = keys.get(int(str(index)), "")
         label = f"{words} ({key})" if key else words
         out.append(

@@ -210,17 +210,19 @@ def _forest_labels(rows: pd.DataFrame) -> tuple[np.ndarray[Any, Any], list[str]]
     contexts = [str(c) if isinstance(c, str) else "" for c in rows["context"]]
     shared = common_parts(contexts) if all(contexts) else []
     distinct = distinct_labels(contexts) if shared else contexts
-    # What ran, where the backend says more than the feature's name (the lab's WireGuard).
+    # What ran, where the backend and what its sessions recorded say more than the feature's
+    # name (the lab's WireGuard: the kernel's or wireguard-go).
     backends = rows["backend"].astype(str) if "backend" in rows.columns else [""] * len(rows)
+    ran = [
+        r if isinstance(r, str) else ""
+        for r in (rows["implementation"] if "implementation" in rows.columns else [""] * len(rows))
+    ]
     named = scenarios if scenarios is not None else [""] * len(rows)
-    words = {
-        (str(s), str(f), str(b)): feature_words(str(s), str(f), str(b))
-        for s, f, b in zip(named, rows["feature"], backends, strict=True)
-    }
     labels = []
-    for scenario, backend, kind, feature, cni, control, context, contrast in zip(
+    for scenario, backend, implementation, kind, feature, cni, control, context, contrast in zip(
         named,
         backends,
+        ran,
         rows["kind"].astype(str),
         rows["feature"].astype(str),
         rows["cni"].astype(str),
@@ -232,7 +234,8 @@ def _forest_labels(rows: pd.DataFrame) -> tuple[np.ndarray[Any, Any], list[str]]
         if kind == "cni":
             head = f"{short[cni]} vs {short[control]}"
         elif kind == "feature":
-            head = f"{words.get((scenario, feature, backend)) or feature} on {short[cni]}"
+            words = feature_words(scenario, feature, backend, implementations=[implementation])
+            head = f"{words or feature} on {short[cni]}"
         else:
             head, _, _ = contrast.partition(" (")
         labels.append(wrap_label(f"{head} ({context})" if context else head, FOREST_LABEL_WIDTH))

@@ -122,6 +122,7 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "sessions",
     "saturated",
     "backend",
+    "implementation",
     "verdict",
 )
 """Columns of :func:`verdict`, one row per contrast."""
@@ -159,8 +160,10 @@ def verdict(
         which hold each configuration's data-path settings as asked and as its cluster
         reported them: two configurations of one CNI that differ in such a setting besides
         the option compared are "not compared: differs in ..." (:func:`plan_contrasts`), a
-        line with no number that stays out of its question's family. ``None``: no setting
-        is known, and option contrasts go by the labels alone.
+        line with no number that stays out of its question's family; they also say what
+        ran the lab's WireGuard (kernel or wireguard-go), which its lines then name.
+        ``None``: no setting is known, option contrasts go by the labels alone, and the
+        lab's WireGuard is named without its implementation.
 
     Returns
     -------
@@ -199,7 +202,9 @@ def verdict(
         sides' runs left less than 5 % of the host's CPU idle,
         :func:`cnibench.report.data.saturated_runs`: such a contrast is no finding, with no
         p-value or interval, and its line says why); ``backend`` (the treatment's, ``""``
-        when not recorded); and ``verdict`` (the line).
+        when not recorded); ``implementation`` (what ran the treatment's encryption as its
+        sessions recorded it, :attr:`PlannedContrast.implementation`: the lab's ``"kernel"``
+        or ``"wireguard-go"``, ``""`` when not recorded); and ``verdict`` (the line).
         Grouped by scenario, kind (feature, option, CNI, weights, outcome) and feature,
         each in order of first appearance; within a group by ``effect_size``, largest
         first, rows without a p-value last.
@@ -266,6 +271,7 @@ def verdict(
                 "contrast": p.label,
                 "metric": p.metric,
                 "backend": p.backend,
+                "implementation": p.implementation,
                 **{k: v for k, v in m.items() if k not in ("why_not", "detail", "kind")},
                 "verdict": _not_compared_line(p) if p.not_compared else sentence(p, m),
             }

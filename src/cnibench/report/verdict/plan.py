@@ -51,6 +51,7 @@ from cnibench.report.configs import (
     differing_settings,
     factor_words,
     instrumented,
+    recorded_implementation,
     recorded_settings,
     settings_words,
 )
@@ -120,6 +121,10 @@ class PlannedContrast:
         Why the two sides are not compared although the contrast is planned, e.g. ``"differs
         in masquerade (bpf vs iptables)"``: its line says so and nothing else; ``""`` for a
         contrast that is measured.
+    implementation:
+        What ran the treatment's encryption, as its sessions' fingerprints recorded it
+        (:func:`cnibench.report.configs.recorded_implementation`: the lab's ``"kernel"`` or
+        ``"wireguard-go"``; ``""`` when not recorded).
     """
 
     scenario: str
@@ -136,12 +141,14 @@ class PlannedContrast:
     weights: str = ""
     backend: str = ""
     not_compared: str = ""
+    implementation: str = ""
 
     @property
     def label(self) -> str:
         """How a verdict line names the contrast, e.g. ``"egress gateway on vxlan"``, or what
-        ran where the backend says more (:func:`cnibench.report.labels.feature_words`:
-        ``"WireGuard (userspace wireguard-go) on vxlan"``)."""
+        ran where the backend and its records say more (:func:`cnibench.report.labels.
+        feature_words`: ``"WireGuard (userspace wireguard-go) on vxlan"`` where the lab
+        recorded wireguard-go)."""
         if self.kind is ContrastKind.CNI:
             head = f"{self.scenario} {self.cni} vs reference {self.control_cni}"
         elif self.kind is ContrastKind.OPTION:
@@ -154,7 +161,9 @@ class PlannedContrast:
             )
             head = f"{self.scenario} shares vs configured {configured} on {self.cni}"
         else:
-            words = feature_words(self.scenario, self.feature, self.backend)
+            words = feature_words(
+                self.scenario, self.feature, self.backend, implementations=[self.implementation]
+            )
             head = f"{words or f'{self.scenario} {self.feature}'} on {self.cni}"
         return f"{head} ({self.context})" if self.context else head
 
@@ -173,6 +182,7 @@ class _Condition:
     metrics: frozenset[str]
     config: Configuration
     backend: str = ""
+    implementation: str = ""
 
 
 def usable_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -233,9 +243,14 @@ def _fingerprints(
 
 
 def _conditions(
-    rows: pd.DataFrame, scenario: str, configs: Mapping[str, Configuration]
+    rows: pd.DataFrame,
+    scenario: str,
+    configs: Mapping[str, Configuration],
+    environments: pd.DataFrame | None,
 ) -> list[_Condition]:
-    """Measured conditions of ``scenario`` in order of first appearance, per CNI."""
+    """Measured conditions of ``scenario`` in order of first appearance, per CNI, each with
+    what ran its encryption as the fingerprints of its own records say (the lab's WireGuard
+    is the kernel's or wireguard-go per session)."""
     mine = rows[rows["scenario"] == scenario]
     out = []
     for (cni, condition, parameters), group in mine.groupby(
@@ -258,6 +273,7 @@ def _conditions(
                 frozenset(str(m) for m in group["metric"]),
                 configs[str(cni)],
                 str(group["backend"].iloc[0]) if "backend" in group.columns else "",
+                recorded_implementation(_fingerprints(group, environments)),
             )
         )
     return out
@@ -439,6 +455,7 @@ def _on_metrics(
             metric,
             backend=treatment.backend,
             not_compared=not_compared,
+            implementation=treatment.implementation,
         )
         for metric in metrics
     ]
@@ -717,8 +734,10 @@ def plan_contrasts(
         The environment fingerprints of the results' sessions
         (:func:`cnibench.results.load_environments`), from which each configuration's
         recorded data-path settings are read (:func:`cnibench.report.configs.
-        recorded_settings`); ``None``: none are known, so no option contrast is held back
-        for a setting its label does not name.
+        recorded_settings`), and what ran each treatment's encryption
+        (:attr:`PlannedContrast.implementation`); ``None``: none are known, so no option
+        contrast is held back for a setting its label does not name, and no label names the
+        lab's WireGuard implementation.
 
     Returns
     -------
@@ -745,7 +764,7 @@ def plan_contrasts(
         if scenario is None:
             found.append(f"{name}: no scenario declares its contrasts; not in the verdict")
             continue
-        conditions = _conditions(rows, name, configs)
+        conditions = _conditions(rows, name, configs, environments)
         planned += _feature_contrasts(scenario, conditions, found)
         if scenario.compares_cnis:
             planned += _cni_contrasts(scenario, conditions, chosen, found, chosen_references)
