@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cnibench.backends.base import ClusterSpec
 from cnibench.cli import _build_parser
 from cnibench.scenarios import build_scenarios
 from cnibench.scenarios.profiles import profile_named
@@ -76,3 +77,49 @@ def test_a_directory_with_results_is_refused_in_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "is not empty" in err
+
+
+def _options(cni: str) -> dict[str, str]:
+    return dict(ClusterSpec.from_label(cni).options)
+
+
+def test_cilium_with_and_without_kube_proxy_replacement_differ_in_the_mode_alone() -> None:
+    # Issue 48: the 2026-11-27 study's kube-proxy-replacement cluster also had the egress
+    # gateway and BPF masquerading, and only the other side carried Traefik.
+    cilium = [c.cni for c in STUDY if ClusterSpec.from_label(c.cni).cni == "cilium"]
+    kube_proxy = [c for c in cilium if _options(c).get("mode") == "kube-proxy"]
+    assert len(kube_proxy) == 1
+    replacement = [
+        c
+        for c in cilium
+        if _options(c).get("mode", "kpr") == "kpr"
+        and {k: v for k, v in _options(c).items() if k != "mode"}
+        == {k: v for k, v in _options(kube_proxy[0]).items() if k != "mode"}
+    ]
+    assert len(replacement) == 1, cilium
+    # Both run the Service conditions, so the two proxies are compared where they work.
+    services = {
+        c.cni: {x for part in c.parts for x in part.conditions if "-service-" in x}
+        for c in STUDY
+        if c.cni in (kube_proxy[0], replacement[0])
+    }
+    assert all(services.values()), services
+
+
+def test_the_egress_gateway_runs_on_a_configuration_that_asks_for_it_by_name() -> None:
+    for configuration in STUDY:
+        if any("egress" in part.scenarios for part in configuration.parts):
+            features = _options(configuration.cni).get("features", "").split(",")
+            assert "egress-gateway" in features, configuration.cni
+            # Only the gateway's own contrast runs there: nothing else is compared with it.
+            assert all(part.scenarios == ("egress",) for part in configuration.parts)
+
+
+def test_the_egress_parts_add_rounds_until_decided_within_a_budget() -> None:
+    egress = [line for line in commands(OUT) if "egress" in line]
+    assert len(egress) == 2
+    for line in egress:
+        assert "--until-decided" in line
+        args = _parsed(line)
+        assert args.until_decided
+        assert args.budget
