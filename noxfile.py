@@ -14,6 +14,7 @@ import pathlib
 import shutil
 import signal
 import subprocess
+import sys
 
 import nox
 
@@ -73,7 +74,7 @@ def tests(session: nox.Session) -> None:
     """The whole suite: unit, integration, lab, reliability, kube (real apiserver), kind (real
     kind clusters from the offline image set, in a private engine), bench on lab."""
     _install(session)
-    require = os.environ.get("CNIBENCH_REQUIRE", "lab,kube,kind")
+    require = os.environ.get("CNIBENCH_REQUIRE", "lab,kube,kind,bootstrap")
     args = session.posargs or [
         "tests",
         "--cluster=lab",
@@ -127,7 +128,8 @@ def tests(session: nox.Session) -> None:
     _autogroup_nice(session, builds.pid, BUILDS_NICE_ALONE)
     env["CNIBENCH_KUBE_BUILD_STATUS"] = status
     env["CNIBENCH_KUBE_BUILD_LOG"] = log_path
-    kind: _KindTier | None = None
+    kind: _Beside | None = None
+    check: _Beside | None = None
     others_failed = True
     try:
         _system(session)
@@ -142,6 +144,11 @@ def tests(session: nox.Session) -> None:
         # on clusters coming up, and the others' `cnibench clean` keeps what it holds
         # (cnibench.leases). Its output is printed when it ends.
         kind = _start_kind_tier(session, args[1:], env, os.path.join(tmp, "kind-tier.log"))
+        # And the README's first command in a fresh Debian root (bootstrap-check), which needs
+        # no tier's result: started once the measured tests are done, it ends within the kind
+        # tier's time. Its lab is its own, as the bench workers' labs are.
+        if "bootstrap" in require.split(","):
+            check = _start_bootstrap_check(session, os.path.join(tmp, "bootstrap-check.log"))
         if builds.poll() is None:
             _autogroup_nice(session, builds.pid, BUILDS_NICE_BESIDE)
         # Beside it: the rest of the integration and lab tiers; the unit tier and the
@@ -156,8 +163,9 @@ def tests(session: nox.Session) -> None:
         session.run("python", "-m", "pytest", *args, *ignored, env=env)
         others_failed = False
     finally:
-        if kind is not None:
-            kind.finish(session, interrupt=others_failed)
+        for beside in (kind, check):
+            if beside is not None:
+                beside.finish(session, interrupt=others_failed)
         if builds.poll() is None:  # pytest ended before the builds did
             os.killpg(builds.pid, signal.SIGTERM)
             builds.wait()
@@ -181,28 +189,46 @@ def _autogroup_nice(session: nox.Session, leader: int, nice: int) -> None:
     session.log(f"background builds: autogroup nice {nice}")
 
 
-class _KindTier:
-    """The kind tier's pytest, run beside the other tiers (see ``tests``)."""
+class _Beside:
+    """A check run beside the other tiers (see ``tests``): the kind tier's pytest, the
+    bootstrap-check's nox."""
 
-    def __init__(self, process: subprocess.Popen[bytes], log_path: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        process: subprocess.Popen[bytes],
+        log_path: str,
+        timeout: float,
+        *,
+        interrupt_group: bool = False,
+    ) -> None:
+        self.name = name
         self.process = process
         self.log_path = log_path
+        self.timeout = timeout
+        self.interrupt_group = interrupt_group
+        """Whether an interrupt goes to the whole process group, as Ctrl-C on a terminal does
+        (the bootstrap-check's demo then cleans its lab up itself), or to the leader alone
+        (pytest, which runs its own teardown)."""
 
     def finish(self, session: nox.Session, *, interrupt: bool) -> None:
-        """Wait for it (``interrupt``: the other tiers failed; it is interrupted first, and its
-        fixtures still stop its engine), print its output, and fail the session if it
-        failed."""
+        """Wait for it (``interrupt``: the other tiers failed; it is interrupted first, and
+        its own clean-up still runs: the kind fixtures stop their engine, the demo its lab),
+        print its output, and fail the session if it failed."""
         if interrupt and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)  # pytest's teardown still runs
+            if self.interrupt_group:
+                os.killpg(self.process.pid, signal.SIGINT)
+            else:
+                self.process.send_signal(signal.SIGINT)
         try:
-            code = self.process.wait(timeout=KIND_TIER_TIMEOUT)
+            code = self.process.wait(timeout=self.timeout)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             code = self.process.wait()
         with open(self.log_path, errors="replace") as log:
             print(log.read(), flush=True)
         if code != 0 and not interrupt:
-            session.error(f"the kind tier failed (pytest exit {code}; its output is above)")
+            session.error(f"{self.name} failed (exit {code}; its output is above)")
 
 
 BENCH_CI_CNI = "vxlan"
@@ -223,9 +249,34 @@ KIND_TIER_TIMEOUT = 60 * 60
 """Seconds the kind tier may still take once the other tiers are done."""
 
 
+BOOTSTRAP_CHECK_TIMEOUT = 30 * 60
+"""Seconds the bootstrap-check may still take once the other tiers are done (it takes 6-10
+minutes from its start)."""
+
+
+def _start_bootstrap_check(session: nox.Session, log_path: str) -> _Beside:
+    """``nox -s bootstrap-check`` in a process group of its own, its output to ``log_path``."""
+    if os.geteuid() != 0:
+        session.error(
+            "bootstrap-check needs root (mmdebstrap, chroot and mounts): run the tests as root,"
+            " or leave 'bootstrap' out of CNIBENCH_REQUIRE"
+        )
+    session.log(f"bootstrap-check: running beside the other tiers ({log_path})")
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "nox", "-f", os.path.abspath(__file__), "-s", "bootstrap-check"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: killed as one on a timeout
+        )
+    return _Beside(
+        "bootstrap-check", process, log_path, BOOTSTRAP_CHECK_TIMEOUT, interrupt_group=True
+    )
+
+
 def _start_kind_tier(
     session: nox.Session, args: list[str], env: dict[str, str], log_path: str
-) -> _KindTier:
+) -> _Beside:
     python = _python(session)
     session.log(f"kind tier: running beside the other tiers ({log_path})")
     with open(log_path, "wb") as log:
@@ -240,15 +291,17 @@ def _start_kind_tier(
             },
             start_new_session=True,  # its own process group: a Ctrl-C of nox reaches it below
         )
-    return _KindTier(process, log_path)
+    return _Beside("the kind tier", process, log_path, KIND_TIER_TIMEOUT)
 
 
 @nox.session(python=PYTHON)
 def study(session: nox.Session) -> None:
-    """The kind study (docs/findings.md): six cluster configurations on kind, built offline,
+    """The kind study (docs/findings.md): seven cluster configurations on kind, built offline,
     into docs/results/kind-<date>/ (``-- --print`` shows its plain `cnibench run` commands,
-    ``-- --engine NAME`` uses another private engine). 104 minutes warm on 2 cores
-    (2026-11-27): what it compares across configurations runs in two sessions of each."""
+    ``-- --engine NAME`` uses another private engine). The six of 2026-11-27 took 104 minutes
+    warm on 2 cores; the plan now has a seventh and adds egress rounds until decided within a
+    budget (about 150 minutes, not yet timed). What it compares across configurations runs in
+    two sessions of each."""
     _install(session)
     _system(session)
     session.run("python", "-m", "cnibench.study", *session.posargs)
@@ -404,7 +457,8 @@ def bootstrap_check(session: nox.Session) -> None:
     cached by date in ~/.cache/cnibench/mmdebstrap), as root in a chroot with /proc, /sys, /dev
     and /run mounted. Checks exit 0, the matrix printed, no unit enabled by the install under
     etc/systemd/system/*.wants and the iptables alternative unchanged; prints each step's
-    seconds. Needs root; about 10 minutes. Not in CI yet."""
+    seconds. Needs root; 6-10 minutes. The tests session (CI) runs it beside the kind tier
+    while ``CNIBENCH_REQUIRE`` names ``bootstrap`` (its default)."""
     import datetime
     import tempfile
     import time

@@ -4,6 +4,7 @@ with each test's markers (``suite_probe``), serves every check."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -123,3 +124,25 @@ def test_ci_runs_every_condition_of_the_benchmark_suite_once_on_one_datapath() -
 
     assert all(f"[{cni}-" in test for test in ci), ci
     assert sorted(map(condition, ci)) == sorted(set(map(condition, every)))
+
+
+def test_ci_runs_the_readme_s_first_command_in_a_fresh_root_beside_the_kind_tier() -> None:
+    """Issue 49: CI runs ``nox -s bootstrap-check``. The tests session starts it when
+    ``CNIBENCH_REQUIRE`` names ``bootstrap``, which its default and ``.ci/run`` both do, and
+    waits for it as for the kind tier (a failure fails the session)."""
+    tests = function_node("tests")
+    assert "_start_bootstrap_check" in names_in(tests)
+    defaults = [
+        node.value
+        for node in ast.walk(tests)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.startswith("lab,")
+    ]
+    assert defaults, "no CNIBENCH_REQUIRE default in the tests session"
+    assert all("bootstrap" in d.split(",") for d in defaults), defaults
+    ci = (ROOT / ".ci" / "run").read_text()
+    required = next(line for line in ci.splitlines() if "CNIBENCH_REQUIRE=" in line)
+    assert "bootstrap" in required, required
+    starter = function_node("_start_bootstrap_check")
+    assert "bootstrap-check" in {n.value for n in ast.walk(starter) if isinstance(n, ast.Constant)}
