@@ -409,7 +409,7 @@ BOOTSTRAP_CHECK_RUN = r"""
 root=$1; shift
 trap 'umount -R "$root" 2>/dev/null || true' EXIT
 # A mount point of its own: `ip netns exec` makes / a slave mount and remounts /sys, which a
-# plain directory chroot refuses (see scripts/demo-fresh-rootfs.sh).
+# plain directory chroot refuses ("mount --make-rslave /" failed: Invalid argument).
 mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
