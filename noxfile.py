@@ -1,4 +1,6 @@
 """Sessions people and CI both use: ``nox -s demo``, ``nox -s tests``, lint, typecheck, perf;
+``nox -s kind-demo`` (which CNI, on kind) and ``nox -s study``; ``nox -s bootstrap-check`` (the
+README's first command in a fresh Debian root, which ``tests`` runs beside its kind tier);
 ``nox -s aks-validate`` (slow cold, so in neither CI nor the defaults) checks terraform/aks.
 
 Set-up is part of each session: Python dependencies go into the session's virtualenv, system
@@ -305,6 +307,24 @@ def study(session: nox.Session) -> None:
     _install(session)
     _system(session)
     session.run("python", "-m", "cnibench.study", *session.posargs)
+
+
+@nox.session(name="kind-demo", python=PYTHON)
+def kind_demo(session: nox.Session) -> None:
+    """Which CNI, in one command: installs what kind needs, starts the private engine, builds
+    the offline images (cold about 19 minutes, then cached), runs flannel, Cilium and
+    kube-router on pod-to-pod traffic and policy (quick, one session each: ``python -m
+    cnibench.study --plan which-cni``), prints the matrices and stops the engine. Results in
+    results/which-cni-<UTC time>/ (``-- --print`` shows the plain `cnibench run` commands)."""
+    import datetime
+
+    _install(session)
+    _system(session, "--for", "kind")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = os.path.join("results", f"which-cni-{stamp}")
+    session.run(
+        "python", "-m", "cnibench.study", "--plan", "which-cni", "--out", out, *session.posargs
+    )
 
 
 @nox.session(name="aks-validate", python=PYTHON)

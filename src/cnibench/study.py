@@ -41,8 +41,10 @@ from cnibench.errors import CnibenchError, ConfigError
 from cnibench.results import atomic_write_bytes, load_environments, load_results
 
 __all__ = [
+    "PLANS",
     "REFERENCE",
     "STUDY",
+    "WHICH_CNI",
     "Configuration",
     "Part",
     "commands",
@@ -263,6 +265,56 @@ STUDY: tuple[Configuration, ...] = (
 )
 """The study, in the order it runs."""
 
+_WHICH_POLICY = ("off-cross-node-c1", "on-cross-node-r0-c1")
+"""The policy scenario at its quickest: no policy, and one policy of no further rules."""
+
+WHICH_CNI: tuple[Configuration, ...] = (
+    Configuration(
+        "flannel, kube-proxy iptables",
+        REFERENCE,
+        (
+            Part(
+                ("baseline",),
+                POD,
+                why="the reference: pod to pod across nodes; flannel enforces no policy",
+            ),
+        ),
+    ),
+    Configuration(
+        "Cilium, kube-proxy mode",
+        "cilium:mode=kube-proxy",
+        (
+            Part(
+                ("baseline", "policy"),
+                (*POD, *_WHICH_POLICY),
+                ("--rules", "0"),
+                why="Cilium beside the reference with the same Service proxy, and its policy on "
+                "against off",
+            ),
+        ),
+    ),
+    Configuration(
+        "kube-router",
+        "kube-router",
+        (
+            Part(
+                ("baseline", "policy"),
+                (*POD, *_WHICH_POLICY),
+                ("--rules", "0"),
+                why="kube-router beside the reference with the same Service proxy, and its "
+                "policy (iptables + ipset) on against off",
+            ),
+        ),
+    ),
+)
+"""``nox -s kind-demo``: which CNI, in one command and about a quarter of an hour warm: flannel,
+Cilium and kube-router on pod-to-pod traffic and policy, one session each (``quick``). On kind
+each configuration has a cluster of its own in turn, so a CNI against the reference is compared
+across sessions: one session a side gives the estimates and says what would decide them."""
+
+PLANS: dict[str, tuple[Configuration, ...]] = {"study": STUDY, "which-cni": WHICH_CNI}
+"""The plans ``python -m cnibench.study --plan`` runs."""
+
 
 def commands(out: Path, *, study: Sequence[Configuration] = STUDY) -> list[list[str]]:
     """The ``cnibench run`` argument lists of ``study`` writing into ``out``, in order."""
@@ -400,8 +452,14 @@ def _log(line: str) -> None:
     print(line, flush=True)  # before the output of the command it announces
 
 
-def run(out: Path, *, engine: str = ENGINE, log: Callable[[str], None] = _log) -> int:
-    """Run the whole study into ``out``; 0 when every command succeeded."""
+def run(
+    out: Path,
+    *,
+    engine: str = ENGINE,
+    plan: Sequence[Configuration] = STUDY,
+    log: Callable[[str], None] = _log,
+) -> int:
+    """Run the whole of ``plan`` (the study) into ``out``; 0 when every command succeeded."""
     from cnibench.backends.kube.engine import engine_down, engine_status, engine_up
     from cnibench.backends.kube.providers import ENGINE_LEASE
     from cnibench.leases import hold
@@ -417,7 +475,7 @@ def run(out: Path, *, engine: str = ENGINE, log: Callable[[str], None] = _log) -
         steps = [_cli("images", "build", *IMAGES, env=env, log=log)]
         if steps[0].exit_code != 0:
             return steps[0].exit_code
-        for line in commands(out):
+        for line in commands(out, study=plan):
             steps.append(_cli(*line[1:], env=env, log=log))
             log(f"cnibench study: {steps[-1].seconds:.0f} s, exit {steps[-1].exit_code}")
     finally:
@@ -432,19 +490,28 @@ def run(out: Path, *, engine: str = ENGINE, log: Callable[[str], None] = _log) -
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m cnibench.study [--print] [--out DIR] [--engine NAME]``."""
+    """``python -m cnibench.study [--plan study|which-cni] [--print] [--out DIR] [--engine
+    NAME]``."""
     parser = argparse.ArgumentParser(prog="python -m cnibench.study", description=__doc__)
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     parser.add_argument("--out", type=Path, default=Path("docs/results") / f"kind-{today}")
     parser.add_argument("--engine", default=ENGINE, help=f"private engine (default {ENGINE})")
+    parser.add_argument(
+        "--plan",
+        choices=sorted(PLANS),
+        default="study",
+        help="study: the kind study (default); which-cni: flannel, Cilium and kube-router,"
+        " quick (nox -s kind-demo)",
+    )
     parser.add_argument("--print", action="store_true", help="print the commands only")
     parser.add_argument(
         "--finish", action="store_true", help="only write report, verdict and account of --out"
     )
     args = parser.parse_args(argv)
     try:
+        plan = PLANS[args.plan]
         if args.print:
-            for line in commands(args.out):
+            for line in commands(args.out, study=plan):
                 print(shlex.join(line))
             return 0
         if args.finish:
@@ -452,7 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.out.exists() and any(args.out.iterdir()):
             raise ConfigError(f"{args.out} is not empty: the study writes a new results set")
-        return run(args.out, engine=args.engine)
+        return run(args.out, engine=args.engine, plan=plan)
     except CnibenchError as exc:
         print(f"cnibench study: {exc}", file=sys.stderr)
         return 2

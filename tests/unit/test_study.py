@@ -16,7 +16,7 @@ from cnibench.cli import _build_parser
 from cnibench.scenarios import build_scenarios
 from cnibench.scenarios.profiles import profile_named
 from cnibench.session import plan_conditions, select_backend, session_config
-from cnibench.study import PROFILE, REFERENCE, STUDY, commands, main
+from cnibench.study import PLANS, PROFILE, REFERENCE, STUDY, WHICH_CNI, commands, main
 
 OUT = Path("docs/results/kind-test")
 
@@ -26,7 +26,11 @@ def _parsed(line: list[str]) -> argparse.Namespace:
     return _build_parser().parse_args(line[1:])
 
 
-@pytest.mark.parametrize("line", commands(OUT), ids=lambda line: " ".join(line[5:6] + line[-4:]))
+@pytest.mark.parametrize(
+    "line",
+    [line for plan in PLANS.values() for line in commands(OUT, study=plan)],
+    ids=lambda line: " ".join(line[5:6] + line[-4:]),
+)
 def test_each_command_parses_and_plans_exactly_its_conditions(line: list[str]) -> None:
     args = _parsed(line)
     config = session_config(vars(args))
@@ -123,3 +127,30 @@ def test_the_egress_parts_add_rounds_until_decided_within_a_budget() -> None:
         args = _parsed(line)
         assert args.until_decided
         assert args.budget
+
+
+def test_which_cni_runs_flannel_cilium_and_kube_router_behind_one_service_proxy() -> None:
+    """Issue 49 item 2: ``nox -s kind-demo`` runs flannel, Cilium and kube-router on baseline
+    and policy; with kube-proxy in front of Services on all three, a CNI contrast changes the
+    CNI alone."""
+    names = [ClusterSpec.from_label(c.cni).cni for c in WHICH_CNI]
+    assert names == [REFERENCE, "cilium", "kube-router"]
+    assert all(_options(c.cni).get("mode", "kube-proxy") == "kube-proxy" for c in WHICH_CNI)
+    scenarios = {s for c in WHICH_CNI for part in c.parts for s in part.scenarios}
+    assert scenarios == {"baseline", "policy"}
+    # The baseline's pod-to-pod conditions run on every configuration: what the CNIs share.
+    shared = set.intersection(*({x for p in c.parts for x in p.conditions} for c in WHICH_CNI))
+    assert {"cross-node-idle-iperf3", "cross-node-idle-sockperf"} <= shared
+    assert all(part.why for c in WHICH_CNI for part in c.parts)
+
+
+def test_print_shows_the_plan_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--plan", "which-cni", "--print", "--out", str(OUT)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split()[5] for line in printed] == [c.cni for c in WHICH_CNI]
+
+
+def test_an_unknown_plan_is_refused() -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--plan", "everything", "--print"])
+    assert exited.value.code == 2
