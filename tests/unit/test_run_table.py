@@ -146,7 +146,7 @@ EGRESS_ON = Condition("egress", "gateway-on", {"gateway": "on"})
 def _egress_runs(idle: list[float]) -> list[dict[str, float]]:
     """Egress runs with the host's idle CPU share each left (``host_idle``, a ratio)."""
     return [
-        {"throughput": 9e9 + 1e7 * i, "rtt_mean": 100.0, "host_idle": share}
+        {"throughput": 9e9 + 1e7 * i, "cpu": 50.0, "host_idle": share}
         for i, share in enumerate(idle)
     ]
 
@@ -164,7 +164,7 @@ def test_a_condition_with_saturated_runs_is_marked_and_the_mark_explained() -> N
     hot = [_result("egress", EGRESS_ON, _egress_runs([0.03, 0.30, 0.01, 0.4, 0.5]))]
     text, rows = _printed(hot), _rows(hot)
     assert rows[(EGRESS_ON.id, "throughput")][8] == "verified, ⊘ 2 of 5 saturated"
-    assert rows[(EGRESS_ON.id, "rtt_mean")][8] == "verified, ⊘ 2 of 5 saturated"
+    assert rows[(EGRESS_ON.id, "cpu")][8] == "verified, ⊘ 2 of 5 saturated"
     legend = " ".join(line for line in text.splitlines() if "│" not in line)
     assert "⊘ N of M saturated" in legend
     assert "less than 5 % of the host's CPU idle" in legend
