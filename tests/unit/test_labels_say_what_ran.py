@@ -12,6 +12,7 @@ would have written.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -197,3 +198,13 @@ def test_recorded_implementation_reads_the_fingerprints(
 ) -> None:
     fingerprints = [{"backend": "lab", "cni_values": json.dumps(v)} for v in values]
     assert recorded_implementation(fingerprints) == recorded
+
+
+def test_a_missing_value_in_a_table_names_no_implementation() -> None:
+    # A verdict read back from a file has NaN where nothing was recorded: it claims neither.
+    assert feature_words("wireguard", "encryption", "lab", implementations=[math.nan]) == (
+        feature_words("wireguard", "encryption", "lab", implementations=[""])
+    )
+    assert "kernel" not in feature_words(
+        "wireguard", "encryption", "lab", implementations=["kernel", None]
+    )

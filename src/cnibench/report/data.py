@@ -709,9 +709,9 @@ def scenario_title(df: pd.DataFrame, scenario: str, *, verdict: pd.DataFrame | N
     if "backend" in df.columns and "scenario" in df.columns:
         backends = [str(b) for b in df.loc[df["scenario"] == scenario, "backend"]]
     table = df if verdict is None else verdict
-    implementations: list[str] = []
+    implementations: list[object] = []
     if {"scenario", "kind", "implementation"} <= set(table.columns):
         # Only a feature contrast's treatment surely ran the feature (a CNI contrast's may not).
         ran = table.loc[(table["scenario"] == scenario) & (table["kind"] == "feature")]
-        implementations = [r if isinstance(r, str) else "" for r in ran["implementation"]]
+        implementations = list(ran["implementation"])
     return scenario_words(scenario, backends, implementations=implementations)

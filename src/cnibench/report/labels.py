@@ -44,15 +44,16 @@ words under ``""`` claim neither, for sessions that recorded none (written befor
 recorded it) or that recorded different ones."""
 
 
-def _ran_as(words: Mapping[str, str], implementations: Iterable[str]) -> str:
+def _ran_as(words: Mapping[str, str], implementations: Iterable[object]) -> str:
     """The words for the one implementation every record names, else the words claiming none
-    (an unknown implementation, or several)."""
-    recorded = set(implementations)
+    (an unknown implementation, or several). A value that is not a string (a table's missing
+    value) names none, as ``""`` does."""
+    recorded = {r if isinstance(r, str) else "" for r in implementations}
     return words.get(recorded.pop() if len(recorded) == 1 else "", words[""])
 
 
 def scenario_words(
-    scenario: str, backends: Iterable[str], *, implementations: Iterable[str] = ()
+    scenario: str, backends: Iterable[str], *, implementations: Iterable[object] = ()
 ) -> str:
     """How a report names a scenario's section and figures: what ran (:data:`RAN_AS`) where
     every backend of its runs says the same, else the scenario's name.
@@ -78,7 +79,7 @@ def scenario_words(
 
 
 def feature_words(
-    scenario: str, feature: str, backend: str, *, implementations: Iterable[str] = ()
+    scenario: str, feature: str, backend: str, *, implementations: Iterable[object] = ()
 ) -> str:
     """What ran, where :data:`RAN_AS` says more than the feature's name (``""`` elsewhere), by
     what the treatment's runs recorded as running it (``implementations``, as for

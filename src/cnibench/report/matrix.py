@@ -322,12 +322,12 @@ def _frame(
             words = record["scenario"]
         else:
             scenario, feature = str(record["scenario"]), str(record["feature"])
-            ran = record.get("implementation")  # what the treatment's sessions recorded
             words = feature_words(
                 scenario,
                 feature,
                 str(record.get("backend", "")),
-                implementations=[ran if isinstance(ran, str) else ""],
+                # What the treatment's sessions recorded as running the feature.
+                implementations=[record.get("implementation")],
             ) or _FEATURE_WORDS.get((scenario, feature), f"{scenario} {feature}")
         key = keys.get(int(str(index)), "")
         label = f"{words} ({key})" if key else words

@@ -213,10 +213,7 @@ def _forest_labels(rows: pd.DataFrame) -> tuple[np.ndarray[Any, Any], list[str]]
     # What ran, where the backend and what its sessions recorded say more than the feature's
     # name (the lab's WireGuard: the kernel's or wireguard-go).
     backends = rows["backend"].astype(str) if "backend" in rows.columns else [""] * len(rows)
-    ran = [
-        r if isinstance(r, str) else ""
-        for r in (rows["implementation"] if "implementation" in rows.columns else [""] * len(rows))
-    ]
+    ran = rows["implementation"] if "implementation" in rows.columns else [""] * len(rows)
     named = scenarios if scenarios is not None else [""] * len(rows)
     labels = []
     for scenario, backend, implementation, kind, feature, cni, control, context, contrast in zip(
