@@ -780,9 +780,10 @@ def split_power(simulations: int, rng: np.random.Generator) -> tuple[list[str], 
             design_runs, per_run = runs, plan.requests / runs
             recommendation = f"{plan.requests} requests over {runs} runs"
         else:
-            design_runs, per_run = plan.runs_needed, float(requests)
+            design_runs, per_run = plan.runs_needed, float(plan.run_requests or requests)
             recommendation = (
                 f"no number of requests (at most {plan.power:.2f}): {plan.runs_needed} runs"
+                f" of {per_run:.0f}"
             )
         stated = stats.split_test_power(
             weights,

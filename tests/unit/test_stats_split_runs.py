@@ -83,13 +83,34 @@ def test_when_runs_vary_too_much_the_plan_asks_for_runs_not_requests() -> None:
     assert not plan.reachable
     assert plan.power < 0.9
     assert plan.runs_needed > 5
-    assert f"about {plan.runs_needed} runs of 1000 requests" in plan.statement()
+    assert plan.run_requests is not None
+    assert f"about {plan.runs_needed} runs of {plan.run_requests} requests" in plan.statement()
     simulated = _rejections(
         np.random.default_rng(4300),
         runs=plan.runs_needed,
-        total=plan.runs_needed * 1000,
+        total=plan.runs_needed * plan.run_requests,
         share=0.55,
         spread=0.02,
         tests=400,
     )
     assert simulated >= 0.9 - 0.05
+
+
+def test_the_runs_advised_are_trimmed_to_the_fewest_requests_that_reach_the_power() -> None:
+    # Whole runs of the measured 1000 requests overshoot the power: the last run adds a step.
+    # The runs advised hold the fewest requests per run that still reach 0.9, and one request
+    # fewer per run falls short (the dispersion known, so the power is split_test_power's).
+    plan = stats.skew_detection_plan(WEIGHTS, runs=5, requests_per_run=1000, dispersion=2.665)
+    assert plan.run_requests is not None
+    k, m = plan.runs_needed, plan.run_requests
+    assert m < 1000
+
+    def power(per_run: int) -> float:
+        dispersion = 1.0 + (per_run - 1) * (2.665 - 1.0) / 999
+        return stats.split_test_power(
+            WEIGHTS, requests=k * per_run, runs=k, dispersion=dispersion, alpha=0.01
+        )
+
+    assert power(m) >= 0.9
+    assert power(m - 1) < 0.9
+    assert power(1000) > power(m)
