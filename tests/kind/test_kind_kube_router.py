@@ -238,6 +238,18 @@ def test_the_pod_path_and_a_service_among_1000_in_nftables_are_measured(
     assert list(created["condition"]) == [SERVICE_1000]
     assert created["value"].between(0.1, 600).all(), created["value"].tolist()
     assert evidence["programming_seconds"] == pytest.approx(programmed["value"].iloc[0], abs=1e-3)
+    # Once per run, not per set-up: one more ClusterIP Service among the 1000, at an address
+    # of the static band, timed from its request by the probe that ran before it.
+    added = frame[(frame["metric"] == "new_service_time") & (frame["condition"] == SERVICE_1000)]
+    assert len(added) == 2, added
+    assert added["value"].between(0.001, 120).all(), added["value"].tolist()
+    for path in results.glob(f"*/raw/*{SERVICE_1000}*/new_service_time.json"):
+        probe = json.loads(path.read_text())
+        assert probe["new_service_time_probe_saw_old_state"] >= 1, probe
+        assert probe["new_service_time_probe_interval_ms"] <= 20, probe
+        assert probe.get("new_service_time_held_before_request") is None, probe
+    leaks = frame[frame["metric"] == "new_service_time_leaks"]
+    assert sorted(leaks["run_id"]) == sorted(added["run_id"])
 
 
 def test_a_60_40_split_through_traefik_keeps_its_weights(

@@ -15,6 +15,7 @@ from lab_support import HTTP_PORT, IPERF3_PORT, SOCKPERF_PORT, Lab
 from cnibench import load_results
 from cnibench.backends.base import Service
 from cnibench.backends.lab.service_rules import SERVICE_RANGE
+from cnibench.errors import ConfigError, ProvisioningError
 from cnibench.scenarios.baseline import BaselineScenario
 from cnibench.scenarios.options import parse_scenario_options
 from cnibench.scenarios.profiles import profile_named
@@ -187,3 +188,41 @@ def test_an_interleaved_service_condition_times_the_proxy_in_every_round(
     assert timed.groupby("condition").size().to_dict() == runs
     assert timed["run_id"].is_unique
     assert (timed["value"] >= 0).all(), timed["value"].tolist()
+    # Every run also times one more Service among those loaded, from its request on: the
+    # probe ran before it (it saw the address lead nowhere), and nothing else answered.
+    added = frame[frame["metric"] == "new_service_time"]
+    assert added.groupby("condition").size().to_dict() == runs
+    assert (added["value"] > 0).all(), added["value"].tolist()
+    assert (added["value"] < 15).all(), added["value"].tolist()
+    leaks = frame[frame["metric"] == "new_service_time_leaks"]
+    assert set(leaks["value"]) == {0.0}
+    for probe in results.glob("*/raw/*/new_service_time.json"):
+        evidence = json.loads(probe.read_text())
+        assert evidence["new_service_time_probe_saw_old_state"] > 0, evidence
+        assert evidence["new_service_time_probe_interval_ms"] <= 20, evidence
+    assert len(list(results.glob("*/raw/*/new_service_time.json"))) == 4
+
+
+@pytest.mark.parametrize("lab", ["routed"], indirect=True)
+def test_one_more_service_answers_at_a_free_address_and_goes_with_the_others(
+    service: tuple[Lab, Service],
+) -> None:
+    """``add_service`` puts one more Service at the address ``free_service_address`` gave,
+    beside the 200 loaded with ``expose``; a taken address is refused; ``remove_service``
+    takes it away with the others."""
+    lab, exposed = service
+    address = lab.cluster.free_service_address()
+    assert ipaddress.ip_address(address) in SERVICE_RANGE
+    assert address != exposed.cluster_ip
+    assert http_status(lab, address, HTTP_PORT) != "200"
+    lab.cluster.add_service(lab.server, HTTP_PORT, address=address)
+    assert http_status(lab, address, HTTP_PORT) == "200"
+    assert http_status(lab, exposed.cluster_ip, exposed.ports[HTTP_PORT]) == "200"
+    following = lab.cluster.free_service_address()
+    assert following not in (address, exposed.cluster_ip)
+    with pytest.raises(ConfigError, match="taken"):
+        lab.cluster.add_service(lab.server, HTTP_PORT, address=address)
+    lab.cluster.remove_service()
+    assert http_status(lab, address, HTTP_PORT) != "200"
+    with pytest.raises(ProvisioningError, match="expose"):
+        lab.cluster.add_service(lab.server, HTTP_PORT, address=following)

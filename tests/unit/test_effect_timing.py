@@ -22,6 +22,7 @@ from cnibench.scenarios.base import Prepared
 from cnibench.scenarios.effect import (
     EffectProbe,
     TimedEffect,
+    change_measurements,
     effect_evidence,
     keep_effect,
     take_effect,
@@ -214,3 +215,98 @@ def test_a_set_up_keeps_the_value_for_its_first_run_and_the_evidence_for_its_pro
     ]
     assert raw["policy_enforcement_time-probe.txt"].startswith("start 42 ")
     assert take_effect(prepared, "enforcement", "policy_enforcement_time") == ([], {})
+
+
+def answered_after(waiting: int, answered: int, by: str = "bl-srv") -> Callable[[int], list[str]]:
+    """A probe log: ``waiting`` attempts refused, then ``answered`` answered by ``by``, 10 ms
+    apart, the first at the probe's start."""
+
+    def lines(start_ns: int) -> list[str]:
+        out = [f"start 42 {start_ns} syscall"]
+        for seq in range(waiting + answered):
+            at = start_ns + seq * 10_000_000
+            outcome = f"answered 200 {by}" if seq >= waiting else "refused"
+            out.append(f"a {seq} {at} {at + 1_000_000} {outcome}")
+        return [*out, "end effect 9"]
+
+    return lines
+
+
+def test_a_change_in_force_before_its_request_returned_is_timed_from_the_request() -> None:
+    # The lab loads node after node: the client's node answers 30 ms into a 150-ms request.
+    # Read from the acknowledgment, the first attempt after it would give 150 ms and more.
+    pod = ReplayingPod(answered_after(waiting=3, answered=40))
+    timed = time_change(
+        pod,  # type: ignore[arg-type]
+        "198.18.192.3",
+        80,
+        effect=Effect.answering("bl-srv"),
+        change=lambda: time.sleep(0.15),
+        within=5,
+    )
+    assert isinstance(timed, TimedEffect)
+    assert timed.timing.held_during_request > 0
+    measurements, raw = change_measurements(timed, "new_service_time")
+    values = {m.metric: m.value for m in measurements}
+    assert timed.request_seconds is not None
+    assert timed.request_seconds >= 0.15
+    assert 0.0 < values["new_service_time"] < 0.1
+    assert values["new_service_time_leaks"] == 0
+    assert set(raw) == {"new_service_time.json", "new_service_time-probe.txt"}
+    assert '"new_service_time_from_request_seconds"' in raw["new_service_time.json"]
+
+
+def test_answers_by_another_pod_meanwhile_are_leaks() -> None:
+    lines = answered_after(waiting=3, answered=40)
+
+    def mixed(start_ns: int) -> list[str]:
+        # Attempts 3 and 4 (30 and 40 ms after the request) answered by another pod.
+        return [
+            line.replace("bl-srv", "other") if line.startswith(("a 3 ", "a 4 ")) else line
+            for line in lines(start_ns)
+        ]
+
+    pod = ReplayingPod(mixed)
+    timed = time_change(
+        pod,  # type: ignore[arg-type]
+        "198.18.192.3",
+        80,
+        effect=Effect.answering("bl-srv"),
+        change=lambda: None,
+        within=5,
+    )
+    assert isinstance(timed, TimedEffect)
+    values = {m.metric: m.value for m in change_measurements(timed, "new_service_time")[0]}
+    assert values["new_service_time_leaks"] == 2
+    assert 0.04 <= values["new_service_time"] < 0.06
+
+
+def test_a_change_in_force_before_its_request_gives_no_value() -> None:
+    pod = ReplayingPod(answered_after(waiting=0, answered=30))
+    timed = time_change(
+        pod,  # type: ignore[arg-type]
+        "198.18.192.3",
+        80,
+        effect=Effect.answering("bl-srv"),
+        change=lambda: time.sleep(0.02),
+        within=5,
+    )
+    assert isinstance(timed, TimedEffect)
+    assert timed.timing.held_before_request > 0
+    assert change_measurements(timed, "new_service_time")[0] == []
+
+
+def test_a_change_not_in_force_gives_no_value_and_says_so() -> None:
+    pod = ReplayingPod(answered_after(waiting=20, answered=0))
+    timed = time_change(
+        pod,  # type: ignore[arg-type]
+        "198.18.192.3",
+        80,
+        effect=Effect.answering("bl-srv"),
+        change=lambda: None,
+        within=0.1,
+    )
+    assert isinstance(timed, TimedEffect)
+    measurements, raw = change_measurements(timed, "new_service_time")
+    assert measurements == []
+    assert '"new_service_time_from_request_seconds": "not in force"' in raw["new_service_time.json"]

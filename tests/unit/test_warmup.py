@@ -220,6 +220,9 @@ class _Egress:
     def verify(self, cluster: Any, prepared: Any, condition: Any) -> Verification:
         return Verification(True, "stand-in")
 
+    def time_changes(self, cluster: Any, prepared: Any, condition: Any) -> RunOutput:
+        return RunOutput(())
+
     def measure(
         self, cluster: Any, prepared: Any, condition: Any, profile: Any, repetition: int
     ) -> RunOutput:

@@ -768,7 +768,17 @@ class ServiceExposure(Protocol):
         :attr:`Capability.SERVICE_PROXY` and ``Capability.service_proxy(proxy)``."""
 
     def remove_service(self) -> None:
-        """Undo :meth:`expose`. Safe to repeat."""
+        """Undo :meth:`expose` and :meth:`add_service`. Safe to repeat."""
+
+    def free_service_address(self) -> str:
+        """A virtual IP no Service holds, for :meth:`add_service`: known before the Service
+        exists, so a probe can connect to it from before the change until it answers."""
+
+    def add_service(self, server: Endpoint, port: int, *, address: str) -> None:
+        """One more Service, TCP ``port`` on virtual IP ``address``, in front of ``server``,
+        beside :meth:`expose`'s (which must exist) and in the same proxy's tables; returns
+        once the change is acknowledged (the API server stored it, its pod a ready endpoint;
+        on the lab, the tables loaded). Removed with :meth:`remove_service`."""
 
 
 class Monitoring(Protocol):

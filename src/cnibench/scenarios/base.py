@@ -345,6 +345,13 @@ class Scenario(abc.ABC):
     ) -> RunOutput:
         """Measure one repetition. Raises :class:`cnibench.errors.CnibenchError` on failure."""
 
+    def time_changes(self, cluster: Cluster, prepared: Prepared, condition: Condition) -> RunOutput:
+        """Changes timed once per run, after the run's resource window has closed, so that
+        their API calls and the datapath's work on them count in no run's CPU (the baseline
+        adds one more Service); their measurements join the run's. None by default. Raises
+        :class:`cnibench.errors.CnibenchError` on failure."""
+        return RunOutput(())
+
     def cleanup(self, cluster: Cluster, prepared: Prepared) -> None:
         """Undo :meth:`prepare` (remove pods, switch features off)."""
         for endpoint in prepared.endpoints.values():

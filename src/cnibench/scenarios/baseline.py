@@ -26,7 +26,11 @@ the client, connecting to the Service every 10 ms from the moment its address is
 first of 3 answers in a row by the server pod), with ``service_programming_time_leaks`` (answers
 by anything else meanwhile) and the probe's log; a Service already answering at the probe's
 first attempt gives an upper bound, which the verification's evidence says
-(``programming_upper_bound``), with the probe's spacing.
+(``programming_upper_bound``), with the probe's spacing. After every such run, outside its
+resource window, one more Service is added among those in the tables and timed from its
+request until it answers (``new_service_time``, ``new_service_time_leaks``; the probe runs
+from before the request, at an address chosen free beforehand): a sequential session of 1000
+further Services, set up once, times its proxy once per run, not once.
 
 With ``--pairs N`` (:attr:`ScenarioOptions.pairs`) the conditions of every tool that can
 combine clients (:attr:`ClientMeasurement.combine`: iperf3, sockperf) run N client/server
@@ -72,7 +76,14 @@ from cnibench.scenarios.base import (
     Scenario,
     Verification,
 )
-from cnibench.scenarios.effect import effect_evidence, keep_effect, take_effect, time_effect
+from cnibench.scenarios.effect import (
+    change_measurements,
+    effect_evidence,
+    keep_effect,
+    take_effect,
+    time_change,
+    time_effect,
+)
 from cnibench.scenarios.options import DEFAULT_OPTIONS, INTERLEAVED_SERVICES_MAX, ScenarioOptions
 from cnibench.scenarios.pairs import StreamJob, StreamRun, overlap_problem, run_together
 from cnibench.scenarios.profiles import Profile
@@ -114,6 +125,9 @@ SERVICE_SETTLE = 15.0
 next sync); a check through a Service that still gets no answer then fails."""
 SERVICE_SETTLE_PER_SERVICE = 0.02
 """Further seconds of settle time per further Service (5000: 100 s more)."""
+NEW_SERVICE = "new_service_time"
+"""Seconds from one more Service's request until it answers, among those already in the tables
+(:meth:`BaselineScenario.time_changes`, every run through a Service)."""
 _CREATED = "service_creation_seconds"
 _PROGRAMMING = "programming"
 """Keys of :attr:`Prepared.expected`: how long storing the Services took (reported with the
@@ -140,6 +154,7 @@ class BaselineScenario(Scenario):
         "latency_avg",
         "latency_under_load_avg",
         "requests_per_second",
+        "new_service_time",
         "cpu",
         "ram",
     )
@@ -308,6 +323,29 @@ class BaselineScenario(Scenario):
                 )
                 keep_effect(prepared, _PROGRAMMING, timed)
         return prepared
+
+    def time_changes(self, cluster: Cluster, prepared: Prepared, condition: Condition) -> RunOutput:
+        """Through a Service (one client): one more Service in front of the server among those
+        already in the proxy's tables, timed from its request until it answers
+        (``new_service_time``, with ``new_service_time_leaks``): the effect probe in the client
+        connects to its address, chosen free beforehand, every 10 ms from before the request.
+        Once per run, so a sequential session of 1000 further Services, set up once, still
+        times its proxy n times; the added Services stay until the set-up's cleanup."""
+        if "target" not in condition.parameters or _pairs(condition) is not None:
+            return RunOutput(())
+        server: Endpoint = prepared.endpoints["server"]
+        port = DEFAULT_PORTS[WorkloadKind.HTTP_ECHO]
+        address = cluster.free_service_address()
+        timed = time_change(
+            prepared.endpoints["client"],
+            address,
+            port,
+            effect=Effect.answering(server.name),
+            change=lambda: cluster.add_service(server, port, address=address),
+            within=_service_settle(condition),
+        )
+        measurements, raw = change_measurements(timed, NEW_SERVICE)
+        return RunOutput(measurements, raw)
 
     def cleanup(self, cluster: Cluster, prepared: Prepared) -> None:
         """Remove the Service (if any), then the pods."""

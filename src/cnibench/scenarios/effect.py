@@ -48,6 +48,7 @@ __all__ = [
     "EFFECT_CONSECUTIVE",
     "EffectProbe",
     "TimedEffect",
+    "change_measurements",
     "effect_evidence",
     "keep_effect",
     "take_effect",
@@ -81,6 +82,11 @@ class TimedEffect:
         started).
     raw:
         The probe's output, kept with the run's raw files.
+    from_request:
+        The same attempts read from the request instead of the acknowledgment (``None``: made
+        before the probe started): a change that came into force while its request was still
+        being answered (the lab loading node after node) is in force from the first attempt
+        that held after the request.
     """
 
     timing: EffectTiming
@@ -88,6 +94,7 @@ class TimedEffect:
     started_after: float
     request_seconds: float | None
     raw: str
+    from_request: EffectTiming | None = None
 
     def evidence(self, prefix: str) -> dict[str, ParamValue]:
         """What a verification records of it, each key led by ``prefix``: the value, how it
@@ -111,6 +118,11 @@ class TimedEffect:
         }
         if self.request_seconds is not None:
             evidence[f"{prefix}_request_ms"] = round(self.request_seconds * 1000, 2)
+        if self.from_request is not None:
+            seconds = self.from_request.seconds
+            evidence[f"{prefix}_from_request_seconds"] = (
+                "not in force" if seconds is None else round(seconds, 4)
+            )
         if timing.upper_bound:
             evidence[f"{prefix}_upper_bound"] = True
         if timing.held_during_request:
@@ -222,12 +234,23 @@ class EffectProbe:
             requested=None if requested is None else requested + self._offset,
         )
         first = log.attempts[0].start if log.attempts else log.start.started
+        from_request = (
+            None
+            if requested is None
+            else time_to_effect(
+                log.attempts,
+                since=requested + self._offset,
+                effect=self.effect,
+                consecutive=EFFECT_CONSECUTIVE,
+            )
+        )
         return TimedEffect(
             timing,
             self._clock,
             first - on_probe_clock,
             None if requested is None else since - requested,
             output,
+            from_request,
         )
 
 
@@ -347,3 +370,31 @@ def take_effect(
             Measurement(f"{metric}_leaks", float(values["leaks"]), "count"),
         ]
     return measurements, ({f"{metric}-probe.txt": raw} if raw else {})
+
+
+def change_measurements(
+    result: TimedEffect | ToolError, metric: str
+) -> tuple[list[Measurement], dict[str, str]]:
+    """The measurements of a change timed by :func:`time_change` for one run: ``metric`` in s
+    from the request (the API call or the tables' load included, as a user waits for it) until
+    in force (:attr:`TimedEffect.from_request`), ``<metric>_leaks`` (after the request); and
+    its raw files: the probe's log and its evidence (``<metric>.json``). A change not in force
+    in time, or a probe that failed, gives no value, its evidence saying why; so does one in
+    force before it was asked for."""
+    if isinstance(result, ToolError):
+        evidence: dict[str, ParamValue] = {f"{metric}_probe_error": " ".join(str(result).split())}
+        raw = {f"{metric}.json": json.dumps(evidence, indent=2)}
+        return [], ({**raw, f"{metric}-probe.txt": result.output} if result.output else raw)
+    raw = {
+        f"{metric}.json": json.dumps(result.evidence(metric), indent=2),
+        f"{metric}-probe.txt": result.raw,
+    }
+    timing = result.from_request
+    if timing is None or timing.seconds is None or result.timing.held_before_request:
+        # Not in force in time, or in force before it was asked for (the address answered
+        # already): no time to read.
+        return [], raw
+    return [
+        Measurement(metric, timing.seconds, "s"),
+        Measurement(f"{metric}_leaks", float(timing.leaks), "count"),
+    ], raw

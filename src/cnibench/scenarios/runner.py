@@ -603,6 +603,10 @@ class Runner:
             if resources:
                 measurements += machine_usage(before, after, ended - started)
                 measurements += self._resources(cluster, started, ended)
+            # After the run's closing readings: what the changes cost is in no run's window.
+            changes = scenario.time_changes(cluster, prepared, condition)
+            measurements += changes.measurements
+            raw = {**raw, **changes.raw}
             evidence: dict[str, ParamValue] = {}
             measurements += waited
             if output.verification is not None:

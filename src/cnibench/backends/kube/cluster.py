@@ -498,9 +498,18 @@ class KubeCluster:
         return self._service_objects().expose(server, ports, proxy=proxy, others=others)
 
     def remove_service(self) -> None:
-        """Delete the Services of :meth:`expose`. Safe to repeat."""
+        """Delete the Services of :meth:`expose` and :meth:`add_service`. Safe to repeat."""
         if self._services is not None:
             self._services.remove()
+
+    def free_service_address(self) -> str:
+        """A ClusterIP of the range's static band that no Service holds."""
+        return self._service_objects().free_service_address()
+
+    def add_service(self, server: Endpoint, port: int, *, address: str) -> None:
+        """One more ClusterIP Service at ``address`` in front of ``server`` (see
+        :mod:`cnibench.backends.kube.services`)."""
+        self._service_objects().add_service(server, port, address=address)
 
     # -- monitoring -----------------------------------------------------------------------
     def prometheus_url(self) -> str:

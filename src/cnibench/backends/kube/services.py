@@ -15,6 +15,7 @@ proxy's capability, so conditions asking for another are skipped naming it.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -28,6 +29,14 @@ from cnibench.errors import ConfigError, ProvisioningError, UnsupportedError
 from cnibench.waiting import wait_for
 
 __all__ = ["BULK_WORKERS", "KubeServices", "kube_proxy_mode", "service_proxy"]
+
+STATIC_BAND = 256
+"""Addresses at the start of the Service range that the allocator keeps for Services whose
+address is chosen (Kubernetes' static band: min(max(16, size / 16), 256) addresses; a /16's
+and a /20's are 256)."""
+STATIC_BAND_SKIP = 32
+"""Addresses of the band left to addons (the API server's Service at the first, kube-dns at
+the tenth)."""
 
 BULK_WORKERS = 8
 """Concurrent API requests when Services are created or deleted in bulk (5000 one by one take
@@ -189,6 +198,56 @@ class KubeServices:
             ports={port: port for port in ports},
             node_ports=node_ports,
         )
+
+    def free_service_address(self) -> str:
+        """See :meth:`cnibench.backends.base.Cluster.free_service_address`: the lowest address
+        of the Service range's static band (its first 256, where the allocator hands out no
+        address while another is free) that no Service of any namespace holds.
+
+        Raises
+        ------
+        ProvisioningError
+            The Services cannot be listed, or the band is full.
+        """
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            services = self._core.list_service_for_all_namespaces().items
+            first = self._core.read_namespaced_service("kubernetes", "default").spec.cluster_ip
+        except ApiException as exc:
+            raise ProvisioningError(
+                f"the cluster's Service addresses cannot be read: {api_error_message(exc)}"
+            ) from exc
+        held = {str(item.spec.cluster_ip) for item in services if item.spec is not None}
+        # The API server's own Service takes the range's first address; the band's first
+        # addresses are taken by addons (kube-dns at .10), so the search starts after them.
+        start = ipaddress.ip_address(first)
+        for offset in range(STATIC_BAND_SKIP, STATIC_BAND):
+            candidate = str(start + offset)
+            if candidate not in held:
+                return candidate
+        raise ProvisioningError(
+            f"no free address among the {STATIC_BAND} after {first}: too many Services with"
+            " addresses of their choosing"
+        )
+
+    def add_service(self, server: Endpoint, port: int, *, address: str) -> None:
+        """See :meth:`cnibench.backends.base.Cluster.add_service`: a ClusterIP Service at
+        ``address`` selecting ``server``, returning once the API server stored it (its
+        EndpointSlice and the proxy's rules come after, as for any new Service).
+
+        Raises
+        ------
+        ProvisioningError
+            No Service of :meth:`expose` to add beside, or the server refused this one (an
+            address taken meanwhile, or outside the Service range).
+        """
+        if not self._objects:
+            raise ProvisioningError("add_service needs the Service of expose first")
+        name = f"{server.name}-add-{len(self._objects):05d}"
+        manifest = self._service(name, server.name, [_port(port, "TCP")], node_port=False)
+        manifest["spec"]["clusterIP"] = address
+        self._apply(manifest)
 
     def _wait_ready_endpoint(self, name: str, address: str) -> None:
         """Wait until an EndpointSlice of Service ``name`` lists ``address`` as ready."""

@@ -530,11 +530,9 @@ class LabCluster:
         self._split.remove()
 
     def expose(self, server: Endpoint, ports: Sequence[int], *, proxy: str, others: int) -> Service:
-        """Put a Service in front of ``server`` on every node: virtual IP
-        ``198.18.192.1`` and NodePorts from 30001 on the server's node address, for TCP and
-        UDP on each of ``ports``, after ``others`` further Services, programmed by ``proxy``
-        (``iptables``: kube-proxy's chains; ``nftables``: a verdict map). Replaces a previous
-        one.
+        """A Service in front of ``server`` on every node (virtual IP ``198.18.192.1``,
+        NodePorts from 30001; TCP and UDP on each of ``ports``) after ``others`` further ones,
+        programmed by ``proxy`` (``iptables``: kube-proxy's chains; ``nftables``: a map).
 
         Raises
         ------
@@ -546,8 +544,16 @@ class LabCluster:
         return self._services.expose(server, ports, proxy=proxy, others=others)
 
     def remove_service(self) -> None:
-        """Remove the Service from every node (no-op without one)."""
+        """Remove the Services from every node (no-op without one)."""
         self._services.remove()
+
+    def free_service_address(self) -> str:
+        """The virtual IP after the last Service's."""
+        return self._services.free_address()
+
+    def add_service(self, server: Endpoint, port: int, *, address: str) -> None:
+        """One more Service at ``address`` (see :meth:`LabServices.add`)."""
+        self._services.add(server, port, address=address)
 
     # -- verification -----------------------------------------------------------------------
 
