@@ -217,6 +217,20 @@ def test_a_set_up_keeps_the_value_for_its_first_run_and_the_evidence_for_its_pro
     assert take_effect(prepared, "enforcement", "policy_enforcement_time") == ([], {})
 
 
+def _new_service(
+    pod: ReplayingPod, change: Callable[[], object], *, within: float
+) -> TimedEffect | ToolError:
+    """One more Service at 198.18.192.3 timed as the baseline times it."""
+    return time_change(
+        pod,  # type: ignore[arg-type]
+        "198.18.192.3",
+        80,
+        effect=Effect.answering("bl-srv"),
+        change=change,
+        within=within,
+    )
+
+
 def answered_after(waiting: int, answered: int, by: str = "bl-srv") -> Callable[[int], list[str]]:
     """A probe log: ``waiting`` attempts refused, then ``answered`` answered by ``by``, 10 ms
     apart, the first at the probe's start."""
@@ -236,14 +250,7 @@ def test_a_change_in_force_before_its_request_returned_is_timed_from_the_request
     # The lab loads node after node: the client's node answers 30 ms into a 150-ms request.
     # Read from the acknowledgment, the first attempt after it would give 150 ms and more.
     pod = ReplayingPod(answered_after(waiting=3, answered=40))
-    timed = time_change(
-        pod,  # type: ignore[arg-type]
-        "198.18.192.3",
-        80,
-        effect=Effect.answering("bl-srv"),
-        change=lambda: time.sleep(0.15),
-        within=5,
-    )
+    timed = _new_service(pod, lambda: time.sleep(0.15), within=5)
     assert isinstance(timed, TimedEffect)
     assert timed.timing.held_during_request > 0
     measurements, raw = change_measurements(timed, "new_service_time")
@@ -267,14 +274,7 @@ def test_answers_by_another_pod_meanwhile_are_leaks() -> None:
         ]
 
     pod = ReplayingPod(mixed)
-    timed = time_change(
-        pod,  # type: ignore[arg-type]
-        "198.18.192.3",
-        80,
-        effect=Effect.answering("bl-srv"),
-        change=lambda: None,
-        within=5,
-    )
+    timed = _new_service(pod, lambda: None, within=5)
     assert isinstance(timed, TimedEffect)
     values = {m.metric: m.value for m in change_measurements(timed, "new_service_time")[0]}
     assert values["new_service_time_leaks"] == 2
@@ -283,14 +283,7 @@ def test_answers_by_another_pod_meanwhile_are_leaks() -> None:
 
 def test_a_change_in_force_before_its_request_gives_no_value() -> None:
     pod = ReplayingPod(answered_after(waiting=0, answered=30))
-    timed = time_change(
-        pod,  # type: ignore[arg-type]
-        "198.18.192.3",
-        80,
-        effect=Effect.answering("bl-srv"),
-        change=lambda: time.sleep(0.02),
-        within=5,
-    )
+    timed = _new_service(pod, lambda: time.sleep(0.02), within=5)
     assert isinstance(timed, TimedEffect)
     assert timed.timing.held_before_request > 0
     assert change_measurements(timed, "new_service_time")[0] == []
@@ -298,14 +291,7 @@ def test_a_change_in_force_before_its_request_gives_no_value() -> None:
 
 def test_a_change_not_in_force_gives_no_value_and_says_so() -> None:
     pod = ReplayingPod(answered_after(waiting=20, answered=0))
-    timed = time_change(
-        pod,  # type: ignore[arg-type]
-        "198.18.192.3",
-        80,
-        effect=Effect.answering("bl-srv"),
-        change=lambda: None,
-        within=0.1,
-    )
+    timed = _new_service(pod, lambda: None, within=0.1)
     assert isinstance(timed, TimedEffect)
     measurements, raw = change_measurements(timed, "new_service_time")
     assert measurements == []
