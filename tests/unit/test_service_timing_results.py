@@ -9,6 +9,7 @@ docs/findings.md quotes it); what is checked is what they give.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pandas as pd
@@ -40,7 +41,7 @@ def largest_gap_share(values: pd.Series) -> float:
     spread = ordered[-1] - ordered[0]
     if spread <= 0:
         return 0.0
-    return max(b - a for a, b in zip(ordered, ordered[1:], strict=False)) / spread
+    return max(b - a for a, b in itertools.pairwise(ordered)) / spread
 
 
 @pytest.mark.parametrize(("label", "condition"), CELLS, ids=lambda v: str(v))
