@@ -120,10 +120,10 @@ class Configuration:
 
 
 _SERVICES_WHY = (
-    "the proxy's tables with 100 further Services in every round (the programming time n = 5 "
-    "a session) and 1000 in the first session only: sequential, since every round would create "
-    "and delete them again (minutes each way here), so its programming time has n = 1; 5000 "
-    "left out for time"
+    "the proxy's tables with 100 further Services in every round and 1000 in the first session "
+    "only: sequential, since every round would create and delete them again (minutes each way "
+    "here), so the batch's programming time has n = 1 there, but one more Service is timed "
+    "after every run (new_service_time, n = 5 a session at either size); 5000 left out for time"
 )
 
 _AGAIN_WHY = (
