@@ -253,6 +253,19 @@ def _conditions(
     is the kernel's or wireguard-go per session)."""
     mine = rows[rows["scenario"] == scenario]
     out = []
+    # One reading per set of sessions, not per condition: a CNI's conditions share them.
+    implementations: dict[frozenset[str], str] = {}
+
+    def implementation(group: pd.DataFrame) -> str:
+        ids = (
+            frozenset(group["environment_id"].astype(str))
+            if "environment_id" in group.columns
+            else frozenset()
+        )
+        if ids not in implementations:
+            implementations[ids] = recorded_implementation(_fingerprints(group, environments))
+        return implementations[ids]
+
     for (cni, condition, parameters), group in mine.groupby(
         ["cni", "condition", "parameters"], sort=False
     ):
@@ -273,7 +286,7 @@ def _conditions(
                 frozenset(str(m) for m in group["metric"]),
                 configs[str(cni)],
                 str(group["backend"].iloc[0]) if "backend" in group.columns else "",
-                recorded_implementation(_fingerprints(group, environments)),
+                implementation(group),
             )
         )
     return out
