@@ -144,6 +144,12 @@ def smallest_enough(enough: Callable[[int], bool], *, most: int) -> int:
         if hi >= most:
             return most
         lo, hi = hi, min(2 * hi, most)
+    return _bisect(enough, lo, hi)
+
+
+def _bisect(enough: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The smallest ``n`` in ``(lo, hi]`` for which the monotone ``enough(n)`` holds, given
+    that it holds at ``hi`` and not at ``lo``."""
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if enough(mid):
@@ -236,13 +242,7 @@ def requests_to_detect_skew(
     lo, hi = 1, 2
     while not reached(hi):
         lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if reached(mid):
-            hi = mid
-        else:
-            lo = mid
-    return math.ceil(hi * phi)
+    return math.ceil(_bisect(reached, lo, hi) * phi)
 
 
 def _skew_per_request(shares: Mapping[str, float], delta: float) -> tuple[float, int]:
@@ -577,37 +577,20 @@ def skew_detection_plan(
         lo, hi = r, r + 1
         while not reached(hi) and hi < ceiling:
             lo, hi = hi, min(2 * hi, ceiling)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if reached(mid):
-                hi = mid
-            else:
-                lo = mid
+        k = _bisect(reached, lo, hi)
         # Whole runs of m requests overshoot: the fewest runs are trimmed to the fewest
         # requests per run that still reach the power (followed from pilots of 5 runs at 1
         # point of share spread, whole runs delivered 0.958 for 0.9).
-        k = hi
-        lo_n, hi_n = 0, math.ceil(k * m)
-        while hi_n - lo_n > 1:
-            mid = (lo_n + hi_n) // 2
-            if power_at(mid, k, slopes, mid / k) >= wanted:
-                hi_n = mid
-            else:
-                lo_n = mid
-        per_run = min(math.ceil(hi_n / k), math.ceil(m))
+        total = _bisect(lambda n: power_at(n, k, slopes, n / k) >= wanted, 0, math.ceil(k * m))
+        per_run = min(math.ceil(total / k), math.ceil(m))
         return SkewPlan(
             delta, wanted, level, r, None, limit, k, m, phi, dispersion_df, run_requests=per_run
         )
     lo, hi = 0, max(r, 2)
     while power_with_requests(hi) < wanted:
         lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if power_with_requests(mid) >= wanted:
-            hi = mid
-        else:
-            lo = mid
-    return SkewPlan(delta, wanted, level, r, hi, power_with_requests(hi), r, m, phi, dispersion_df)
+    n = _bisect(lambda count: power_with_requests(count) >= wanted, lo, hi)
+    return SkewPlan(delta, wanted, level, r, n, power_with_requests(n), r, m, phi, dispersion_df)
 
 
 def _power_limit(
