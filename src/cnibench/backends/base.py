@@ -777,8 +777,9 @@ class ServiceExposure(Protocol):
     def add_service(self, server: Endpoint, port: int, *, address: str) -> None:
         """One more Service, TCP ``port`` on virtual IP ``address``, in front of ``server``,
         beside :meth:`expose`'s (which must exist) and in the same proxy's tables; returns
-        once the change is acknowledged (the API server stored it, its pod a ready endpoint;
-        on the lab, the tables loaded). Removed with :meth:`remove_service`."""
+        once the change is acknowledged (the API server stored it, its endpoint and the proxy's
+        rules still to come; on the lab, the tables loaded). Removed with
+        :meth:`remove_service`."""
 
 
 class Monitoring(Protocol):

@@ -328,13 +328,17 @@ def _entries(key: str) -> tuple[str, str, str]:
     return f"{key}:evidence", f"{key}:timing", f"{key}:raw"
 
 
+def _probe_error(prefix: str, error: ToolError) -> dict[str, ParamValue]:
+    """The evidence of a probe that failed: its error on one line."""
+    return {f"{prefix}_probe_error": " ".join(str(error).split())}
+
+
 def keep_effect(prepared: Prepared, key: str, result: TimedEffect | ToolError) -> None:
     """Keep a time to effect with a set-up (its evidence under ``key``-led names for the
     verification, its value, leaks and raw log for the set-up's first run)."""
     evidence_key, timing_key, raw_key = _entries(key)
     if isinstance(result, ToolError):
-        evidence: dict[str, ParamValue] = {f"{key}_probe_error": " ".join(str(result).split())}
-        prepared.expected[evidence_key] = json.dumps(evidence)
+        prepared.expected[evidence_key] = json.dumps(_probe_error(key, result))
         if result.output:
             prepared.expected[raw_key] = result.output
         return
@@ -382,8 +386,7 @@ def change_measurements(
     in time, or a probe that failed, gives no value, its evidence saying why; so does one in
     force before it was asked for."""
     if isinstance(result, ToolError):
-        evidence: dict[str, ParamValue] = {f"{metric}_probe_error": " ".join(str(result).split())}
-        raw = {f"{metric}.json": json.dumps(evidence, indent=2)}
+        raw = {f"{metric}.json": json.dumps(_probe_error(metric, result), indent=2)}
         return [], ({**raw, f"{metric}-probe.txt": result.output} if result.output else raw)
     raw = {
         f"{metric}.json": json.dumps(result.evidence(metric), indent=2),
