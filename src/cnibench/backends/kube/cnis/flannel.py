@@ -256,6 +256,8 @@ trap 'kill -TERM "$flanneld_pid" 2>/dev/null' TERM INT
 waited=0
 until (subnet_ready); do
     if ! kill -0 "$flanneld_pid" 2>/dev/null; then
+        # It may have written the file between the check above and its exit.
+        (subnet_ready) && break
         wait_flanneld
         log "flanneld exited with status $status before writing $subnet_file"
         [ "$status" -ne 0 ] || status=1
