@@ -11,6 +11,8 @@ one or two per cluster configuration, all writing into one results directory
 directory reproduces every line).
 
 ``python -m cnibench.study --print`` prints the commands instead, as a user would type them.
+``study.json`` is written after every command, so a study stopped half-way goes on with
+``--resume`` (the commands that succeeded are not run again).
 
 What the plan holds and what it leaves out to fit about 150 minutes on a 2-core machine is
 said on each :class:`Part` (``why``). Since the 2026-11-27 study (docs/findings.md, made by
@@ -120,10 +122,11 @@ class Configuration:
 
 
 _SERVICES_WHY = (
-    "the proxy's tables with 100 further Services in every round and 1000 in the first session "
-    "only: sequential, since every round would create and delete them again (minutes each way "
-    "here), so the batch's programming time has n = 1 there, but one more Service is timed "
-    "after every run (new_service_time, n = 5 a session at either size); 5000 left out for time"
+    "the proxy's tables with 100 further Services in every round and 1000 in both sessions: "
+    "sequential, since every round would create and delete them again (minutes each way here), "
+    "so the batch's programming time has n = 1 a session there, but one more Service is timed "
+    "after every run (new_service_time, n = 5 a session, 10 in all, at either size); 5000 left "
+    "out for time"
 )
 
 _AGAIN_WHY = (
@@ -150,15 +153,15 @@ def _baseline(proxy: str, *, sweep: bool) -> tuple[tuple[str, ...], tuple[str, .
 
 
 def _flannel(proxy: str, cni: str, why: str) -> Configuration:
-    """flannel with kube-proxy in mode ``proxy``: the baseline in two sessions, the first with
-    the Service sweep."""
-    first, second = _baseline(proxy, sweep=True), _baseline(proxy, sweep=False)
+    """flannel with kube-proxy in mode ``proxy``: the baseline with the Service sweep, in two
+    sessions."""
+    conditions, options = _baseline(proxy, sweep=True)
     return Configuration(
         f"flannel, kube-proxy {proxy}",
         cni,
         (
-            Part(("baseline",), first[0], first[1], why=f"{why}; {_SERVICES_WHY}"),
-            Part(("baseline",), second[0], second[1], why=_AGAIN_WHY),
+            Part(("baseline",), conditions, options, why=f"{why}; {_SERVICES_WHY}"),
+            Part(("baseline",), conditions, options, why=_AGAIN_WHY),
         ),
     )
 
@@ -168,11 +171,11 @@ def _gateway_cni(
 ) -> Configuration:
     """A CNI with Traefik: baseline, policy and split in two sessions (all of it is compared
     across configurations), priority cases in the first, and with ``sweep`` the Service sweep's
-    1000 Services in the first too."""
+    1000 Services in both."""
     scenarios = ("baseline", "policy", "split")
     tail = (*_POLICY, *_SPLIT)
     more = ("--rules", "0,1000", *_SPLIT_OPTIONS)
-    first, second = _baseline(proxy, sweep=sweep), _baseline(proxy, sweep=False)
+    first = second = _baseline(proxy, sweep=sweep)
     first_why = f"{why}; {_SERVICES_WHY}" if sweep else why
     return Configuration(
         name,
@@ -388,6 +391,8 @@ class _Step:
     command: list[str]
     seconds: float
     exit_code: int
+    sessions: list[str] = field(default_factory=list)
+    """The session directories the command wrote into the study's directory."""
 
     def record(self) -> dict[str, object]:
         """The step as ``study.json`` keeps it."""
@@ -395,20 +400,84 @@ class _Step:
             "command": shlex.join(self.command),
             "seconds": self.seconds,
             "exit_code": self.exit_code,
+            "sessions": self.sessions,
         }
 
 
-def _cli(*args: str, env: dict[str, str], log: Callable[[str], None]) -> _Step:
+def _sessions(out: Path) -> set[str]:
+    return {p.name for p in out.iterdir() if p.is_dir()} if out.is_dir() else set()
+
+
+def _cli(
+    *args: str, env: dict[str, str], log: Callable[[str], None], out: Path | None = None
+) -> _Step:
     command = [sys.executable, "-m", "cnibench.cli", *args]
     log("$ cnibench " + shlex.join(args))
+    before = _sessions(out) if out else set()
     started = time.monotonic()
     done = subprocess.run(command, env=env, check=False)
-    return _Step(["cnibench", *args], round(time.monotonic() - started, 1), done.returncode)
+    seconds = round(time.monotonic() - started, 1)
+    wrote = sorted(_sessions(out) - before) if out else []
+    return _Step(["cnibench", *args], seconds, done.returncode, wrote)
+
+
+def _account(out: Path, steps: Sequence[dict[str, object]], wall: float, *, done: bool) -> None:
+    account = {
+        "profile": PROFILE,
+        "reference": REFERENCE,
+        "wall_seconds": round(wall, 1),
+        "finished": done,
+        "steps": list(steps),
+    }
+    atomic_write_bytes(out / "study.json", (json.dumps(account, indent=2) + "\n").encode())
+
+
+@dataclass
+class _Progress:
+    """What an interrupted study's ``study.json`` says was done (``--resume``)."""
+
+    steps: list[dict[str, object]]
+    """The commands that succeeded, as recorded, in order."""
+    wall: float
+    """Wall time spent so far."""
+    stale: list[str]
+    """Session directories no succeeded command accounts for: written by a command that was
+    interrupted or failed, removed before the study goes on."""
+
+    @property
+    def done(self) -> set[str]:
+        """The commands not to run again."""
+        return {str(step["command"]) for step in self.steps}
+
+
+def progress(out: Path) -> _Progress:
+    """What ``out`` holds of an interrupted study.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        ``out`` holds no account of a study in progress, or a finished one.
+    """
+    account_file = out / "study.json"
+    try:
+        account = json.loads(account_file.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{out} holds no study to resume ({account_file}: {exc})") from exc
+    if account.get("finished", True):
+        raise ConfigError(f"{out} holds a finished study: nothing to resume")
+    steps = [
+        step
+        for step in account.get("steps", [])
+        if step.get("exit_code") == 0 and str(step.get("command", "")).startswith("cnibench run")
+    ]
+    kept = {name for step in steps for name in step.get("sessions", [])}
+    stale = sorted(_sessions(out) - kept)
+    return _Progress(steps, float(account.get("wall_seconds", 0.0)), stale)
 
 
 def finish(
     out: Path,
-    steps: Sequence[_Step] | None = None,
+    steps: Sequence[dict[str, object]] | None = None,
     wall: float = 0.0,
     log: Callable[[str], None] | None = None,
 ) -> None:
@@ -424,7 +493,7 @@ def finish(
         ]
         wall = float(previous.get("wall_seconds", wall))
     else:
-        recorded = [step.record() for step in steps]
+        recorded = list(steps)
     report = _cli(
         "report",
         str(out),
@@ -439,13 +508,7 @@ def finish(
     atomic_write_bytes(out / "verdict.md", verdict_markdown(out).encode())
     for raw in sorted(out.glob("*/raw")):
         shutil.rmtree(raw)
-    account = {
-        "profile": PROFILE,
-        "reference": REFERENCE,
-        "wall_seconds": round(wall, 1),
-        "steps": recorded,
-    }
-    atomic_write_bytes(account_file, (json.dumps(account, indent=2) + "\n").encode())
+    _account(out, recorded, wall, done=True)
 
 
 def _log(line: str) -> None:
@@ -458,40 +521,58 @@ def run(
     engine: str = ENGINE,
     plan: Sequence[Configuration] = STUDY,
     log: Callable[[str], None] = _log,
+    resume: _Progress | None = None,
 ) -> int:
-    """Run the whole of ``plan`` (the study) into ``out``; 0 when every command succeeded."""
+    """Run the whole of ``plan`` (the study) into ``out``; 0 when every command succeeded.
+
+    ``study.json`` says after every command what has run (``"finished": false`` until the
+    report is written), so a study stopped half-way (Ctrl-C, a machine needed for something
+    else) goes on with ``resume`` (:func:`progress`): the commands that succeeded are not run
+    again, and what the others wrote is removed first."""
     from cnibench.backends.kube.engine import engine_down, engine_status, engine_up
     from cnibench.backends.kube.providers import ENGINE_LEASE
     from cnibench.leases import hold
 
     started = time.monotonic()
+    before = resume.wall if resume else 0.0
+    recorded: list[dict[str, object]] = list(resume.steps) if resume else []
+    done = resume.done if resume else set()
+    for name in resume.stale if resume else ():
+        log(f"cnibench study: removing {out / name}: no command that succeeded wrote it")
+        shutil.rmtree(out / name)
     was_running = engine_status(engine).running
     log(f"$ cnibench engine up --name {engine}")
     env = {**os.environ, "DOCKER_HOST": engine_up(engine)}
     # Held for the whole study: between two of its commands no session holds the engine, and
     # another shell's `cnibench clean` must not stop it under the next one.
     lease = hold(ENGINE_LEASE, env["DOCKER_HOST"])
+    failed = 0
     try:
-        steps = [_cli("images", "build", *IMAGES, env=env, log=log)]
-        if steps[0].exit_code != 0:
-            return steps[0].exit_code
+        build = _cli("images", "build", *IMAGES, env=env, log=log)
+        if build.exit_code != 0:
+            return build.exit_code
         for line in commands(out, study=plan):
-            steps.append(_cli(*line[1:], env=env, log=log))
-            log(f"cnibench study: {steps[-1].seconds:.0f} s, exit {steps[-1].exit_code}")
+            if shlex.join(line) in done:
+                log(f"cnibench study: done before, not run again: {shlex.join(line)}")
+                continue
+            step = _cli(*line[1:], env=env, log=log, out=out)
+            failed += step.exit_code != 0
+            recorded.append(step.record())
+            _account(out, recorded, before + time.monotonic() - started, done=False)
+            log(f"cnibench study: {step.seconds:.0f} s, exit {step.exit_code}")
     finally:
         lease.release()
         if not was_running:  # the study started it: it stops it
             log(f"$ cnibench engine down --name {engine}")
             engine_down(engine)
-    finish(out, steps, time.monotonic() - started, log)
-    failed = [s for s in steps if s.exit_code != 0]
-    log(f"cnibench study: {time.monotonic() - started:.0f} s; {len(failed)} command(s) failed")
+    finish(out, recorded, before + time.monotonic() - started, log)
+    log(f"cnibench study: {time.monotonic() - started:.0f} s; {failed} command(s) failed")
     return 1 if failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m cnibench.study [--plan study|which-cni] [--print] [--out DIR] [--engine
-    NAME]``."""
+    NAME] [--finish | --resume]``."""
     parser = argparse.ArgumentParser(prog="python -m cnibench.study", description=__doc__)
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     parser.add_argument("--out", type=Path, default=Path("docs/results") / f"kind-{today}")
@@ -507,6 +588,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--finish", action="store_true", help="only write report, verdict and account of --out"
     )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the study --out holds: skip the commands that succeeded",
+    )
     args = parser.parse_args(argv)
     try:
         plan = PLANS[args.plan]
@@ -517,8 +603,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.finish:
             finish(args.out)
             return 0
+        if args.resume:
+            return run(args.out, engine=args.engine, plan=plan, resume=progress(args.out))
         if args.out.exists() and any(args.out.iterdir()):
-            raise ConfigError(f"{args.out} is not empty: the study writes a new results set")
+            raise ConfigError(
+                f"{args.out} is not empty: the study writes a new results set"
+                " (--resume goes on with a study stopped half-way)"
+            )
         return run(args.out, engine=args.engine, plan=plan)
     except CnibenchError as exc:
         print(f"cnibench study: {exc}", file=sys.stderr)

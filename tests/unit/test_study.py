@@ -154,3 +154,96 @@ def test_an_unknown_plan_is_refused() -> None:
     with pytest.raises(SystemExit) as exited:
         main(["--plan", "everything", "--print"])
     assert exited.value.code == 2
+
+
+class _Commands:
+    """Stand-in for the study's ``cnibench`` commands and private engine: each ``cnibench run``
+    writes one session directory, as the real one does on kind (``nox -s study`` runs those);
+    the study's own bookkeeping around them is what these tests check. ``interrupt_at``: the
+    run command (counted from 1) during which Ctrl-C arrives, after it wrote its directory."""
+
+    def __init__(self, out: Path, interrupt_at: int = 0, *, first: int = 1) -> None:
+        self.out = out
+        self.interrupt_at = interrupt_at
+        self.first = first
+        self.ran: list[str] = []
+
+    def __call__(self, *args: str, env: object, log: object, out: Path | None = None) -> object:
+        import shlex
+
+        from cnibench import study
+
+        before = {p.name for p in self.out.iterdir()} if self.out.exists() else set()
+        if args[0] == "run":
+            self.ran.append(shlex.join(["cnibench", *args]))
+            (self.out / f"session-{self.first + len(self.ran) - 1:02d}").mkdir(parents=True)
+            if len(self.ran) == self.interrupt_at:
+                raise KeyboardInterrupt
+        wrote = sorted({p.name for p in self.out.iterdir()} - before) if out else []
+        return study._Step(["cnibench", *args], 1.0, 0, wrote)
+
+
+@pytest.fixture
+def stand_ins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No engine is started, no lease taken, the verdict is not computed (no records)."""
+    from types import SimpleNamespace
+
+    from cnibench import leases, study
+    from cnibench.backends.kube import engine
+
+    monkeypatch.setattr(engine, "engine_status", lambda name: SimpleNamespace(running=True))
+    monkeypatch.setattr(engine, "engine_up", lambda name: "unix:///nowhere")
+    monkeypatch.setattr(leases, "hold", lambda kind, name: SimpleNamespace(release=lambda: None))
+    monkeypatch.setattr(study, "verdict_markdown", lambda out: "")
+    return tmp_path / "study"
+
+
+def test_an_interrupted_study_resumes_where_it_stopped(
+    stand_ins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import shlex
+
+    from cnibench import study
+
+    out = stand_ins
+    planned = [shlex.join(line) for line in commands(out)]
+    first = _Commands(out, interrupt_at=3)
+    monkeypatch.setattr(study, "_cli", first)
+    with pytest.raises(KeyboardInterrupt):
+        study.run(out, log=lambda line: None)
+    account = json.loads((out / "study.json").read_text())
+    assert account["finished"] is False
+    assert [s["sessions"] for s in account["steps"]] == [["session-01"], ["session-02"]]
+
+    state = study.progress(out)
+    assert state.stale == ["session-03"]  # the interrupted command's
+    assert state.done == set(first.ran[:2])
+
+    second = _Commands(out, first=4)
+    monkeypatch.setattr(study, "_cli", second)
+    assert study.run(out, log=lambda line: None, resume=state) == 0
+    assert first.ran[:2] + second.ran == planned
+    account = json.loads((out / "study.json").read_text())
+    assert account["finished"] is True
+    runs = [s for s in account["steps"] if s["command"].startswith("cnibench run")]
+    assert len(runs) == len(planned)
+    written = {name for s in runs for name in s["sessions"]}
+    assert written == {p.name for p in out.iterdir() if p.is_dir()}
+    assert "session-03" not in written
+
+
+def test_resume_refuses_a_finished_study_and_a_directory_without_one_in_one_line(
+    stand_ins: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cnibench import study
+
+    out = stand_ins
+    assert main(["--resume", "--out", str(out)]) == 2
+    assert "holds no study to resume" in capsys.readouterr().err
+    monkeypatch.setattr(study, "_cli", _Commands(out))
+    assert study.run(out, log=lambda line: None) == 0
+    assert main(["--resume", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "finished study" in err
