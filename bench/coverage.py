@@ -38,7 +38,8 @@ are: ``stats.summarize_runs`` (the run table, bars and verdict sides), ``report.
   points around the weights (3-5 runs of 1000 requests), beside the previous intervals
   (chi-square Goodman widened by the square root of the dispersion);
 * the power ``stats.skew_detection_plan`` states for the requests (or runs) it recommends,
-  against the rejection rate of ``stats.split_test`` simulated at that design.
+  against the rejection rate of ``stats.split_test`` simulated at that design;
+* coverage of the time-to-effect table's P50/P90 intervals (``bench/_percentiles.py``).
 
 Run ``python bench/coverage.py --simulations 500`` for a quick look. It exits 1 when a
 promised rate is missed (clean coverage < 0.94, A/A rate outside 0.04-0.06, A/A intervals
@@ -72,6 +73,7 @@ import pandas as pd
 
 import _decide
 import _gate_plan
+import _percentiles
 import _split_advice
 from cnibench import report, stats
 from cnibench.report.compare import Answer, compare_result_sets, plan_gate
@@ -116,6 +118,7 @@ SECTIONS = (
     "aa-printed",
     "until-decided",
     "gate-plan",
+    "percentiles",
 )
 """What ``--sections`` can name, in the order a full run prints them."""
 UNITS = {
@@ -873,6 +876,7 @@ def main(argv: list[str] | None = None) -> int:
         "aa-printed": lambda: _decide.printed_rates(max(10, n // 2), rng),
         "until-decided": lambda: _decide.until_decided_rates(max(10, n // 2), rng),
         "gate-plan": lambda: _gate_plan.gate_plan_rates(max(10, n // 4), rng, _gate_sets),
+        "percentiles": lambda: _percentiles.percentile_rates(n, rng),
     }
     failed = False
     for name in options.sections:

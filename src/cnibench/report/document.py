@@ -47,6 +47,7 @@ from cnibench.report.data import (
     scenario_title,
     session_dirs,
 )
+from cnibench.report.effects import EFFECT_CAPTION, effect_table
 from cnibench.report.scrub import environment_secrets, scrub_mapping, scrub_text
 from cnibench.report.templating import numeric, report_templates
 from cnibench.report.verdict import CORRECTION, tested_count, verdict, verdict_lines
@@ -588,6 +589,10 @@ def _matrix_section(
                 for note in answer.not_possible_notes(features, skipped)
             ]
         )
+    header, rows = effect_table(runs)
+    if rows:
+        doc.heading(3, "How fast changes take effect", "time-to-effect")
+        doc.table(header, rows, caption=EFFECT_CAPTION, css="matrix")
     cnis = answer.cni_matrix(table, runs=runs)
     if not cnis.empty:
         doc.heading(3, "Each CNI against the reference of its group", "cni-matrix")

@@ -36,6 +36,7 @@ from cnibench.report.data import (
     high_retransmit_runs,
 )
 from cnibench.report.derived import AGENT_METRICS, HOST_WIDE, NODE_SUM
+from cnibench.report.effects import EFFECT_FEATURE, effect_cells
 from cnibench.report.labels import feature_words, shorten_cni_labels
 from cnibench.report.verdict import DRIFT_TOO_STRONG, interval_text, metric_words
 
@@ -77,6 +78,12 @@ CPU_MEANINGS: Mapping[str, str] = {
     "cpu@egress-gw": "the egress gateway node's own CPU",
 }
 """What a per-node or per-agent CPU metric counts, in the matrix's key."""
+
+EFFECT_MEANINGS: Mapping[str, str] = {
+    "P50": "half of the changes took effect within it",
+    "P90": "nine in ten did",
+}
+"""What a time-to-effect row's percentile says, in the matrix's key."""
 
 DETECTABLE = "●"
 """Mark of a detectable difference (Holm-corrected, its interval excludes no difference)."""
@@ -137,10 +144,12 @@ _FEATURE_WORDS: Mapping[tuple[str, str], str] = {
     ("split", "shares"): "Gateway split",
     ("l7", "policy"): "L7 policy",
     ("policy", "rules"): "policy rules",
+    ("policy", EFFECT_FEATURE): "policy takes effect",
     ("baseline", "cross-node"): "cross-node",
     ("baseline", "background load"): "background load",
     ("baseline", "service path"): "Service path",
     ("baseline", "other Services in the tables"): "other Services",
+    ("baseline", EFFECT_FEATURE): "a new Service answers",
 }
 """Each feature's words, in the order the matrix lists them: the features a platform team
 switches on first, then what scales them (rules, Services), then the path's own factors."""
@@ -373,13 +382,16 @@ def feature_matrix(
     pandas.DataFrame
         Feature contrasts in the column of their configuration; a cluster option's contrast
         (``kube-proxy nftables vs iptables``) in the column of the configuration without it;
-        splits as their largest share error. No host-wide metric.
+        splits as their largest share error. No host-wide metric. With ``runs``, also how
+        fast each timed change took effect on each configuration (P50 and P90 with their
+        intervals, state ``"time"``: :func:`cnibench.report.effects.effect_cells`).
     """
     lossy = lossy_conditions(runs)
     features = _frame(verdict, ("feature", "weights"), by="cni", lossy=lossy)
     features = _not_possible_cells(features, skipped)
     options = _frame(verdict, ("option",), by="control_cni", lossy=lossy)
-    return _instrumented_cells(pd.concat([features, options], ignore_index=True))
+    matrix = _instrumented_cells(pd.concat([features, options], ignore_index=True))
+    return _with_cells(matrix, effect_cells(runs) if runs is not None else [])
 
 
 INSTRUMENTED_CELL = "CPU only"
@@ -538,6 +550,13 @@ def _legend_parts(matrix: pd.DataFrame, margin: float | None) -> list[str]:
             f"{NOT_POSSIBLE_CELL}: that configuration's cluster cannot run the feature (why:"
             " below the matrix)"
         )
+    if (matrix["state"] == "time").any():
+        parts.append(
+            "P50/P90 rows (s): how long after the API acknowledged a change the data path"
+            " showed it, over the runs of that configuration (not a contrast), with the"
+            " distribution-free 95 % interval of that percentile (≥: open above, too few runs"
+            " to bound it)"
+        )
     if has_saturated(matrix):
         parts.append(
             f"{SATURATED} a run on a side left less than {100 * SATURATION_IDLE_BOUND:g} % of"
@@ -630,6 +649,8 @@ def metric_key(matrix: pd.DataFrame) -> str:
             text += f" ({unit})"
         if metric in CPU_MEANINGS:
             text += f": {CPU_MEANINGS[metric]}"
+        elif metric in EFFECT_MEANINGS:
+            text += f": {EFFECT_MEANINGS[metric]}"
         parts.append(text)
     return "metrics: " + "; ".join(parts) if parts else ""
 

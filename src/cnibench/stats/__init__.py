@@ -14,6 +14,8 @@ estimates:
   :func:`outlier_runs`, :func:`outlier_threshold`);
 * :mod:`~cnibench.stats.intervals`: the mean of one sample with its interval (Student t,
   bootstrap, geometric mean);
+* :mod:`~cnibench.stats.quantiles`: a percentile of one sample with its distribution-free
+  interval (:func:`percentile_interval`, :func:`runs_to_bound`);
 * :mod:`~cnibench.stats.contrasts`: two conditions against each other (:func:`compare`: Welch,
   Fieller, bootstrap) and :func:`holm_adjusted`;
 * :mod:`~cnibench.stats.paired`: two conditions run in interleaved rounds, from the
@@ -84,6 +86,7 @@ from cnibench.stats.proportions import (
     proportion_difference,
     proportion_interval,
 )
+from cnibench.stats.quantiles import PercentileInterval, percentile_interval, runs_to_bound
 from cnibench.stats.sequential import look_level, look_schedule
 from cnibench.stats.splits import SplitResult, SplitTest, split_test, splitting_error
 from cnibench.stats.summaries import (
@@ -107,6 +110,7 @@ __all__ = [
     "Interval",
     "Outlier",
     "PairedDifference",
+    "PercentileInterval",
     "ProportionDifference",
     "RunSummary",
     "SkewPlan",
@@ -135,11 +139,13 @@ __all__ = [
     "paired_log_ratio",
     "paired_power",
     "paired_runs_needed",
+    "percentile_interval",
     "proportion_difference",
     "proportion_interval",
     "requests_needed",
     "requests_to_detect_skew",
     "runs_needed",
+    "runs_to_bound",
     "sd_upper_factor",
     "skew_detection_plan",
     "split_test",
