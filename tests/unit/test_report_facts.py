@@ -112,3 +112,47 @@ def test_holm_says_whether_the_line_is_a_detectable_difference(facts: Facts) -> 
     )
     assert facts.get("holm cilium:mode=kpr gateway-on throughput") == expected
     assert facts.get("total tested") == str(int(np.isfinite(facts.table["p_value"]).sum()))
+
+
+def _egress(ratio: float) -> Facts:
+    off = [9.0e9, 9.2e9, 8.8e9, 9.1e9, 8.9e9, 9.05e9, 8.95e9, 9.0e9, 9.1e9, 8.9e9]
+    rows = _rows("cilium", "off", off, 0)
+    rows += _rows("cilium", "on", [v * ratio for v in off[::-1]], 1)
+    df = pd.DataFrame(rows)
+    return Facts(df, report.verdict(df))
+
+
+@pytest.mark.parametrize(
+    ("ratio", "words"),
+    [(0.5, "lower"), (1.6, "higher"), (1.0, "the same within ±5 %")],
+)
+def test_a_call_states_the_direction_its_interval_gives(ratio: float, words: str) -> None:
+    facts = _egress(ratio)
+    row = facts.table[facts.table["metric"] == "throughput"].iloc[0]
+    # The interval that carries the call lies wholly on the side the words say.
+    if words == "lower":
+        assert row.ci_high < 1.0
+    elif words == "higher":
+        assert row.ci_low > 1.0
+    else:
+        assert 0.95 <= row.ci_low <= row.ci_high <= 1.05
+    assert facts.get("call cilium gateway-on throughput") == words
+
+
+def test_a_call_the_runs_cannot_make_is_undecided() -> None:
+    off = [9.0e9, 6.0e9, 12.0e9, 7.0e9, 11.0e9]
+    rows = _rows("cilium", "off", off, 0) + _rows("cilium", "on", off[::-1], 1)
+    df = pd.DataFrame(rows)
+    facts = Facts(df, report.verdict(df))
+    row = facts.table[facts.table["metric"] == "throughput"].iloc[0]
+    assert row.ci_low < 0.95 < 1.05 < row.ci_high
+    assert facts.get("call cilium gateway-on throughput") == "undecided"
+
+
+def test_a_sentence_whose_direction_is_edited_no_longer_matches() -> None:
+    facts = _egress(0.5)
+    sentence = "The gateway's throughput is <!-- fact call cilium gateway-on throughput -->lower"
+    sentence += "<!-- /fact --> than without it."
+    for text, right in ((sentence, True), (sentence.replace("-->lower<", "-->higher<"), False)):
+        ((key, shown),) = marked_facts(text)
+        assert (facts.get(key) == shown) is right

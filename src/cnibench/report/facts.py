@@ -19,6 +19,11 @@ A key is a kind of number followed by words that select it:
 ``holm CNI TREATMENT METRIC [control=...] [vs=...] [kind=...]``
     Whether that verdict line is a detectable difference after Holm's correction:
     ``detectable after Holm`` or ``not detectable after Holm (adjusted p = 0.84)``.
+``call CNI TREATMENT METRIC [control=...] [vs=...] [kind=...]``
+    The direction of that verdict line's call, so that a sentence's claim is checked as its
+    numbers are: ``higher`` or ``lower`` (the treatment against its control, a difference
+    after the correction), ``the same within ±5 %`` (or the line's margin: ``±0.05 cores``),
+    ``undecided``, ``no claim (saturated)``.
 ``reached CNI CONDITION METRIC``
     A yes/no metric's yes count over its runs: ``5/5``.
 ``runs CNI CONDITION``
@@ -178,6 +183,7 @@ class Facts:
         handlers = {
             "contrast": self._contrast,
             "holm": self._holm,
+            "call": self._call,
             "median": self._median,
             "reached": self._reached,
             "runs": self._runs,
@@ -281,6 +287,20 @@ class Facts:
         if bool(row["significant"]):
             return "detectable after Holm"
         return f"not detectable after Holm (adjusted p = {adjusted:.2g})"
+
+    def _call(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        row = self._line(key, args, options)
+        if bool(row.get("saturated", False)):
+            return "no claim (saturated)"
+        ratio = row["scale"] == "ratio"
+        if bool(row["significant"]):
+            above = float(row["ratio"]) > 1.0 if ratio else float(row["estimate"]) > 0.0
+            return "higher" if above else "lower"
+        if bool(row["equivalent"]):
+            margin = float(row["margin"])
+            within = f"{100 * margin:g} %" if ratio else f"{margin:g} {row['unit']}".rstrip()
+            return f"the same within ±{within}"
+        return "undecided"
 
     def _line(self, key: str, args: list[str], options: dict[str, str]) -> pd.Series:
         if len(args) != 3:
