@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats as sps
+
+from cnibench.stats import t_quantile, t_upper_tail
 
 __all__ = [
     "ACROSS_SESSIONS_ADVICE",
@@ -373,11 +374,11 @@ def widened(
         ``(low, high, p_value)`` of the widened interval (same scale as the input).
     """
     upper = (1.0 + level) / 2.0
-    se = (high - low) / (2.0 * float(sps.t.ppf(upper, df)))
+    se = (high - low) / (2.0 * t_quantile(upper, df))
     se *= math.sqrt(factor)
     kept = max(1.0, min(df, df_cap))
-    half = float(sps.t.ppf(upper, kept)) * se
-    p_value = 2.0 * float(sps.t.sf(abs(estimate) / se, kept)) if se > 0 else math.nan
+    half = t_quantile(upper, kept) * se
+    p_value = 2.0 * t_upper_tail(abs(estimate) / se, kept) if se > 0 else math.nan
     return estimate - half, estimate + half, p_value
 
 

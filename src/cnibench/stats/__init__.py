@@ -25,6 +25,8 @@ estimates:
   (:func:`call_levels`, :func:`interval_at_level`);
 * :mod:`~cnibench.stats.sequential`: runs until decided, the planned looks and each look's
   level (:func:`look_schedule`, :func:`look_level`);
+* :mod:`~cnibench.stats.tdist`: Student's t quantiles and tails for the layers above, which
+  import no scipy (:func:`t_two_sided`, :func:`t_upper_tail`, ...);
 * :mod:`~cnibench.stats.proportions`: yes/no outcomes (Clopper-Pearson, Wilson, Newcombe);
 * :mod:`~cnibench.stats.splits`: traffic-split accuracy (:func:`splitting_error`: Goodman,
   Sison-Glaz; :func:`split_test` over runs), and :mod:`~cnibench.stats.time_windows` its shares
@@ -72,6 +74,7 @@ from cnibench.stats.paired import (
 )
 from cnibench.stats.power import (
     SkewPlan,
+    beyond_margin_power,
     detectable_effect,
     dispersion_spread,
     requests_needed,
@@ -80,6 +83,7 @@ from cnibench.stats.power import (
     sd_upper_factor,
     skew_detection_plan,
     split_test_power,
+    variance_upper_factor,
 )
 from cnibench.stats.proportions import (
     ProportionDifference,
@@ -101,6 +105,7 @@ from cnibench.stats.summaries import (
     truncated_mean_interval,
 )
 from cnibench.stats.summaries import SummaryScale as SummaryScale
+from cnibench.stats.tdist import t_critical, t_quantile, t_two_sided, t_upper_tail
 from cnibench.stats.time_windows import windowed_shares
 
 __all__ = [
@@ -117,6 +122,7 @@ __all__ = [
     "SplitResult",
     "SplitTest",
     "Summary",
+    "beyond_margin_power",
     "call_levels",
     "compare",
     "confidence_interval",
@@ -152,8 +158,13 @@ __all__ = [
     "split_test_power",
     "splitting_error",
     "summarize_runs",
+    "t_critical",
+    "t_quantile",
+    "t_two_sided",
+    "t_upper_tail",
     "trimmed_sample",
     "truncated_mean",
     "truncated_mean_interval",
+    "variance_upper_factor",
     "windowed_shares",
 ]

@@ -177,7 +177,27 @@ def sd_upper_factor(df: float) -> float:
         return 1.0
     if df < 1:
         raise InsufficientDataError("an SD from fewer than 2 values has no upper bound")
-    return math.sqrt(df / float(sps.chi2.ppf(SD_UPPER_QUANTILE, df)))
+    return math.sqrt(variance_upper_factor(df, assurance=1.0 - SD_UPPER_QUANTILE))
+
+
+def variance_upper_factor(df: float, *, assurance: float) -> float:
+    """Factor that raises a variance estimated with ``df`` degrees of freedom to its
+    one-sided ``assurance`` upper confidence bound, ``df / chi2_(1 - assurance)(df)`` (NaN for
+    ``df`` of 0: no bound)."""
+    return df / float(sps.chi2.ppf(1.0 - assurance, df))
+
+
+def beyond_margin_power(shift: float, limit: float, se: float, df: float, *, alpha: float) -> float:
+    """Power of a one-sided t test at ``alpha`` (standard error ``se``, ``df`` degrees of
+    freedom) for a true ``shift``, times the chance that the estimate also lies beyond
+    ``limit``: the gate calls a regression only when both hold. The noncentral t gives the
+    first, the normal approximation the second; 1 or 0 without noise."""
+    if not se > 0:
+        return 1.0 if shift > limit else 0.0
+    critical = float(sps.t.isf(alpha, df))
+    significant = float(sps.nct.sf(critical, df, shift / se))
+    beyond = float(sps.norm.cdf((shift - limit) / se))
+    return significant * beyond
 
 
 def requests_to_detect_skew(

@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as sps
 
 from cnibench import stats
 from cnibench.report.gate.directions import Direction
 from cnibench.report.gate.plan import MAX_SESSIONS, VarianceComponents, difference_variance
 from cnibench.report.gate.verdicts import GATE_ALPHA, MIN_CANDIDATE_RUNS, GateMode, Verdict
 from cnibench.report.tables import format_number
+from cnibench.stats import t_critical, t_two_sided, t_upper_tail
 from cnibench.stats.ratios import SessionVariance
 
 __all__ = [
@@ -107,13 +107,13 @@ def gate_interval(
         return GateInterval(
             math.exp(log_ratio), math.exp(log_ratio), math.exp(log_ratio), math.nan, df
         )
-    quantile = float(sps.t.ppf(0.5 + level / 2.0, df))
+    quantile = t_two_sided(level, df)
     worse = -log_ratio if direction is Direction.HIGHER_IS_BETTER else log_ratio
     return GateInterval(
         math.exp(log_ratio),
         math.exp(log_ratio - quantile * se),
         math.exp(log_ratio + quantile * se),
-        float(sps.t.sf(worse / se, df)),
+        t_upper_tail(worse / se, df),
         df,
     )
 
@@ -331,12 +331,12 @@ def compare_metric(
         df = interval.df
     row["ratio"] = math.exp(log_ratio)
     if se > 0 and math.isfinite(df):
-        quantile = float(sps.t.ppf(0.5 + level / 2.0, df))
+        quantile = t_two_sided(level, df)
         turned = -log_ratio if direction is Direction.HIGHER_IS_BETTER else log_ratio
         row.update(
             ci_low=math.exp(log_ratio - quantile * se),
             ci_high=math.exp(log_ratio + quantile * se),
-            p_value=float(sps.t.sf(turned / se, df)),
+            p_value=t_upper_tail(turned / se, df),
         )
     test = MetricTest(
         log_ratio,
@@ -376,10 +376,10 @@ def decide_hint(
     df = test.df if math.isfinite(test.df) and test.df > 0 else 1.0
     if worse > limit:
         target = "regressed"
-        needed = worse / float(sps.t.isf(GATE_ALPHA / max(comparisons, 1), df))
+        needed = worse / t_critical(GATE_ALPHA / max(comparisons, 1), df)
     elif worse < limit:
         target = "within threshold"
-        needed = (limit - worse) / float(sps.t.ppf(0.5 + level / 2.0, df))
+        needed = (limit - worse) / t_two_sided(level, df)
     else:
         return "the ratio sits at the threshold: no number of runs decides it"
     ratio = f"if the ratio stays {format_number(math.exp(test.log_ratio))}"
@@ -457,10 +457,10 @@ def unknown_session_hint(
     decide = "--session-sd or several A/A baseline sessions decide it"
     if regressed_alone:
         # The one-sided test must stay significant at Holm's first step, alpha / m.
-        room = (worse / float(sps.t.isf(GATE_ALPHA / max(comparisons, 1), df))) ** 2
+        room = (worse / t_critical(GATE_ALPHA / max(comparisons, 1), df)) ** 2
         reading = "regressed"
     elif within_alone:
-        room = ((limit - worse) / float(sps.t.ppf(0.5 + level / 2.0, df))) ** 2
+        room = ((limit - worse) / t_two_sided(level, df)) ** 2
         reading = "within threshold"
     else:
         at_runs = decide_hint(

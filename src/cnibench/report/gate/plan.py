@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats as sps
 
 from cnibench.errors import ConfigError, InsufficientDataError
 from cnibench.report.gate.directions import (
@@ -39,6 +38,7 @@ from cnibench.report.gate.directions import (
 )
 from cnibench.report.gate.loading import comparable_runs, values_by_metric
 from cnibench.report.gate.verdicts import GATE_ALPHA
+from cnibench.stats import beyond_margin_power, variance_upper_factor
 
 __all__ = [
     "MAX_SESSIONS",
@@ -232,12 +232,7 @@ def detection_power(
     se = math.sqrt(variance)
     shift = -math.log1p(-loss) if higher_is_better else math.log1p(loss)
     limit = -math.log1p(-threshold) if higher_is_better else math.log1p(threshold)
-    if not se > 0:
-        return 1.0 if shift > limit else 0.0
-    critical = float(sps.t.isf(alpha / max(comparisons, 1), df))
-    significant = float(sps.nct.sf(critical, df, shift / se))
-    beyond = float(sps.norm.cdf((shift - limit) / se))
-    return significant * beyond
+    return beyond_margin_power(shift, limit, se, df, alpha=alpha / max(comparisons, 1))
 
 
 @dataclass(frozen=True)
@@ -351,12 +346,9 @@ def budget_plan(
     runs = max(1, round(float(np.median(baseline_runs)))) if len(baseline_runs) else 1
     upper = replace(
         components,
-        spread=components.spread
-        * components.spread_df
-        / sps.chi2.ppf(1 - assurance, components.spread_df),
+        spread=components.spread * variance_upper_factor(components.spread_df, assurance=assurance),
         run_variance=components.run_variance
-        * components.run_df
-        / sps.chi2.ppf(1 - assurance, max(components.run_df, 1)),
+        * variance_upper_factor(max(components.run_df, 1), assurance=assurance),
     )
     best: tuple[int, int, float] | None = None
     last = 0.0

@@ -22,11 +22,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scipy import stats as sps
-
 from cnibench.report.gate.directions import Direction
 from cnibench.report.gate.interval import MetricTest, worse_logs
 from cnibench.report.gate.verdicts import GATE_ALPHA, GateMode
+from cnibench.stats import t_critical, t_two_sided
 from cnibench.stats.ratios import false_alarm_beyond, false_alarm_not_cleared
 
 __all__ = [
@@ -139,10 +138,10 @@ def stated_false_alarm_rate(
         df = test.df if test.df > 0 else 1.0
         _, limit = worse_logs(direction, 0.0, threshold)
         if mode is GateMode.NON_INFERIORITY:
-            quantile = float(sps.t.ppf(0.5 + level / 2.0, df))
+            quantile = t_two_sided(level, df)
             q = false_alarm_not_cleared(limit / test.se, quantile, df)
         else:
-            critical = float(sps.t.isf(GATE_ALPHA / max(comparisons, 1), df))
+            critical = t_critical(GATE_ALPHA / max(comparisons, 1), df)
             q = false_alarm_beyond(limit / test.se, critical, df)
         clear *= 1.0 - q
     return 1.0 - clear
