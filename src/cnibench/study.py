@@ -29,10 +29,11 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -408,6 +409,20 @@ def _sessions(out: Path) -> set[str]:
     return {p.name for p in out.iterdir() if p.is_dir()} if out.is_dir() else set()
 
 
+def _run_to_the_end(command: Sequence[str], env: Mapping[str, str]) -> int:
+    """Run ``command``; on Ctrl-C hand it one SIGINT, wait until it has cleaned up (its
+    cluster removed), then raise. It runs in a session of its own, so that Ctrl-C, or a
+    signal sent to the study alone, reaches it exactly once, from here (``subprocess.run``
+    would kill it a quarter of a second later, cluster and all left behind)."""
+    process = subprocess.Popen(list(command), env=dict(env), start_new_session=True)
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        process.send_signal(signal.SIGINT)
+        process.wait()
+        raise
+
+
 def _cli(
     *args: str, env: dict[str, str], log: Callable[[str], None], out: Path | None = None
 ) -> _Step:
@@ -415,10 +430,10 @@ def _cli(
     log("$ cnibench " + shlex.join(args))
     before = _sessions(out) if out else set()
     started = time.monotonic()
-    done = subprocess.run(command, env=env, check=False)
+    code = _run_to_the_end(command, env)
     seconds = round(time.monotonic() - started, 1)
     wrote = sorted(_sessions(out) - before) if out else []
-    return _Step(["cnibench", *args], seconds, done.returncode, wrote)
+    return _Step(["cnibench", *args], seconds, code, wrote)
 
 
 def _account(out: Path, steps: Sequence[dict[str, object]], wall: float, *, done: bool) -> None:

@@ -247,3 +247,42 @@ def test_resume_refuses_a_finished_study_and_a_directory_without_one_in_one_line
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "finished study" in err
+
+
+def test_ctrl_c_reaches_the_running_command_once_and_waits_for_its_clean_up(
+    tmp_path: Path,
+) -> None:
+    """A real child that takes half a second to clean up after SIGINT; the study is
+    interrupted by a SIGINT to its own process, as ``kill -INT <study>`` or Ctrl-C does."""
+    import os
+    import signal
+    import sys
+    import threading
+
+    from cnibench import study
+
+    started, cleaned = tmp_path / "started", tmp_path / "cleaned"
+    child = (
+        "import pathlib, signal, sys, time\n"
+        "seen = []\n"
+        "def stop(*_):\n"
+        "    seen.append(1)\n"
+        "    time.sleep(0.5)\n"
+        f"    pathlib.Path({str(cleaned)!r}).write_text(str(len(seen)))\n"
+        "    sys.exit(130)\n"
+        "signal.signal(signal.SIGINT, stop)\n"
+        f"pathlib.Path({str(started)!r}).write_text('')\n"
+        "time.sleep(60)\n"
+    )
+
+    def interrupt() -> None:
+        for _ in range(600):
+            if started.exists():
+                break
+            threading.Event().wait(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        study._run_to_the_end([sys.executable, "-c", child], os.environ)
+    assert cleaned.read_text() == "1"  # cleaned up, before the study went on, after one SIGINT
