@@ -42,6 +42,7 @@ import pandas as pd
 
 from cnibench.errors import CnibenchError, ConfigError
 from cnibench.results import atomic_write_bytes, load_environments, load_results
+from cnibench.signals import sigterm_raises_interrupt
 
 __all__ = [
     "PLANS",
@@ -410,7 +411,7 @@ def _sessions(out: Path) -> set[str]:
 
 
 def _run_to_the_end(command: Sequence[str], env: Mapping[str, str]) -> int:
-    """Run ``command``; on Ctrl-C hand it one SIGINT, wait until it has cleaned up (its
+    """Run ``command``; on Ctrl-C hand it one SIGTERM, wait until it has cleaned up (its
     cluster removed), then raise. It runs in a session of its own, so that Ctrl-C, or a
     signal sent to the study alone, reaches it exactly once, from here (``subprocess.run``
     would kill it a quarter of a second later, cluster and all left behind)."""
@@ -418,7 +419,9 @@ def _run_to_the_end(command: Sequence[str], env: Mapping[str, str]) -> int:
     try:
         return process.wait()
     except KeyboardInterrupt:
-        process.send_signal(signal.SIGINT)
+        # SIGTERM: a cnibench command takes it as Ctrl-C, and unlike SIGINT it is never
+        # ignored from birth (a command started in the background of a script is).
+        process.send_signal(signal.SIGTERM)
         process.wait()
         raise
 
@@ -466,25 +469,25 @@ class _Progress:
 
 
 def progress(out: Path) -> _Progress:
-    """What ``out`` holds of an interrupted study.
+    """What ``out`` holds of a study that was interrupted, or finished with a failed command
+    (the commands that failed run again).
 
     Raises
     ------
     cnibench.errors.ConfigError
-        ``out`` holds no account of a study in progress, or a finished one.
+        ``out`` holds no account of a study, or one that finished with every command done.
     """
     account_file = out / "study.json"
     try:
         account = json.loads(account_file.read_text())
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{out} holds no study to resume ({account_file}: {exc})") from exc
-    if account.get("finished", True):
-        raise ConfigError(f"{out} holds a finished study: nothing to resume")
-    steps = [
-        step
-        for step in account.get("steps", [])
-        if step.get("exit_code") == 0 and str(step.get("command", "")).startswith("cnibench run")
+    runs = [
+        s for s in account.get("steps", []) if str(s.get("command", "")).startswith("cnibench run")
     ]
+    steps = [step for step in runs if step.get("exit_code") == 0]
+    if account.get("finished", True) and len(steps) == len(runs):
+        raise ConfigError(f"{out} holds a finished study with no failed command: nothing to resume")
     kept = {name for step in steps for name in step.get("sessions", [])}
     stale = sorted(_sessions(out) - kept)
     return _Progress(steps, float(account.get("wall_seconds", 0.0)), stale)
@@ -530,6 +533,22 @@ def _log(line: str) -> None:
     print(line, flush=True)  # before the output of the command it announces
 
 
+def _cni(line: Sequence[str]) -> str:
+    return line[list(line).index("--cni") + 1]
+
+
+def _rest_done(lines: Sequence[Sequence[str]], index: int, done: set[str]) -> bool:
+    """Whether every later part of ``lines[index]``'s configuration (the commands that
+    follow with the same ``--cni``) is in ``done``."""
+    cni = _cni(lines[index])
+    for line in lines[index + 1 :]:
+        if _cni(line) != cni:
+            break
+        if shlex.join(line) not in done:
+            return False
+    return True
+
+
 def run(
     out: Path,
     *,
@@ -566,10 +585,15 @@ def run(
         build = _cli("images", "build", *IMAGES, env=env, log=log)
         if build.exit_code != 0:
             return build.exit_code
-        for line in commands(out, study=plan):
+        lines = commands(out, study=plan)
+        for index, line in enumerate(lines):
             if shlex.join(line) in done:
                 log(f"cnibench study: done before, not run again: {shlex.join(line)}")
                 continue
+            if "--keep-cluster" in line and _rest_done(lines, index, done):
+                # No later part runs on this cluster again: keeping it would leave it
+                # running beside every configuration that follows.
+                line = [arg for arg in line if arg != "--keep-cluster"]
             step = _cli(*line[1:], env=env, log=log, out=out)
             failed += step.exit_code != 0
             recorded.append(step.record())
@@ -618,14 +642,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.finish:
             finish(args.out)
             return 0
-        if args.resume:
-            return run(args.out, engine=args.engine, plan=plan, resume=progress(args.out))
-        if args.out.exists() and any(args.out.iterdir()):
+        resume = progress(args.out) if args.resume else None
+        if resume is None and args.out.exists() and any(args.out.iterdir()):
             raise ConfigError(
                 f"{args.out} is not empty: the study writes a new results set"
                 " (--resume goes on with a study stopped half-way)"
             )
-        return run(args.out, engine=args.engine, plan=plan)
+        with sigterm_raises_interrupt():  # `kill` cleans up as Ctrl-C does
+            return run(args.out, engine=args.engine, plan=plan, resume=resume)
     except CnibenchError as exc:
         print(f"cnibench study: {exc}", file=sys.stderr)
         return 2

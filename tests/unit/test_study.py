@@ -162,9 +162,12 @@ class _Commands:
     the study's own bookkeeping around them is what these tests check. ``interrupt_at``: the
     run command (counted from 1) during which Ctrl-C arrives, after it wrote its directory."""
 
-    def __init__(self, out: Path, interrupt_at: int = 0, *, first: int = 1) -> None:
+    def __init__(
+        self, out: Path, interrupt_at: int = 0, *, first: int = 1, fail_at: int = 0
+    ) -> None:
         self.out = out
         self.interrupt_at = interrupt_at
+        self.fail_at = fail_at
         self.first = first
         self.ran: list[str] = []
 
@@ -180,7 +183,8 @@ class _Commands:
             if len(self.ran) == self.interrupt_at:
                 raise KeyboardInterrupt
         wrote = sorted({p.name for p in self.out.iterdir()} - before) if out else []
-        return study._Step(["cnibench", *args], 1.0, 0, wrote)
+        failed = args[0] == "run" and len(self.ran) == self.fail_at
+        return study._Step(["cnibench", *args], 1.0, int(failed), wrote)
 
 
 @pytest.fixture
@@ -246,14 +250,34 @@ def test_resume_refuses_a_finished_study_and_a_directory_without_one_in_one_line
     assert main(["--resume", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert "finished study" in err
+    assert "finished study with no failed command" in err
+
+
+def test_a_failed_first_part_runs_again_without_keeping_a_cluster_nothing_else_uses(
+    stand_ins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shlex
+
+    from cnibench import study
+
+    out = stand_ins
+    planned = [shlex.join(line) for line in commands(out)]
+    assert "--keep-cluster" in planned[0]
+    monkeypatch.setattr(study, "_cli", _Commands(out, fail_at=1))
+    assert study.run(out, log=lambda line: None) == 1
+    again = _Commands(out, first=100)
+    monkeypatch.setattr(study, "_cli", again)
+    assert study.run(out, log=lambda line: None, resume=study.progress(out)) == 0
+    # The second part, done before, would have used the kept cluster: now nothing does.
+    assert again.ran == [planned[0].replace(" --keep-cluster", "")]
+    assert not (out / "session-01").exists()  # what the failed command wrote is gone
 
 
 def test_ctrl_c_reaches_the_running_command_once_and_waits_for_its_clean_up(
     tmp_path: Path,
 ) -> None:
-    """A real child that takes half a second to clean up after SIGINT; the study is
-    interrupted by a SIGINT to its own process, as ``kill -INT <study>`` or Ctrl-C does."""
+    """A real child that takes half a second to clean up after SIGINT or SIGTERM; the study
+    is interrupted by a SIGINT to its own process, as ``kill -INT <study>`` or Ctrl-C does."""
     import os
     import signal
     import sys
@@ -271,6 +295,7 @@ def test_ctrl_c_reaches_the_running_command_once_and_waits_for_its_clean_up(
         f"    pathlib.Path({str(cleaned)!r}).write_text(str(len(seen)))\n"
         "    sys.exit(130)\n"
         "signal.signal(signal.SIGINT, stop)\n"
+        "signal.signal(signal.SIGTERM, stop)\n"
         f"pathlib.Path({str(started)!r}).write_text('')\n"
         "time.sleep(60)\n"
     )
@@ -285,4 +310,4 @@ def test_ctrl_c_reaches_the_running_command_once_and_waits_for_its_clean_up(
     threading.Thread(target=interrupt, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         study._run_to_the_end([sys.executable, "-c", child], os.environ)
-    assert cleaned.read_text() == "1"  # cleaned up, before the study went on, after one SIGINT
+    assert cleaned.read_text() == "1"  # cleaned up, before the study went on, after one signal
