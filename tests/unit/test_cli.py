@@ -206,3 +206,23 @@ def test_report_of_one_session_names_only_that_session(tmp_path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1
     assert "20261124T020000Z-cccccc" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [([], "removed\n"), (["--keep-cluster"], "removed but the clusters --keep-cluster keeps\n")],
+)
+def test_an_interrupted_run_says_what_it_left_on_purpose(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], extra: list[str], said: str
+) -> None:
+    """The run itself is a stand-in that is interrupted at once: what is checked is the line."""
+    import cnibench.cli as cli
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_run", interrupted)
+    assert cli._main(["run", "--cluster", "kind", *extra]) == 130
+    assert (
+        capsys.readouterr().err == f"cnibench: interrupted; everything this run created was {said}"
+    )

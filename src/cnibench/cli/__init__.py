@@ -77,12 +77,15 @@ def entry() -> NoReturn:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    kept = ""  # what an interrupted run leaves on purpose
     try:
         parser = _build_parser()
         if not (sys.argv[1:] if argv is None else argv):
             parser.print_help()
             return EXIT_USAGE
         args = parser.parse_args(argv)
+        if getattr(args, "keep_cluster", False):
+            kept = " but the clusters --keep-cluster keeps"
         if args.command == "run":
             return _run(args)
         if args.command == "doctor":
@@ -105,7 +108,9 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"cnibench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("cnibench: interrupted; everything this run created was removed", file=sys.stderr)
+        print(
+            f"cnibench: interrupted; everything this run created was removed{kept}", file=sys.stderr
+        )
         return EXIT_INTERRUPTED
     except CnibenchError as exc:
         print(f"cnibench: error: {exc}", file=sys.stderr)
