@@ -57,7 +57,15 @@ __all__ = [
 ]
 
 PROFILE = "quick"
-"""Five runs per condition (n >= 5, as the study asks), one-second measurements."""
+"""Five runs per condition (n >= 5, as the study asks)."""
+
+DURATION = "5s"
+"""Each timed measurement's length (the quick profile's is one second). On kind here
+(docs/results/duration-kind-2026-12-06, flannel, 6 interleaved rounds) iperf3's throughput
+varied from run to run with a log-SD of 0.16 at one second and 0.065 at ten, and the CNI
+agents' CPU interval of a contrast narrowed from ×0.28-3.97 to ×0.81-1.40; sockperf's
+latency did not narrow (0.09-0.16 at either: the rounds, each set up again, differ). Five
+seconds buys most of that for about half of ten seconds' time."""
 
 REFERENCE = "flannel"
 """The CNI every other configuration is compared with: kind's usual overlay with kube-proxy in
@@ -328,7 +336,7 @@ def commands(out: Path, *, study: Sequence[Configuration] = STUDY) -> list[list[
         for index, part in enumerate(configuration.parts):
             last = index == len(configuration.parts) - 1
             line = ["cnibench", "run", "--cluster", "kind", "--cni", configuration.cni]
-            line += ["--profile", PROFILE, "--results-dir", str(out)]
+            line += ["--profile", PROFILE, "--duration", DURATION, "--results-dir", str(out)]
             line += [arg for name in part.scenarios for arg in ("--scenario", name)]
             line += [arg for c in part.conditions for arg in ("--condition", c)]
             line += list(part.options)
@@ -442,6 +450,7 @@ def _cli(
 def _account(out: Path, steps: Sequence[dict[str, object]], wall: float, *, done: bool) -> None:
     account = {
         "profile": PROFILE,
+        "duration": DURATION,
         "reference": REFERENCE,
         "wall_seconds": round(wall, 1),
         "finished": done,
