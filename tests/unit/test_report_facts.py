@@ -156,3 +156,12 @@ def test_a_sentence_whose_direction_is_edited_no_longer_matches() -> None:
     for text, right in ((sentence, True), (sentence.replace("-->lower<", "-->higher<"), False)):
         ((key, shown),) = marked_facts(text)
         assert (facts.get(key) == shown) is right
+
+
+def test_decided_counts_the_tested_contrasts_with_a_call() -> None:
+    facts = _egress(0.5)
+    table = facts.table
+    calls = int((table["significant"] | table["equivalent"]).sum())
+    assert calls >= 1
+    assert facts.get("total decided") == str(calls)
+    assert int(facts.get("total decided")) <= int(facts.get("total tested"))

@@ -30,8 +30,9 @@ A key is a kind of number followed by words that select it:
     The number of verified successful runs: ``5``.
 ``total WHAT``
     How many ``runs`` (verified successful), ``conditions`` (configuration x condition),
-    ``configurations``, ``sessions`` the set holds, the ``fewest`` runs of a condition, or the
-    contrasts ``tested`` (the family Holm's correction runs over).
+    ``configurations``, ``sessions`` the set holds, the ``fewest`` runs of a condition, the
+    contrasts ``tested`` (with a p-value), or those of them ``decided`` (a difference after the
+    correction, or the same within the margin).
 ``when``
     The records' span: ``2026-11-27 15:47-17:20 UTC``.
 ``machine WHAT``
@@ -235,13 +236,18 @@ class Facts:
     def _total(self, key: str, args: list[str], options: dict[str, str]) -> str:
         runs = self.runs.drop_duplicates("run_id")
         per_condition = runs.groupby(["cni", "scenario", "condition"]).size()
+        tested = np.isfinite(self.table["p_value"].to_numpy(dtype=np.float64))
+        decided = (
+            self.table["significant"].astype(bool) | self.table["equivalent"].astype(bool)
+        ).to_numpy()
         counts = {
             "runs": len(runs),
             "conditions": len(per_condition),
             "configurations": runs["cni"].nunique(),
             "sessions": runs["session_id"].nunique(),
             "fewest": int(per_condition.min()) if len(per_condition) else 0,
-            "tested": int(np.isfinite(self.table["p_value"].to_numpy(dtype=np.float64)).sum()),
+            "tested": int(tested.sum()),
+            "decided": int((tested & decided).sum()),
         }
         if len(args) != 1 or args[0] not in counts:
             raise ConfigError(f"fact {key!r}: total {'|'.join(counts)}")
