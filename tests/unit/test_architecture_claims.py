@@ -128,3 +128,22 @@ def test_modules_the_document_names_exist(module: str) -> None:
 def test_packages_the_document_names_exist(package: str) -> None:
     assert f"`{package}/`" in _text(), f"ARCHITECTURE.md names no {package}/"
     assert (SOURCE / package / "__init__.py").is_file()
+
+
+def test_only_the_session_s_option_parsing_and_the_report_parse_a_label() -> None:
+    """Every call of ``ClusterSpec.from_label`` in src: the session parses ``--cni`` once
+    (session/config.py), the report reads labels back from records; nothing else does."""
+    import ast
+
+    _claims("nothing in a session parses a label again")
+    callers = set()
+    for path in SOURCE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "from_label"
+            ):
+                callers.add(path.relative_to(SOURCE).as_posix())
+    assert "session/config.py" in callers
+    assert {c for c in callers if not c.startswith("report/")} == {"session/config.py"}, callers
