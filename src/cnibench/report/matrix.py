@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
+from cnibench.metric_catalog import CATALOG, Direction, direction_of
 from cnibench.report.columns import GAP, fit_columns, lay_out_row, wrap_words
 from cnibench.report.configs import INSTRUMENT_WORDS
 from cnibench.report.data import (
@@ -42,6 +43,7 @@ from cnibench.report.verdict import DRIFT_TOO_STRONG, interval_text, metric_word
 
 __all__ = [
     "DETECTABLE",
+    "GAIN",
     "LOSSY",
     "MATRIX_COLUMNS",
     "NOT_POSSIBLE_CELL",
@@ -62,15 +64,26 @@ __all__ = [
 WIDTH = 100
 """Columns of the terminal matrix at most (fewer on a narrower terminal)."""
 
-SHORT_METRICS: Mapping[str, str] = {
-    "new_connections_per_second": "new conn/s",
-    "connection_success_rate": "conn success",
-    "requests_per_second": "req/s",
-    "latency_under_load_avg": "latency loaded",
-    "cores_per_gbps": "cores/Gbit/s",
-    "cores_per_kconn": "cores/kconn/s",
-}
-"""How the terminal matrix names a long metric (:func:`metric_key` gives the full name)."""
+
+class _ShortNames(Mapping[str, str]):
+    """The short names :data:`cnibench.metric_catalog.CATALOG` declares, read when asked."""
+
+    def _items(self) -> dict[str, str]:
+        return {m.name: m.short for m in CATALOG.values() if m.short}
+
+    def __getitem__(self, metric: str) -> str:
+        return self._items()[metric]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())
+
+
+SHORT_METRICS: Mapping[str, str] = _ShortNames()
+"""How the terminal matrix names a long metric (:func:`metric_key` gives the full name): as
+the metric catalog declares it."""
 
 CPU_MEANINGS: Mapping[str, str] = {
     AGENT_METRICS[0]: "the CNI's own pods' CPU, summed",
@@ -86,7 +99,12 @@ EFFECT_MEANINGS: Mapping[str, str] = {
 """What a time-to-effect row's percentile says, in the matrix's key."""
 
 DETECTABLE = "●"
-"""Mark of a detectable difference (Holm-corrected, its interval excludes no difference)."""
+"""Mark of a detectable difference (Holm-corrected, its interval excludes no difference) that
+is a cost: the metric got worse, or it has no better direction."""
+
+GAIN = "○"
+"""Mark of a detectable difference that is a gain: the metric got better (its direction as
+:data:`cnibench.metric_catalog.CATALOG` declares it)."""
 
 SAME = "≈"
 """Mark of "same within ±margin" (two one-sided tests)."""
@@ -228,9 +246,21 @@ def _cell(row: Mapping[str, Any]) -> str:
     if state == "saturated":
         return f"{head} {SATURATED}"
     mark = {"detectable": DETECTABLE, "same": SAME}.get(state, "")
+    if state == "detectable" and _better(str(row["metric"]), estimate, row["scale"] == "ratio"):
+        mark = GAIN
     if state == "undecided":
         mark = _undecided_mark(row)
     return f"{head} {ci} {mark}".rstrip()
+
+
+def _better(metric: str, estimate: float, ratio: bool) -> bool:
+    """Whether a detectable change of ``metric`` to ``estimate`` (a ratio, or a difference)
+    is an improvement."""
+    direction = direction_of(metric)
+    if direction is None:
+        return False
+    higher = estimate > 1.0 if ratio else estimate > 0.0
+    return higher == (direction is Direction.HIGHER_IS_BETTER)
 
 
 NOT_COMPARED_CELL = "not compared"
@@ -520,6 +550,8 @@ def _legend_parts(matrix: pd.DataFrame, margin: float | None) -> list[str]:
         f" {DETECTABLE} a cost{same}, ?N undecided (N runs per side decide ±5 %); blank: not"
         " measured on that configuration"
     ]
+    if cells.str.contains(f" {GAIN}", regex=False).any():
+        parts.append(f"{GAIN} a gain: the metric got detectably better")
     if (cells == INSTRUMENTED_CELL).any():
         parts.append(
             f"{INSTRUMENTED_CELL}: run with napi=threaded ({INSTRUMENT_WORDS}), which slows"

@@ -1,8 +1,9 @@
 """Which metrics the regression gate compares, which way each gets better, and its threshold.
 
-:data:`METRIC_DIRECTIONS` is the one place that says which metrics the gate compares and
-whether higher or lower is better (with per-node CPU ``cpu@<role>``, :func:`gated_direction`);
-:func:`zero_is_impossible` says where a 0 is a failed measurement; :func:`parse_threshold` reads
+:data:`METRIC_DIRECTIONS` says which metrics the gate compares and whether higher or lower is
+better (with per-node CPU ``cpu@<role>``, :func:`gated_direction`), and
+:func:`zero_is_impossible` where a 0 is a failed measurement, both as
+:data:`cnibench.metric_catalog.CATALOG` declares them; :func:`parse_threshold` reads
 the threshold as ``cnibench compare --threshold`` and the plugin's
 ``--cnibench-fail-on-regression`` take it, :func:`parse_session_sd` the ``--session-sd`` (the
 plugin's ``--cnibench-session-sd``) both take.
@@ -10,18 +11,16 @@ plugin's ``--cnibench-session-sd``) both take.
 
 from __future__ import annotations
 
-import enum
 import re
-from collections.abc import Mapping
-from types import MappingProxyType
+from collections.abc import Iterator, Mapping
 
 from cnibench.errors import ConfigError
+from cnibench.metric_catalog import CATALOG, PER_NODE_CPU, Direction, metric_info
 
 __all__ = [
     "DEFAULT_THRESHOLD",
     "METRIC_DIRECTIONS",
     "PER_NODE_CPU",
-    "ZERO_POSSIBLE",
     "Direction",
     "checked_threshold",
     "format_threshold",
@@ -34,52 +33,31 @@ __all__ = [
 ]
 
 
-class Direction(enum.StrEnum):
-    """Which way a metric gets better."""
+class _GatedDirections(Mapping[str, Direction]):
+    """The gated metrics of :data:`cnibench.metric_catalog.CATALOG` and which way each gets
+    better, read when asked (a change to the catalog shows here at once), in its order."""
 
-    HIGHER_IS_BETTER = "higher is better"
-    LOWER_IS_BETTER = "lower is better"
+    def _items(self) -> dict[str, Direction]:
+        return {
+            m.name: m.direction
+            for m in CATALOG.values()
+            if m.gated and m.direction is not None and not m.name.endswith("@")
+        }
+
+    def __getitem__(self, metric: str) -> Direction:
+        return self._items()[metric]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())
 
 
-_HIGHER = Direction.HIGHER_IS_BETTER
-_LOWER = Direction.LOWER_IS_BETTER
-METRIC_DIRECTIONS: Mapping[str, Direction] = MappingProxyType(
-    {
-        # Rates (bits/s, requests/s, 1/s) and the share of connections that succeed.
-        "throughput": _HIGHER,
-        "requests_per_second": _HIGHER,
-        "new_connections_per_second": _HIGHER,
-        "connection_success_rate": _HIGHER,
-        # Times (µs or ms): iperf3 RTT, sockperf, ab, wrk, curl request-response.
-        "latency_avg": _LOWER,
-        "latency_mean": _LOWER,
-        "latency_p50": _LOWER,
-        "latency_p99": _LOWER,
-        # sockperf during a --pairs run's iperf3 streams (µs).
-        "latency_under_load_avg": _LOWER,
-        "latency_under_load_p50": _LOWER,
-        "latency_under_load_p99": _LOWER,
-        "time_per_request": _LOWER,
-        "rtt_mean": _LOWER,
-        "rr_mean": _LOWER,
-        "rr_p50": _LOWER,
-        "rr_p99": _LOWER,
-        # Resources of the nodes over the run window (%, MB).
-        "cpu": _LOWER,
-        "ram": _LOWER,
-    }
-)
-"""The metrics the gate compares and which way each gets better; the only place that says so,
-with :data:`PER_NODE_CPU` for the per-node CPU of ``cpu@<role>``. In this order within a
-condition."""
-
-PER_NODE_CPU = "cpu@"
-"""Prefix of the per-node CPU metrics (``cpu@egress-gw``: one node's CPU in cores, lower is
-better), gated like ``cpu``."""
-
-ZERO_POSSIBLE = frozenset({"cpu", "ram"})
-"""Gated metrics whose value may be 0 (with per-node ``cpu@<role>``): every other gated metric
-at 0 is a failed measurement (:func:`zero_is_impossible`)."""
+METRIC_DIRECTIONS: Mapping[str, Direction] = _GatedDirections()
+"""The metrics the gate compares and which way each gets better, in this order within a
+condition: a view of :data:`cnibench.metric_catalog.CATALOG`, where they are declared (with
+:data:`PER_NODE_CPU` for the per-node CPU of ``cpu@<role>``)."""
 
 DEFAULT_THRESHOLD = 0.05
 """5 %: the default of ``cnibench compare --threshold`` and of the plugin's
@@ -90,21 +68,19 @@ _NUMBER = re.compile(r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(?P<percent>%
 
 def gated_direction(metric: str) -> Direction | None:
     """Which way ``metric`` gets better, or ``None`` when the gate does not compare it."""
-    if metric.startswith(PER_NODE_CPU) and len(metric) > len(PER_NODE_CPU):
-        return Direction.LOWER_IS_BETTER
-    return METRIC_DIRECTIONS.get(metric)
+    info = metric_info(metric)
+    return info.direction if info is not None and info.gated else None
 
 
 def zero_is_impossible(metric: str) -> bool:
     """Whether a value of 0 (or below) of a gated ``metric`` means the measurement failed.
 
     A rate at 0 (no byte, no request, no new connection, none succeeded) and a time at 0
-    (latency, RTT, request-response) are failures, not measurements; CPU and memory
-    (:data:`ZERO_POSSIBLE`, per-node ``cpu@<role>``) may read 0.
+    (latency, RTT, request-response) are failures, not measurements; CPU and memory (declared
+    ``zero_possible`` in the catalog, per-node ``cpu@<role>`` too) may read 0.
     """
-    if gated_direction(metric) is None:
-        return False
-    return metric not in ZERO_POSSIBLE and not metric.startswith(PER_NODE_CPU)
+    info = metric_info(metric)
+    return info is not None and info.gated and not info.zero_possible
 
 
 def metric_order(metric: str) -> tuple[int, str]:
