@@ -57,15 +57,6 @@ if TYPE_CHECKING:
 
 __all__ = ["BARE_OPTIONS", "Bench", "in_plugin_words", "plugin_option"]
 
-SCENARIO_MARKERS = {
-    "baseline": "pod-to-pod throughput, latency and HTTP rate (seeds 001, 004)",
-    "egress": "egress gateway on/off, source address verified (seed 000)",
-    "wireguard": "node-to-node encryption off/on, marker capture verified (seeds 002, 003)",
-    "policy": "network policy: rule and pod scaling (seed 003)",
-    "l7": "L7 HTTP policy (seed 003)",
-    "priority": "policy precedence: Kubernetes vs CNI policies, tiers, priorities (seed 003)",
-    "split": "weighted traffic splitting (seed 000)",
-}
 _STATE_KEY = pytest.StashKey["_BenchState"]()
 _CONFIG_KEY = pytest.StashKey[Any]()
 """The session options, checked once (:func:`_session_config`)."""
@@ -191,7 +182,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register one marker per scenario and validate option values early."""
-    for name, description in SCENARIO_MARKERS.items():
+    from cnibench.scenarios import scenario_markers
+
+    for name, description in scenario_markers().items():
         config.addinivalue_line("markers", f"{name}: {description}")
     # Every option checked once, by the same code and with the same one-line errors as
     # cnibench run (in the plugin's option names); the CNI names once here too (from
@@ -502,9 +495,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         # A test marked with a scenario gets every condition of that scenario as configured
         # by --cnibench-weights/-users/-rules/-clients/-engine, planned as cnibench run plans.
         from cnibench.errors import ConfigError
+        from cnibench.scenarios import scenario_markers
         from cnibench.session import plan_conditions
 
-        names = [m.name for m in metafunc.definition.iter_markers() if m.name in SCENARIO_MARKERS]
+        markers = scenario_markers()
+        names = [m.name for m in metafunc.definition.iter_markers() if m.name in markers]
         if names:
             pairs = _session_config(metafunc.config).scenario_options.pairs
             try:

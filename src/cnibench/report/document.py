@@ -58,7 +58,6 @@ from cnibench.results import (
     load_environments,
     load_results,
 )
-from cnibench.scenarios import SCENARIOS
 
 __all__ = ["ReportPaths", "write_report"]
 
@@ -545,6 +544,8 @@ def _plotted_metrics(scenario: str, recorded: list[str]) -> tuple[list[str], lis
     egress gateway's receive rate in ``baseline``). A scenario cnibench does not know declares
     nothing, so all its metrics count as primary.
     """
+    from cnibench.scenarios import SCENARIOS  # as registered now (a user may add one)
+
     if scenario not in SCENARIOS:
         return list(recorded), []
     declared = SCENARIOS[scenario].primary_metrics

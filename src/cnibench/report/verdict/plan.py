@@ -66,7 +66,6 @@ from cnibench.report.derived import (
 )
 from cnibench.report.labels import feature_words
 from cnibench.report.verdict.formatting import percent_text
-from cnibench.scenarios import SCENARIOS
 from cnibench.scenarios.base import OTHER_THAN_CONTROL, Condition, Contrast, Scenario
 from cnibench.scenarios.egress import OFFERED_LOAD
 
@@ -763,6 +762,8 @@ def plan_contrasts(
     ConfigError
         Bad ``reference``, or unreadable parameters.
     """
+    from cnibench.scenarios import SCENARIOS  # as registered now (a user may add one)
+
     registry = SCENARIOS if scenarios is None else scenarios
     rows = usable_rows(df)
     if rows.empty:
