@@ -15,12 +15,15 @@ each by their prefix (:data:`PER_NODE_CPU`, :data:`PER_NODE_RAM`).
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 __all__ = [
     "CATALOG",
     "PER_NODE_CPU",
     "PER_NODE_RAM",
+    "CatalogView",
     "Direction",
     "Metric",
     "direction_of",
@@ -139,3 +142,28 @@ def direction_of(name: str) -> Direction | None:
     """Which way ``name`` gets better; ``None`` for neither, or an undeclared metric."""
     info = metric_info(name)
     return info.direction if info is not None else None
+
+
+_V = TypeVar("_V")
+
+
+class CatalogView(Mapping[str, _V]):
+    """What ``select`` gives for each declared metric (those it gives ``None`` for left out),
+    read from :data:`CATALOG` whenever asked, in its order: the gate's directions and the
+    matrix's short names are such views, so they follow a change to the catalog at once."""
+
+    def __init__(self, select: Callable[[Metric], _V | None]) -> None:
+        self._select = select
+
+    def _items(self) -> dict[str, _V]:
+        chosen = ((m.name, self._select(m)) for m in CATALOG.values())
+        return {name: value for name, value in chosen if value is not None}
+
+    def __getitem__(self, metric: str) -> _V:
+        return self._items()[metric]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items())
+
+    def __len__(self) -> int:
+        return len(self._items())

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from cnibench.metric_catalog import CATALOG, Direction, direction_of
+from cnibench.metric_catalog import CatalogView, Direction, direction_of
 from cnibench.report.columns import GAP, fit_columns, lay_out_row, wrap_words
 from cnibench.report.configs import INSTRUMENT_WORDS
 from cnibench.report.data import (
@@ -65,23 +65,7 @@ WIDTH = 100
 """Columns of the terminal matrix at most (fewer on a narrower terminal)."""
 
 
-class _ShortNames(Mapping[str, str]):
-    """The short names :data:`cnibench.metric_catalog.CATALOG` declares, read when asked."""
-
-    def _items(self) -> dict[str, str]:
-        return {m.name: m.short for m in CATALOG.values() if m.short}
-
-    def __getitem__(self, metric: str) -> str:
-        return self._items()[metric]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items())
-
-    def __len__(self) -> int:
-        return len(self._items())
-
-
-SHORT_METRICS: Mapping[str, str] = _ShortNames()
+SHORT_METRICS: Mapping[str, str] = CatalogView(lambda m: m.short or None)
 """How the terminal matrix names a long metric (:func:`metric_key` gives the full name): as
 the metric catalog declares it."""
 

@@ -33,4 +33,3 @@ def t_critical(alpha: float, df: float) -> float:
 def t_upper_tail(statistic: float, df: float) -> float:
     """One-sided p-value of ``statistic``: the chance of t at least that large."""
     return float(sps.t.sf(statistic, df))
-

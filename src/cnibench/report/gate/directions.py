@@ -12,10 +12,10 @@ plugin's ``--cnibench-session-sd``) both take.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from cnibench.errors import ConfigError
-from cnibench.metric_catalog import CATALOG, PER_NODE_CPU, Direction, metric_info
+from cnibench.metric_catalog import PER_NODE_CPU, CatalogView, Direction, metric_info
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -33,28 +33,9 @@ __all__ = [
 ]
 
 
-class _GatedDirections(Mapping[str, Direction]):
-    """The gated metrics of :data:`cnibench.metric_catalog.CATALOG` and which way each gets
-    better, read when asked (a change to the catalog shows here at once), in its order."""
-
-    def _items(self) -> dict[str, Direction]:
-        return {
-            m.name: m.direction
-            for m in CATALOG.values()
-            if m.gated and m.direction is not None and not m.name.endswith("@")
-        }
-
-    def __getitem__(self, metric: str) -> Direction:
-        return self._items()[metric]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items())
-
-    def __len__(self) -> int:
-        return len(self._items())
-
-
-METRIC_DIRECTIONS: Mapping[str, Direction] = _GatedDirections()
+METRIC_DIRECTIONS: Mapping[str, Direction] = CatalogView(
+    lambda m: m.direction if m.gated and not m.name.endswith("@") else None
+)
 """The metrics the gate compares and which way each gets better, in this order within a
 condition: a view of :data:`cnibench.metric_catalog.CATALOG`, where they are declared (with
 :data:`PER_NODE_CPU` for the per-node CPU of ``cpu@<role>``)."""
