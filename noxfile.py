@@ -54,8 +54,10 @@ an equal share they ended at minute 74 of 84 (2026-12-02, CPU busy throughout), 
 tiers, done at minute 60, had time to spare."""
 
 
-def _install(session: nox.Session, extras: str = "test") -> None:
-    session.install("-e", f".[{extras}]")
+def _install(session: nox.Session, extras: str = "all,test") -> None:
+    """cnibench with ``extras`` (``""``: the core alone, what ``pip install cnibench`` gives:
+    the lab, the report and the gate)."""
+    session.install("-e", f".[{extras}]" if extras else ".")
 
 
 def _python(session: nox.Session) -> str:
@@ -372,8 +374,9 @@ def typecheck(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
     """Set-up, then the main job on the embedded default (lab backend), quick profile: only
-    the lab's system packages (no browser, compiler or container engine)."""
-    _install(session)
+    the lab's system packages (no browser, compiler or container engine), and cnibench's core
+    alone (no extra: the lab needs none, and the bootstrap-check proves it on a fresh root)."""
+    _install(session, "")
     _system(session, "--for", "lab")
     session.run(
         "cnibench",

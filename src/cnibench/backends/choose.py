@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from cnibench.backends.base import Backend, ClusterSpec, NodePins
 from cnibench.backends.lab.plan.addresses import LabDatapath
 from cnibench.errors import ConfigError
+from cnibench.extras import missing_modules, require_extra
 
 __all__ = [
     "BACKEND_CLUSTERS",
@@ -47,7 +48,10 @@ def kube_cni_names() -> tuple[str, ...]:
 
 
 def container_engine(timeout: float = 5.0) -> str:
-    """Name of a container engine that answers (``docker``/``podman``), or ``""``."""
+    """Name of a container engine that answers (``docker``/``podman``), or ``""`` (also
+    without the kube extra, which every use of one needs)."""
+    if missing_modules("kube"):
+        return ""
     from cnibench.backends.kube.engine import answering_engine
 
     return answering_engine(timeout=timeout)
@@ -133,6 +137,9 @@ def make_backend(
         from cnibench.backends.lab import LabBackend
 
         return LabBackend()
+    require_extra("kube", f"--cluster {cluster}")
+    if cluster == "aks":
+        require_extra("aks", "--cluster aks")
     from cnibench.backends.kube import AksProvider, ExistingProvider, KindProvider, KubeBackend
     from cnibench.backends.kube.images import Images, default_image_set
 

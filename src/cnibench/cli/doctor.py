@@ -20,6 +20,7 @@ def _doctor() -> int:
     from rich.table import Table
 
     from cnibench.backends.lab import LabBackend, doctor_rows
+    from cnibench.extras import missing_modules
     from cnibench.session import container_engine
     from cnibench.system import SYSTEM_TOOLS, missing_tools
 
@@ -27,9 +28,14 @@ def _doctor() -> int:
     table = Table(title="cnibench doctor")
     for column in ("what", "usable", "why"):
         table.add_column(column)
-    for what, usable, why in _kube_rows(container_engine()):
-        table.add_row(what, "yes" if usable else "no", why)
-    table.add_row("private engine", *_engine_row())
+    if missing_modules("kube"):
+        why = "cnibench's kube extra is not installed (pip install 'cnibench[kube]')"
+        for what in ("kind", "aks", "existing", "private engine"):
+            table.add_row(what, "no", why)
+    else:
+        for what, usable, why in _kube_rows(container_engine()):
+            table.add_row(what, "yes" if usable else "no", why)
+        table.add_row("private engine", *_engine_row())
     lab_ok, lab_reason = LabBackend().available()
     table.add_row("lab backend", "yes" if lab_ok else "no", lab_reason)
     rows = doctor_rows()

@@ -19,13 +19,17 @@ __all__: list[str] = []
 
 
 def _clean(args: argparse.Namespace) -> int:
-    from cnibench.backends.kube import clean_kube_leftovers
-    from cnibench.backends.kube.engine import clean_engines
     from cnibench.backends.lab import clean_leftovers
+    from cnibench.extras import missing_modules
     from cnibench.leases import clean_for
 
     print(clean_leftovers(dry_run=args.dry_run).summary())
-    from cnibench.backends.kube.engine import running_engines
+    if missing_modules("kube"):
+        # Without the kube extra cnibench made no cluster nor engine here to clean.
+        print("kube: nothing to clean (cnibench's kube extra is not installed)")
+        return EXIT_OK
+    from cnibench.backends.kube import clean_kube_leftovers
+    from cnibench.backends.kube.engine import clean_engines, running_engines
 
     owners = clean_for()
     engines = [e.paths.docker_host for e in running_engines() if e.running]
@@ -42,6 +46,9 @@ def _clean(args: argparse.Namespace) -> int:
 
 def _engine(args: argparse.Namespace) -> int:
     """``cnibench engine up|down|status``: stdout of ``up`` is only the ``export`` line."""
+    from cnibench.extras import require_extra
+
+    require_extra("kube", "cnibench engine")
     from cnibench.backends.kube.engine import (
         engine_down,
         engine_status,
@@ -74,6 +81,9 @@ def _engine(args: argparse.Namespace) -> int:
 
 def _images(args: argparse.Namespace) -> int:
     """``cnibench images build|list``: progress on stderr, the image tags on stdout."""
+    from cnibench.extras import require_extra
+
+    require_extra("kube", "cnibench images")
     from cnibench.backends.kube.offline import OfflineBuilder, offline_bin_dir, pod_image_tags
     from cnibench.backends.kube.offline.plan import offline_cnis
     from cnibench.backends.kube.offline.recipes import OFFLINE_GATEWAYS, OFFLINE_LOAD_ENGINES

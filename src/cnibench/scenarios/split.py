@@ -44,6 +44,7 @@ from cnibench.backends.base import (
     WorkloadSpec,
 )
 from cnibench.errors import ConfigError, ToolError
+from cnibench.extras import require_extra
 from cnibench.records import Measurement, ParamValue
 from cnibench.scenarios.base import Condition, Prepared, RunOutput, Scenario, Verification
 from cnibench.scenarios.options import DEFAULT_LOAD_WORKERS, DEFAULT_OPTIONS, ScenarioOptions
@@ -130,13 +131,16 @@ class SplitScenario(Scenario):
         Raises
         ------
         cnibench.errors.ConfigError
-            ``--load-workers`` for a backend whose locust runs on this host (the lab).
+            ``--load-workers`` for a backend whose locust runs on this host (the lab), or
+            ``--load-engine locust`` there without cnibench's locust extra.
         """
         if self.options.load_workers is not None and not backend.load_in_pods:
             raise ConfigError(
                 f"--load-workers {self.options.load_workers}: backend {backend.name} runs locust"
                 " on this host, without workers; drop the option"
             )
+        if self.options.load_engine == "locust" and not backend.load_in_pods:
+            require_extra("locust", f"--load-engine locust on {backend.name}")
         return SplitScenario(self.options, load_in_pods=backend.load_in_pods)
 
     def conditions(self) -> list[Condition]:
