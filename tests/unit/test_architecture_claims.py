@@ -147,3 +147,29 @@ def test_only_the_session_s_option_parsing_and_the_report_parse_a_label() -> Non
                 callers.add(path.relative_to(SOURCE).as_posix())
     assert "session/config.py" in callers
     assert {c for c in callers if not c.startswith("report/")} == {"session/config.py"}, callers
+
+
+def test_the_session_branches_on_no_backend_name() -> None:
+    """No comparison in session/ names a backend or a ``--cluster`` value: which cluster
+    serves a request (``auto`` included) is the backends' rule (backends/choose.py)."""
+    import ast
+
+    from cnibench.backends.choose import CLUSTER_CHOICES
+
+    _claims("which cluster serves a request (`choose_cluster`, the `auto` rule included)")
+    names = {*CLUSTER_CHOICES, "kube"}
+    found = []
+    for path in sorted((SOURCE / "session").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in (node.left, *node.comparators):
+                literal = isinstance(side, ast.Constant) and side.value in names
+                member = (
+                    isinstance(side, ast.Attribute)
+                    and isinstance(side.value, ast.Name)
+                    and side.value.id == "ClusterChoice"
+                )
+                if literal or member:
+                    found.append(f"{path.name}:{node.lineno}")
+    assert found == []

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from cnibench import cli
+from cnibench.backends import choose
 from cnibench.backends.base import ClusterSpec
 from cnibench.backends.lab import LabBackend
 from cnibench.errors import ConfigError, UnsupportedError
-from cnibench.session import BenchSession, ClusterChoice, SessionConfig, config, plan_conditions
+from cnibench.session import BenchSession, ClusterChoice, SessionConfig, plan_conditions
 
 pytest_plugins = ["pytester"]
 
@@ -54,7 +55,8 @@ class _Counted:
             raise UnsupportedError(f"lab/{spec.label} lacks everything (faked)")
 
         monkeypatch.setattr(ClusterSpec, "from_label", classmethod(from_label))
-        monkeypatch.setattr(config, "CLUSTER_CHOICES", Choices(config.CLUSTER_CHOICES))
+        # ClusterChoice.parse checks against the backends' own tuple of choices.
+        monkeypatch.setattr(choose, "CLUSTER_CHOICES", Choices(choose.CLUSTER_CHOICES))
         monkeypatch.setattr(LabBackend, "provision", provision)
 
 

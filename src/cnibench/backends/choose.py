@@ -1,6 +1,7 @@
 """Which backend serves a ``--cluster`` request, and the ``--cni`` names each one runs.
 
-The one module above the concrete backends that knows them: a session asks it for a backend
+The one module above the concrete backends that knows them: a session asks it which cluster
+serves a request (:func:`choose_cluster`, the ``auto`` rule included), for a backend
 (:func:`make_backend`), for the names (:func:`lab_datapaths`, :func:`kube_cni_names`) and for
 an engine (:func:`container_engine`), and imports neither backend package itself (an
 import-linter contract in pyproject.toml). Each backend then checks its own ``--cni`` values
@@ -13,8 +14,9 @@ and :mod:`cnibench.errors`, whichever backend is chosen.
 
 from __future__ import annotations
 
+import enum
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cnibench.backends.base import Backend, ClusterSpec, NodePins
 from cnibench.backends.lab.plan.addresses import LabDatapath
@@ -23,15 +25,98 @@ from cnibench.extras import missing_modules, require_extra
 
 __all__ = [
     "BACKEND_CLUSTERS",
+    "CLUSTER_CHOICES",
+    "ClusterChoice",
     "check_names",
+    "choose_cluster",
     "container_engine",
     "kube_cni_names",
     "lab_datapaths",
     "make_backend",
 ]
 
-BACKEND_CLUSTERS = ("lab", "kind", "aks", "existing")
-"""The ``--cluster`` values that name a backend (``auto`` is the session's to resolve)."""
+
+class ClusterChoice(enum.StrEnum):
+    """``--cluster``: where a session benchmarks. Checked once, by :meth:`parse`, when the
+    options become a session's configuration; everything after takes this type and checks
+    nothing (a member equals its text, ``ClusterChoice.LAB == "lab"``)."""
+
+    AUTO = "auto"
+    """The lab or kind, chosen from the request (:func:`choose_cluster`)."""
+    LAB = "lab"
+    KIND = "kind"
+    AKS = "aks"
+    EXISTING = "existing"
+    """The cluster ``KUBECONFIG`` names."""
+
+    @classmethod
+    def parse(cls, text: str) -> ClusterChoice:
+        """The choice ``text`` names.
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            Not one of :data:`CLUSTER_CHOICES` (one line listing them).
+        """
+        if text not in CLUSTER_CHOICES:
+            raise ConfigError(
+                f"unknown --cluster {text!r}: choose one of {', '.join(CLUSTER_CHOICES)}"
+            )
+        return cls(text)
+
+
+CLUSTER_CHOICES = tuple(choice.value for choice in ClusterChoice)
+"""The ``--cluster`` values, in the order help and errors list them."""
+
+BACKEND_CLUSTERS = tuple(c.value for c in ClusterChoice if c is not ClusterChoice.AUTO)
+"""The ``--cluster`` values that name a backend (``auto`` is resolved by
+:func:`choose_cluster`)."""
+
+
+def choose_cluster(
+    cluster: ClusterChoice, specs: Sequence[ClusterSpec], *, engine: Callable[[], str] | None = None
+) -> tuple[ClusterChoice, str]:
+    """Which ``--cluster`` serves the ``--cni`` ``specs``, and a sentence saying why.
+
+    With ``--cluster auto``: lab datapaths select the lab (no engine is asked); Kubernetes
+    CNIs select kind when a container engine answers; no ``--cni`` selects kind when an engine
+    answers, else the lab. Pure but for ``engine``, called at most once: it names the
+    container engine that answers, or returns ``""`` (default :func:`container_engine`; tests
+    pass a fake).
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        Lab datapaths and Kubernetes CNIs in one request (the line says how to split them);
+        Kubernetes CNIs with ``auto`` and no engine (the line names ``cnibench engine up``, or
+        that a name is unknown).
+    """
+    datapaths = lab_datapaths()
+    lab = tuple(dict.fromkeys(s.cni for s in specs if s.cni in datapaths))
+    kube = tuple(dict.fromkeys(s.cni for s in specs if s.cni not in datapaths))
+    if lab and kube:
+        raise ConfigError(
+            f"--cni {', '.join(lab)} (lab) and --cni {', '.join(kube)} (Kubernetes) cannot share"
+            " a session, which runs on one backend: split them into two runs, cnibench run"
+            f" {' '.join(f'--cni {name}' for name in lab)} ... and cnibench run"
+            f" {' '.join(f'--cni {name}' for name in kube)} ..."
+        )
+    if cluster != ClusterChoice.AUTO:
+        return cluster, f"--cluster {cluster}"
+    if lab:
+        return ClusterChoice.LAB, f"--cluster auto: --cni {', '.join(lab)} runs on the embedded lab"
+    answering = (engine or container_engine)()
+    if answering:
+        return ClusterChoice.KIND, f"--cluster auto: {answering} answers, using kind"
+    if kube:
+        check_names(specs, backend="")  # misspelt: unknown, not a missing cluster
+        raise ConfigError(
+            f"--cni {kube[0]!r} needs a Kubernetes cluster and none is at hand: no container"
+            ' engine answers for kind (start one: eval "$(cnibench engine up)", then'
+            " cnibench images build) and no --cluster existing was given (set KUBECONFIG);"
+            f" or measure a lab datapath: --cni {' / '.join(datapaths)}"
+        )
+    return ClusterChoice.LAB, "--cluster auto: no container engine answers, using the embedded lab"
 
 
 def lab_datapaths() -> tuple[str, ...]:

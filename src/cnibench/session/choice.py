@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from cnibench.backends import choose
 from cnibench.backends.base import Backend, ClusterSpec, NodePins
 from cnibench.errors import ConfigError
-from cnibench.session.config import LAB_DATAPATHS, ClusterChoice, CniRequest, SessionConfig
+from cnibench.session.config import ClusterChoice, CniRequest, SessionConfig
 
 
 def container_engine(timeout: float = 5.0) -> str:
@@ -21,46 +21,16 @@ def container_engine(timeout: float = 5.0) -> str:
 def choose_cluster(
     cluster: ClusterChoice, cnis: CniRequest, *, engine: Callable[[], str] | None = None
 ) -> tuple[ClusterChoice, str]:
-    """Which ``--cluster`` serves ``cnis``, and a sentence saying why: the backend chosen
-    from what was asked, made once per session.
-
-    With ``--cluster auto``: lab datapaths select the lab (no engine is asked); Kubernetes
-    CNIs select kind when a container engine answers; no ``--cni`` selects kind when an engine
-    answers, else the lab. Pure but for ``engine``, called at most once: it names the
-    container engine that answers, or returns ``""`` (default :func:`container_engine`; tests
-    pass a fake).
+    """Which ``--cluster`` serves ``cnis``, and a sentence saying why: the backends' own rule
+    (:func:`cnibench.backends.choose.choose_cluster`, ``auto`` included), asked once per
+    session; ``engine`` (default :func:`container_engine`) is called at most once.
 
     Raises
     ------
     cnibench.errors.ConfigError
-        Lab datapaths and Kubernetes CNIs in one request (the line says how to split them);
-        Kubernetes CNIs with ``auto`` and no engine (the line names ``cnibench engine up``, or
-        that a name is unknown).
+        As :func:`cnibench.backends.choose.choose_cluster`.
     """
-    lab, kube = cnis.lab_names, cnis.kube_names
-    if lab and kube:
-        raise ConfigError(
-            f"--cni {', '.join(lab)} (lab) and --cni {', '.join(kube)} (Kubernetes) cannot share"
-            " a session, which runs on one backend: split them into two runs, cnibench run"
-            f" {' '.join(f'--cni {name}' for name in lab)} ... and cnibench run"
-            f" {' '.join(f'--cni {name}' for name in kube)} ..."
-        )
-    if cluster != ClusterChoice.AUTO:
-        return cluster, f"--cluster {cluster}"
-    if lab:
-        return ClusterChoice.LAB, f"--cluster auto: --cni {', '.join(lab)} runs on the embedded lab"
-    answering = (engine or container_engine)()
-    if answering:
-        return ClusterChoice.KIND, f"--cluster auto: {answering} answers, using kind"
-    if kube:
-        choose.check_names(cnis.specs, backend="")  # misspelt: unknown, not a missing cluster
-        raise ConfigError(
-            f"--cni {kube[0]!r} needs a Kubernetes cluster and none is at hand: no container"
-            ' engine answers for kind (start one: eval "$(cnibench engine up)", then'
-            " cnibench images build) and no --cluster existing was given (set KUBECONFIG);"
-            f" or measure a lab datapath: --cni {' / '.join(LAB_DATAPATHS)}"
-        )
-    return ClusterChoice.LAB, "--cluster auto: no container engine answers, using the embedded lab"
+    return choose.choose_cluster(cluster, cnis.specs, engine=engine or container_engine)
 
 
 def select_backend(

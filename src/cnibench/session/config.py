@@ -3,49 +3,17 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cnibench.backends import choose
 from cnibench.backends.base import ClusterSpec, NodePins
-from cnibench.errors import ConfigError
+from cnibench.backends.choose import CLUSTER_CHOICES as CLUSTER_CHOICES
+from cnibench.backends.choose import ClusterChoice as ClusterChoice
 from cnibench.scenarios.options import ScenarioOptions
 from cnibench.scenarios.profiles import DEFAULT_MAX_RUNS, Profile, profile_named
 
-
-class ClusterChoice(enum.StrEnum):
-    """``--cluster``: where a session benchmarks. Checked once, by :meth:`parse`, when the
-    options become a :class:`SessionConfig`; everything after takes this type and checks
-    nothing (a member equals its text, ``ClusterChoice.LAB == "lab"``)."""
-
-    AUTO = "auto"
-    """The lab or kind, chosen from the request (:func:`choose_cluster`)."""
-    LAB = "lab"
-    KIND = "kind"
-    AKS = "aks"
-    EXISTING = "existing"
-    """The cluster ``KUBECONFIG`` names."""
-
-    @classmethod
-    def parse(cls, text: str) -> ClusterChoice:
-        """The choice ``text`` names.
-
-        Raises
-        ------
-        cnibench.errors.ConfigError
-            Not one of :data:`CLUSTER_CHOICES` (one line listing them).
-        """
-        if text not in CLUSTER_CHOICES:
-            raise ConfigError(
-                f"unknown --cluster {text!r}: choose one of {', '.join(CLUSTER_CHOICES)}"
-            )
-        return cls(text)
-
-
-CLUSTER_CHOICES = tuple(choice.value for choice in ClusterChoice)
-"""The ``--cluster`` values, in the order help and errors list them."""
 LAB_DATAPATHS = choose.lab_datapaths()
 """Datapaths the lab offers as ``--cni`` (``("routed", "vxlan")``; the names live in
 :class:`~cnibench.backends.lab.plan.LabDatapath`)."""
