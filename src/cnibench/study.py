@@ -542,6 +542,11 @@ def _log(line: str) -> None:
     print(line, flush=True)  # before the output of the command it announces
 
 
+def _since(started: float) -> float:
+    """Seconds of wall time since the monotonic reading ``started``."""
+    return time.monotonic() - started
+
+
 def _cni(line: Sequence[str]) -> str:
     return line[list(line).index("--cni") + 1]
 
@@ -606,7 +611,7 @@ def run(
             step = _cli(*line[1:], env=env, log=log, out=out)
             failed += step.exit_code != 0
             recorded.append(step.record())
-            _account(out, recorded, before + time.monotonic() - started, done=False)
+            _account(out, recorded, before + _since(started), done=False)
             log(f"cnibench study: {step.seconds:.0f} s, exit {step.exit_code}")
     finally:
         lease.release()
