@@ -223,8 +223,6 @@ def make_backend(
 
         return LabBackend()
     require_extra("kube", f"--cluster {cluster}")
-    if cluster == "aks":
-        require_extra("aks", "--cluster aks")
     from cnibench.backends.kube import AksProvider, ExistingProvider, KindProvider, KubeBackend
     from cnibench.backends.kube.images import Images, default_image_set
 
@@ -256,6 +254,7 @@ def make_backend(
 
 def _check_aks_prerequisites() -> None:
     """Fail before anything starts when ``--cluster aks`` cannot work here (one-line error)."""
+    require_extra("aks", "--cluster aks")
     from cnibench.backends.kube.providers import AKS_CREDENTIAL_VARIABLES, terraform_command
 
     if terraform_command() is None:

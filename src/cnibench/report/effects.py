@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,16 +50,16 @@ MATRIX_PERCENTILES = (50, 90)
 it is in the report's table, open above)."""
 
 
+@dataclass(frozen=True)
 class Effect:
     """One timed change: its metric, its scenario, what it is in words and the condition
     parameter that sizes it."""
 
-    def __init__(self, metric: str, scenario: str, words: str, size: str, size_words: str):
-        self.metric = metric
-        self.scenario = scenario
-        self.words = words
-        self.size = size
-        self.size_words = size_words
+    metric: str
+    scenario: str
+    words: str
+    size: str
+    size_words: str
 
     def label(self, parameters: Mapping[str, object]) -> str:
         """``"policy takes effect (1000 rules)"``."""

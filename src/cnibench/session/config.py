@@ -53,16 +53,6 @@ class CniRequest:
         """Each spec's canonical ``--cni`` label (what results record)."""
         return tuple(spec.label for spec in self.specs)
 
-    @property
-    def lab_names(self) -> tuple[str, ...]:
-        """The names that are lab datapaths."""
-        return tuple(dict.fromkeys(s.cni for s in self.specs if s.cni in LAB_DATAPATHS))
-
-    @property
-    def kube_names(self) -> tuple[str, ...]:
-        """The names that are not lab datapaths (Kubernetes CNIs, or misspelt)."""
-        return tuple(dict.fromkeys(s.cni for s in self.specs if s.cni not in LAB_DATAPATHS))
-
     def __bool__(self) -> bool:
         return bool(self.specs)
 
