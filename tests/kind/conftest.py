@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from cnibench.backends.kube.engine import engine_paths
 from cnibench.leases import hold
 
 from .kind_support import (
@@ -57,9 +58,29 @@ def _host_state() -> dict[str, object]:
     }
 
 
+def _clear_a_killed_run() -> None:
+    """What an earlier run of the tier that was killed (SIGKILL: no clean-up ran) left: its
+    engine's run dir, and clusters in the engine's data root, which come back with their nodes
+    stopped when the engine starts again. Cleared as a person would, with ``engine up``,
+    ``clean`` and ``engine down`` (each keeps what a live session holds), so that the host
+    state the tier is compared with at its end is the host's own, not that run's."""
+    paths = engine_paths(ENGINE_NAME)
+    containers = paths.data_root / "containers"
+    if not paths.run_dir.exists() and not (containers.is_dir() and any(containers.iterdir())):
+        return
+    base = {k: v for k, v in os.environ.items() if k not in ("DOCKER_HOST", "KUBECONFIG")}
+    up = cnibench("engine", "up", "--name", ENGINE_NAME, env=base, timeout=180)
+    env = dict(base, DOCKER_HOST=up.stdout.strip().removeprefix("export DOCKER_HOST="))
+    cnibench("clean", env=env, check=False, timeout=600)
+    cnibench("engine", "down", "--name", ENGINE_NAME, env=base, timeout=180)
+
+
 @pytest.fixture(scope="package")
 def host_before() -> dict[str, object]:
-    """The host's state before the tier started its engine."""
+    """The host's state before the tier started its engine (once a killed earlier run's
+    leftovers are cleared)."""
+    if not _why_not():
+        _clear_a_killed_run()
     return _host_state()
 
 

@@ -36,7 +36,7 @@ from cnibench.backends.kube.providers import (
 )
 from cnibench.errors import ConfigError, ToolError, UnsupportedError
 from cnibench.policy import PolicyPeer, PolicySpec, PortRange, PriorityCase, PriorityLayer
-from engine_stand_in import fake_engine
+from engine_stand_in import fake_engine, node_containers
 
 
 @pytest.mark.parametrize(
@@ -237,10 +237,17 @@ def test_kind_provider_reuses_a_cluster_with_the_same_hash(tmp_path: Path) -> No
     provider = KindProvider(tmp_path, runner=lambda argv: calls.append(list(argv)) or "")
     name, _ = provider.plan(spec, cni_definition(spec))
     calls.clear()
+    node = f"{name}-control-plane"
+
+    def kind(argv: list[str]) -> str:
+        calls.append(list(argv))
+        return {"clusters": name, "nodes": node}.get(argv[2], "") if argv[1] == "get" else ""
+
     existing = KindProvider(
         tmp_path,
-        runner=lambda argv: calls.append(list(argv)) or (name if argv[1] == "get" else ""),
-        engine=fake_engine(),  # no image there: the fake runner "builds" it
+        runner=kind,
+        # Its node runs; no image there: the fake runner "builds" it.
+        engine=fake_engine(node_containers({node: 4242})),
         modules_dir=tmp_path / "lib-modules",
     )
     made = existing.ensure(spec, cni_definition(spec))

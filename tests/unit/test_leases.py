@@ -20,7 +20,8 @@ from cnibench import leases
 from cnibench.backends.kube import clean as kube_clean
 from cnibench.backends.kube import engine as engine_module
 from cnibench.backends.kube.providers import ENGINE_LEASE, KIND_CLUSTER_LEASE
-from engine_stand_in import fake_engine
+from cnibench.errors import ProvisioningError
+from engine_stand_in import fake_engine, node_containers
 
 
 @pytest.fixture
@@ -209,6 +210,55 @@ def test_a_session_ending_leaves_a_cluster_another_live_session_holds(
         child.wait()
     provider.delete(ProviderCluster(name, cluster.kubeconfig, cluster.context))
     assert any(c[:3] == ["kind", "delete", "cluster"] for c in calls)
+
+
+def test_a_cluster_left_with_a_stopped_node_is_made_again_unless_another_session_holds_it(
+    root: Path, tmp_path: Path
+) -> None:
+    """A session killed with its private engine leaves its kept cluster behind, and the engine
+    brings the nodes back stopped: reusing it failed at ``kind get kubeconfig`` ("container
+    ... is not running", CI of 2026-12-06). ensure() deletes and creates it again; under
+    another live session that holds it, it refuses in one line instead."""
+    from cnibench.backends.base import ClusterSpec
+    from cnibench.backends.kube.cni import cni_definition
+    from cnibench.backends.kube.providers import KindProvider
+
+    spec = ClusterSpec(cni="flannel")
+    name, _ = KindProvider(tmp_path, runner=lambda argv: "").plan(spec, cni_definition(spec))
+    nodes = {f"{name}-control-plane": 0, f"{name}-worker": 777}  # the control plane stopped
+    calls: list[list[str]] = []
+
+    def kind(argv: Sequence[str]) -> str:
+        calls.append(list(argv))
+        if list(argv[:3]) == ["kind", "get", "clusters"]:
+            return name
+        return "\n".join(nodes) if list(argv[:3]) == ["kind", "get", "nodes"] else ""
+
+    def provider() -> KindProvider:
+        return KindProvider(
+            tmp_path,
+            runner=kind,
+            engine=fake_engine(node_containers(nodes)),
+            modules_dir=tmp_path / "mods",
+        )
+
+    child = _holder(KIND_CLUSTER_LEASE, name, root)
+    try:
+        with pytest.raises(ProvisioningError, match=f"stopped node\\(s\\) {name}-control-plane "):
+            provider().ensure(spec, cni_definition(spec))
+        assert not any(c[:3] == ["kind", "delete", "cluster"] for c in calls)
+    finally:
+        child.kill()
+        child.wait()
+    made = provider().ensure(spec, cni_definition(spec))
+    assert made.created is True
+    verbs = [c[:3] for c in calls if c[1] in ("delete", "create")]
+    assert verbs == [["kind", "delete", "cluster"], ["kind", "create", "cluster"]]
+    # With every node running, the same cluster is reused as it is.
+    nodes[f"{name}-control-plane"] = 778
+    calls.clear()
+    assert provider().ensure(spec, cni_definition(spec)).created is False
+    assert not any(c[1] in ("delete", "create") for c in calls)
 
 
 def test_a_kept_cluster_is_no_longer_held_once_its_session_forgets_it(

@@ -302,11 +302,15 @@ class KindProvider:
         # engine it runs in) that a live session holds, also while it is being made.
         self._hold(name)
         existing = self._run(["kind", "get", "clusters"]).split()
-        if name in existing and self.recreate:
+        stopped = self._stopped_nodes(name) if name in existing else []
+        if name in existing and (self.recreate or stopped):
+            # A cluster with a stopped node cannot serve: its session was killed with the
+            # engine (which brings the nodes back stopped), or a node died. Made again.
             others = live_holders(KIND_CLUSTER_LEASE, name)
             if others:
+                why = f"has stopped node(s) {', '.join(stopped)} and " if stopped else ""
                 raise ProvisioningError(
-                    f"kind cluster {name} is in use by cnibench process(es)"
+                    f"kind cluster {name} {why}is in use by cnibench process(es)"
                     f" {', '.join(map(str, others))}: not recreated under them"
                 )
             self._run(kind_delete_argv(name))
@@ -320,6 +324,11 @@ class KindProvider:
         kubeconfig.chmod(0o600)
         self.load_local_images(name, cni=cni.name, gateway=spec.options.get("gateway", ""))
         return ProviderCluster(name, kubeconfig, f"kind-{name}", created)
+
+    def _stopped_nodes(self, name: str) -> list[str]:
+        """The node containers of kind cluster ``name`` that are not running."""
+        nodes = self._run(["kind", "get", "nodes", "--name", name]).split()
+        return [node for node in nodes if self.engine.container(node).pid == 0]
 
     def run(self, argv: Sequence[str]) -> str:
         """Run ``argv`` (a ``kind`` or host command) as this provider does; its stdout.
