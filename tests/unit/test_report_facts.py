@@ -165,3 +165,59 @@ def test_decided_counts_the_tested_contrasts_with_a_call() -> None:
     assert calls >= 1
     assert facts.get("total decided") == str(calls)
     assert int(facts.get("total decided")) <= int(facts.get("total tested"))
+
+
+def _enforcement(values: list[float], rules: int) -> list[dict[str, object]]:
+    rows = []
+    for k, v in enumerate(values):
+        common = {
+            "session_id": "A",
+            "run_id": f"kr-r{rules}-{k}",
+            "time": START + pd.Timedelta(seconds=3 * k),
+            "scenario": "policy",
+            "cni": "kube-router",
+            "condition": f"on-cross-node-r{rules}-c1",
+            "parameters": json.dumps({"rules": rules, "policy": "on"}),
+            "repetition": k,
+            "verified": True,
+            "status": "ok",
+        }
+        rows.append({**common, "metric": "policy_enforcement_time", "value": v, "unit": "s"})
+        rows.append(
+            {**common, "metric": "policy_enforcement_time_leaks", "value": 1.0, "unit": "count"}
+        )
+    return rows
+
+
+def test_an_effect_is_a_percentile_of_the_timed_changes_with_its_interval_and_n() -> None:
+    times = [0.30, 0.08, 0.11, 0.09, 0.12, 0.10, 0.095, 0.105, 0.085, 0.115]
+    df = pd.DataFrame(_enforcement(times, 0) + _enforcement([1.0] * 10, 1000))
+    facts = Facts(df, report.verdict(df))
+    text = facts.get("effect kube-router policy_enforcement_time 0")
+    estimate, _, rest = text.partition(" s (")
+    ordered = sorted(times)
+    assert ordered[3] <= float(estimate) <= ordered[6]  # the middle of the ten, not the 1.0s
+    low, _, high = rest.split(",")[0].partition("-")
+    assert float(low) <= float(estimate) <= float(high)
+    assert text.endswith(", n = 10)")
+    # P99 of ten runs has no upper bound: open above, never a made-up one.
+    assert "≥" in facts.get("effect kube-router policy_enforcement_time 0 p=99")
+    with pytest.raises(ConfigError, match="selects 0 timed changes"):
+        facts.get("effect kube-router policy_enforcement_time 100")
+    with pytest.raises(ConfigError, match="effect CNI"):
+        facts.get("effect kube-router throughput 0")
+
+
+def test_direction_words_are_claims_only_inside_a_call_fact() -> None:
+    from cnibench.report.facts import unmarked_claims
+
+    text = (
+        "## What the gateway costs\n\n"
+        "**The seed** found that Antrea beats Cilium.\n\n"
+        "The gateway's throughput is <!-- fact call c t m -->the same within ±5 %<!-- /fact -->.\n"
+        "- WireGuard, said elsewhere, <!-- quoted -->0.40<!-- /quoted --> costs little.\n\n"
+        "Yet kube-router wins over Cilium, and `costs` in code is no claim."
+    )
+    found = unmarked_claims(text)
+    assert len(found) == 1
+    assert "kube-router wins over Cilium" in found[0]

@@ -24,6 +24,12 @@ A key is a kind of number followed by words that select it:
     numbers are: ``higher`` or ``lower`` (the treatment against its control, a difference
     after the correction), ``the same within ±5 %`` (or the line's margin: ``±0.05 cores``),
     ``undecided``, ``no claim (saturated)``.
+``effect CNI METRIC SIZE [p=PERCENTILE]``
+    A timed change's percentile (``p``, default 50) in seconds with its distribution-free 95 %
+    interval and n, from :func:`cnibench.report.effects.time_to_effect`: ``0.105 s
+    (0.082-0.131, n = 10)``, open above where the runs are too few (``0.31 s (≥ 0.12, n =
+    10)``). ``METRIC`` is ``policy_enforcement_time`` or ``new_service_time``, ``SIZE`` the
+    rules or Services the change met (``-`` where the change has none).
 ``reached CNI CONDITION METRIC``
     A yes/no metric's yes count over its runs: ``5/5``.
 ``runs CNI CONDITION``
@@ -61,6 +67,7 @@ import pandas as pd
 from cnibench.errors import ConfigError
 
 __all__ = [
+    "CLAIM",
     "FACT",
     "SEED",
     "Facts",
@@ -68,6 +75,7 @@ __all__ = [
     "fact",
     "filled",
     "marked_facts",
+    "unmarked_claims",
     "unmarked_numbers",
 ]
 
@@ -107,7 +115,7 @@ _UNITS: Mapping[str, tuple[str, float]] = {
 }
 
 
-_OPTIONS = frozenset({"unit", "control", "vs", "kind"})
+_OPTIONS = frozenset({"unit", "control", "vs", "kind", "p"})
 """The option names of a key (``name=value``)."""
 
 
@@ -128,6 +136,40 @@ def unmarked_numbers(text: str) -> list[str]:
     ]
 
 
+CLAIM = re.compile(
+    r"\b(costs|wins over|win over|beats|same within|faster than|slower than|ahead of"
+    r"|outperforms)\b",
+    re.I,
+)
+"""Words that state a contrast's direction: in a document's own prose, only a ``call`` fact may
+say them, so that the records decide each claim (:func:`unmarked_claims`)."""
+
+
+def unmarked_claims(text: str) -> list[str]:
+    """The direction words (:data:`CLAIM`) of ``text``'s own prose outside every marked fact,
+    with their words around: empty when each claim is a ``call`` fact (the verdict's call,
+    re-derived). Headings (a question, not a claim), paragraphs that report a seed (``**The
+    seed**``) and lines that quote a publication (``<!-- quoted -->``) are not its own."""
+    kept = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        if paragraph.lstrip().startswith("**The seed**"):
+            continue
+        kept.append(
+            "\n".join(
+                line
+                for line in paragraph.splitlines()
+                if not line.lstrip().startswith("#") and "<!-- quoted -->" not in line
+            )
+        )
+    prose = "\n\n".join(kept)
+    for pattern in _NOT_PROSE:
+        prose = pattern.sub(" ", prose)
+    return [
+        prose[max(0, m.start() - 40) : m.end() + 40].replace("\n", " ")
+        for m in CLAIM.finditer(prose)
+    ]
+
+
 def _three(value: float) -> str:
     """Three significant digits, never in exponent notation."""
     if value == 0 or not math.isfinite(value):
@@ -144,6 +186,7 @@ class Facts:
     table: pd.DataFrame
     environments: pd.DataFrame | None = None
     wall_seconds: float | None = None
+    _effects: pd.DataFrame | None = None
 
     @classmethod
     def of(cls, directory: Path, *, reference: str | None = None) -> Facts:
@@ -186,6 +229,7 @@ class Facts:
             "holm": self._holm,
             "call": self._call,
             "median": self._median,
+            "effect": self._effect,
             "reached": self._reached,
             "runs": self._runs,
             "total": self._total,
@@ -219,6 +263,33 @@ class Facts:
         if not divisor or str(rows["unit"].iloc[0]) != recorded:
             raise ConfigError(f"fact {key!r}: recorded in {rows['unit'].iloc[0]!r}, not {unit}")
         return f"{_three(value / divisor)} {unit}"
+
+    def _effect(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        from cnibench.report.effects import EFFECTS, effect_text, time_to_effect
+
+        if len(args) != 3 or args[1] not in EFFECTS:
+            raise ConfigError(f"fact {key!r}: effect CNI {'|'.join(EFFECTS)} SIZE [p=PERCENTILE]")
+        cni, metric, size = args
+        effect = EFFECTS[metric]
+        change = effect.label({} if size == "-" else {effect.size: size})
+        if self._effects is None:
+            self._effects = time_to_effect(self.runs)
+        table = self._effects
+        percentile = int(options.get("p", "50"))
+        rows = table[
+            (table["cni"] == cni)
+            & (table["metric"] == metric)
+            & (table["change"] == change)
+            & (table["percentile"] == percentile)
+        ]
+        if len(rows) != 1:
+            raise ConfigError(f"fact {key!r}: selects {len(rows)} timed changes, not 1")
+        row = rows.iloc[0]
+        text = effect_text(row)
+        if " (" in text:
+            value, _, interval = text.partition(" (")
+            return f"{value} s ({interval.removesuffix(')')}, n = {int(row['n'])})"
+        return f"{text} s (n = {int(row['n'])})"
 
     def _reached(self, key: str, args: list[str], options: dict[str, str]) -> str:
         if len(args) != 3:
@@ -295,18 +366,18 @@ class Facts:
         return f"not detectable after Holm (adjusted p = {adjusted:.2g})"
 
     def _call(self, key: str, args: list[str], options: dict[str, str]) -> str:
+        from cnibench.report.verdict import Call, call_of
+
         row = self._line(key, args, options)
-        if bool(row.get("saturated", False)):
+        call = call_of(row)
+        if call is Call.SATURATED:
             return "no claim (saturated)"
-        ratio = row["scale"] == "ratio"
-        if bool(row["significant"]):
-            above = float(row["ratio"]) > 1.0 if ratio else float(row["estimate"]) > 0.0
-            return "higher" if above else "lower"
-        if bool(row["equivalent"]):
+        if call is Call.SAME:
             margin = float(row["margin"])
-            within = f"{100 * margin:g} %" if ratio else f"{margin:g} {row['unit']}".rstrip()
-            return f"the same within ±{within}"
-        return "undecided"
+            if row["scale"] == "ratio":
+                return f"the same within ±{100 * margin:g} %"
+            return f"the same within ±{margin:g} {row['unit']}".rstrip()
+        return call.value
 
     def _line(self, key: str, args: list[str], options: dict[str, str]) -> pd.Series:
         if len(args) != 3:

@@ -39,7 +39,13 @@ from cnibench.report.data import (
 from cnibench.report.derived import AGENT_METRICS, HOST_WIDE, NODE_SUM
 from cnibench.report.effects import EFFECT_FEATURE, effect_cells
 from cnibench.report.labels import feature_words, shorten_cni_labels
-from cnibench.report.verdict import DRIFT_TOO_STRONG, interval_text, metric_words
+from cnibench.report.verdict import (
+    DRIFT_TOO_STRONG,
+    Call,
+    call_of,
+    interval_text,
+    metric_words,
+)
 
 __all__ = [
     "DETECTABLE",
@@ -168,11 +174,12 @@ def _shown(metric: str, scenario_metrics: Sequence[str]) -> bool:
 
 
 def _state(row: Mapping[str, Any]) -> str:
-    if int(row.get("saturated", 0) or 0):
+    call = call_of(row)
+    if call is Call.SATURATED:
         return "saturated"
-    if row["significant"]:
+    if call in (Call.HIGHER, Call.LOWER):
         return "detectable"
-    if row["equivalent"]:
+    if call is Call.SAME:
         return "same"
     if row["kind"] == "outcome":
         return "outcome"
@@ -230,21 +237,19 @@ def _cell(row: Mapping[str, Any]) -> str:
     if state == "saturated":
         return f"{head} {SATURATED}"
     mark = {"detectable": DETECTABLE, "same": SAME}.get(state, "")
-    if state == "detectable" and _better(str(row["metric"]), estimate, row["scale"] == "ratio"):
+    if state == "detectable" and _better(row):
         mark = GAIN
     if state == "undecided":
         mark = _undecided_mark(row)
     return f"{head} {ci} {mark}".rstrip()
 
 
-def _better(metric: str, estimate: float, ratio: bool) -> bool:
-    """Whether a detectable change of ``metric`` to ``estimate`` (a ratio, or a difference)
-    is an improvement."""
-    direction = direction_of(metric)
+def _better(row: Mapping[str, Any]) -> bool:
+    """Whether verdict line ``row``'s detectable change is an improvement of its metric."""
+    direction = direction_of(str(row["metric"]))
     if direction is None:
         return False
-    higher = estimate > 1.0 if ratio else estimate > 0.0
-    return higher == (direction is Direction.HIGHER_IS_BETTER)
+    return (call_of(row) is Call.HIGHER) == (direction is Direction.HIGHER_IS_BETTER)
 
 
 NOT_COMPARED_CELL = "not compared"

@@ -33,7 +33,7 @@ import pandas as pd
 from cnibench.errors import ConfigError
 from cnibench.report import design
 from cnibench.report.data import HOST_IDLE_METRIC, LEVEL, saturated_runs
-from cnibench.report.verdict.decide import decide
+from cnibench.report.verdict.decide import Call, call_of, decide
 from cnibench.report.verdict.formatting import interval_text
 from cnibench.report.verdict.measure import (
     DEFAULT_MARGIN,
@@ -68,9 +68,11 @@ __all__ = [
     "RATIO_SPAN",
     "SUMMARY_LINES",
     "VERDICT_COLUMNS",
+    "Call",
     "ContrastKind",
     "PlannedContrast",
     "Scale",
+    "call_of",
     "interval_text",
     "plan_contrasts",
     "reference_cni",

@@ -37,6 +37,7 @@ that excludes no change beside "undecided", and "same within" is read off the sa
 
 from __future__ import annotations
 
+import enum
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -50,7 +51,9 @@ from cnibench.report.verdict.plan import ContrastKind, PlannedContrast
 
 __all__ = [
     "ABSOLUTE_MARGINS",
+    "Call",
     "advise",
+    "call_of",
     "decide",
     "is_apart",
     "margin_of",
@@ -63,6 +66,36 @@ ABSOLUTE_MARGINS: Mapping[str, float] = {"cores": 0.05}
 """Margins of "same within" in a unit, for contrasts on the difference scale (a side near
 zero, where a ratio means little): an idle node's CPU moving by less than 0.05 cores is no
 cost a platform team plans for."""
+
+
+class Call(enum.Enum):
+    """What a verdict line decided, as every reader of the verdict (the matrix, a document's
+    ``call`` facts) names it."""
+
+    HIGHER = "higher"
+    """A difference after the correction: the treatment above its control."""
+    LOWER = "lower"
+    """A difference after the correction: the treatment below its control."""
+    SAME = "same"
+    """The same within the line's margin."""
+    UNDECIDED = "undecided"
+    """Neither (or no test at all)."""
+    SATURATED = "saturated"
+    """A side ran on a saturated machine: no claim (:func:`set_aside_saturated`)."""
+
+
+def call_of(row: Mapping[str, Any]) -> Call:
+    """The call of verdict line ``row`` (its ``saturated``, ``significant``, ``equivalent``,
+    ``scale`` and ``estimate``, which is the ratio on the ratio scale)."""
+    if int(row.get("saturated", 0) or 0):
+        return Call.SATURATED
+    if bool(row["significant"]):
+        value = float(row["estimate"])
+        above = value > 1.0 if row["scale"] == Scale.RATIO.value else value > 0.0
+        return Call.HIGHER if above else Call.LOWER
+    if bool(row["equivalent"]):
+        return Call.SAME
+    return Call.UNDECIDED
 
 
 def question_of(planned: PlannedContrast) -> tuple[str, ...]:
