@@ -158,6 +158,10 @@ def test_the_time_until_kube_router_enforces_is_recorded(
     leaks = frame[frame["metric"] == "policy_enforcement_time_leaks"]
     assert sorted(leaks["run_id"]) == sorted(enforcement["run_id"])
     assert (leaks["value"] >= 0).all(), leaks["value"].tolist()
+    # And back: from the delete call until the pod outside it is answered again.
+    removal = frame[frame["metric"] == "policy_removal_time"]
+    assert sorted(removal["run_id"]) == sorted(enforcement["run_id"])
+    assert removal["value"].between(0.0, 60.0).all(), removal["value"].tolist()
 
 
 def test_enforcement_and_programming_are_read_by_the_effect_probe_in_the_pod(
@@ -171,6 +175,7 @@ def test_enforcement_and_programming_are_read_by_the_effect_probe_in_the_pod(
     timed = (
         ("policy", POLICY_R0, "enforcement", "policy_enforcement_time"),
         ("policy", POLICY_R100, "enforcement", "policy_enforcement_time"),
+        ("policy", POLICY_R0, "removal", "policy_removal_time"),
         ("baseline", SERVICE_1000, "programming", "service_programming_time"),
     )
     for scenario, condition, key, metric in timed:
@@ -182,8 +187,9 @@ def test_enforcement_and_programming_are_read_by_the_effect_probe_in_the_pod(
         (value,) = frame[(frame["condition"] == condition) & (frame["metric"] == metric)]["value"]
         assert proof[f"{key}_seconds"] == pytest.approx(value, abs=1e-3), proof
         if scenario == "policy":
-            # Started before the policy: it saw the pod outside it get through first.
-            assert proof["enforcement_probe_saw_old_state"] >= 1, proof
+            # Started before the change: it saw the state it replaces first (the pod outside
+            # the policy getting through; blocked, before the delete).
+            assert proof[f"{key}_probe_saw_old_state"] >= 1, proof
         (log,) = results.glob(f"*/raw/*{condition}*/{metric}-probe.txt")
         spacing = sorted(parse_effect_probe(log.read_text()).intervals())
         assert spacing[len(spacing) // 2] <= 0.020

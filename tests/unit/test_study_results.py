@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cnibench.report.facts import FACT, Facts, marked_facts, unmarked_numbers
+from cnibench.report.facts import FACT, Facts, marked_facts, unmarked_claims, unmarked_numbers
 from cnibench.results import load_results
 from cnibench.study import verdict_markdown
 
@@ -134,4 +134,20 @@ def test_one_edited_digit_of_a_marked_number_is_caught() -> None:
     mark = next(m for m in FACT.finditer(text) if re.search(r"\d", m.group(2)))
     digit = mark.start(2) + re.search(r"\d", mark.group(2)).start()  # type: ignore[union-attr]
     edited = text[:digit] + str((int(text[digit]) + 1) % 10) + text[digit + 1 :]
+    assert len(_wrong_facts(edited)) == 1
+
+
+def test_the_findings_state_a_direction_only_through_a_call() -> None:
+    """ "costs", "same within", "wins over" ... in the page's own prose are the verdict's calls
+    (``call`` facts, re-derived above), never words written beside a number."""
+    text = FINDINGS.read_text()
+    assert unmarked_claims(text) == []
+    assert any(key.startswith("call ") for key, _ in marked_facts(text))
+
+
+def test_one_edited_direction_is_caught() -> None:
+    text = FINDINGS.read_text()
+    mark = next(m for m in FACT.finditer(text) if m.group(1).strip().startswith("call "))
+    swapped = {"higher": "lower", "lower": "higher"}.get(mark.group(2), "higher")
+    edited = text[: mark.start(2)] + swapped + text[mark.end(2) :]
     assert len(_wrong_facts(edited)) == 1

@@ -1,8 +1,9 @@
 """How fast a change takes effect, per configuration: the time-to-effect metrics as
 distributions.
 
-A policy's enforcement (``policy_enforcement_time``) and a new Service's first answer
-(``new_service_time``) are timed once per set-up or per run (:mod:`cnibench.scenarios.effect`),
+A policy's enforcement and its removal (``policy_enforcement_time``,
+``policy_removal_time``) and a new Service's first answer (``new_service_time``) are timed
+once per set-up or per run (:mod:`cnibench.scenarios.effect`),
 so a condition holds one value per round or run. Their mean says little (they are skewed, and
 a proxy that resyncs in batches gives two modes), and what a platform team asks is "how long,
 usually, and at worst": :func:`time_to_effect` gives each configuration's P50, P90 and P99 with
@@ -72,6 +73,7 @@ EFFECTS: Mapping[str, Effect] = {
     e.metric: e
     for e in (
         Effect("policy_enforcement_time", "policy", "policy takes effect", "rules", "rules"),
+        Effect("policy_removal_time", "policy", "a removed policy lets through", "rules", "rules"),
         Effect("new_service_time", "baseline", "a new Service answers", "services", "Services"),
     )
 }

@@ -28,8 +28,9 @@ A key is a kind of number followed by words that select it:
     A timed change's percentile (``p``, default 50) in seconds with its distribution-free 95 %
     interval and n, from :func:`cnibench.report.effects.time_to_effect`: ``0.105 s
     (0.082-0.131, n = 10)``, open above where the runs are too few (``0.31 s (≥ 0.12, n =
-    10)``). ``METRIC`` is ``policy_enforcement_time`` or ``new_service_time``, ``SIZE`` the
-    rules or Services the change met (``-`` where the change has none).
+    10)``). ``METRIC`` is one of :data:`cnibench.report.effects.EFFECTS`
+    (``new_service_time``, ...), ``SIZE`` the rules or Services the change met (``-`` where
+    the change has none).
 ``reached CNI CONDITION METRIC``
     A yes/no metric's yes count over its runs: ``5/5``.
 ``runs CNI CONDITION``

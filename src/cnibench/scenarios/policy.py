@@ -19,8 +19,11 @@ effect probe (:mod:`cnibench.scenarios.effect`: one command in that pod, started
 policy is applied, connecting every 10 ms; the first of 3 blocked attempts in a row), and
 ``policy_enforcement_time_leaks`` counts its connections that still got through after the apply
 call returned (kube-burner and ClusterLoader2 measure this latency; no data-path tool reports
-it beside throughput). It is measured once per set-up and recorded with the condition's first
-run, with the probe's log; the verification's evidence states the probe's spacing.
+it beside throughput). The way back is timed too: ``policy_removal_time``, from the policy's
+delete call returning until that pod is answered again (the first of 3 answered attempts in a
+row); the policy is then applied again for the runs. Both are measured once per set-up and
+recorded with the condition's first run, with the probes' logs; the verification's evidence
+states the probes' spacing.
 
 Concurrent clients are ``clients`` TCP connections spread over at most :data:`MAX_CLIENT_PODS`
 client pods (iperf3 ``-P`` streams and ``ab -c`` per pod), not one pod per client: creating 200
@@ -103,6 +106,8 @@ and in cnibench's tools image, where there is no Python."""
 _ENFORCEMENT = "enforcement"
 """Key under which the set-up keeps the policy's time to effect
 (:func:`~cnibench.scenarios.effect.keep_effect`; its evidence is named ``enforcement_*``)."""
+_REMOVAL = "removal"
+"""Key under which the set-up keeps the time until the removed policy stopped blocking."""
 ENFORCEMENT_MARGIN = 10.0
 """Seconds the effect probe goes on after the cluster's policy settle time before it gives up
 on the policy coming into force (the verification then says whether it did)."""
@@ -382,17 +387,27 @@ class PolicyScenario(Scenario):
                     )
                     prepared.expected["policy"] = "on"
 
+                def remove() -> None:
+                    cluster.remove_policy()
+                    prepared.expected["policy"] = "off"
+
                 # The pod outside the policy probes the server from before the policy is
                 # applied until it is blocked: the CNI's enforcement, to the probe's 10 ms.
+                within = cluster.policy_settle_seconds + ENFORCEMENT_MARGIN
+                denied = prepared.endpoints["denied"]
                 timed = time_change(
-                    prepared.endpoints["denied"],
-                    server.ip,
-                    HTTP_PORT,
-                    effect=Effect.blocking(),
-                    change=apply,
-                    within=cluster.policy_settle_seconds + ENFORCEMENT_MARGIN,
-                )
+                    denied, server.ip, HTTP_PORT, effect=Effect.blocking(), change=apply,
+                    within=within,
+                )  # fmt: skip
                 keep_effect(prepared, _ENFORCEMENT, timed)
+                # And back: from the delete call until the server answers that pod again;
+                # then the policy goes on again for the runs (the verification proves it).
+                removed = time_change(
+                    denied, server.ip, HTTP_PORT, effect=Effect.answering(server.name),
+                    change=remove, within=within,
+                )  # fmt: skip
+                keep_effect(prepared, _REMOVAL, removed)
+                apply()
         except BaseException:
             self.cleanup(cluster, prepared)
             raise
@@ -441,6 +456,7 @@ class PolicyScenario(Scenario):
         }
         # How the set-up timed the enforcement: the value, the probe's spacing, the leaks.
         evidence.update(effect_evidence(prepared, _ENFORCEMENT))
+        evidence.update(effect_evidence(prepared, _REMOVAL))
         if wrong:
             return Verification(False, f"{condition.id}: probe matrix wrong: {wrong}", evidence)
         return Verification(
@@ -500,6 +516,9 @@ class PolicyScenario(Scenario):
         # interleaved session applies the policy again, and each round's CNI is timed).
         timed, probe_log = take_effect(prepared, _ENFORCEMENT, "policy_enforcement_time")
         measurements += timed
+        timed, removal_log = take_effect(prepared, _REMOVAL, "policy_removal_time")
+        measurements += timed
+        probe_log = {**probe_log, **removal_log}
         retransmits = [s.retransmits for s in streams if s.retransmits is not None]
         if retransmits:
             measurements.append(Measurement("retransmits", float(sum(retransmits)), "count"))
