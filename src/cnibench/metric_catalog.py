@@ -107,11 +107,13 @@ CATALOG: dict[str, Metric] = {
         # geometric means at a relative threshold; the report states their percentiles.
         Metric("policy_enforcement_time", _LOWER),
         Metric("policy_removal_time", _LOWER),
+        Metric("egress_gateway_takeover_time", _LOWER),
         Metric("new_service_time", _LOWER),
         Metric("service_programming_time", _LOWER),
         Metric("service_creation_time", _LOWER),
         Metric("policy_enforcement_time_leaks", _LOWER, zero_possible=True),
         Metric("policy_removal_time_leaks", _LOWER, zero_possible=True),
+        Metric("egress_gateway_takeover_time_leaks", _LOWER, zero_possible=True),
         Metric("new_service_time_leaks", _LOWER, zero_possible=True),
         # Loss.
         Metric("retransmits", _LOWER, zero_possible=True),

@@ -28,6 +28,7 @@ from cnibench.backends.kube.filters import PRIORITY_SETTLE
 from cnibench.backends.kube.render import ROLE_LABEL
 from cnibench.results import load_results
 from cnibench.session import BenchSession, SessionConfig
+from cnibench.tools.effect_probe import parse_effect_probe
 
 from .conftest import BUILD_TIMEOUT
 from .kind_support import (
@@ -194,6 +195,32 @@ def test_the_external_server_sees_the_client_node_then_the_gateway_node(
         assert seen == {expected}, (condition, seen)
     throughput = egress[egress["metric"] == "throughput"]
     assert (throughput["value"] / 1e9).between(0.01, 400).all(), throughput["value"].tolist()
+
+
+def test_the_gateway_s_takeover_is_timed_by_the_probe_against_the_source_echo(
+    kpr_run: tuple[pd.DataFrame, str, Path], cilium_images: dict[str, str]
+) -> None:
+    """From the egress policy's apply call until the host-side source echo names the gateway
+    node instead of the client node, every 10 ms from a probe in the client pod: once per
+    set-up of gateway-on, with what still left from the client node's address meanwhile."""
+    frame, _, results = kpr_run
+    egress = retried_to_ok(frame[frame["scenario"] == "egress"])
+    timed = egress[egress["metric"] == "egress_gateway_takeover_time"]
+    assert set(timed["condition"]) == {"gateway-on"}
+    assert timed["value"].between(0.0, 90.0).all(), timed["value"].tolist()
+    leaks = egress[egress["metric"] == "egress_gateway_takeover_time_leaks"]
+    assert sorted(leaks["run_id"]) == sorted(timed["run_id"])
+    client_ip = _node_ip(cilium_images, NodeRole.CLIENT)
+    gateway_ip = _node_ip(cilium_images, NodeRole.EGRESS_GW)
+    logs = sorted(results.glob("*/raw/*gateway-on*/egress_gateway_takeover_time-probe.txt"))
+    assert len(logs) >= len(timed) > 0
+    for log_path in logs:
+        log = parse_effect_probe(log_path.read_text())
+        answered = {a.answered_by for a in log.attempts if a.status == 200}
+        assert answered <= {client_ip, gateway_ip}, answered
+        assert gateway_ip in answered, answered
+        spacing = sorted(log.intervals())
+        assert spacing[len(spacing) // 2] <= 0.020
 
 
 def test_the_cilium_agents_own_cpu_and_memory_are_recorded(

@@ -248,3 +248,17 @@ def test_attempts_that_end_out_of_order_are_read_in_the_order_started() -> None:
     )
     assert [a.seq for a in log.attempts] == [0, 1]
     assert log.attempts[0].outcome is ProbeOutcome.TIMEOUT
+
+
+def test_a_gateway_takes_over_at_the_first_of_k_answers_from_another_source() -> None:
+    """An egress gateway: the source echo named the client node (``v1``) before, the gateway
+    (``v2``) after; the answers for the node after the acknowledgment left un-masqueraded by
+    the gateway, so they are leaks, and a refused attempt neither holds nor leaks."""
+    made = attempts("v1", "v1", "v1", "v1", "v2", "refused", "v2", "v2", "v2", "v2")
+    effect = Effect.answering_other_than("v1")
+    assert effect.stop_on == "answered!=v1"
+    timing = time_to_effect(made, since=made[1].start, effect=effect, consecutive=3)
+    assert timing.seconds == pytest.approx(made[6].start - made[1].start)
+    assert timing.leaks == 3  # v1 answers from the acknowledgment on
+    assert not effect.holds(made[5])
+    assert not effect.leaks(made[5])

@@ -57,6 +57,7 @@ __all__ = [
     "Policies",
     "PolicyChoices",
     "ResourceUsage",
+    "RunningServer",
     "Service",
     "ServiceExposure",
     "ServiceProxy",
@@ -550,6 +551,23 @@ class ExternalHost(Protocol):
 
     def iperf3_server_once(self, *, port: int, timeout: float) -> EgressServerFuture:
         """Start an iperf3 server for one test; the future resolves when the test ends."""
+
+    def start_source_echo(self, *, port: int, seconds: float) -> RunningServer:
+        """Serve :mod:`cnibench.tools.source_echo` (each request answered with the address it
+        came from) on ``ip:port`` for ``seconds`` at most; returns once it listens.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            It did not start.
+        """
+
+
+class RunningServer(Protocol):
+    """A server started on the external host, until it is stopped or its time is up."""
+
+    def stop(self) -> None:
+        """Stop it now (safe to call again)."""
 
 
 class EgressServerFuture(Protocol):

@@ -1,17 +1,18 @@
 """How fast a change takes effect, per configuration: the time-to-effect metrics as
 distributions.
 
-A policy's enforcement and its removal (``policy_enforcement_time``,
-``policy_removal_time``) and a new Service's first answer (``new_service_time``) are timed
-once per set-up or per run (:mod:`cnibench.scenarios.effect`),
-so a condition holds one value per round or run. Their mean says little (they are skewed, and
-a proxy that resyncs in batches gives two modes), and what a platform team asks is "how long,
-usually, and at worst": :func:`time_to_effect` gives each configuration's P50, P90 and P99 with
-a distribution-free interval (:func:`cnibench.stats.percentile_interval`: open above where the
-runs are too few for that percentile, with the runs that would close it), and the attempts
-that got through meanwhile in a way the change rules out (``leaks``). :func:`effect_cells`
-turns the P50 and P90 into rows of the feature matrix (:mod:`cnibench.report.matrix`), one
-per change and size (rules, Services), one column per configuration.
+A policy's enforcement and its removal (``policy_enforcement_time``, ``policy_removal_time``),
+an egress gateway's takeover (``egress_gateway_takeover_time``) and a new Service's first
+answer (``new_service_time``) are timed once per set-up or per run
+(:mod:`cnibench.scenarios.effect`), so a condition holds one value per round or run. Their mean
+says little (they are skewed, and a proxy that resyncs in batches gives two modes), and what a
+platform team asks is "how long, usually, and at worst": :func:`time_to_effect` gives each
+configuration's P50, P90 and P99 with a distribution-free interval
+(:func:`cnibench.stats.percentile_interval`: open above where the runs are too few for that
+percentile, with the runs that would close it), and the attempts that got through meanwhile in
+a way the change rules out (``leaks``). :func:`effect_cells` turns the P50 and P90 into rows of
+the feature matrix (:mod:`cnibench.report.matrix`), one per change and size (rules, Services),
+one column per configuration.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ EFFECTS: Mapping[str, Effect] = {
         Effect("policy_enforcement_time", "policy", "policy takes effect", "rules", "rules"),
         Effect("policy_removal_time", "policy", "a removed policy lets through", "rules", "rules"),
         Effect("new_service_time", "baseline", "a new Service answers", "services", "Services"),
+        Effect("egress_gateway_takeover_time", "egress", "the egress gateway takes over", "", ""),
     )
 }
 """The time-to-effect metrics, by name."""

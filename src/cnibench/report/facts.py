@@ -286,7 +286,7 @@ class Facts:
         if len(rows) != 1:
             raise ConfigError(f"fact {key!r}: selects {len(rows)} timed changes, not 1")
         row = rows.iloc[0]
-        text = effect_text(row)
+        text = effect_text(row.to_dict())
         if " (" in text:
             value, _, interval = text.partition(" (")
             return f"{value} s ({interval.removesuffix(')')}, n = {int(row['n'])})"
@@ -370,7 +370,7 @@ class Facts:
         from cnibench.report.verdict import Call, call_of
 
         row = self._line(key, args, options)
-        call = call_of(row)
+        call = call_of(row.to_dict())
         if call is Call.SATURATED:
             return "no claim (saturated)"
         if call is Call.SAME:
@@ -378,7 +378,7 @@ class Facts:
             if row["scale"] == "ratio":
                 return f"the same within ±{100 * margin:g} %"
             return f"the same within ±{margin:g} {row['unit']}".rstrip()
-        return call.value
+        return str(call.value)
 
     def _line(self, key: str, args: list[str], options: dict[str, str]) -> pd.Series:
         if len(args) != 3:

@@ -4,6 +4,14 @@ Seed 000 compared four cases (gateway on/off, per CNI) with iperf3 from a client
 server outside the cluster. Here the proof is in every run: the external server reports the
 source address it saw, which must be the gateway's address with the gateway on and the client
 node's address with it off (each node masquerades its own pods).
+
+With the gateway on, the set-up also times its takeover: ``egress_gateway_takeover_time`` is
+the time from the gateway's set-up call returning until the client's requests reach the
+external host from another address than the client node's, read by the effect probe
+(:mod:`cnibench.scenarios.effect`, every 10 ms from before the call, against the external
+host's :mod:`~cnibench.tools.source_echo`); ``egress_gateway_takeover_time_leaks`` counts the
+requests that still arrived from the client node's own address after the call returned. Once
+per set-up, with the set-up's first run, as the policy scenario times its enforcement.
 """
 
 from __future__ import annotations
@@ -19,8 +27,10 @@ from cnibench.scenarios.base import (
     Scenario,
     Verification,
 )
+from cnibench.scenarios.effect import effect_evidence, keep_effect, take_effect, time_change
 from cnibench.scenarios.profiles import Profile
 from cnibench.tools import iperf3
+from cnibench.tools.effect_probe import Effect
 from cnibench.waiting import poll_until
 
 __all__ = ["EgressScenario"]
@@ -40,6 +50,12 @@ keeps CPU to spare. Unpaced, those runs took the 2-core machine to 84-96 % host 
 node's CPU fell as the host saturated. Well under the 4.5-6.8 Gbit/s they reach unpaced on the
 lab. Recorded with each run as :data:`OFFERED_LOAD`."""
 
+ECHO_PORT = 8089
+"""Port of the external host's source echo while the gateway's takeover is timed."""
+_TAKEOVER = "takeover"
+"""Key under which the set-up keeps the gateway's time to effect (its evidence ``takeover_*``)."""
+_TIMING_BOUND = 60.0
+"""Seconds the gateway's set-up call itself may take while the probe runs."""
 OFFERED_LOAD = "offered_load"
 """The record of a paced run's pace (bits/s): its throughput is the pace, so the verdict
 compares it only with runs paced alike."""
@@ -78,10 +94,36 @@ class EgressScenario(Scenario):
         client = cluster.place("eg-cli", role=NodeRole.CLIENT)
         prepared.endpoints["client"] = client
         if condition.parameters["gateway"] == "on":
-            prepared.expected["gateway"] = "on"
-            prepared.expected["source"] = cluster.enable_egress_gateway(
-                [client], destination=f"{cluster.external.ip}/32"
-            )
+
+            def enable() -> None:
+                prepared.expected["gateway"] = "on"
+                prepared.expected["source"] = cluster.enable_egress_gateway(
+                    [client], destination=f"{cluster.external.ip}/32"
+                )
+
+            try:
+                echo = cluster.external.start_source_echo(
+                    port=ECHO_PORT, seconds=GATEWAY_SETTLE + 2 * _TIMING_BOUND
+                )
+            except ToolError as exc:
+                enable()  # untimed: the probe's error goes with the evidence
+                keep_effect(prepared, _TAKEOVER, exc)
+                return prepared
+            try:
+                # Before the change the echo names the client node; in force once it names
+                # anyone else (the verification then checks that it is the gateway).
+                timed = time_change(
+                    client,
+                    cluster.external.ip,
+                    ECHO_PORT,
+                    effect=Effect.answering_other_than(client.node.ip),
+                    change=enable,
+                    within=GATEWAY_SETTLE,
+                    bound=_TIMING_BOUND,
+                )
+            finally:
+                echo.stop()
+            keep_effect(prepared, _TAKEOVER, timed)
         else:
             prepared.expected["source"] = client.node.ip
         return prepared
@@ -113,7 +155,8 @@ class EgressScenario(Scenario):
             retry=(ToolError,) if gateway_on else (),
         )
         check = _source_check(seen, expected, condition)
-        return Verification(check.ok, check.detail, {**check.evidence, "attempts": attempts})
+        evidence = {**check.evidence, "attempts": attempts, **effect_evidence(prepared, _TAKEOVER)}
+        return Verification(check.ok, check.detail, evidence)
 
     def measure(
         self,
@@ -135,8 +178,11 @@ class EgressScenario(Scenario):
         measurements = iperf3.iperf3_result_measurements(parsed)
         if bitrate is not None:
             measurements.append(Measurement(OFFERED_LOAD, bitrate, "bits/s"))
+        # Once per set-up, with its first run (every round sets the gateway up again).
+        timed, probe_log = take_effect(prepared, _TAKEOVER, "egress_gateway_takeover_time")
+        measurements += timed
         verification = _source_check(seen, prepared.expected["source"], condition)
-        return RunOutput(measurements, raw, verification)
+        return RunOutput(measurements, {**raw, **probe_log}, verification)
 
     def cleanup(self, cluster: Cluster, prepared: Prepared) -> None:
         """Switch the gateway off (if it was on) and remove the client pod."""

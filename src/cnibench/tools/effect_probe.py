@@ -115,6 +115,10 @@ sub effective {
     my ($outcome, $detail) = @_;
     return $outcome =~ /^(refused|timeout|unreachable)$/ if $stop_on eq "blocked";
     return $outcome eq "answered" && $detail eq "200 $1" if $stop_on =~ /^answered=(.*)$/;
+    if ($stop_on =~ /^answered!=(.*)$/) {
+        my $old = $1;
+        return $outcome eq "answered" && $detail =~ /^200 \S/ && $detail ne "200 $old";
+    }
     return 0;
 }
 
@@ -310,12 +314,14 @@ class ProbeLog:
 class Effect:
     """What an attempt shows once a change is in force.
 
-    Use :meth:`blocking` (a policy denies the probe's flow) or :meth:`answering` (a Service
-    answers, by the named backend).
+    Use :meth:`blocking` (a policy denies the probe's flow), :meth:`answering` (a Service
+    answers, by the named backend) or :meth:`answering_other_than` (an egress gateway: the
+    external host's :mod:`~cnibench.tools.source_echo` names another source than before).
     """
 
     blocked: bool = False
     answered_by: str = ""
+    not_answered_by: str = ""
 
     @classmethod
     def blocking(cls) -> Effect:
@@ -335,24 +341,42 @@ class Effect:
             raise ConfigError(f"{TOOL}: a backend name is one word, got {name!r}")
         return cls(answered_by=name)
 
+    @classmethod
+    def answering_other_than(cls, old: str) -> Effect:
+        """In force when an HTTP 200 names anyone but ``old`` (what answered before the
+        change: an egress gateway takes over the client node's address).
+
+        Raises
+        ------
+        cnibench.errors.ConfigError
+            ``old`` is empty or has white space.
+        """
+        if not old or old.split() != [old]:
+            raise ConfigError(f"{TOOL}: what answered before is one word, got {old!r}")
+        return cls(not_answered_by=old)
+
     @property
     def stop_on(self) -> str:
         """How the probe's stop rule names it."""
-        return "blocked" if self.blocked else f"answered={self.answered_by}"
+        if self.blocked:
+            return "blocked"
+        if self.not_answered_by:
+            return f"answered!={self.not_answered_by}"
+        return f"answered={self.answered_by}"
 
     def holds(self, attempt: ProbeAttempt) -> bool:
         """Whether ``attempt`` shows the change in force."""
         if self.blocked:
             return attempt.blocked
-        return (
-            attempt.outcome is ProbeOutcome.ANSWERED
-            and attempt.status == 200
-            and attempt.answered_by == self.answered_by
-        )
+        answered = attempt.outcome is ProbeOutcome.ANSWERED and attempt.status == 200
+        if self.not_answered_by:
+            return answered and attempt.answered_by not in ("", self.not_answered_by)
+        return answered and attempt.answered_by == self.answered_by
 
     def leaks(self, attempt: ProbeAttempt) -> bool:
         """Whether ``attempt`` got through in a way the change rules out: answered at all
-        while the change blocks, or answered by another backend (or with another status)."""
+        while the change blocks, answered by another backend (or with another status), or
+        still answered for the old source (a request that left un-masqueraded)."""
         return attempt.outcome is ProbeOutcome.ANSWERED and not self.holds(attempt)
 
 

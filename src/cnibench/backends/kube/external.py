@@ -28,6 +28,7 @@ from cnibench.backends.base import CommandResult, EgressServerResult
 from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.errors import ConfigError, ParseError, ProvisioningError, ToolError
 from cnibench.tools.iperf3_server import InProcessIperf3Server
+from cnibench.tools.source_echo import SourceEchoServer, serve_in_thread
 
 __all__ = [
     "EGRESS_IP_RANGE_ENV",
@@ -36,6 +37,7 @@ __all__ = [
     "DockerNetwork",
     "HostEgressServerFuture",
     "HostExternal",
+    "HostSourceEcho",
     "docker_network_inspect_argv",
     "external_address_from",
     "inspect_docker_network",
@@ -320,6 +322,21 @@ class HostEgressServerFuture:
         self._server.stop()
 
 
+class HostSourceEcho:
+    """The source echo serving in this process (a
+    :class:`~cnibench.backends.base.RunningServer`)."""
+
+    def __init__(self, server: SourceEchoServer) -> None:
+        self._server: SourceEchoServer | None = server
+
+    def stop(self) -> None:
+        """Stop serving and free the port (safe to call again)."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+
 class HostExternal:
     """This host as the external host (an :class:`~cnibench.backends.base.ExternalHost`).
 
@@ -368,6 +385,22 @@ class HostExternal:
             stderr=done.stderr,
             duration=time.monotonic() - started,
         )
+
+    def start_source_echo(self, *, port: int, seconds: float) -> HostSourceEcho:
+        """Serve :mod:`cnibench.tools.source_echo` on ``ip:port`` in a thread of this process
+        (this host is the external host); returns once it listens.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            The address cannot be bound (not this host's, or the port is taken).
+        """
+        try:
+            return HostSourceEcho(serve_in_thread(self._ip, port, seconds=seconds))
+        except OSError as exc:
+            raise ToolError(
+                f"source echo cannot listen on {self._ip}:{port}: {exc}", tool="source-echo"
+            ) from exc
 
     def iperf3_server_once(self, *, port: int, timeout: float) -> HostEgressServerFuture:
         """Start a libiperf server on ``ip:port`` for one test; returns once it listens.

@@ -10,7 +10,12 @@ import subprocess
 from collections.abc import Sequence
 
 from cnibench.backends.base import CommandResult, EgressServerResult
-from cnibench.backends.lab.runner import ManagedProcess, run_in_namespace, wait_for_output
+from cnibench.backends.lab.runner import (
+    ManagedProcess,
+    StartedInNamespace,
+    run_in_namespace,
+    wait_for_output,
+)
 from cnibench.backends.lab.runtime import READY_TIMEOUT, LabRuntime
 from cnibench.errors import ProvisioningError, ToolError
 from cnibench.tools.iperf3_server import (
@@ -18,6 +23,8 @@ from cnibench.tools.iperf3_server import (
     iperf3_server_process_argv,
     parse_iperf3_server_record,
 )
+from cnibench.tools.source_echo import READY as SOURCE_ECHO_READY
+from cnibench.tools.source_echo import source_echo_argv
 
 __all__ = ["LabEgressServerFuture", "LabExternalHost"]
 
@@ -90,6 +97,27 @@ class LabExternalHost:
     def run(self, argv: Sequence[str], *, timeout: float) -> CommandResult:
         """Run ``argv`` on the external host; kill it after ``timeout`` seconds (ToolError)."""
         return run_in_namespace(self.namespace, argv, timeout=timeout, tool_label="external host")
+
+    def start_source_echo(self, *, port: int, seconds: float) -> StartedInNamespace:
+        """Serve :mod:`cnibench.tools.source_echo` in the external namespace (this interpreter
+        runs it there); returns once it listens.
+
+        Raises
+        ------
+        cnibench.errors.ToolError
+            It did not start (its error output says why).
+        """
+        argv = source_echo_argv(self.ip, port, seconds=seconds)
+        started = StartedInNamespace(self.namespace, argv, tool_label="external host")
+        try:
+            line = started.first_line(timeout=READY_TIMEOUT)
+        except ToolError:
+            started.stop()
+            raise
+        if line != SOURCE_ECHO_READY:
+            started.stop()
+            raise ToolError(f"source echo on the external host said {line!r}", tool="source-echo")
+        return started
 
     def iperf3_server_once(self, *, port: int, timeout: float) -> LabEgressServerFuture:
         """Start a libiperf server for one test; returns once it listens.

@@ -84,7 +84,7 @@ class Call(enum.Enum):
     """A side ran on a saturated machine: no claim (:func:`set_aside_saturated`)."""
 
 
-def call_of(row: Mapping[str, Any]) -> Call:
+def call_of(row: Mapping[Any, Any]) -> Call:
     """The call of verdict line ``row`` (its ``saturated``, ``significant``, ``equivalent``,
     ``scale`` and ``estimate``, which is the ratio on the ratio scale)."""
     if int(row.get("saturated", 0) or 0):
