@@ -599,3 +599,31 @@ def test_a_root_filesystem_is_made_in_a_cache_that_has_no_rootfs_directory_yet(
     assert is_current(out, out.name.rsplit("-", 1)[1])
     assert not (out / "var/cache/apt/archives/x.deb").exists()
     assert not (out / "usr/share/doc").exists()
+
+
+def test_a_failed_go_build_leaves_no_staging_directory_and_the_old_commands(
+    tmp_path: Path,
+) -> None:
+    """go_build_into builds into ``bin.new`` beside ``out``: a build that fails (here a stand-in
+    for go that writes half its output, then fails) removes it, and ``out`` keeps what it
+    held."""
+    from cnibench.backends.kube.offline.core import BuildCommands
+    from cnibench.errors import ProvisioningError
+
+    class FailingGo(BuildCommands):
+        def run(self, argv: Sequence[str], **kwargs: object) -> str:  # type: ignore[override]
+            staging = Path(argv[argv.index("-o") + 1])
+            (staging / "cilium-agent").write_text("half")
+            raise ProvisioningError("go-build: go build failed (exit 1)")
+
+    out = tmp_path / "bin"
+    out.mkdir()
+    (out / "cilium-agent").write_text("the previous build")
+    commands = FailingGo(environ={}, docker_host="", logs=tmp_path / "logs")
+    with pytest.raises(ProvisioningError, match="go build failed"):
+        commands.go_build_into(
+            out, ["github.com/cilium/cilium/daemon/cilium-agent"], [], digest="d", step="go-build",
+            cwd=tmp_path, env={},
+        )  # fmt: skip
+    assert not (tmp_path / "bin.new").exists()
+    assert (out / "cilium-agent").read_text() == "the previous build"

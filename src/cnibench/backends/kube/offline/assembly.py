@@ -144,40 +144,47 @@ class ImageAssembly:
             work = self.context.offline / "work" / f"base-{digest}"
             shutil.rmtree(work, ignore_errors=True)
             work.parent.mkdir(parents=True, exist_ok=True)
-            self._commands.run(["cp", "-a", str(rootfs), str(work)], step="base")
-            _install_kind_base_files(kind_files, work)
-            config = containerd_config(
-                (kind_files / "etc/containerd/config.toml").read_text(), pause_tag=v.pause
-            )
-            (work / "etc/containerd/config.toml").write_text(config)
-            for name in ("containerd", "containerd-shim-runc-v2", "ctr"):
-                _symlink(work / "usr/local/bin" / name, f"/usr/bin/{name}")
-            _symlink(work / "usr/local/sbin/runc", "/usr/sbin/runc")
-            spec = json.loads(
-                self._commands.run(["chroot", str(work), "ctr", "oci", "spec"], step="base")
-            )
-            spec.setdefault("hooks", {}).setdefault("createContainer", []).append(
-                {"path": "/kind/bin/mount-product-files.sh"}
-            )
-            spec.get("process", {}).pop("rlimits", None)
-            (work / "etc/containerd/cri-base.json").write_text(json.dumps(spec, indent=2))
-            cni_dir = work / "opt/cni/bin"
-            cni_dir.mkdir(parents=True, exist_ok=True)
-            for name, path in self._go.artefacts().items():
-                if name.startswith("cni/"):
-                    shutil.copy2(path, cni_dir / name.removeprefix("cni/"))
-            self._commands.run(
-                ["chroot", str(work), "/bin/bash", "-c", _SYSTEMD_SETUP], step="base"
-            )
-            stage = f"localhost/cnibench-kind-base-stage:{digest}"
-            self._import_dir(
-                work,
-                stage,
-                ["ENV container=docker", 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]'],
-            )
-            self._add_stopsignal(stage, tag)
-            self._commands.docker("rmi", stage, step="images")
-            shutil.rmtree(work, ignore_errors=True)
+            # A copy of the node's root filesystem: gone with the step, also when one of its
+            # commands fails (a failed build left hundreds of MB behind in the cache).
+            try:
+                self._commands.run(["cp", "-a", str(rootfs), str(work)], step="base")
+                _install_kind_base_files(kind_files, work)
+                config = containerd_config(
+                    (kind_files / "etc/containerd/config.toml").read_text(), pause_tag=v.pause
+                )
+                (work / "etc/containerd/config.toml").write_text(config)
+                for name in ("containerd", "containerd-shim-runc-v2", "ctr"):
+                    _symlink(work / "usr/local/bin" / name, f"/usr/bin/{name}")
+                _symlink(work / "usr/local/sbin/runc", "/usr/sbin/runc")
+                spec = json.loads(
+                    self._commands.run(["chroot", str(work), "ctr", "oci", "spec"], step="base")
+                )
+                spec.setdefault("hooks", {}).setdefault("createContainer", []).append(
+                    {"path": "/kind/bin/mount-product-files.sh"}
+                )
+                spec.get("process", {}).pop("rlimits", None)
+                (work / "etc/containerd/cri-base.json").write_text(json.dumps(spec, indent=2))
+                cni_dir = work / "opt/cni/bin"
+                cni_dir.mkdir(parents=True, exist_ok=True)
+                for name, path in self._go.artefacts().items():
+                    if name.startswith("cni/"):
+                        shutil.copy2(path, cni_dir / name.removeprefix("cni/"))
+                self._commands.run(
+                    ["chroot", str(work), "/bin/bash", "-c", _SYSTEMD_SETUP], step="base"
+                )
+                stage = f"localhost/cnibench-kind-base-stage:{digest}"
+                self._import_dir(
+                    work,
+                    stage,
+                    [
+                        "ENV container=docker",
+                        'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]',
+                    ],
+                )
+                self._add_stopsignal(stage, tag)
+                self._commands.docker("rmi", stage, step="images")
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
         self.context.report.built.append(tag)
         return tag
 

@@ -261,18 +261,20 @@ class BuildCommands:
         staging = out.parent / "bin.new"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        self.run(
-            ["go", "build", *flags, "-o", str(staging) + "/", *packages],
-            step=step,
-            cwd=cwd,
-            env=env,
-            timeout=timeout,
-        )
-        out.mkdir(parents=True, exist_ok=True)
-        for package in packages:
-            name = package.rsplit("/", 1)[-1]
-            os.replace(staging / name, out / name)
-        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            self.run(
+                ["go", "build", *flags, "-o", str(staging) + "/", *packages],
+                step=step,
+                cwd=cwd,
+                env=env,
+                timeout=timeout,
+            )
+            out.mkdir(parents=True, exist_ok=True)
+            for package in packages:
+                name = package.rsplit("/", 1)[-1]
+                os.replace(staging / name, out / name)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         stamp(out, digest)
 
 
