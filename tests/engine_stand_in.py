@@ -1,7 +1,7 @@
 """A fake Docker SDK client for tests that have no engine (importable as ``engine_stand_in``:
 pytest puts tests/ on ``sys.path``).
 
-It answers the few calls :class:`~cnibench.backends.kube.engine_api.EngineReads` makes
+It answers the few calls :class:`~cnibench.engine.api.EngineReads` makes
 (``containers.get``, ``images.get``, ``networks.get``, ``close``) from dictionaries, raising
 the SDK's own ``NotFound`` / ``ImageNotFound`` for a missing name, so the code under test meets
 the errors a real engine gives. The kind tier asks a real engine the same questions.
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from cnibench.backends.kube.engine_api import EngineReads
+from cnibench.engine.api import EngineReads
 
 FAKE_DOCKER_HOST = "unix:///fake-engine/docker.sock"
 """The ``DOCKER_HOST`` a fake engine answers for (nothing listens there)."""

@@ -577,8 +577,8 @@ def run(
     report is written), so a study stopped half-way (Ctrl-C, a machine needed for something
     else) goes on with ``resume`` (:func:`progress`): the commands that succeeded are not run
     again, and what the others wrote is removed first."""
-    from cnibench.backends.kube.engine import engine_down, engine_status, engine_up
-    from cnibench.backends.kube.providers import ENGINE_LEASE
+    from cnibench.backends.kube.engines import engine_down
+    from cnibench.engine import ENGINE_LEASE, engine_status, engine_up
     from cnibench.leases import hold
 
     started = time.monotonic()

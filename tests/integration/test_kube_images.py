@@ -19,7 +19,6 @@ from cnibench.backends.base import ClusterSpec, NodeRole, WorkloadKind, Workload
 from cnibench.backends.kube import render
 from cnibench.backends.kube.backend import KubeBackend
 from cnibench.backends.kube.cni import cni_definition
-from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.backends.kube.images import (
     LOCAL_TOOLS_IMAGE,
     Images,
@@ -27,6 +26,7 @@ from cnibench.backends.kube.images import (
     require_pullable,
 )
 from cnibench.backends.kube.providers import ExistingProvider, KindProvider, check_kind_version
+from cnibench.engine.api import EngineReads
 from cnibench.errors import ConfigError, ProvisioningError
 from cnibench.system import SYSTEM_TOOLS
 from engine_stand_in import FAKE_DOCKER_HOST, FakeEngineClient

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cnibench.backends.kube.engine import engine_paths
+from cnibench.engine import engine_paths
 from cnibench.leases import hold
 
 from .kind_support import (

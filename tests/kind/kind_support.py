@@ -14,7 +14,7 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from cnibench.backends.kube.providers import ENGINE_LEASE
+from cnibench.engine import ENGINE_LEASE
 from cnibench.leases import CLEAN_FOR_VARIABLE, Lease, hold
 from suite_support import KIND_TIER_LEASE
 

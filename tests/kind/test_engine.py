@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from cnibench.backends.kube.engine import lacks_capability
+from cnibench.engine import lacks_capability
 
 from . import kind_support
 

@@ -22,10 +22,10 @@ import pandas as pd
 import pytest
 
 from cnibench.backends.base import ClusterSpec, NodeRole
-from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.backends.kube.external import inspect_docker_network
 from cnibench.backends.kube.filters import PRIORITY_SETTLE
 from cnibench.backends.kube.render import ROLE_LABEL
+from cnibench.engine.api import EngineReads
 from cnibench.results import load_results
 from cnibench.session import BenchSession, SessionConfig
 from cnibench.tools.effect_probe import parse_effect_probe

@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cnibench.backends.kube.providers import ENGINE_LEASE, KIND_CLUSTER_LEASE
+from cnibench.backends.kube.providers import KIND_CLUSTER_LEASE
+from cnibench.engine import ENGINE_LEASE
 from cnibench.errors import SetupError
 from cnibench.report.gate.loading import failed_candidate_runs
 from cnibench.report.tables import table_runs

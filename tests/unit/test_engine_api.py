@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from cnibench.backends.kube import engine_client
-from cnibench.backends.kube.engine import engine_down, engine_paths, engine_status, engine_up
+from cnibench.engine import client as engine_client
+from cnibench.engine import engine_down, engine_paths, engine_status, engine_up
 from cnibench.errors import ProvisioningError
 
 API_VERSION = "1.45"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cnibench.backends.kube.engine import (
+from cnibench.engine import (
     EngineCleanReport,
     capability_bounding_set,
     daemon_config,
@@ -24,7 +24,7 @@ from cnibench.backends.kube.engine import (
     needs_runc_shim,
     runc_shim_script,
 )
-from cnibench.backends.kube.runc_shim import (
+from cnibench.engine.runc_shim import (
     rewrite_spec_file,
     spec_target,
     strip_config,
@@ -446,7 +446,7 @@ def test_unchanged_spec_file_is_not_rewritten(tmp_path: Path) -> None:
 
 
 def test_bridge_names_are_those_dockerd_leaves_on_the_host() -> None:
-    from cnibench.backends.kube.engine import bridge_names
+    from cnibench.engine import bridge_names
 
     networks = [
         {"Name": "bridge", "Driver": "bridge", "Id": "0" * 64, "Options": {}},

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import requests
 
-from cnibench.backends.kube.engine_api import (
+from cnibench.backends.kube.external import DockerNetwork, inspect_docker_network
+from cnibench.engine.api import (
     ContainerProcess,
     EngineReads,
     engine_client,
     open_engine_client,
 )
-from cnibench.backends.kube.external import DockerNetwork, inspect_docker_network
 from cnibench.errors import ParseError, ProvisioningError
 from engine_stand_in import FAKE_DOCKER_HOST, FakeEngineClient, fake_engine
 

@@ -9,10 +9,10 @@ import dataclasses
 import os
 from pathlib import Path
 
-from cnibench.backends.kube.engine import disk_usage, format_size
 from cnibench.backends.kube.images import OFFLINE_IMAGES
 from cnibench.backends.kube.offline.prune import current_tags, stale_tags
 from cnibench.backends.kube.offline.recipes import OfflineVersions
+from cnibench.engine import disk_usage, format_size
 
 
 def test_every_tag_a_build_of_everything_makes_is_current() -> None:

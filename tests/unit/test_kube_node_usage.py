@@ -10,7 +10,6 @@ import pytest
 
 from cnibench.backends.base import ResourceUsage
 from cnibench.backends.cgroupfs import read_usage
-from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.backends.kube.node_usage import (
     AgentPod,
     KindNodeUsage,
@@ -18,6 +17,7 @@ from cnibench.backends.kube.node_usage import (
     find_pod_cgroup,
     sum_usage,
 )
+from cnibench.engine.api import EngineReads
 from cnibench.errors import ProvisioningError
 from engine_stand_in import FakeEngineClient, fake_engine, node_containers
 

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from cnibench import engine as engine_module
 from cnibench import leases
 from cnibench.backends.kube import clean as kube_clean
-from cnibench.backends.kube import engine as engine_module
-from cnibench.backends.kube.providers import ENGINE_LEASE, KIND_CLUSTER_LEASE
+from cnibench.backends.kube.providers import KIND_CLUSTER_LEASE
+from cnibench.engine import ENGINE_LEASE
 from cnibench.errors import ProvisioningError
 from engine_stand_in import fake_engine, node_containers
 

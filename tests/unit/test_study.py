@@ -192,8 +192,7 @@ def stand_ins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No engine is started, no lease taken, the verdict is not computed (no records)."""
     from types import SimpleNamespace
 
-    from cnibench import leases, study
-    from cnibench.backends.kube import engine
+    from cnibench import engine, leases, study
 
     monkeypatch.setattr(engine, "engine_status", lambda name: SimpleNamespace(running=True))
     monkeypatch.setattr(engine, "engine_up", lambda name: "unix:///nowhere")

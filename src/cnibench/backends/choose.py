@@ -137,7 +137,7 @@ def container_engine(timeout: float = 5.0) -> str:
     without the kube extra, which every use of one needs)."""
     if missing_modules("kube"):
         return ""
-    from cnibench.backends.kube.engine import answering_engine
+    from cnibench.engine import answering_engine
 
     return answering_engine(timeout=timeout)
 

@@ -85,7 +85,7 @@ def _kube_rows(engine: str) -> list[tuple[str, bool, str]]:
 
 def _engine_row() -> tuple[str, str]:
     """usable/why of the private engine (``cnibench engine up``)."""
-    from cnibench.backends.kube.engine import engine_doctor_row
+    from cnibench.engine import engine_doctor_row
 
     usable, why = engine_doctor_row()
     return ("yes" if usable else "no", why)

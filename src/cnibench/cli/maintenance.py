@@ -29,7 +29,8 @@ def _clean(args: argparse.Namespace) -> int:
         print("kube: nothing to clean (cnibench's kube extra is not installed)")
         return EXIT_OK
     from cnibench.backends.kube import clean_kube_leftovers
-    from cnibench.backends.kube.engine import clean_engines, running_engines
+    from cnibench.backends.kube.engines import clean_engines
+    from cnibench.engine import running_engines
 
     owners = clean_for()
     engines = [e.paths.docker_host for e in running_engines() if e.running]
@@ -49,13 +50,8 @@ def _engine(args: argparse.Namespace) -> int:
     from cnibench.extras import require_extra
 
     require_extra("kube", "cnibench engine")
-    from cnibench.backends.kube.engine import (
-        engine_down,
-        engine_status,
-        engine_up,
-        format_size,
-        running_engines,
-    )
+    from cnibench.backends.kube.engines import engine_down
+    from cnibench.engine import engine_status, engine_up, format_size, running_engines
 
     if args.engine_command == "up":
         docker_host = engine_up(args.name)

@@ -16,8 +16,6 @@ from cnibench.backends.kube.cluster import KubeCluster, Timeouts
 from cnibench.backends.kube.cni import CniDefinition, CniVersions, cni_definition
 from cnibench.backends.kube.cnis import DRIVERS, cni_names
 from cnibench.backends.kube.detect import agent_daemonsets, check_cni, detect_cnis, list_daemonsets
-from cnibench.backends.kube.engine import answering_engine
-from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.backends.kube.existing import existing_refusal
 from cnibench.backends.kube.external import (
     EGRESS_IP_RANGE_ENV,
@@ -36,6 +34,8 @@ from cnibench.backends.kube.offline.plan import not_offline_reason
 from cnibench.backends.kube.offline.status import missing_build
 from cnibench.backends.kube.providers import Provider, terraform_command
 from cnibench.backends.kube.render import KUBE_SESSION_LEASE
+from cnibench.engine import answering_engine
+from cnibench.engine.api import EngineReads
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError, UnsupportedError
 from cnibench.leases import hold
 

@@ -30,7 +30,6 @@ from cnibench.backends.kube.api import api_error_message
 from cnibench.backends.kube.backend import api_client_for
 from cnibench.backends.kube.cnis import DRIVERS
 from cnibench.backends.kube.providers import (
-    ENGINE_LEASE,
     KIND_CLUSTER_LEASE,
     LIB_MODULES,
     add_offline_tools_to_path,
@@ -40,6 +39,7 @@ from cnibench.backends.kube.providers import (
     release_lib_modules,
 )
 from cnibench.backends.kube.render import KUBE_SESSION_LEASE, SESSION_LABEL
+from cnibench.engine import ENGINE_LEASE
 from cnibench.errors import CnibenchError, ProvisioningError
 from cnibench.leases import live_holders
 from cnibench.waiting import Deadline, poll
@@ -85,7 +85,7 @@ class CleanedItem:
         ``"failed: <reason>"``.
     engine:
         For a kind cluster, the ``DOCKER_HOST`` of the engine it runs in (``""``: the
-        default engine): :func:`~cnibench.backends.kube.engine.clean_engines` keeps an
+        default engine): :func:`~cnibench.engine.clean_engines` keeps an
         engine a cluster is left in.
     """
 

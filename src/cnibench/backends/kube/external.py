@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cnibench.backends.base import CommandResult, EgressServerResult
-from cnibench.backends.kube.engine_api import EngineReads
+from cnibench.engine.api import EngineReads
 from cnibench.errors import ConfigError, ParseError, ProvisioningError, ToolError
 from cnibench.tools.iperf3_server import InProcessIperf3Server
 from cnibench.tools.source_echo import SourceEchoServer, serve_in_thread

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cnibench.backends.kube.host import ENGINE_RUN_ROOT, ENGINE_RUN_VARIABLE
 from cnibench.backends.kube.resources import data_tree
+from cnibench.engine.host import ENGINE_RUN_ROOT, ENGINE_RUN_VARIABLE
 from cnibench.errors import ConfigError
 from cnibench.registry import Registry
 
@@ -348,7 +348,7 @@ IMAGE_SETS: Mapping[str, Images] = {"public": Images(), "offline": OFFLINE_IMAGE
 
 def default_image_set(environ: Mapping[str, str]) -> str:
     """``offline`` when ``DOCKER_HOST`` is a socket of cnibench's own engine (``cnibench engine
-    up``: under :data:`~cnibench.backends.kube.host.ENGINE_RUN_ROOT`, or the directory
+    up``: under :data:`~cnibench.engine.host.ENGINE_RUN_ROOT`, or the directory
     ``CNIBENCH_ENGINE_RUN`` names), else ``public``.
 
     That engine exists for machines that reach no registry, so a kind cluster in it takes

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from cnibench.backends.base import ResourceUsage
 from cnibench.backends.cgroupfs import CgroupLayout, process_layout, read_usage
-from cnibench.backends.kube.engine_api import ContainerProcess, EngineReads
 from cnibench.backends.napi import napi_thread_pids
+from cnibench.engine.api import ContainerProcess, EngineReads
 from cnibench.errors import CnibenchError, ProvisioningError, ToolError
 
 if TYPE_CHECKING:

@@ -26,11 +26,12 @@ import yaml
 
 from cnibench.backends.base import ClusterSpec, NodeRole
 from cnibench.backends.kube.cni_types import CniDefinition
-from cnibench.backends.kube.engine_api import EngineReads
 from cnibench.backends.kube.images import Images, build_context
 from cnibench.backends.kube.offline import cluster_image_tags, offline_bin_dir, pod_image_tags
 from cnibench.backends.kube.render import kind_cluster_config
 from cnibench.backends.kube.resources import data_tree
+from cnibench.engine import ENGINE_LEASE
+from cnibench.engine.api import EngineReads
 from cnibench.errors import ConfigError, ProvisioningError
 from cnibench.leases import Lease, hold, live_holders, live_kind_holders
 
@@ -203,10 +204,6 @@ class ExistingProvider:
 KIND_CLUSTER_LEASE = "kind-cluster"
 """The lease kind (:mod:`cnibench.leases`) a session holds on each kind cluster it uses."""
 
-ENGINE_LEASE = "engine"
-"""The lease kind held on the container engine (its ``DOCKER_HOST``) a session's clusters run
-in."""
-
 KIND_STATE_VARIABLE = "CNIBENCH_KIND_STATE"
 """Environment variable naming kind's state directory (configs, kubeconfigs, the marker of a
 ``/lib/modules`` cnibench made); tests that drive kind with stand-ins give it their own."""
@@ -354,7 +351,7 @@ class KindProvider:
         comparison per node and image.
 
         Whether an image is there is asked of the engine (:meth:`EngineReads.image_id
-        <cnibench.backends.kube.engine_api.EngineReads.image_id>`); ``docker build`` stays the
+        <cnibench.engine.api.EngineReads.image_id>`); ``docker build`` stays the
         CLI, whose BuildKit and progress output the SDK would only pass through.
 
         Raises

@@ -16,7 +16,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from cnibench.backends.kube.engine_api import engine_client, engine_failures
 from cnibench.backends.kube.images import (
     CNI_IMAGES,
     LOCAL_BUILDS,
@@ -26,6 +25,7 @@ from cnibench.backends.kube.images import (
     registry_reference,
 )
 from cnibench.backends.kube.offline.plan import pod_image_tags
+from cnibench.engine.api import engine_client, engine_failures
 from cnibench.errors import ConfigError, ProvisioningError
 
 __all__ = ["PushReport", "check_registry", "image_variables", "push_images", "pushable_tags"]

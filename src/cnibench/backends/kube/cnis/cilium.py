@@ -40,8 +40,8 @@ from cnibench.backends.kube.cni_types import (
 )
 from cnibench.backends.kube.cnis.base import AgentAccess, DriverBase, ObjectScope
 from cnibench.backends.kube.gomodules import module_cache_dir
-from cnibench.backends.kube.host import lacks_capability
 from cnibench.backends.kube.images import CniImage
+from cnibench.engine.host import lacks_capability
 from cnibench.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cnibench.backends.kube.engine_api import engine_client, engine_failures
 from cnibench.backends.kube.images import LOCAL_BUILDS, Images
 from cnibench.backends.kube.offline.assembly import base_image_tag
 from cnibench.backends.kube.offline.plan import offline_cnis, pod_image_tags
@@ -24,6 +23,7 @@ from cnibench.backends.kube.offline.recipes import (
     OFFLINE_LOAD_ENGINES,
     OfflineVersions,
 )
+from cnibench.engine.api import engine_client, engine_failures
 from cnibench.errors import ProvisioningError
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 ``docker run --privileged`` (and so every kind node) asks runc for every capability. Where the
 capability bounding set lacks ``CAP_SYS_RESOURCE`` (some sandboxes and nested containers), runc
-then fails to create the container. The private engine (:mod:`cnibench.backends.kube.engine`)
+then fails to create the container. The private engine (:mod:`cnibench.engine`)
 registers this wrapper as dockerd's default runtime *only* on such machines: for ``create`` and
 ``run`` it removes the capability from every set of ``process.capabilities`` in the bundle's
 ``config.json``, for ``exec`` from the ``capabilities`` of the ``--process`` spec, then it execs

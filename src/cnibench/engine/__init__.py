@@ -15,15 +15,15 @@ up`` prints the ``DOCKER_HOST`` that reaches it:
   network is created on purpose (kind creates its own bridge through the API).
 
 Where the capability bounding set lacks ``CAP_SYS_RESOURCE``, ``--privileged`` containers
-cannot be created; the engine then registers :mod:`cnibench.backends.kube.runc_shim` as its
+cannot be created; the engine then registers :mod:`cnibench.engine.runc_shim` as its
 default runtime, which removes that one capability from each spec before runc sees it. A
 machine that has the capability runs runc unmodified.
 
-One module per job, every name importable from here: :mod:`~cnibench.backends.kube.engine_config`
+One module per job, every name importable from here: :mod:`~cnibench.engine.config`
 builds the paths and dockerd's command line by pure functions (:func:`engine_paths`,
-:func:`dockerd_argv`); :mod:`~cnibench.backends.kube.engine_daemon` prepares, starts, finds and
+:func:`dockerd_argv`); :mod:`~cnibench.engine.daemon` prepares, starts, finds and
 stops the dockerd process (with pure parsers of ``/proc`` files and of its log);
-:mod:`~cnibench.backends.kube.engine_client` asks the engine over its socket. This module holds
+:mod:`~cnibench.engine.client` asks the engine over its socket. This module holds
 the commands: only :func:`engine_up`, :func:`engine_down` and the status functions touch
 processes. dockerd is only ever stopped by the PID in its own pidfile, after
 ``/proc/<pid>/cmdline`` shows it serves this engine's socket.
@@ -36,17 +36,17 @@ import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cnibench.backends.kube.engine_client import (
+from cnibench.engine.client import (
     _bridges_after_prune,
     _ping,
     answering_engine,
     bridge_names,
 )
-from cnibench.backends.kube.engine_config import (
+from cnibench.engine.config import (
     _NAME_RE,
     DEFAULT_ENGINE_NAME,
     ENGINE_DATA_VARIABLE,
@@ -61,8 +61,8 @@ from cnibench.backends.kube.engine_config import (
     engine_paths,
     runc_shim_script,
 )
-from cnibench.backends.kube.engine_config import TRUST_KEY_LAST_MAJOR as TRUST_KEY_LAST_MAJOR
-from cnibench.backends.kube.engine_daemon import (
+from cnibench.engine.config import TRUST_KEY_LAST_MAJOR as TRUST_KEY_LAST_MAJOR
+from cnibench.engine.daemon import (
     _engine_pid,
     _is_child_daemon,
     _pid_from,
@@ -74,7 +74,7 @@ from cnibench.backends.kube.engine_daemon import (
     last_log_problem,
     mount_points_under,
 )
-from cnibench.backends.kube.host import (
+from cnibench.engine.host import (
     CAP_SYS_RESOURCE,
     ENGINE_RUN_ROOT,
     ENGINE_RUN_VARIABLE,
@@ -82,7 +82,6 @@ from cnibench.backends.kube.host import (
     lacks_capability,
     needs_runc_shim,
 )
-from cnibench.backends.kube.providers import ENGINE_LEASE, release_lib_modules
 from cnibench.errors import CnibenchError, ConfigError, ProvisioningError
 from cnibench.leases import live_holders
 
@@ -90,6 +89,7 @@ __all__ = [
     "CAP_SYS_RESOURCE",
     "DEFAULT_ENGINE_NAME",
     "ENGINE_DATA_VARIABLE",
+    "ENGINE_LEASE",
     "ENGINE_RUN_ROOT",
     "ENGINE_RUN_VARIABLE",
     "INSTALL_HINT",
@@ -97,6 +97,7 @@ __all__ = [
     "EngineCleanReport",
     "EnginePaths",
     "EngineStatus",
+    "NoneLeft",
     "answering_engine",
     "bridge_names",
     "capability_bounding_set",
@@ -119,6 +120,15 @@ __all__ = [
     "runc_shim_script",
     "running_engines",
 ]
+
+ENGINE_LEASE = "engine"
+"""The lease kind (:mod:`cnibench.leases`) held on a container engine (its ``DOCKER_HOST``) by
+a session whose clusters run in it: :func:`clean_engines` keeps an engine so held."""
+
+NoneLeft = Callable[[Mapping[str, str] | None], object]
+"""What :func:`engine_down` calls once no private engine runs any more (with its ``environ``):
+the kube backend removes the ``/lib/modules`` it made for kind
+(:mod:`cnibench.backends.kube.engines`)."""
 
 START_TIMEOUT = 60.0
 """Seconds :func:`engine_up` waits for a new dockerd to answer ``/_ping``."""
@@ -260,6 +270,7 @@ def engine_down(
     purge: bool = False,
     environ: Mapping[str, str] | None = None,
     timeout: float = STOP_TIMEOUT,
+    when_none_left: NoneLeft | None = None,
 ) -> bool:
     """Stop the private engine ``name`` and remove its run directory; nothing to do is fine.
 
@@ -278,6 +289,9 @@ def engine_down(
         Environment for the paths (default: ``os.environ``).
     timeout:
         Seconds to wait after SIGTERM.
+    when_none_left:
+        Called with ``environ`` once no private engine runs any more, however this one was
+        stopped (:data:`NoneLeft`).
 
     Returns
     -------
@@ -326,10 +340,8 @@ def engine_down(
         # Held, so no one holds it now; one waiting on it goes on with an engine that is gone.
         with contextlib.suppress(OSError):
             paths.lock.unlink()
-    if not running_engines(environ=environ):
-        # No engine left, so no kind cluster of cnibench's can use the /lib/modules it made
-        # for kind: however the engine was stopped (`engine down`, `clean`, a test), it goes.
-        release_lib_modules(environ=environ)
+    if when_none_left is not None and not running_engines(environ=environ):
+        when_none_left(environ)
     return True
 
 
@@ -392,13 +404,14 @@ def clean_engines(
     environ: Mapping[str, str] | None = None,
     clean_for: Collection[int] = (),
     clusters_left: Mapping[str, Sequence[str]] | None = None,
+    when_none_left: NoneLeft | None = None,
 ) -> EngineCleanReport:
     """Stop every private engine found (``cnibench clean``), keeping their image caches,
     except one a live cnibench process holds (a session using a kind cluster in it,
     :mod:`cnibench.leases`; the leases of ``clean_for`` do not count) and one a kind cluster
     is left in (``clusters_left``: ``DOCKER_HOST`` -> the clusters the same clean kept or
     failed to remove there, which would otherwise stop under whoever keeps them): those are
-    kept and said so."""
+    kept and said so. ``when_none_left``: as for :func:`engine_down`."""
     items = []
     left = clusters_left or {}
     for status in running_engines(environ=environ):
@@ -414,7 +427,7 @@ def clean_engines(
             items.append((status.name, "would stop"))
             continue
         try:
-            engine_down(status.name, environ=environ)
+            engine_down(status.name, environ=environ, when_none_left=when_none_left)
         except CnibenchError as exc:
             items.append((status.name, f"failed: {exc}"))
         else:

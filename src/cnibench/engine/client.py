@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cnibench.backends.kube.engine_api import engine_failures
+from cnibench.engine.api import engine_failures
 
 if TYPE_CHECKING:
     from docker import DockerClient

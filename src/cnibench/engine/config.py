@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from cnibench.backends.kube.host import ENGINE_RUN_ROOT, ENGINE_RUN_VARIABLE
+from cnibench.engine.host import ENGINE_RUN_ROOT, ENGINE_RUN_VARIABLE
 from cnibench.errors import ConfigError
 
 __all__ = [
@@ -230,7 +230,7 @@ def runc_shim_script(python: str, shim_module: Path) -> str:
     return (
         "#!/bin/sh\n"
         "# cnibench private engine: runc without CAP_SYS_RESOURCE, missing from this machine's\n"
-        "# capability bounding set (see cnibench.backends.kube.runc_shim)\n"
+        "# capability bounding set (see cnibench.engine.runc_shim)\n"
         f'exec {shlex.quote(python)} -I {shlex.quote(str(shim_module))} "$@"\n'
     )
 

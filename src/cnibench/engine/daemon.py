@@ -22,8 +22,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cnibench.backends.kube.engine_client import _ping
-from cnibench.backends.kube.engine_config import (
+from cnibench.engine.client import _ping
+from cnibench.engine.config import (
     TRUST_KEY_LAST_MAJOR,
     EnginePaths,
     daemon_config,
@@ -31,7 +31,7 @@ from cnibench.backends.kube.engine_config import (
     dockerd_major_version,
     runc_shim_script,
 )
-from cnibench.backends.kube.host import lacks_capability
+from cnibench.engine.host import lacks_capability
 from cnibench.errors import CnibenchError, ProvisioningError
 from cnibench.waiting import poll
 
