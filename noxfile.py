@@ -302,11 +302,10 @@ def _start_kind_tier(
 def study(session: nox.Session) -> None:
     """The kind study (docs/findings.md): seven cluster configurations on kind, built offline,
     into docs/results/kind-<date>/ (``-- --print`` shows its plain `cnibench run` commands,
-    ``-- --engine NAME`` uses another private engine). The six of 2026-11-27 took 104 minutes
-    warm on 2 cores; the plan now has a seventh, measures for 5 s instead of 1 s, runs the
-    1000-Service sweep in both sessions and adds egress rounds until decided within a budget
-    (about 180 minutes, not yet timed; `-- --resume --out DIR` goes on with one stopped
-    half-way). What it compares across configurations runs in two sessions of each."""
+    ``-- --engine NAME`` uses another private engine). That of 2026-12-06 took 148 minutes
+    warm on 2 cores (5-s measurements, the 1000-Service sweep in both sessions, egress rounds
+    until decided within a 20-minute budget each; `-- --resume --out DIR` goes on with one
+    stopped half-way). What it compares across configurations runs in two sessions of each."""
     _install(session)
     _system(session)
     session.run("python", "-m", "cnibench.study", *session.posargs)

@@ -221,3 +221,11 @@ def test_direction_words_are_claims_only_inside_a_call_fact() -> None:
     found = unmarked_claims(text)
     assert len(found) == 1
     assert "kube-router wins over Cilium" in found[0]
+
+
+def test_a_span_across_midnight_names_both_dates() -> None:
+    rows = _rows("cilium", "off", [9.0e9, 9.1e9], 0) + _rows("cilium", "on", [9.0e9, 9.2e9], 1)
+    df = pd.DataFrame(rows)
+    df.loc[df.index[-1], "time"] = pd.Timestamp("2026-11-28T00:25:00Z")
+    facts = Facts(df, report.verdict(df))
+    assert facts.get("when") == "2026-11-27 08:00 UTC to 2026-11-28 00:25 UTC"

@@ -41,7 +41,8 @@ A key is a kind of number followed by words that select it:
     contrasts ``tested`` (with a p-value), or those of them ``decided`` (a difference after the
     correction, or the same within the margin).
 ``when``
-    The records' span: ``2026-11-27 15:47-17:20 UTC``.
+    The records' span: ``2026-11-27 15:47-17:20 UTC`` (across midnight ``2026-12-06 20:26 UTC
+    to 2026-12-07 00:25 UTC``).
 ``machine WHAT``
     The machine the records name: ``cpus``, ``cpu`` (model), ``kernel``, ``memory`` (GiB),
     ``cni-version CNI``.
@@ -328,6 +329,8 @@ class Facts:
     def _when(self, key: str, args: list[str], options: dict[str, str]) -> str:
         times = pd.to_datetime(self.runs["time"], utc=True)
         first, last = times.min(), times.max()
+        if first.date() != last.date():  # across midnight: both dates
+            return f"{first:%Y-%m-%d %H:%M} UTC to {last:%Y-%m-%d %H:%M} UTC"
         return f"{first:%Y-%m-%d %H:%M}-{last:%H:%M} UTC"
 
     def _machine(self, key: str, args: list[str], options: dict[str, str]) -> str:
