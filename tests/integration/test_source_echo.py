@@ -39,8 +39,7 @@ def echo() -> Iterator[tuple[str, int]]:
     try:
         yield "127.0.0.1", port
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 def test_the_echo_answers_with_the_address_the_request_came_from(echo: tuple[str, int]) -> None:
@@ -98,3 +97,12 @@ def test_a_port_out_of_range_and_no_time_are_refused() -> None:
         serve_in_thread("127.0.0.1", _free_port(), seconds=0)
     with pytest.raises(ConfigError, match="one word"):
         Effect.answering_other_than("")
+
+
+def test_stop_frees_the_port_and_may_be_repeated() -> None:
+    port = _free_port()
+    server = serve_in_thread("127.0.0.1", port, seconds=30)
+    server.stop()
+    server.stop()  # the egress set-up's finally may stop it after its time ran out
+    again = serve_in_thread("127.0.0.1", port, seconds=1)
+    again.stop()

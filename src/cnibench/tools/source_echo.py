@@ -50,7 +50,8 @@ class _Handler(socketserver.BaseRequestHandler):
 
 
 class SourceEchoServer(socketserver.ThreadingTCPServer):
-    """The server, bound to ``host:port`` (IPv4 or IPv6), each request in a thread."""
+    """The server, bound to ``host:port`` (IPv4 or IPv6), each request in a thread; a
+    :class:`~cnibench.backends.base.RunningServer`."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -61,10 +62,25 @@ class SourceEchoServer(socketserver.ThreadingTCPServer):
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         super().__init__((host, port), _Handler)
 
+    def serve_for(self, seconds: float) -> None:
+        """Serve until :meth:`stop`, or for ``seconds`` at most (blocks)."""
+        timer = threading.Timer(seconds, self.shutdown)
+        timer.daemon = True
+        timer.start()
+        try:
+            self.serve_forever(poll_interval=0.1)
+        finally:
+            timer.cancel()
+
+    def stop(self) -> None:
+        """Stop serving and free the port (safe to call again)."""
+        self.shutdown()
+        self.server_close()
+
 
 def serve_in_thread(host: str, port: int, *, seconds: float) -> SourceEchoServer:
     """Serve on ``host:port`` in a thread of this process for ``seconds`` at most; returns
-    once it listens. Stop it earlier with ``shutdown()`` then ``server_close()``.
+    once it listens. Stop it earlier with ``stop()``.
 
     Raises
     ------
@@ -75,10 +91,9 @@ def serve_in_thread(host: str, port: int, *, seconds: float) -> SourceEchoServer
     """
     require_positive(seconds, tool=TOOL, name="seconds")
     server = SourceEchoServer(host, port)
-    threading.Thread(target=server.serve_forever, name="cnibench-source-echo", daemon=True).start()
-    stop = threading.Timer(seconds, server.shutdown)
-    stop.daemon = True
-    stop.start()
+    threading.Thread(
+        target=server.serve_for, args=(seconds,), name="cnibench-source-echo", daemon=True
+    ).start()
     return server
 
 
@@ -95,12 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("usage: python -m cnibench.tools.source_echo HOST PORT SECONDS", file=sys.stderr)
         return 2
     server = SourceEchoServer(args[0], int(args[1]))
-    stop = threading.Timer(float(args[2]), server.shutdown)
-    stop.daemon = True
-    stop.start()
     print(READY, flush=True)
     with server:
-        server.serve_forever(poll_interval=0.1)
+        server.serve_for(float(args[2]))
     return 0
 
 

@@ -37,7 +37,6 @@ __all__ = [
     "DockerNetwork",
     "HostEgressServerFuture",
     "HostExternal",
-    "HostSourceEcho",
     "docker_network_inspect_argv",
     "external_address_from",
     "inspect_docker_network",
@@ -322,21 +321,6 @@ class HostEgressServerFuture:
         self._server.stop()
 
 
-class HostSourceEcho:
-    """The source echo serving in this process (a
-    :class:`~cnibench.backends.base.RunningServer`)."""
-
-    def __init__(self, server: SourceEchoServer) -> None:
-        self._server: SourceEchoServer | None = server
-
-    def stop(self) -> None:
-        """Stop serving and free the port (safe to call again)."""
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-
-
 class HostExternal:
     """This host as the external host (an :class:`~cnibench.backends.base.ExternalHost`).
 
@@ -386,7 +370,7 @@ class HostExternal:
             duration=time.monotonic() - started,
         )
 
-    def start_source_echo(self, *, port: int, seconds: float) -> HostSourceEcho:
+    def start_source_echo(self, *, port: int, seconds: float) -> SourceEchoServer:
         """Serve :mod:`cnibench.tools.source_echo` on ``ip:port`` in a thread of this process
         (this host is the external host); returns once it listens.
 
@@ -396,7 +380,7 @@ class HostExternal:
             The address cannot be bound (not this host's, or the port is taken).
         """
         try:
-            return HostSourceEcho(serve_in_thread(self._ip, port, seconds=seconds))
+            return serve_in_thread(self._ip, port, seconds=seconds)
         except OSError as exc:
             raise ToolError(
                 f"source echo cannot listen on {self._ip}:{port}: {exc}", tool="source-echo"
