@@ -39,6 +39,7 @@ __all__ = [
     "PERCENTILES",
     "Effect",
     "effect_cells",
+    "effect_parts",
     "effect_table",
     "effect_text",
     "time_to_effect",
@@ -181,15 +182,22 @@ def _seconds(value: float) -> str:
     return f"{value:.3f}"
 
 
+def effect_parts(row: Mapping[Any, Any]) -> tuple[str, str]:
+    """A percentile and its interval, in seconds: ``("0.082", "0.071-0.093")``, or open
+    above, ``("0.31", "≥ 0.12")``; open below too, ``("0.31", "")``."""
+    estimate, low, high = (float(row[k]) for k in ("estimate", "low", "high"))
+    if math.isfinite(low) and math.isfinite(high):
+        return _seconds(estimate), f"{_seconds(low)}-{_seconds(high)}"
+    if math.isfinite(low):
+        return _seconds(estimate), f"≥ {_seconds(low)}"
+    return _seconds(estimate), ""
+
+
 def effect_text(row: Mapping[Any, Any]) -> str:
     """A percentile with its interval, in seconds: ``"0.082 (0.071-0.093)"``, or open above,
     ``"0.31 (≥ 0.12)"``; open below too: the estimate alone."""
-    estimate, low, high = (float(row[k]) for k in ("estimate", "low", "high"))
-    if math.isfinite(low) and math.isfinite(high):
-        return f"{_seconds(estimate)} ({_seconds(low)}-{_seconds(high)})"
-    if math.isfinite(low):
-        return f"{_seconds(estimate)} (≥ {_seconds(low)})"
-    return _seconds(estimate)
+    estimate, interval = effect_parts(row)
+    return f"{estimate} ({interval})" if interval else estimate
 
 
 EFFECT_FEATURE = "time to effect"

@@ -56,6 +56,7 @@ document cannot quote a number the records do not give.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -188,7 +189,6 @@ class Facts:
     table: pd.DataFrame
     environments: pd.DataFrame | None = None
     wall_seconds: float | None = None
-    _effects: pd.DataFrame | None = None
 
     @classmethod
     def of(cls, directory: Path, *, reference: str | None = None) -> Facts:
@@ -266,17 +266,22 @@ class Facts:
             raise ConfigError(f"fact {key!r}: recorded in {rows['unit'].iloc[0]!r}, not {unit}")
         return f"{_three(value / divisor)} {unit}"
 
+    @functools.cached_property
+    def effects(self) -> pd.DataFrame:
+        """The timed changes' percentiles (:func:`cnibench.report.effects.time_to_effect`)."""
+        from cnibench.report.effects import time_to_effect
+
+        return time_to_effect(self.runs)
+
     def _effect(self, key: str, args: list[str], options: dict[str, str]) -> str:
-        from cnibench.report.effects import EFFECTS, effect_text, time_to_effect
+        from cnibench.report.effects import EFFECTS, effect_parts
 
         if len(args) != 3 or args[1] not in EFFECTS:
             raise ConfigError(f"fact {key!r}: effect CNI {'|'.join(EFFECTS)} SIZE [p=PERCENTILE]")
         cni, metric, size = args
         effect = EFFECTS[metric]
         change = effect.label({} if size == "-" else {effect.size: size})
-        if self._effects is None:
-            self._effects = time_to_effect(self.runs)
-        table = self._effects
+        table = self.effects
         percentile = int(options.get("p", "50"))
         rows = table[
             (table["cni"] == cni)
@@ -287,11 +292,8 @@ class Facts:
         if len(rows) != 1:
             raise ConfigError(f"fact {key!r}: selects {len(rows)} timed changes, not 1")
         row = rows.iloc[0]
-        text = effect_text(row.to_dict())
-        if " (" in text:
-            value, _, interval = text.partition(" (")
-            return f"{value} s ({interval.removesuffix(')')}, n = {int(row['n'])})"
-        return f"{text} s (n = {int(row['n'])})"
+        estimate, interval = effect_parts(row.to_dict())
+        return f"{estimate} s ({interval + ', ' if interval else ''}n = {int(row['n'])})"
 
     def _reached(self, key: str, args: list[str], options: dict[str, str]) -> str:
         if len(args) != 3:

@@ -310,6 +310,19 @@ class ProbeLog:
         return [later - earlier for earlier, later in itertools.pairwise(starts)]
 
 
+def _one_word(value: str, what: str) -> str:
+    """``value``, which the probe compares with the first word of a body: one word.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        ``value`` is empty or has white space.
+    """
+    if not value or value.split() != [value]:
+        raise ConfigError(f"{TOOL}: {what} is one word, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Effect:
     """What an attempt shows once a change is in force.
@@ -337,9 +350,7 @@ class Effect:
         cnibench.errors.ConfigError
             ``name`` is empty or has white space (the probe reads the body's first word).
         """
-        if not name or name.split() != [name]:
-            raise ConfigError(f"{TOOL}: a backend name is one word, got {name!r}")
-        return cls(answered_by=name)
+        return cls(answered_by=_one_word(name, "a backend name"))
 
     @classmethod
     def answering_other_than(cls, old: str) -> Effect:
@@ -351,9 +362,7 @@ class Effect:
         cnibench.errors.ConfigError
             ``old`` is empty or has white space.
         """
-        if not old or old.split() != [old]:
-            raise ConfigError(f"{TOOL}: what answered before is one word, got {old!r}")
-        return cls(not_answered_by=old)
+        return cls(not_answered_by=_one_word(old, "what answered before"))
 
     @property
     def stop_on(self) -> str:
