@@ -58,6 +58,12 @@ def _host_state() -> dict[str, object]:
     }
 
 
+def _without_engine() -> dict[str, str]:
+    """This process's environment without an engine or a cluster of its own (the tier passes
+    its engine to each command explicitly)."""
+    return {k: v for k, v in os.environ.items() if k not in ("DOCKER_HOST", "KUBECONFIG")}
+
+
 def _clear_a_killed_run() -> None:
     """What an earlier run of the tier that was killed (SIGKILL: no clean-up ran) left: its
     engine's run dir, and clusters in the engine's data root, which come back with their nodes
@@ -68,7 +74,7 @@ def _clear_a_killed_run() -> None:
     containers = paths.data_root / "containers"
     if not paths.run_dir.exists() and not (containers.is_dir() and any(containers.iterdir())):
         return
-    base = {k: v for k, v in os.environ.items() if k not in ("DOCKER_HOST", "KUBECONFIG")}
+    base = _without_engine()
     up = cnibench("engine", "up", "--name", ENGINE_NAME, env=base, timeout=180)
     env = dict(base, DOCKER_HOST=up.stdout.strip().removeprefix("export DOCKER_HOST="))
     cnibench("clean", env=env, check=False, timeout=600)
@@ -94,7 +100,7 @@ def engine_env(host_before: dict[str, object]) -> Iterator[dict[str, str]]:
     reason = _why_not()
     if reason:
         pytest.skip(reason)
-    base = {k: v for k, v in os.environ.items() if k not in ("DOCKER_HOST", "KUBECONFIG")}
+    base = _without_engine()
     tier = hold(*TIER_LEASE)
     up = cnibench("engine", "up", "--name", ENGINE_NAME, env=base, timeout=180)
     line = up.stdout.strip()

@@ -1,9 +1,9 @@
 """What this host gives cnibench's private container engine: where engines keep their run
 directories, and whether the engine's containers may have ``CAP_SYS_RESOURCE``.
 
-Low in the kube backend (it imports none of it): :mod:`.images` picks the image set by the
-engine's socket, the Cilium driver drops the capability its chart asks for, and :mod:`.engine`
-starts engines with both.
+Low in the engine package (it imports none of it): :mod:`cnibench.engine` starts engines
+with both, the kube backend's images module picks the image set by the engine's socket, and
+its Cilium driver drops the capability its chart asks for.
 """
 
 from __future__ import annotations
