@@ -55,6 +55,9 @@ class SourceEchoServer(socketserver.ThreadingTCPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128
+    """The probe connects every 10 ms; socketserver's backlog of 5 overflowed on a busy machine,
+    and a SYN dropped there is an attempt timed out (neither the old source nor the new)."""
 
     def __init__(self, host: str, port: int) -> None:
         if not 0 < port < 65536:
