@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -11,6 +12,9 @@ from lab_support import ALL_PROFILES, HTTP_PORT, IPERF3_PORT, PLAIN, SOCKPERF_PO
 from cnibench.backends.base import Endpoint, NodeRole
 from cnibench.backends.lab import LabPod
 from cnibench.errors import ConfigError, ToolError
+from cnibench.scenarios.profiles import profile_named
+from cnibench.tools.registry import ToolTarget
+from cnibench.tools.sockperf import PINNED_CPU, SOCKPERF
 
 
 def fetch(source: Endpoint, target: Endpoint, path: str = "/") -> str:
@@ -121,3 +125,37 @@ def test_removed_pod_leaves_no_namespace_and_frees_its_address(lab: Lab) -> None
         assert (namespace not in listed, second.ip) == (True, address)
     finally:
         lab.cluster.remove(second)
+
+
+def _processes_in(namespace: str, command: str) -> list[int]:
+    """PIDs of the processes named ``command`` in network namespace ``namespace`` (read from
+    /proc, not from the lab's bookkeeping)."""
+    inode = os.stat(f"/run/netns/{namespace}").st_ino
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/comm") as handle:
+                name = handle.read().strip()
+            if name == command and os.stat(f"/proc/{entry}/ns/net").st_ino == inode:
+                found.append(int(entry))
+        except OSError:  # the process ended meanwhile
+            continue
+    return found
+
+
+@pytest.mark.parametrize("lab", ["routed"], indirect=True)
+def test_sockperf_runs_both_ends_on_one_cpu(lab: Lab) -> None:
+    """The servers run on the CPU the measuring client asks for, and that client measures
+    (``taskset`` present, the round trip parsed): tools/sockperf.py says why."""
+    servers = _processes_in(lab.server.namespace, "sockperf")
+    assert len(servers) == 2  # UDP and TCP
+    assert all(os.sched_getaffinity(pid) == {PINNED_CPU} for pid in servers)
+    run = SOCKPERF.client
+    assert run is not None
+    argv = run.argv(ToolTarget(lab.server.ip, SOCKPERF_PORT), profile_named("smoke"))
+    assert argv[:3] == ["taskset", "-c", str(PINNED_CPU)]
+    result = lab.client.run([*argv, "--tcp"], timeout=run.timeout(profile_named("smoke")))
+    measured = {m.metric: m.value for m in run.measurements(result.stdout, result.stderr)}
+    assert measured["latency_p50"] > 0

@@ -36,6 +36,9 @@ from cnibench.backends.kube.providers import (
 )
 from cnibench.errors import ConfigError, ToolError, UnsupportedError
 from cnibench.policy import PolicyPeer, PolicySpec, PortRange, PriorityCase, PriorityLayer
+from cnibench.scenarios.profiles import profile_named
+from cnibench.tools.registry import ToolTarget
+from cnibench.tools.sockperf import SOCKPERF
 from engine_stand_in import fake_engine, node_containers
 
 
@@ -99,6 +102,24 @@ def test_http_echo_names_the_pod_from_the_downward_api() -> None:
     assert echo["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     assert "X-Backend" in echo["command"][-1]
     assert echo["readinessProbe"]["tcpSocket"]["port"] == 8080
+
+
+def test_sockperf_servers_run_on_the_cpu_the_client_runs_on() -> None:
+    manifest = render.pod(
+        "sp",
+        namespace="ns",
+        session="s1",
+        role=NodeRole.SERVER,
+        workloads=[WorkloadSpec(WorkloadKind.SOCKPERF_SERVER, 11111)],
+    )
+    client = SOCKPERF.client
+    assert client is not None
+    pinned = client.argv(ToolTarget("198.19.1.4", 11111), profile_named("smoke"))[:3]
+    containers = manifest["spec"]["containers"]
+    commands = [c["command"] for c in containers if c["name"].startswith("sockperf")]
+    assert len(commands) == 2  # UDP and TCP
+    assert all(command[:3] == pinned and "sockperf" in command for command in commands)
+    assert pinned[0] == "taskset"
 
 
 def test_sockperf_without_image_is_refused() -> None:

@@ -35,6 +35,7 @@ from cnibench.backends.lab.plan import (
 )
 from cnibench.backends.lab.runner import listening_ports
 from cnibench.errors import ConfigError, ParseError
+from cnibench.tools.sockperf import PINNED_CPU
 
 LAB = "cb0a1b2c"
 
@@ -272,6 +273,8 @@ def test_sockperf_workload_serves_udp_and_tcp() -> None:
         pod, WorkloadSpec(WorkloadKind.SOCKPERF_SERVER, 11111), Path("/tmp/x")
     )
     assert sorted("--tcp" in p.argv for p in processes) == [False, True]
+    # On the CPU the measuring client runs on (cnibench.tools.sockperf's docstring says why).
+    assert {p.argv[:3] for p in processes} == {("taskset", "-c", str(PINNED_CPU))}
 
 
 def test_pod_name_that_would_break_nginx_is_rejected() -> None:

@@ -225,7 +225,7 @@ def test_streams_outlast_the_probe_by_its_lead() -> None:
     profile = profile_named("smoke")
     scenario.measure(None, prepared, condition, profile, 0)  # type: ignore[arg-type]
     iperf3 = prepared.endpoints["client-1"].calls[0]
-    sockperf = next(c for c in prepared.endpoints["client"].calls if c[0] == "sockperf")
+    sockperf = next(c for c in prepared.endpoints["client"].calls if _tool(c) == "sockperf")
     stream_seconds = float(iperf3[iperf3.index("-t") + 1])
     probe_seconds = float(sockperf[sockperf.index("-t") + 1])
     assert stream_seconds == profile.duration + PROBE_LEAD
@@ -241,6 +241,11 @@ def test_one_stream_has_nothing_to_overlap() -> None:
 
 _STREAM_SECONDS = 1.6
 _PROBE_SECONDS = 1.2
+
+
+def _tool(argv: Sequence[str]) -> str:
+    """The tool ``argv`` runs, after any ``taskset -c CPU`` (sockperf runs pinned)."""
+    return argv[3] if argv[0] == "taskset" else argv[0]
 
 
 @dataclass
@@ -263,10 +268,11 @@ class _CannedPod:
         # covers most of them, as there: each stream then shares 75 % of its time with all the
         # others. With 0.4 s and 0.2 s it shared exactly the check's 50 %, and a thread woken
         # late on a loaded machine made it fail.
-        threading.Event().wait(_STREAM_SECONDS if argv[0] == "iperf3" else _PROBE_SECONDS)
-        if argv[0] == "iperf3":
+        tool = _tool(argv)
+        threading.Event().wait(_STREAM_SECONDS if tool == "iperf3" else _PROBE_SECONDS)
+        if tool == "iperf3":
             out = IPERF3_TCP
-        elif argv[0] == "sockperf":
+        elif tool == "sockperf":
             out = SOCKPERF_TCP
         else:
             address = argv[-1].split("//")[1].split(":")[0]

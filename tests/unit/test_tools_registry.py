@@ -79,7 +79,10 @@ def test_every_client_tool_talks_to_a_server_the_backends_run(tool: str) -> None
 
 ARGV = {
     "iperf3": ["iperf3", "-c", "198.19.1.4", "-p", "8080", "-t", "2"],
-    "sockperf": ["sockperf", "ping-pong", "-i", "198.19.1.4", "-p", "8080", "-t", "2"],
+    "sockperf": [
+        *("taskset", "-c", "0"),  # both ends on CPU 0 (cnibench.tools.sockperf.PINNED_CPU)
+        *("sockperf", "ping-pong", "-i", "198.19.1.4", "-p", "8080", "-t", "2"),
+    ],
     "wrk": ["wrk", "-t", "8", "-c", "1000", "-d", "2s"],
     "ab": ["ab", "-n", "5000", "-c", "10", "http://198.19.1.4:8080/"],
 }

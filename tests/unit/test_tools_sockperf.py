@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 from cnibench.errors import ConfigError, ParseError, ToolError
-from cnibench.tools.sockperf import parse_sockperf, sockperf_pingpong_argv, sockperf_server_argv
+from cnibench.scenarios.profiles import profile_named
+from cnibench.tools.registry import ToolTarget
+from cnibench.tools.sockperf import (
+    PINNED_CPU,
+    SOCKPERF,
+    parse_sockperf,
+    sockperf_pingpong_argv,
+    sockperf_server_argv,
+)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sockperf"
 OK_FIXTURES = ["udp_pingpong.txt", "tcp_pingpong.txt", "udp_full_rtt.txt"]
@@ -84,6 +92,28 @@ def test_server_argv() -> None:
         "--tcp",
     ]
     assert sockperf_server_argv() == ["sockperf", "server", "-i", "0.0.0.0", "-p", "11111"]
+
+
+def test_a_cpu_puts_either_end_behind_taskset() -> None:
+    assert sockperf_server_argv(cpu=3)[:4] == ["taskset", "-c", "3", "sockperf"]
+    assert sockperf_pingpong_argv("h", cpu=0)[:5] == ["taskset", "-c", "0", "sockperf", "ping-pong"]
+    assert sockperf_server_argv(cpu=3)[3:] == sockperf_server_argv()
+
+
+@pytest.mark.parametrize("cpu", [-1, True])
+def test_a_cpu_that_is_no_cpu_number_is_refused(cpu: int) -> None:
+    with pytest.raises(ConfigError, match="CPU number"):
+        sockperf_pingpong_argv("h", cpu=cpu)
+
+
+def test_the_measuring_client_runs_on_the_cpu_the_servers_run_on() -> None:
+    """Both ends on one CPU: a round trip is then the data path's work, not the host waking a
+    second CPU (bench/pinning.py)."""
+    run = SOCKPERF.client
+    assert run is not None
+    argv = run.argv(ToolTarget("198.19.1.4", 11111), profile_named("smoke"))
+    assert argv[:3] == ["taskset", "-c", str(PINNED_CPU)]
+    assert sockperf_server_argv(cpu=PINNED_CPU)[:3] == argv[:3]
 
 
 # --- parser on every captured fixture ---------------------------------------------------------

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 from cnibench.errors import ConfigError
 
 __all__ = [
     "format_number",
     "join_output",
+    "on_cpu",
     "require_positive",
     "strip_ansi",
     "whole_seconds",
@@ -32,6 +34,22 @@ def strip_ansi(text: str) -> str:
         ``text`` without ANSI CSI sequences.
     """
     return _ANSI_ESCAPE.sub("", text)
+
+
+def on_cpu(argv: Sequence[str], cpu: int | None) -> list[str]:
+    """``argv`` run on CPU ``cpu`` alone (``taskset -c``, util-linux, in every Debian), or as
+    it is for ``None``.
+
+    Raises
+    ------
+    cnibench.errors.ConfigError
+        A negative CPU number.
+    """
+    if cpu is None:
+        return list(argv)
+    if isinstance(cpu, bool) or cpu < 0:
+        raise ConfigError(f"a CPU number is a whole number from 0, got {cpu!r}")
+    return ["taskset", "-c", str(cpu), *argv]
 
 
 def whole_seconds(value: float, *, tool: str, option: str) -> str:

@@ -12,8 +12,15 @@ With ``--full-rtt`` (``full_rtt=True`` here) it reports the round trip itself.
 :attr:`SockperfResult.round_trip`; :attr:`SockperfResult.avg_rtt_us` always gives the round trip.
 Only the "valid duration" (after sockperf's warm-up) enters the statistics.
 
-sockperf exits with status 0 even when it could not reach the server; the parser recognises
-its error lines instead.
+Where the two ends run
+----------------------
+Client and server run on one CPU, :data:`PINNED_CPU` (``taskset``). Left to the scheduler,
+they land on two CPUs on an idle host, and every round trip then waits for the host to wake
+the other CPU: on this project's 2-vCPU virtual machine that alone took about 45 of the 52 µs
+a round trip between two namespaces took, against 7.5 µs on one CPU, and on kind, where other
+processes keep CPUs awake some of the time, the median moved between about 8 and 17 µs from
+run to run. On one CPU the data path's own work is what a round trip adds up.
+``bench/pinning.py`` measures both side by side.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from types import MappingProxyType
 
 from cnibench.errors import ConfigError, ParseError, ToolError
 from cnibench.records import Measurement
-from cnibench.tools._common import join_output, strip_ansi, whole_seconds
+from cnibench.tools._common import join_output, on_cpu, strip_ansi, whole_seconds
 from cnibench.tools.registry import (
     VERSION_NUMBER,
     ClientMeasurement,
@@ -36,6 +43,7 @@ from cnibench.tools.registry import (
 )
 
 __all__ = [
+    "PINNED_CPU",
     "SOCKPERF",
     "SockperfResult",
     "parse_sockperf",
@@ -48,6 +56,9 @@ __all__ = [
 TOOL = "sockperf"
 MIN_MSG_SIZE = 14
 """sockperf's smallest message: its own header (bytes)."""
+PINNED_CPU = 0
+"""The CPU both the client and the server run on (see the module's docstring); CPU 0, since
+every machine has it."""
 
 
 def sockperf_pingpong_argv(
@@ -59,6 +70,7 @@ def sockperf_pingpong_argv(
     msg_size: int = MIN_MSG_SIZE,
     full_rtt: bool = False,
     mps: int | None = None,
+    cpu: int | None = None,
 ) -> list[str]:
     """Command line of a sockperf ping-pong client.
 
@@ -79,11 +91,14 @@ def sockperf_pingpong_argv(
         Report round-trip times instead of the default one-way latency (RTT/2).
     mps:
         Messages per second; ``None`` sends as fast as replies come back (ping-pong default).
+    cpu:
+        Run the client on this CPU alone (``taskset -c``); ``None`` leaves it to the scheduler.
 
     Returns
     -------
     list of str
-        ``["sockperf", "ping-pong", "-i", server, "-p", port, "-t", seconds, "-m", size, ...]``.
+        ``["sockperf", "ping-pong", "-i", server, "-p", port, "-t", seconds, "-m", size, ...]``,
+        after ``["taskset", "-c", cpu]`` when ``cpu`` is given.
 
     Raises
     ------
@@ -117,11 +132,11 @@ def sockperf_pingpong_argv(
         if mps <= 0:
             raise ConfigError(f"sockperf: mps must be positive, got {mps}")
         argv.append(f"--mps={mps}")
-    return argv
+    return on_cpu(argv, cpu)
 
 
 def sockperf_server_argv(
-    *, port: int = 11111, bind: str = "0.0.0.0", tcp: bool = False
+    *, port: int = 11111, bind: str = "0.0.0.0", tcp: bool = False, cpu: int | None = None
 ) -> list[str]:
     """Command line of a sockperf server.
 
@@ -133,17 +148,20 @@ def sockperf_server_argv(
         Address to listen on.
     tcp:
         Serve TCP; a server serves either UDP or TCP, so a pod answering both runs two.
+    cpu:
+        Run the server on this CPU alone (``taskset -c``); ``None`` leaves it to the scheduler.
 
     Returns
     -------
     list of str
-        ``["sockperf", "server", "-i", bind, "-p", port]`` plus ``--tcp``.
+        ``["sockperf", "server", "-i", bind, "-p", port]`` plus ``--tcp``, after
+        ``["taskset", "-c", cpu]`` when ``cpu`` is given.
     """
     _check_port(port)
     argv = ["sockperf", "server", "-i", bind, "-p", str(port)]
     if tcp:
         argv.append("--tcp")
-    return argv
+    return on_cpu(argv, cpu)
 
 
 def _check_port(port: int) -> None:
@@ -293,7 +311,9 @@ def parse_sockperf(text: str, *, stderr: str = "") -> SockperfResult:
 
 
 def _client_argv(target: ToolTarget, profile: MeasurementProfile) -> list[str]:
-    return sockperf_pingpong_argv(target.address, port=target.port, duration=profile.duration)
+    return sockperf_pingpong_argv(
+        target.address, port=target.port, duration=profile.duration, cpu=PINNED_CPU
+    )
 
 
 def sockperf_measurements(stdout: str, stderr: str) -> list[Measurement]:

@@ -29,7 +29,7 @@ from cnibench.backends.kube.images import Images
 from cnibench.backends.kube.resources import data_tree
 from cnibench.errors import ConfigError
 from cnibench.policy import PolicySpec
-from cnibench.tools.sockperf import sockperf_server_argv
+from cnibench.tools.sockperf import PINNED_CPU, sockperf_server_argv
 
 __all__ = [
     "ENDPOINT_LABEL",
@@ -237,19 +237,19 @@ def _workload_containers(workload: WorkloadSpec, images: Images) -> list[dict[st
         if not images.sockperf:
             raise ConfigError(
                 "no sockperf image configured: set CNIBENCH_IMAGE_SOCKPERF to an image with"
-                " sockperf on PATH"
+                " sockperf and taskset on PATH"
             )
         return [
             {
                 "name": "sockperf-udp",
                 "image": images.sockperf,
-                "command": list(sockperf_server_argv(port=port)),
+                "command": sockperf_server_argv(port=port, cpu=PINNED_CPU),
                 "ports": [{"containerPort": port, "protocol": "UDP"}],
             },
             {
                 "name": "sockperf-tcp",
                 "image": images.sockperf,
-                "command": list(sockperf_server_argv(port=port, tcp=True)),
+                "command": sockperf_server_argv(port=port, tcp=True, cpu=PINNED_CPU),
                 "ports": [{"containerPort": port, "protocol": "TCP"}],
                 "readinessProbe": _tcp_ready(port),
             },

@@ -17,7 +17,7 @@ from cnibench.backends.lab.plan.addresses import NODE_EXPORTER_PORT
 from cnibench.backends.lab.plan.topology import LabPlan, PodPlan
 from cnibench.errors import ConfigError
 from cnibench.tools.iperf3 import iperf3_server_argv
-from cnibench.tools.sockperf import sockperf_server_argv
+from cnibench.tools.sockperf import PINNED_CPU, sockperf_server_argv
 
 __all__ = [
     "WorkloadProcess",
@@ -115,11 +115,13 @@ def workload_processes(
     if workload.kind is WorkloadKind.SOCKPERF_SERVER:
         return (
             WorkloadProcess(
-                f"sockperf-udp-{port}", tuple(sockperf_server_argv(port=port, bind=pod.ip)), port
+                f"sockperf-udp-{port}",
+                tuple(sockperf_server_argv(port=port, bind=pod.ip, cpu=PINNED_CPU)),
+                port,
             ),
             WorkloadProcess(
                 f"sockperf-tcp-{port}",
-                tuple(sockperf_server_argv(port=port, bind=pod.ip, tcp=True)),
+                tuple(sockperf_server_argv(port=port, bind=pod.ip, tcp=True, cpu=PINNED_CPU)),
                 port,
             ),
         )
