@@ -41,7 +41,12 @@ from pathlib import Path
 import pandas as pd
 
 from cnibench.errors import CnibenchError, ConfigError
-from cnibench.results import atomic_write_bytes, load_environments, load_results
+from cnibench.results import (
+    atomic_write_bytes,
+    environment_fingerprint,
+    load_environments,
+    load_results,
+)
 from cnibench.signals import sigterm_raises_interrupt
 
 __all__ = [
@@ -498,8 +503,33 @@ def progress(out: Path) -> _Progress:
     if account.get("finished", True) and len(steps) == len(runs):
         raise ConfigError(f"{out} holds a finished study with no failed command: nothing to resume")
     kept = {name for step in steps for name in step.get("sessions", [])}
+    _check_same_machine(out, kept)
     stale = sorted(_sessions(out) - kept)
     return _Progress(steps, float(account.get("wall_seconds", 0.0)), stale)
+
+
+def _machine(cpu_model: object, cpu_count: object, kernel: object) -> str:
+    return f"{cpu_model}, {cpu_count} CPUs, kernel {kernel}"
+
+
+def _check_same_machine(out: Path, sessions: set[str]) -> None:
+    """Refuse to resume on a machine other than the one ``sessions`` ran on: the study's
+    comparisons across sessions would then compare machines as well as configurations."""
+    envs = load_environments(out, on_error="warn") if sessions else pd.DataFrame()
+    if envs.empty:
+        return
+    envs = envs[envs["session_id"].isin(sessions)]
+    theirs = sorted(
+        {_machine(*row) for row in envs[["cpu_model", "cpu_count", "kernel"]].itertuples(False)}
+    )
+    here = environment_fingerprint()
+    mine = _machine(here.cpu_model, here.cpu_count, here.kernel)
+    if theirs and theirs != [mine]:
+        raise ConfigError(
+            f"{out}'s sessions ran on {'; '.join(theirs)}, this machine is {mine}: resumed"
+            " here, the study would compare machines as well as configurations (run it again"
+            " into a new --out)"
+        )
 
 
 def finish(

@@ -236,6 +236,34 @@ def test_an_interrupted_study_resumes_where_it_stopped(
     assert "session-03" not in written
 
 
+def test_resume_refuses_another_machine_in_one_line(
+    stand_ins: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Sessions of one study on two machines would make its comparisons across sessions
+    compare machines too (a study resumed on another CI machine did, on 2026-12-07)."""
+    import dataclasses
+
+    from cnibench import study
+    from cnibench.results import ResultsStore, environment_fingerprint
+
+    out = stand_ins
+    monkeypatch.setattr(study, "_cli", _Commands(out, interrupt_at=3))
+    with pytest.raises(KeyboardInterrupt):
+        study.run(out, log=lambda line: None)
+    here = environment_fingerprint(backend="kube", provider="kind", cni="flannel")
+    store = ResultsStore(out, session_id="session-01")
+    store.write_environment(here)
+    assert study.progress(out).stale == ["session-03"]  # the same machine: it resumes
+
+    store.write_environment(dataclasses.replace(here, cpu_model="Another CPU", cni="cilium"))
+    assert main(["--resume", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "Another CPU, " in err
+    assert f"this machine is {here.cpu_model}, {here.cpu_count} CPUs" in err
+    assert (out / "session-03").exists()  # nothing removed before the refusal
+
+
 def test_resume_refuses_a_finished_study_and_a_directory_without_one_in_one_line(
     stand_ins: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
