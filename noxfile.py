@@ -314,8 +314,9 @@ def study(session: nox.Session) -> None:
 @nox.session(name="kind-demo", python=PYTHON)
 def kind_demo(session: nox.Session) -> None:
     """Which CNI, in one command: installs what kind needs, starts the private engine, builds
-    the offline images (cold about 19 minutes, then cached), runs flannel, Cilium and
-    kube-router on pod-to-pod traffic and policy (quick, one session each: ``python -m
+    the offline images (on a fresh machine about 41 minutes, Go modules fetched and built, then
+    cached), runs flannel, Cilium and kube-router on pod-to-pod traffic and policy (quick, one
+    session each: ``python -m
     cnibench.study --plan which-cni``), prints the matrices and stops the engine. Results in
     results/which-cni-<UTC time>/ (``-- --print`` shows the plain `cnibench run` commands)."""
     import datetime
