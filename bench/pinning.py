@@ -1,17 +1,16 @@
-"""How much of sockperf's run-to-run spread is where the scheduler puts its two ends (run as
-root).
+"""What sockperf measures with its two ends left to the scheduler, and on one CPU as cnibench
+runs them (run as root).
 
     python bench/pinning.py [--seconds 3] [--runs 10]
 
 Two network namespaces joined by a veth pair (198.18.252.0/30), a sockperf server in one, the
-client in the other: once with both ends left to the scheduler, once with the client on CPU
-:data:`~cnibench.tools.sockperf.PINNED_CPU` and the server on
-:data:`~cnibench.tools.sockperf.PINNED_CPU`, as cnibench runs them. The two kinds of run
-alternate (order rotated every round), each against a server of its own kind on its own port,
-so a machine that changes during the benchmark changes both. Prints, for each kind, the median
-latency of every run, the spread of those medians (the SD of their logarithm, what sets the
-width of a ratio's interval) and the spread's ratio, pinned / unpinned, with a 95 % interval
-(F distribution). Writes ``bench-results/pinning.csv``.
+client in the other: once with both ends left to the scheduler, once with both on CPU
+:data:`~cnibench.tools.sockperf.PINNED_CPU`. The two kinds of run alternate (order rotated
+every round), each against a server of its own kind on its own port, so a machine that changes
+during the benchmark changes both. Prints, for each kind, the range of the runs' median
+latency and its SD in µs (a data path's cost is µs added to every round trip: the smaller the
+SD, the smaller a cost the runs can see), the medians' ratio, pinned / unpinned, and the SDs'
+ratio with a 95 % interval (F distribution). Writes ``bench-results/pinning.csv``.
 """
 
 from __future__ import annotations
@@ -31,6 +30,8 @@ from cnibench.tools import sockperf
 ADDRESS_CLIENT = "198.18.252.1"
 ADDRESS_SERVER = "198.18.252.2"
 PORTS = {"unpinned": 11121, "pinned": 11122}
+CPUS = {"unpinned": None, "pinned": sockperf.PINNED_CPU}
+"""Where each kind runs both its ends (``None``: where the scheduler puts them)."""
 
 
 def _ip(*args: str) -> None:
@@ -63,8 +64,7 @@ def main() -> int:
             _ip("-n", ns, "addr", "add", f"{address}/30", "dev", dev)
             _ip("-n", ns, "link", "set", dev, "up")
         for kind, port in PORTS.items():
-            cpu = sockperf.PINNED_CPU if kind == "pinned" else None
-            argv = sockperf.sockperf_server_argv(port=port, bind=ADDRESS_SERVER, cpu=cpu)
+            argv = sockperf.sockperf_server_argv(port=port, bind=ADDRESS_SERVER, cpu=CPUS[kind])
             servers.append(
                 subprocess.Popen(
                     ["ip", "netns", "exec", server_ns, *argv],
@@ -75,9 +75,8 @@ def main() -> int:
         time.sleep(1.0)
         for run in range(options.runs):
             for kind in in_turn(list(PORTS), run):
-                cpu = sockperf.PINNED_CPU if kind == "pinned" else None
                 argv = sockperf.sockperf_pingpong_argv(
-                    ADDRESS_SERVER, port=PORTS[kind], duration=options.seconds, cpu=cpu
+                    ADDRESS_SERVER, port=PORTS[kind], duration=options.seconds, cpu=CPUS[kind]
                 )
                 out = subprocess.run(
                     ["ip", "netns", "exec", client_ns, *argv],

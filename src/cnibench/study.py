@@ -372,12 +372,7 @@ def verdict_markdown(directory: Path, *, reference: str = REFERENCE) -> str:
     ok = df[(df["status"] == "ok") & df["verified"]]
     runs = ok.drop_duplicates("run_id")
     per_condition = runs.groupby(["cni", "scenario", "condition"]).size()
-    machines = sorted(
-        {
-            f"{row.cpu_model}, {row.cpu_count} CPUs, kernel {row.kernel}"
-            for row in environments.itertuples()
-        }
-    )
+    machines = _machines(environments)
     lines = [
         "# Verdict of the kind study",
         "",
@@ -512,16 +507,18 @@ def _machine(cpu_model: object, cpu_count: object, kernel: object) -> str:
     return f"{cpu_model}, {cpu_count} CPUs, kernel {kernel}"
 
 
+def _machines(environments: pd.DataFrame) -> list[str]:
+    """Each machine the fingerprints ``environments`` name, once, sorted."""
+    return sorted({_machine(r.cpu_model, r.cpu_count, r.kernel) for r in environments.itertuples()})
+
+
 def _check_same_machine(out: Path, sessions: set[str]) -> None:
     """Refuse to resume on a machine other than the one ``sessions`` ran on: the study's
     comparisons across sessions would then compare machines as well as configurations."""
     envs = load_environments(out, on_error="warn") if sessions else pd.DataFrame()
     if envs.empty:
         return
-    envs = envs[envs["session_id"].isin(sessions)]
-    theirs = sorted(
-        {_machine(*row) for row in envs[["cpu_model", "cpu_count", "kernel"]].itertuples(False)}
-    )
+    theirs = _machines(envs[envs["session_id"].isin(sessions)])
     here = environment_fingerprint()
     mine = _machine(here.cpu_model, here.cpu_count, here.kernel)
     if theirs and theirs != [mine]:

@@ -21,6 +21,9 @@ a round trip between two namespaces took, against 7.5 µs on one CPU, and on kin
 processes keep CPUs awake some of the time, the median moved between about 8 and 17 µs from
 run to run. On one CPU the data path's own work is what a round trip adds up.
 ``bench/pinning.py`` measures both side by side.
+
+sockperf exits with status 0 even when it could not reach the server; the parser recognises
+its error lines instead.
 """
 
 from __future__ import annotations
